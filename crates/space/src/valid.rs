@@ -1,0 +1,534 @@
+//! The set of valid configurations of a space as one BDD, and the questions answered on it:
+//! satisfiable, exact count, enumeration, membership, exactly uniform sampling, lightest and
+//! heaviest completions, and uniform sampling at a given number of selected options.
+//!
+//! Encoding: one BDD variable per binary option; one per value of a numeric option
+//! (one-hot, with an exactly-one rule). Variables follow option order, so a space declared
+//! tree-first keeps related options close in the ordering.
+
+use biodivine_lib_bdd::{Bdd, BddPointer, BddValuation, BddVariable, BddVariableSet};
+use num_bigint::{BigUint, RandBigInt};
+use num_traits::{One, Zero};
+use rand::Rng;
+
+use crate::formula::Formula;
+use crate::space::{ConfigSpace, Configuration, OptionId};
+use crate::Error;
+
+/// A literal of the space: an option taking one value index.
+pub type Literal = (OptionId, u32);
+
+/// The valid configurations of a [`ConfigSpace`], compiled to a BDD.
+pub struct ValidConfigurations<'s> {
+    space: &'s ConfigSpace,
+    vars: BddVariableSet,
+    /// BDD variables of each option: one for binary options, one per value for numeric.
+    option_vars: Vec<Vec<BddVariable>>,
+    /// For every BDD variable: its option and whether it counts as a selected binary option.
+    var_option: Vec<OptionId>,
+    bdd: Bdd,
+}
+
+impl<'s> ValidConfigurations<'s> {
+    /// Compiles the space; an unsatisfiable space is an error naming the rule that made it so.
+    pub fn new(space: &'s ConfigSpace) -> Result<Self, Error> {
+        let mut option_vars = Vec::with_capacity(space.len());
+        let mut var_option = Vec::new();
+        let mut next = 0usize;
+        for id in space.ids() {
+            let arity = if space.option(id).is_binary() { 1 } else { space.option(id).arity() };
+            option_vars.push((next..next + arity).map(BddVariable::from_index).collect::<Vec<_>>());
+            var_option.extend(std::iter::repeat_n(id, arity));
+            next += arity;
+        }
+        if next > u16::MAX as usize {
+            return Err(Error::Invalid(format!("space needs {next} BDD variables; at most 65535 are supported")));
+        }
+        let vars = BddVariableSet::new_anonymous(next as u16);
+        let mut this = ValidConfigurations { space, vars, option_vars, var_option, bdd: BddVariableSet::new_anonymous(0).mk_true() };
+        let mut bdd = this.vars.mk_true();
+        for (id, vs) in space.ids().zip(&this.option_vars) {
+            if !space.option(id).is_binary() {
+                bdd = bdd.and(&this.exactly_one(vs));
+            }
+        }
+        for rule in space.rules() {
+            let r = this.compile(&rule.formula);
+            bdd = bdd.and(&r);
+            if bdd.is_false() {
+                return Err(Error::Unsatisfiable(format!("no configuration satisfies {} together with the rules before it", rule.why)));
+            }
+        }
+        this.bdd = bdd;
+        Ok(this)
+    }
+
+    fn exactly_one(&self, vs: &[BddVariable]) -> Bdd {
+        let mut at_least = self.vars.mk_false();
+        let mut at_most = self.vars.mk_true();
+        for (i, a) in vs.iter().enumerate() {
+            at_least = at_least.or(&self.vars.mk_var(*a));
+            for b in &vs[i + 1..] {
+                at_most = at_most.and(&self.vars.mk_var(*a).and(&self.vars.mk_var(*b)).not());
+            }
+        }
+        at_least.and(&at_most)
+    }
+
+    /// The BDD of a literal.
+    pub fn literal(&self, (id, value): Literal) -> Bdd {
+        let vs = &self.option_vars[id.index()];
+        if self.space.option(id).is_binary() {
+            self.vars.mk_literal(vs[0], value == 1)
+        } else {
+            self.vars.mk_var(vs[value as usize])
+        }
+    }
+
+    /// Compiles a formula of the space (atoms checked by [`ConfigSpace::add_formula`]).
+    pub fn compile(&self, f: &Formula) -> Bdd {
+        match f {
+            Formula::Const(true) => self.vars.mk_true(),
+            Formula::Const(false) => self.vars.mk_false(),
+            Formula::Var(_) | Formula::Equals(..) => self.literal(self.space.atom_literal(f)),
+            Formula::Not(a) => self.compile(a).not(),
+            Formula::And(xs) => xs.iter().fold(self.vars.mk_true(), |acc, x| acc.and(&self.compile(x))),
+            Formula::Or(xs) => xs.iter().fold(self.vars.mk_false(), |acc, x| acc.or(&self.compile(x))),
+            Formula::Implies(a, b) => self.compile(a).imp(&self.compile(b)),
+            Formula::Iff(a, b) => self.compile(a).iff(&self.compile(b)),
+        }
+    }
+
+    pub fn space(&self) -> &'s ConfigSpace {
+        self.space
+    }
+
+    /// The BDD of all valid configurations.
+    pub fn bdd(&self) -> &Bdd {
+        &self.bdd
+    }
+
+    pub fn bdd_size(&self) -> usize {
+        self.bdd.size()
+    }
+
+    /// The exact number of valid configurations.
+    pub fn count(&self) -> BigUint {
+        self.bdd.exact_cardinality()
+    }
+
+    /// The valid configurations that also satisfy `extra`, as a BDD.
+    pub fn restricted(&self, extra: &Bdd) -> Bdd {
+        self.bdd.and(extra)
+    }
+
+    /// Restricts a BDD to the literals (cofactor); false means no completion exists.
+    pub fn cofactor(&self, bdd: &Bdd, literals: &[Literal]) -> Bdd {
+        let mut assignment = Vec::new();
+        for &(id, value) in literals {
+            let vs = &self.option_vars[id.index()];
+            if self.space.option(id).is_binary() {
+                assignment.push((vs[0], value == 1));
+            } else {
+                assignment.extend(vs.iter().enumerate().map(|(i, v)| (*v, i == value as usize)));
+            }
+        }
+        bdd.restrict(&assignment)
+    }
+
+    /// Whether some valid configuration contains all the literals.
+    pub fn allows(&self, literals: &[Literal]) -> bool {
+        !self.cofactor(&self.bdd, literals).is_false()
+    }
+
+    pub fn is_valid(&self, config: &Configuration) -> bool {
+        self.bdd.eval_in(&self.valuation(config))
+    }
+
+    fn valuation(&self, config: &Configuration) -> BddValuation {
+        let mut v = BddValuation::all_false(self.vars.num_vars());
+        for ((vs, value), o) in self.option_vars.iter().zip(&config.0).zip(self.space.options()) {
+            if o.is_binary() {
+                v.set_value(vs[0], *value == 1);
+            } else {
+                v.set(vs[*value as usize]);
+            }
+        }
+        v
+    }
+
+    /// Reads a configuration off a full valuation of the BDD variables.
+    fn configuration(&self, valuation: &[bool]) -> Configuration {
+        Configuration(
+            self.option_vars
+                .iter()
+                .enumerate()
+                .map(|(i, vs)| {
+                    if self.space.options()[i].is_binary() {
+                        valuation[vs[0].to_index()] as u32
+                    } else {
+                        vs.iter().position(|v| valuation[v.to_index()]).expect("one-hot") as u32
+                    }
+                })
+                .collect(),
+        )
+    }
+
+    /// Every valid configuration, in BDD order.
+    pub fn iter(&self) -> impl Iterator<Item = Configuration> + '_ {
+        self.bdd.sat_valuations().map(move |v| self.configuration(v.as_vector()))
+    }
+
+    /// One configuration drawn uniformly at random from those satisfying `bdd` (which must
+    /// be a subset of this space's valid set, e.g. from [`Self::restricted`]).
+    pub fn sample_uniform_in(&self, bdd: &Bdd, rng: &mut impl Rng) -> Option<Configuration> {
+        let counts = CountTable::new(bdd);
+        let total = counts.total(bdd);
+        if total.is_zero() {
+            return None;
+        }
+        let rank = rng.gen_biguint_below(&total);
+        Some(self.unrank(bdd, &counts, rank))
+    }
+
+    /// One valid configuration drawn uniformly at random.
+    pub fn sample_uniform(&self, rng: &mut impl Rng) -> Configuration {
+        self.sample_uniform_in(&self.bdd, rng).expect("a compiled space is satisfiable")
+    }
+
+    /// The configuration with the given rank among the satisfying valuations of `bdd`: a
+    /// bijection from `0..count` onto them, so a uniform rank is a uniform configuration.
+    fn unrank(&self, bdd: &Bdd, counts: &CountTable, mut rank: BigUint) -> Configuration {
+        let n = self.vars.num_vars() as usize;
+        let mut valuation = vec![false; n];
+        let mut level = 0usize;
+        let mut node = bdd.root_pointer();
+        // Free variables above `node` take their bits from the rank.
+        let take_free = |from: usize, to: usize, rank: &mut BigUint, valuation: &mut Vec<bool>| {
+            for slot in valuation.iter_mut().take(to).skip(from) {
+                *slot = (&*rank & BigUint::one()).is_one();
+                *rank >>= 1;
+            }
+        };
+        loop {
+            let var = if node.is_terminal() { n } else { bdd.var_of(node).to_index() };
+            take_free(level, var, &mut rank, &mut valuation);
+            if node.is_terminal() {
+                break;
+            }
+            let low = bdd.low_link_of(node);
+            let low_total = counts.below(bdd, var, low);
+            if rank < low_total {
+                node = low;
+            } else {
+                rank -= low_total;
+                valuation[var] = true;
+                node = bdd.high_link_of(node);
+            }
+            level = var + 1;
+        }
+        self.configuration(&valuation)
+    }
+
+    /// Among the configurations in `bdd`, one with the fewest (`maximise = false`) or most
+    /// selected binary options; ties go to the first in variable order. `None` if empty.
+    pub fn extreme_in(&self, bdd: &Bdd, maximise: bool) -> Option<Configuration> {
+        if bdd.is_false() {
+            return None;
+        }
+        let n = self.vars.num_vars() as usize;
+        let weight = |var: usize| self.space.option(self.var_option[var]).is_binary() as i64;
+        // Free variables between levels: pick the value that helps (0 to minimise).
+        let free_best = |from: usize, to: usize| -> i64 {
+            if maximise { (from..to).map(weight).sum() } else { 0 }
+        };
+        let better = |a: i64, b: i64| if maximise { a > b } else { a < b };
+        let size = bdd.size();
+        let mut best = vec![0i64; size];
+        // Nodes are stored children-first, so one forward pass computes every node's best.
+        for p in bdd.pointers() {
+            if p.is_terminal() {
+                best[p.to_index()] = if p.is_one() { 0 } else { i64::MIN / 4 };
+                continue;
+            }
+            let var = bdd.var_of(p).to_index();
+            let score = |child: BddPointer, high: bool| -> i64 {
+                let cv = if child.is_terminal() { n } else { bdd.var_of(child).to_index() };
+                let b = best[child.to_index()];
+                if child.is_zero() { return if maximise { i64::MIN / 4 } else { i64::MAX / 4 }; }
+                b + free_best(var + 1, cv) + if high { weight(var) } else { 0 }
+            };
+            let lo = score(bdd.low_link_of(p), false);
+            let hi = score(bdd.high_link_of(p), true);
+            best[p.to_index()] = if better(hi, lo) { hi } else { lo };
+        }
+        let mut valuation = vec![false; n];
+        let mut node = bdd.root_pointer();
+        let mut level = 0;
+        loop {
+            let var = if node.is_terminal() { n } else { bdd.var_of(node).to_index() };
+            if maximise {
+                for (i, slot) in valuation.iter_mut().enumerate().take(var).skip(level) {
+                    *slot = weight(i) == 1;
+                }
+            }
+            if node.is_terminal() {
+                break;
+            }
+            let (lo, hi) = (bdd.low_link_of(node), bdd.high_link_of(node));
+            let s = |child: BddPointer, high: bool| -> Option<i64> {
+                if child.is_zero() { return None; }
+                let cv = if child.is_terminal() { n } else { bdd.var_of(child).to_index() };
+                Some(best[child.to_index()] + free_best(var + 1, cv) + if high { weight(var) } else { 0 })
+            };
+            let take_high = match (s(lo, false), s(hi, true)) {
+                (Some(l), Some(h)) => better(h, l),
+                (None, Some(_)) => true,
+                _ => false,
+            };
+            valuation[var] = take_high;
+            node = if take_high { hi } else { lo };
+            level = var + 1;
+        }
+        // A numeric option's free one-hot variables may all be set by `maximise`: keep one.
+        let config = self.configuration_lenient(&valuation);
+        debug_assert!(self.bdd.eval_in(&self.valuation(&config)));
+        Some(config)
+    }
+
+    /// Like `configuration`, tolerating free one-hot variables (takes the first set value,
+    /// or the first value when none is set; the BDD then allows every choice).
+    fn configuration_lenient(&self, valuation: &[bool]) -> Configuration {
+        Configuration(
+            self.option_vars
+                .iter()
+                .enumerate()
+                .map(|(i, vs)| {
+                    if self.space.options()[i].is_binary() {
+                        valuation[vs[0].to_index()] as u32
+                    } else {
+                        vs.iter().position(|v| valuation[v.to_index()]).unwrap_or(0) as u32
+                    }
+                })
+                .collect(),
+        )
+    }
+
+    /// For each number k of selected binary options, how many valid configurations have
+    /// exactly k (index k of the result).
+    pub fn count_by_selected(&self) -> Vec<BigUint> {
+        let table = DistanceTable::new(self, &self.bdd);
+        table.at_root(&self.bdd)
+    }
+
+    /// A valid configuration drawn uniformly among those with exactly `k` selected binary
+    /// options; `None` if there is none.
+    pub fn sample_with_selected(&self, k: usize, table: &DistanceTable, rng: &mut impl Rng) -> Option<Configuration> {
+        table.sample(self, &self.bdd, k, rng)
+    }
+
+    pub fn distance_table(&self) -> DistanceTable {
+        DistanceTable::new(self, &self.bdd)
+    }
+
+    fn is_binary_var(&self, var: usize) -> bool {
+        self.space.option(self.var_option[var]).is_binary()
+    }
+
+    pub fn num_vars(&self) -> usize {
+        self.vars.num_vars() as usize
+    }
+}
+
+/// Satisfying-assignment counts per BDD node, over the variables at and below the node.
+struct CountTable {
+    counts: Vec<BigUint>,
+}
+
+impl CountTable {
+    fn new(bdd: &Bdd) -> Self {
+        let n = bdd.num_vars() as usize;
+        let mut counts = vec![BigUint::zero(); bdd.size()];
+        for p in bdd.pointers() {
+            if p.is_terminal() {
+                counts[p.to_index()] = if p.is_one() { BigUint::one() } else { BigUint::zero() };
+                continue;
+            }
+            let var = bdd.var_of(p).to_index();
+            let child = |c: BddPointer| -> BigUint {
+                let cv = if c.is_terminal() { n } else { bdd.var_of(c).to_index() };
+                &counts[c.to_index()] << (cv - var - 1)
+            };
+            let total = child(bdd.low_link_of(p)) + child(bdd.high_link_of(p));
+            counts[p.to_index()] = total;
+        }
+        CountTable { counts }
+    }
+
+    /// Completions of `child` reached from a node on variable `var` (free variables between).
+    fn below(&self, bdd: &Bdd, var: usize, child: BddPointer) -> BigUint {
+        let n = bdd.num_vars() as usize;
+        let cv = if child.is_terminal() { n } else { bdd.var_of(child).to_index() };
+        &self.counts[child.to_index()] << (cv - var - 1)
+    }
+
+    fn total(&self, bdd: &Bdd) -> BigUint {
+        let root = bdd.root_pointer();
+        if root.is_zero() {
+            return BigUint::zero();
+        }
+        let top = if root.is_terminal() { bdd.num_vars() as usize } else { bdd.var_of(root).to_index() };
+        &self.counts[root.to_index()] << top
+    }
+}
+
+/// Counts per BDD node split by the number of selected binary options (a polynomial in the
+/// count), for uniform sampling at a fixed distance from the empty configuration.
+pub struct DistanceTable {
+    polys: Vec<Vec<BigUint>>,
+    /// binary_from[v]: number of binary-option variables among v..n.
+    binary_from: Vec<usize>,
+}
+
+fn binomial_row(n: usize) -> Vec<BigUint> {
+    let mut row = vec![BigUint::one()];
+    for _ in 0..n {
+        let mut next = vec![BigUint::zero(); row.len() + 1];
+        for (i, c) in row.iter().enumerate() {
+            next[i] += c;
+            next[i + 1] += c;
+        }
+        row = next;
+    }
+    row
+}
+
+impl DistanceTable {
+    fn new(valid: &ValidConfigurations, bdd: &Bdd) -> Self {
+        let n = valid.num_vars();
+        let mut binary_from = vec![0usize; n + 1];
+        for v in (0..n).rev() {
+            binary_from[v] = binary_from[v + 1] + valid.is_binary_var(v) as usize;
+        }
+        let mut table = DistanceTable { polys: vec![Vec::new(); bdd.size()], binary_from };
+        for p in bdd.pointers() {
+            if p.is_terminal() {
+                table.polys[p.to_index()] = if p.is_one() { vec![BigUint::one()] } else { vec![] };
+                continue;
+            }
+            let var = bdd.var_of(p).to_index();
+            let w = valid.is_binary_var(var) as usize;
+            let lo = table.edge(valid, bdd, var, bdd.low_link_of(p));
+            let hi = table.edge(valid, bdd, var, bdd.high_link_of(p));
+            let mut poly = vec![BigUint::zero(); (lo.len()).max(hi.len() + w)];
+            for (k, c) in lo.iter().enumerate() {
+                poly[k] += c;
+            }
+            for (k, c) in hi.iter().enumerate() {
+                poly[k + w] += c;
+            }
+            table.polys[p.to_index()] = poly;
+        }
+        table
+    }
+
+    /// The child's polynomial times the free variables between `var` and the child:
+    /// (1+x) per free binary variable, 2 per free one-hot variable.
+    fn edge(&self, valid: &ValidConfigurations, bdd: &Bdd, var: usize, child: BddPointer) -> Vec<BigUint> {
+        let n = valid.num_vars();
+        let cv = if child.is_terminal() { n } else { bdd.var_of(child).to_index() };
+        self.spread(&self.polys[child.to_index()], var + 1, cv)
+    }
+
+    fn spread(&self, poly: &[BigUint], from: usize, to: usize) -> Vec<BigUint> {
+        if poly.is_empty() {
+            return vec![];
+        }
+        let free_binary = self.binary_from[from] - self.binary_from[to];
+        let free_other = (to - from) - free_binary;
+        let row = binomial_row(free_binary);
+        let mut out = vec![BigUint::zero(); poly.len() + free_binary];
+        for (k, c) in poly.iter().enumerate() {
+            for (j, b) in row.iter().enumerate() {
+                out[k + j] += (c * b) << free_other;
+            }
+        }
+        out
+    }
+
+    fn at_root(&self, bdd: &Bdd) -> Vec<BigUint> {
+        let root = bdd.root_pointer();
+        let n = self.binary_from.len() - 1;
+        let top = if root.is_terminal() { n } else { bdd.var_of(root).to_index() };
+        self.spread(&self.polys[root.to_index()], 0, top)
+    }
+
+    fn sample(&self, valid: &ValidConfigurations, bdd: &Bdd, k: usize, rng: &mut impl Rng) -> Option<Configuration> {
+        let n = valid.num_vars();
+        let total = self.at_root(bdd).get(k).cloned().unwrap_or_default();
+        if total.is_zero() {
+            return None;
+        }
+        let mut valuation = vec![false; n];
+        let mut remaining = k;
+        let mut node = bdd.root_pointer();
+        let mut level = 0;
+        // Free variables between `level` and `to` receive `j` selected binary options, with j
+        // drawn in proportion to C(free, j) * completions(child, remaining - j).
+        let fill_free = |from: usize, to: usize, child_poly: &[BigUint], remaining: &mut usize, valuation: &mut Vec<bool>, rng: &mut dyn rand::RngCore| {
+            let binary: Vec<usize> = (from..to).filter(|v| valid.is_binary_var(*v)).collect();
+            let row = binomial_row(binary.len());
+            let weights: Vec<BigUint> = (0..=binary.len().min(*remaining))
+                .map(|j| {
+                    let rest = *remaining - j;
+                    child_poly.get(rest).map_or(BigUint::zero(), |c| c * &row[j])
+                })
+                .collect();
+            let sum: BigUint = weights.iter().sum();
+            let mut r = rng.gen_biguint_below(&sum);
+            let mut j = 0;
+            while r >= weights[j] {
+                r -= &weights[j];
+                j += 1;
+            }
+            // A uniform j-subset of the free binary variables.
+            let mut chosen = binary.clone();
+            for i in 0..j {
+                let pick = rng.gen_range(i..chosen.len());
+                chosen.swap(i, pick);
+            }
+            for v in &chosen[..j] {
+                valuation[*v] = true;
+            }
+            // Free one-hot variables: any value (the BDD does not constrain them here).
+            for v in (from..to).filter(|v| !valid.is_binary_var(*v)) {
+                valuation[v] = rng.gen_bool(0.5);
+            }
+            *remaining -= j;
+        };
+        loop {
+            let var = if node.is_terminal() { n } else { bdd.var_of(node).to_index() };
+            fill_free(level, var, &self.polys[node.to_index()], &mut remaining, &mut valuation, rng);
+            if node.is_terminal() {
+                break;
+            }
+            let w = valid.is_binary_var(var) as usize;
+            let lo = self.edge(valid, bdd, var, bdd.low_link_of(node));
+            let hi = self.edge(valid, bdd, var, bdd.high_link_of(node));
+            let lo_c = lo.get(remaining).cloned().unwrap_or_default();
+            let hi_c = if remaining >= w { hi.get(remaining - w).cloned().unwrap_or_default() } else { BigUint::zero() };
+            let r = rng.gen_biguint_below(&(&lo_c + &hi_c));
+            let (child, high) = if r < lo_c { (bdd.low_link_of(node), false) } else { (bdd.high_link_of(node), true) };
+            valuation[var] = high;
+            if high {
+                remaining -= w;
+            }
+            // Free variables between this node and its child are handled at the next step,
+            // but the child's polynomial must then be consulted from `var + 1`.
+            level = var + 1;
+            node = child;
+        }
+        debug_assert_eq!(remaining, 0);
+        Some(valid.configuration(&valuation))
+    }
+}
