@@ -1,14 +1,28 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! `model`: performance-influence models.
+//!
+//! An [`InfluenceModel`] is a sum of [`Term`]s, each a coefficient times a product of
+//! [`Factor`]s (a binary option, a numeric option's value, or a numeric value indicator):
+//! `1.00 + 3.00·A + 3.00·A·B`. This crate predicts with models, composes local models into a
+//! global one, converts between the subspace form (one value per combination of a region's
+//! options) and the influence form, prunes small terms, and reads and writes the model JSON
+//! that other tools rely on ([`ModelFile`], documented in `docs/model-json.md`).
+//!
+//! Architecture invariant: models refer to options by name only; this crate knows nothing of
+//! constraint reasoning (`space`), programs or measurements.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+mod file;
+mod influence;
+mod subspace;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
+pub use file::{predict_csv, ModelFile, Region, SourceSpan, FORMAT, VERSION};
+pub use influence::{BoundModel, Factor, InfluenceModel, Term, Threshold};
+pub use subspace::{influence_from_subspaces, subspaces_from_influence, MAX_OPTIONS};
+
+/// Errors of this crate; each message is one line for the user.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{path}: {message}")]
+    File { path: String, message: String },
 }
