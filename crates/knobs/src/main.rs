@@ -1,3 +1,58 @@
-fn main() {
-    println!("Hello, world!");
+//! `knobs`: which configuration options make a program slower or faster, by how much, and
+//! where. This binary is a thin command-line layer over the library crates: `space`
+//! (configuration spaces and sampling) and `model` (performance-influence models).
+//!
+//! Exit status: 0 on success, 1 when `space check` finds an invalid configuration, 2 on an
+//! error (bad input), with a one-line message on stderr.
+
+mod model_cmd;
+mod space_cmd;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "knobs", version, about = "Performance-influence models of configurable programs: which options (and combinations) make a program slower or faster, by how much, and where.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Inspect a configuration space: show, count, check and sample configurations.
+    #[command(subcommand)]
+    Space(space_cmd::SpaceCommand),
+    /// Predict the performance of configurations with a model: CSV in, CSV with a final
+    /// `prediction` column out.
+    Predict(model_cmd::PredictArgs),
+    /// Inspect and convert performance-influence models.
+    #[command(subcommand)]
+    Model(model_cmd::ModelCommand),
+}
+
+/// What a command reports back besides success: `Invalid` means "ran fine, but the input
+/// configurations are not valid" (exit status 1).
+pub enum Outcome {
+    Done,
+    Invalid,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Space(cmd) => space_cmd::run(cmd),
+        Command::Predict(args) => model_cmd::predict(args),
+        Command::Model(cmd) => model_cmd::run(cmd),
+    };
+    match result {
+        Ok(Outcome::Done) => ExitCode::SUCCESS,
+        Ok(Outcome::Invalid) => ExitCode::from(1),
+        Err(e) => {
+            // One line: the chain of causes joined with ": ".
+            eprintln!("knobs: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
 }

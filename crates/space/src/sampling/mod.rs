@@ -17,7 +17,7 @@ use crate::space::Configuration;
 use crate::valid::ValidConfigurations;
 use crate::Error;
 
-pub use twise::{tuple_coverage, TupleCoverage};
+pub use twise::{covering_lower_bound, tuple_coverage, TupleCoverage};
 
 /// A sampling strategy, as written on the command line (see [`Strategy::HELP`]).
 #[derive(Clone, Debug, PartialEq)]

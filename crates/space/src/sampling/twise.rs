@@ -179,7 +179,13 @@ pub(crate) fn covering_array(
             invalid += 1;
             continue;
         }
-        let config = extend_greedily(valid, &lits, &pending, &seed_literals, rng);
+        // AETG: build a few candidates from different random orders, keep the best.
+        let config = (0..CANDIDATES)
+            .map(|_| extend_greedily(valid, &lits, &pending, &seed_literals, rng))
+            .map(|c| (count_pending(&lits, &pending, &c, t), c))
+            .max_by_key(|(n, _)| *n)
+            .map(|(_, c)| c)
+            .expect("at least one candidate");
         for_each_tuple(&lits, &config_literals(&lits, &config), t, &mut |tuple| {
             if pending.remove(tuple) {
                 covered += 1;
@@ -189,6 +195,15 @@ pub(crate) fn covering_array(
     }
     // Every tuple was either covered or proven invalid: coverage is complete.
     Ok((configs, TupleCoverage { t, valid_tuples: covered, covered, invalid_tuples: invalid }))
+}
+
+/// Candidate configurations per step (AETG uses about 50; a few already get most of the gain).
+const CANDIDATES: usize = 8;
+
+fn count_pending(lits: &Literals, pending: &TupleSet, config: &Configuration, t: usize) -> u64 {
+    let mut n = 0;
+    for_each_tuple(lits, &config_literals(lits, config), t, &mut |tuple| n += pending.contains(tuple) as u64);
+    n
 }
 
 /// A valid configuration containing `seed`, fixing the other options greedily.
@@ -274,4 +289,77 @@ pub fn tuple_coverage(valid: &ValidConfigurations, sample: &[Configuration], t: 
         }
     });
     Ok(TupleCoverage { t, valid_tuples, covered, invalid_tuples })
+}
+
+/// A lower bound on the size of any t-wise covering array of the space.
+///
+/// Options are grouped into *dimensions*: each alternative group is one dimension whose
+/// values are its members, every other option is a dimension of its own. Within a set of t
+/// dimensions, a configuration realises at most one combination of single-literal values, so
+/// every valid such combination needs its own configuration; the bound is the largest number
+/// of valid combinations over all sets of t dimensions. `None` when that is too costly to
+/// compute (more than ~2 million combinations to check).
+pub fn covering_lower_bound(valid: &ValidConfigurations, t: usize) -> Option<u64> {
+    use crate::space::GroupKind;
+    let space = valid.space();
+    let mut in_group = vec![false; space.len()];
+    let mut dims: Vec<Vec<Literal>> = Vec::new();
+    for g in space.groups().iter().filter(|g| g.kind == GroupKind::Alternative) {
+        if g.members.iter().any(|m| in_group[m.index()]) {
+            continue;
+        }
+        for m in &g.members {
+            in_group[m.index()] = true;
+        }
+        dims.push(g.members.iter().map(|m| (*m, 1)).collect());
+    }
+    for id in space.ids().filter(|id| !in_group[id.index()]) {
+        dims.push((0..space.option(id).arity() as u32).map(|v| (id, v)).collect());
+    }
+    if t == 0 || t > dims.len() {
+        return None;
+    }
+    // Budget check: Σ over t-sets of the product of dimension sizes.
+    let sizes: Vec<u64> = dims.iter().map(|d| d.len() as u64).collect();
+    let mut work = 0u64;
+    let mut best = 0u64;
+    let mut idx: Vec<usize> = (0..t).collect();
+    let n = dims.len();
+    loop {
+        work += idx.iter().map(|&i| sizes[i]).product::<u64>();
+        if work > 2_000_000 {
+            return None;
+        }
+        // Count valid combinations of this dimension set.
+        let mut count = 0u64;
+        let mut choice = vec![0usize; t];
+        'combos: loop {
+            let literals: Vec<Literal> = idx.iter().zip(&choice).map(|(&d, &c)| dims[d][c]).collect();
+            count += valid.allows(&literals) as u64;
+            let mut k = t;
+            loop {
+                if k == 0 {
+                    break 'combos;
+                }
+                k -= 1;
+                choice[k] += 1;
+                if choice[k] < dims[idx[k]].len() {
+                    break;
+                }
+                choice[k] = 0;
+            }
+        }
+        best = best.max(count);
+        let mut k = t;
+        while k > 0 && idx[k - 1] == n - t + k - 1 {
+            k -= 1;
+        }
+        if k == 0 {
+            return Some(best);
+        }
+        idx[k - 1] += 1;
+        for j in k..t {
+            idx[j] = idx[j - 1] + 1;
+        }
+    }
 }

@@ -1,0 +1,115 @@
+//! `knobs predict` and `knobs model …`: use, inspect and convert performance-influence models.
+
+use std::fs::File;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use model::{influence_from_subspaces, predict_csv, subspaces_from_influence, ModelFile, Threshold};
+
+use crate::Outcome;
+
+#[derive(Args)]
+pub struct PredictArgs {
+    /// Model JSON (docs/model-json.md).
+    model: PathBuf,
+    /// Configurations as CSV with a header of option names (e.g. from `knobs space sample`).
+    configs: PathBuf,
+}
+
+#[derive(Subcommand)]
+pub enum ModelCommand {
+    /// Print a model sorted by influence, optionally pruning small terms.
+    Show {
+        model: PathBuf,
+        /// Drop terms whose |coefficient| is below this value.
+        #[arg(long, conflicts_with = "prune_relative")]
+        prune_absolute: Option<f64>,
+        /// Drop terms whose |coefficient| is below this fraction of the largest one.
+        #[arg(long)]
+        prune_relative: Option<f64>,
+        /// Decimals to print.
+        #[arg(long, default_value_t = 2)]
+        precision: usize,
+        /// Print the (pruned) model as JSON instead.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Build a model from the subspace form: one value per combination of the options.
+    /// Cell i has option j selected when bit j of i is set (cell 0: none selected).
+    FromSubspaces {
+        /// Options, comma-separated: `A,B`.
+        #[arg(long, value_delimiter = ',', required = true)]
+        options: Vec<String>,
+        /// The 2^k cell values, in cell order.
+        #[arg(required = true, allow_hyphen_values = true)]
+        cells: Vec<f64>,
+    },
+    /// Print a model's subspace form over the given binary options (CSV: options, value).
+    Subspaces {
+        model: PathBuf,
+        #[arg(long, value_delimiter = ',', required = true)]
+        options: Vec<String>,
+    },
+}
+
+pub fn predict(args: PredictArgs) -> Result<Outcome> {
+    let file = ModelFile::load(&args.model)?;
+    let input = File::open(&args.configs).with_context(|| args.configs.display().to_string())?;
+    predict_csv(&file.terms, input, &args.configs.display().to_string(), std::io::stdout().lock())?;
+    Ok(Outcome::Done)
+}
+
+pub fn run(cmd: ModelCommand) -> Result<Outcome> {
+    match cmd {
+        ModelCommand::Show { model, prune_absolute, prune_relative, precision, json } => {
+            let mut file = ModelFile::load(&model)?;
+            let threshold = match (prune_absolute, prune_relative) {
+                (Some(a), _) => Some(Threshold::Absolute(a)),
+                (_, Some(r)) => Some(Threshold::Relative(r)),
+                _ => None,
+            };
+            let mut dropped = 0;
+            if let Some(t) = threshold {
+                dropped += file.terms.prune(t).len();
+                for r in &mut file.regions {
+                    r.terms.prune(t);
+                }
+            }
+            if json {
+                println!("{}", file.to_json());
+                return Ok(Outcome::Done);
+            }
+            if let Some(system) = &file.system {
+                println!("system: {system}");
+            }
+            if let Some(metric) = &file.metric {
+                println!("metric: {metric}");
+            }
+            println!("{}", file.terms.format(precision));
+            if dropped > 0 {
+                println!("({dropped} terms below the threshold pruned)");
+            }
+            for r in &file.regions {
+                let place = r.location.as_ref().map_or(String::new(), |l| format!(" {}:{}-{}", l.file, l.lines[0], l.lines[1]));
+                println!("region {}{} [{}]: {}", r.id, place, r.options.join(", "), r.terms.format(precision));
+            }
+            Ok(Outcome::Done)
+        }
+        ModelCommand::FromSubspaces { options, cells } => {
+            let terms = influence_from_subspaces(&options, &cells)?;
+            println!("{}", ModelFile::new(terms).to_json());
+            Ok(Outcome::Done)
+        }
+        ModelCommand::Subspaces { model, options } => {
+            let file = ModelFile::load(&model)?;
+            let cells = subspaces_from_influence(&options, &file.terms)?;
+            println!("{},value", options.join(","));
+            for (m, v) in cells.iter().enumerate() {
+                let bits: Vec<String> = (0..options.len()).map(|j| ((m >> j) & 1).to_string()).collect();
+                println!("{},{v}", bits.join(","));
+            }
+            Ok(Outcome::Done)
+        }
+    }
+}
