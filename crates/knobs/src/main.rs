@@ -40,6 +40,12 @@ pub enum Outcome {
 }
 
 fn main() -> ExitCode {
+    // Die quietly like other Unix tools when the reader of our output goes away
+    // (`knobs space sample … | head`), instead of panicking on a failed print.
+    // SAFETY: setting a signal disposition at startup, before any threads exist.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Space(cmd) => space_cmd::run(cmd),

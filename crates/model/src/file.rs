@@ -71,7 +71,7 @@ impl ModelFile {
     }
 
     pub fn from_json(text: &str, shown: &str) -> Result<Self, Error> {
-        let file: ModelFile = serde_json::from_str(text).map_err(|e| Error::File { path: shown.into(), message: format!("line {}: {e}", e.line()) })?;
+        let file: ModelFile = serde_json::from_str(text).map_err(|e| Error::File { path: shown.into(), message: e.to_string() })?;
         if file.format != FORMAT {
             return Err(Error::File { path: shown.into(), message: format!("`format` is `{}`, expected `{FORMAT}`", file.format) });
         }
@@ -152,7 +152,7 @@ mod tests {
 
     #[test]
     fn rejects_other_files() {
-        assert!(ModelFile::from_json("{}", "m.json").unwrap_err().to_string().starts_with("m.json: line 1:"));
+        assert!(ModelFile::from_json("{}", "m.json").unwrap_err().to_string().starts_with("m.json: missing field"));
         let other = r#"{"format":"x","version":1,"terms":[]}"#;
         assert!(ModelFile::from_json(other, "m.json").unwrap_err().to_string().contains("expected `knobs-model`"));
         let bad_factor = r#"{"format":"knobs-model","version":1,"terms":[{"options":["a=x"],"value":1}]}"#;

@@ -33,6 +33,9 @@ pub fn influence_from_subspaces<S: AsRef<str>>(options: &[S], cells: &[f64]) -> 
     if cells.len() != 1 << k {
         return Err(Error::Invalid(format!("{k} options need {} cells, got {}", 1usize << k, cells.len())));
     }
+    if let Some(bad) = cells.iter().find(|c| !c.is_finite()) {
+        return Err(Error::Invalid(format!("cell value `{bad}` is not a finite number")));
+    }
     let mut beta = cells.to_vec();
     for j in 0..k {
         for m in 0..beta.len() {

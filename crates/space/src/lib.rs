@@ -44,8 +44,8 @@ pub enum Error {
     /// A malformed file; `line` is 1-based, 0 when unknown.
     #[error("{}", format_location(path, *line, message))]
     Format { path: String, line: usize, message: String },
-    #[error("{path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    #[error("{path}: {cause}")]
+    Io { path: String, cause: std::io::Error },
 }
 
 fn format_location(path: &str, line: usize, message: &str) -> String {

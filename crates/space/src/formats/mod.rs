@@ -32,7 +32,7 @@ pub struct Dataset {
 }
 
 pub(crate) fn read_text(path: &Path) -> Result<String, Error> {
-    std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.display().to_string(), source })
+    std::fs::read_to_string(path).map_err(|cause| Error::Io { path: path.display().to_string(), cause })
 }
 
 /// Loads a configuration space, choosing the format by extension: `.toml` (knobs spec),

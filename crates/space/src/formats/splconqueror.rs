@@ -28,6 +28,18 @@ use crate::formula::Formula;
 use crate::space::{ConfigSpace, Configuration, GroupKind, OptionId};
 use crate::Error;
 
+/// Parses XML; an unterminated document is reported at its last line, not where the
+/// parser gives up (roxmltree says 1:1 for an unclosed root).
+fn parse_xml<'i>(text: &'i str, shown: &str) -> Result<Document<'i>, Error> {
+    Document::parse(text).map_err(|e| {
+        let line = match e {
+            roxmltree::Error::UnclosedRootNode | roxmltree::Error::UnexpectedEndOfStream => text.lines().count().max(1),
+            _ => e.pos().row as usize,
+        };
+        Error::format(shown, line, e.to_string())
+    })
+}
+
 fn line_of(doc: &Document, node: Node) -> usize {
     doc.text_pos_at(node.range().start).row as usize
 }
@@ -68,7 +80,7 @@ struct BinaryEntry {
 }
 
 pub fn parse_variability_model(text: &str, shown: &str) -> Result<ConfigSpace, Error> {
-    let doc = Document::parse(text).map_err(|e| Error::format(shown, e.pos().row as usize, e.to_string()))?;
+    let doc = parse_xml(text, shown)?;
     let root = doc.root_element();
     if root.has_tag_name("results") {
         return Err(Error::format(shown, 1, "this is an SPL Conqueror measurements file, not a variability model"));
@@ -305,7 +317,7 @@ fn eval_step(text: &str, name: &str, n: f64) -> Result<f64, String> {
 /// binary options, `Variable Features`/`NumericOptions` list `name;value` pairs, and the
 /// first other column (`Performance` preferred) is the measured value.
 pub fn parse_measurements(text: &str, shown: &str, space: &ConfigSpace) -> Result<Dataset, Error> {
-    let doc = Document::parse(text).map_err(|e| Error::format(shown, e.pos().row as usize, e.to_string()))?;
+    let doc = parse_xml(text, shown)?;
     let root = doc.root_element();
     if !root.has_tag_name("results") {
         return Err(Error::format(shown, 1, format!("expected a <results> root element, found <{}>", root.tag_name().name())));

@@ -148,7 +148,15 @@ pub fn sample(valid: &ValidConfigurations, strategy: &Strategy, seed: u64) -> Re
         }
         Strategy::Random(n) => random(valid, *n, &mut rng, &mut notes),
         Strategy::Distance(n) => distance(valid, *n, &mut rng, &mut notes),
-        Strategy::File(path) => crate::formats::read_configurations_csv(valid, path)?,
+        Strategy::File(path) => {
+            let listed = crate::formats::read_configurations_csv(valid, path)?;
+            let total = listed.len();
+            let unique = dedup(listed);
+            if unique.len() < total {
+                notes.push(format!("{} duplicate rows dropped", total - unique.len()));
+            }
+            unique
+        }
     };
     Ok(Sample { configurations, coverage, notes })
 }
