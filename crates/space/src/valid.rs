@@ -32,12 +32,14 @@ pub struct ValidConfigurations<'s> {
 impl<'s> ValidConfigurations<'s> {
     /// Compiles the space; an unsatisfiable space is an error naming the rule that made it so.
     pub fn new(space: &'s ConfigSpace) -> Result<Self, Error> {
-        let mut option_vars = Vec::with_capacity(space.len());
+        let rules = space.rules();
+        let order = variable_order(space, &rules);
+        let mut option_vars = vec![Vec::new(); space.len()];
         let mut var_option = Vec::new();
         let mut next = 0usize;
-        for id in space.ids() {
+        for &id in &order {
             let arity = if space.option(id).is_binary() { 1 } else { space.option(id).arity() };
-            option_vars.push((next..next + arity).map(BddVariable::from_index).collect::<Vec<_>>());
+            option_vars[id.index()] = (next..next + arity).map(BddVariable::from_index).collect::<Vec<_>>();
             var_option.extend(std::iter::repeat_n(id, arity));
             next += arity;
         }
@@ -52,7 +54,17 @@ impl<'s> ValidConfigurations<'s> {
                 bdd = bdd.and(&this.exactly_one(vs));
             }
         }
-        for rule in space.rules() {
+        // Conjoin rules in the order of their variables, so intermediate BDDs stay local.
+        let position: Vec<usize> = {
+            let mut p = vec![0; space.len()];
+            for (i, id) in order.iter().enumerate() {
+                p[id.index()] = i;
+            }
+            p
+        };
+        let mut rules = rules;
+        rules.sort_by_key(|r| r.formula.names().iter().filter_map(|n| space.find(n)).map(|id| position[id.index()]).max().unwrap_or(0));
+        for rule in rules {
             let r = this.compile(&rule.formula);
             bdd = bdd.and(&r);
             if bdd.is_false() {
@@ -134,6 +146,29 @@ impl<'s> ValidConfigurations<'s> {
             }
         }
         bdd.restrict(&assignment)
+    }
+
+    /// Options in BDD variable order: fixing them in this order lets [`Self::step`] walk the
+    /// BDD instead of re-restricting it.
+    pub fn option_order(&self) -> Vec<OptionId> {
+        let mut ids: Vec<OptionId> = self.space.ids().collect();
+        ids.sort_by_key(|id| self.option_vars[id.index()][0].to_index());
+        ids
+    }
+
+    /// From `node` of `bdd`, the node reached by setting the option's variables to the
+    /// literal; the zero pointer if that leaves no satisfying completion. Options must be
+    /// stepped in [`Self::option_order`].
+    pub fn step(&self, bdd: &Bdd, mut node: BddPointer, (id, value): Literal) -> BddPointer {
+        let binary = self.space.option(id).is_binary();
+        for (i, var) in self.option_vars[id.index()].iter().enumerate() {
+            if node.is_terminal() || bdd.var_of(node) != *var {
+                continue; // the BDD does not test this variable here: either value is fine
+            }
+            let high = if binary { value == 1 } else { i == value as usize };
+            node = if high { bdd.high_link_of(node) } else { bdd.low_link_of(node) };
+        }
+        node
     }
 
     /// Whether some valid configuration contains all the literals.
@@ -338,6 +373,57 @@ impl<'s> ValidConfigurations<'s> {
     pub fn num_vars(&self) -> usize {
         self.vars.num_vars() as usize
     }
+}
+
+/// A BDD variable order for the options: the FORCE heuristic (Aloul et al., 2003). Each
+/// rule is a hyperedge over its options; options move to the mean centre of gravity of their
+/// rules, repeatedly. Declaration order (usually tree order) is the starting point, and the
+/// result is kept only if it shortens the total span of the rules.
+fn variable_order(space: &ConfigSpace, rules: &[crate::space::Rule]) -> Vec<OptionId> {
+    let n = space.len();
+    let edges: Vec<Vec<usize>> = rules
+        .iter()
+        .map(|r| {
+            let mut v: Vec<usize> = r.formula.names().iter().filter_map(|name| space.find(name)).map(|id| id.index()).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        })
+        .filter(|v| v.len() > 1)
+        .collect();
+    let span = |pos: &[f64]| -> f64 {
+        edges.iter().map(|e| {
+            let (lo, hi) = e.iter().fold((f64::MAX, f64::MIN), |(lo, hi), &o| (lo.min(pos[o]), hi.max(pos[o])));
+            hi - lo
+        }).sum()
+    };
+    let mut pos: Vec<f64> = (0..n).map(|i| i as f64).collect();
+    let start_span = span(&pos);
+    let mut best = (start_span, pos.clone());
+    for _ in 0..50 {
+        let mut sum = vec![0.0; n];
+        let mut count = vec![0usize; n];
+        for e in &edges {
+            let centre = e.iter().map(|&o| pos[o]).sum::<f64>() / e.len() as f64;
+            for &o in e {
+                sum[o] += centre;
+                count[o] += 1;
+            }
+        }
+        let target: Vec<f64> = (0..n).map(|o| if count[o] == 0 { pos[o] } else { sum[o] / count[o] as f64 }).collect();
+        let mut idx: Vec<usize> = (0..n).collect();
+        idx.sort_by(|a, b| target[*a].partial_cmp(&target[*b]).unwrap().then(a.cmp(b)));
+        for (rank, &o) in idx.iter().enumerate() {
+            pos[o] = rank as f64;
+        }
+        let s = span(&pos);
+        if s < best.0 {
+            best = (s, pos.clone());
+        }
+    }
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|a, b| best.1[*a].partial_cmp(&best.1[*b]).unwrap());
+    order.into_iter().map(|i| OptionId(i as u32)).collect()
 }
 
 /// Satisfying-assignment counts per BDD node, over the variables at and below the node.

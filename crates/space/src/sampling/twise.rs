@@ -206,7 +206,9 @@ fn count_pending(lits: &Literals, pending: &TupleSet, config: &Configuration, t:
     n
 }
 
-/// A valid configuration containing `seed`, fixing the other options greedily.
+/// A valid configuration containing `seed`, fixing the other options greedily. Options are
+/// fixed in BDD variable order, walking down the BDD restricted to the seed, so each
+/// feasibility check is O(1); candidates differ by how ties between values are broken.
 fn extend_greedily(
     valid: &ValidConfigurations,
     lits: &Literals,
@@ -215,32 +217,34 @@ fn extend_greedily(
     rng: &mut impl Rng,
 ) -> Configuration {
     let space = valid.space();
-    let mut g = valid.cofactor(valid.bdd(), seed);
+    let g = valid.cofactor(valid.bdd(), seed);
+    let mut node = g.root_pointer();
     let mut value: Vec<Option<u32>> = vec![None; space.len()];
     let mut fixed: Vec<u32> = Vec::with_capacity(space.len());
     for &(o, v) in seed {
         value[o.index()] = Some(v);
         fixed.push(lits.id((o, v)));
     }
-    let mut order: Vec<OptionId> = space.ids().filter(|o| value[o.index()].is_none()).collect();
-    order.shuffle(rng);
     let t = pending.t;
-    for o in order {
+    for o in valid.option_order() {
+        if value[o.index()].is_some() {
+            continue; // a seed literal: restricted away in `g`
+        }
         let mut candidates: Vec<(u64, u32)> = (0..space.option(o).arity() as u32)
             .map(|v| (gain(pending, &fixed, lits.id((o, v)), t), v))
             .collect();
         candidates.shuffle(rng);
         candidates.sort_by(|a, b| b.0.cmp(&a.0));
-        let chosen = candidates
+        let (v, next) = candidates
             .iter()
             .find_map(|&(_, v)| {
-                let next = valid.cofactor(&g, &[(o, v)]);
-                (!next.is_false()).then_some((v, next))
+                let next = valid.step(&g, node, (o, v));
+                (!next.is_zero()).then_some((v, next))
             })
-            .expect("a satisfiable cofactor has a feasible value for every option");
-        g = chosen.1;
-        value[o.index()] = Some(chosen.0);
-        fixed.push(lits.id((o, chosen.0)));
+            .expect("a satisfiable node has a feasible value for every option");
+        node = next;
+        value[o.index()] = Some(v);
+        fixed.push(lits.id((o, v)));
     }
     let config = Configuration(value.into_iter().map(|v| v.expect("all fixed")).collect());
     debug_assert!(valid.is_valid(&config));

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what knobs needs to build on Debian 12, when it is missing:
+# a C compiler (for bundled C code in dependencies) and a Rust toolchain (rustup; Debian's
+# own cargo is too old for edition 2024). Safe to run again: it only installs what is absent.
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
+
+need_apt=()
+command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
+command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
+if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
+  command -v curl >/dev/null 2>&1 || need_apt+=(curl ca-certificates)
+fi
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: installing ${need_apt[*]}" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  if [ ! -x "$HOME/.cargo/bin/cargo" ]; then
+    echo "setup: installing the Rust toolchain with rustup" >&2
+    curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal >&2
+  fi
+  export PATH="$HOME/.cargo/bin:$PATH"
+fi
