@@ -13,7 +13,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "knobs", version, about = "Performance-influence models of configurable programs: which options (and combinations) make a program slower or faster, by how much, and where.")]
+#[command(
+    name = "knobs",
+    version,
+    about = "Performance-influence models of configurable programs: which options (and combinations) make a program slower or faster, by how much, and where."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use model::{influence_from_subspaces, predict_csv, subspaces_from_influence, ModelFile, Threshold};
+use model::{
+    ModelFile, Threshold, influence_from_subspaces, predict_csv, subspaces_from_influence,
+};
 
 use crate::Outcome;
 
@@ -56,13 +58,24 @@ pub enum ModelCommand {
 pub fn predict(args: PredictArgs) -> Result<Outcome> {
     let file = ModelFile::load(&args.model)?;
     let input = File::open(&args.configs).with_context(|| args.configs.display().to_string())?;
-    predict_csv(&file.terms, input, &args.configs.display().to_string(), std::io::stdout().lock())?;
+    predict_csv(
+        &file.terms,
+        input,
+        &args.configs.display().to_string(),
+        std::io::stdout().lock(),
+    )?;
     Ok(Outcome::Done)
 }
 
 pub fn run(cmd: ModelCommand) -> Result<Outcome> {
     match cmd {
-        ModelCommand::Show { model, prune_absolute, prune_relative, precision, json } => {
+        ModelCommand::Show {
+            model,
+            prune_absolute,
+            prune_relative,
+            precision,
+            json,
+        } => {
             let mut file = ModelFile::load(&model)?;
             let threshold = match (prune_absolute, prune_relative) {
                 (Some(a), _) => Some(Threshold::Absolute(a)),
@@ -91,8 +104,16 @@ pub fn run(cmd: ModelCommand) -> Result<Outcome> {
                 println!("({dropped} terms below the threshold pruned)");
             }
             for r in &file.regions {
-                let place = r.location.as_ref().map_or(String::new(), |l| format!(" {}:{}-{}", l.file, l.lines[0], l.lines[1]));
-                println!("region {}{} [{}]: {}", r.id, place, r.options.join(", "), r.terms.format(precision));
+                let place = r.location.as_ref().map_or(String::new(), |l| {
+                    format!(" {}:{}-{}", l.file, l.lines[0], l.lines[1])
+                });
+                println!(
+                    "region {}{} [{}]: {}",
+                    r.id,
+                    place,
+                    r.options.join(", "),
+                    r.terms.format(precision)
+                );
             }
             Ok(Outcome::Done)
         }
@@ -106,7 +127,9 @@ pub fn run(cmd: ModelCommand) -> Result<Outcome> {
             let cells = subspaces_from_influence(&options, &file.terms)?;
             println!("{},value", options.join(","));
             for (m, v) in cells.iter().enumerate() {
-                let bits: Vec<String> = (0..options.len()).map(|j| ((m >> j) & 1).to_string()).collect();
+                let bits: Vec<String> = (0..options.len())
+                    .map(|j| ((m >> j) & 1).to_string())
+                    .collect();
                 println!("{},{v}", bits.join(","));
             }
             Ok(Outcome::Done)

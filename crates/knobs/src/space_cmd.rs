@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use serde_json::json;
 use space::formats::{parse_configurations_csv, write_configurations_csv};
-use space::{load_space, sample, ConfigSpace, Domain, GroupKind, Strategy, ValidConfigurations};
+use space::{ConfigSpace, Domain, GroupKind, Strategy, ValidConfigurations, load_space, sample};
 
 use crate::Outcome;
 
@@ -112,7 +112,11 @@ fn show(path: &Path, as_json: bool) -> Result<Outcome> {
                 })
             })
             .collect();
-        let constraints: Vec<String> = s.constraints().iter().map(|c| c.formula.to_string()).collect();
+        let constraints: Vec<String> = s
+            .constraints()
+            .iter()
+            .map(|c| c.formula.to_string())
+            .collect();
         let out = json!({
             "name": s.name,
             "options": options,
@@ -151,14 +155,29 @@ fn check(args: CheckArgs) -> Result<Outcome> {
             println!("{label}: valid");
         } else {
             all_valid = false;
-            println!("{label}: invalid: {}", broken.iter().map(|r| r.why.as_str()).collect::<Vec<_>>().join("; "));
+            println!(
+                "{label}: invalid: {}",
+                broken
+                    .iter()
+                    .map(|r| r.why.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
         }
     }
-    Ok(if all_valid { Outcome::Done } else { Outcome::Invalid })
+    Ok(if all_valid {
+        Outcome::Done
+    } else {
+        Outcome::Invalid
+    })
 }
 
 /// Rows of a configuration CSV, each labelled with its line, not yet checked for validity.
-fn read_rows(s: &ConfigSpace, text: &str, shown: &str) -> Result<Vec<(String, space::Configuration)>> {
+fn read_rows(
+    s: &ConfigSpace,
+    text: &str,
+    shown: &str,
+) -> Result<Vec<(String, space::Configuration)>> {
     // An unconstrained copy of the space reads the values; the verdicts come from `s`.
     let mut loose = ConfigSpace::new(&s.name);
     for o in s.options() {
@@ -169,7 +188,11 @@ fn read_rows(s: &ConfigSpace, text: &str, shown: &str) -> Result<Vec<(String, sp
     }
     let loose_valid = ValidConfigurations::new(&loose)?;
     let configs = parse_configurations_csv(&loose_valid, text, shown)?;
-    Ok(configs.into_iter().enumerate().map(|(i, c)| (format!("{shown}:{}", i + 2), c)).collect())
+    Ok(configs
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| (format!("{shown}:{}", i + 2), c))
+        .collect())
 }
 
 fn sample_cmd(args: SampleArgs) -> Result<Outcome> {
@@ -186,7 +209,11 @@ fn sample_cmd(args: SampleArgs) -> Result<Outcome> {
         None => std::io::stdout().write_all(&buffer)?,
     }
     // The summary goes to stderr so that stdout stays pure CSV.
-    let mut summary = format!("{strategy}: {} configurations of {} valid", result.configurations.len(), valid.count());
+    let mut summary = format!(
+        "{strategy}: {} configurations of {} valid",
+        result.configurations.len(),
+        valid.count()
+    );
     if let Some(c) = &result.coverage {
         summary += &format!(
             "; covers {}/{} valid {}-wise combinations ({:.1}%), {} impossible ones excluded",

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::influence::InfluenceModel;
 use crate::Error;
+use crate::influence::InfluenceModel;
 
 /// Value of the `format` field: identifies a knobs model file.
 pub const FORMAT: &str = "knobs-model";
@@ -55,7 +55,15 @@ pub struct ModelFile {
 
 impl ModelFile {
     pub fn new(terms: InfluenceModel) -> Self {
-        ModelFile { format: FORMAT.into(), version: VERSION, system: None, metric: None, terms, regions: vec![], provenance: Default::default() }
+        ModelFile {
+            format: FORMAT.into(),
+            version: VERSION,
+            system: None,
+            metric: None,
+            terms,
+            regions: vec![],
+            provenance: Default::default(),
+        }
     }
 
     /// A global model composed from a base model and regions' local models.
@@ -63,7 +71,10 @@ impl ModelFile {
         let mut parts = vec![&base];
         parts.extend(regions.iter().map(|r| &r.terms));
         let terms = InfluenceModel::sum(parts);
-        ModelFile { regions, ..ModelFile::new(terms) }
+        ModelFile {
+            regions,
+            ..ModelFile::new(terms)
+        }
     }
 
     pub fn to_json(&self) -> String {
@@ -71,32 +82,64 @@ impl ModelFile {
     }
 
     pub fn from_json(text: &str, shown: &str) -> Result<Self, Error> {
-        let file: ModelFile = serde_json::from_str(text).map_err(|e| Error::File { path: shown.into(), message: e.to_string() })?;
+        let file: ModelFile = serde_json::from_str(text).map_err(|e| Error::File {
+            path: shown.into(),
+            message: e.to_string(),
+        })?;
         if file.format != FORMAT {
-            return Err(Error::File { path: shown.into(), message: format!("`format` is `{}`, expected `{FORMAT}`", file.format) });
+            return Err(Error::File {
+                path: shown.into(),
+                message: format!("`format` is `{}`, expected `{FORMAT}`", file.format),
+            });
         }
         if file.version != VERSION {
-            return Err(Error::File { path: shown.into(), message: format!("model format version {} is not supported (this knobs reads {VERSION})", file.version) });
+            return Err(Error::File {
+                path: shown.into(),
+                message: format!(
+                    "model format version {} is not supported (this knobs reads {VERSION})",
+                    file.version
+                ),
+            });
         }
         Ok(file)
     }
 
     pub fn load(path: &Path) -> Result<Self, Error> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| Error::File { path: shown.clone(), message: e.to_string() })?;
+        let text = std::fs::read_to_string(path).map_err(|e| Error::File {
+            path: shown.clone(),
+            message: e.to_string(),
+        })?;
         Self::from_json(&text, &shown)
     }
 
     pub fn save(&self, path: &Path) -> Result<(), Error> {
-        std::fs::write(path, self.to_json() + "\n").map_err(|e| Error::File { path: path.display().to_string(), message: e.to_string() })
+        std::fs::write(path, self.to_json() + "\n").map_err(|e| Error::File {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })
     }
 }
 
 /// Reads configurations as CSV (a header of option names; extra columns allowed) and writes
 /// them back with a final `prediction` column.
-pub fn predict_csv(model: &InfluenceModel, input: impl Read, shown: &str, output: impl Write) -> Result<(), Error> {
-    let err = |line: u64, message: String| Error::File { path: if line == 0 { shown.to_string() } else { format!("{shown}:{line}") }, message };
-    let mut reader = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(input);
+pub fn predict_csv(
+    model: &InfluenceModel,
+    input: impl Read,
+    shown: &str,
+    output: impl Write,
+) -> Result<(), Error> {
+    let err = |line: u64, message: String| Error::File {
+        path: if line == 0 {
+            shown.to_string()
+        } else {
+            format!("{shown}:{line}")
+        },
+        message,
+    };
+    let mut reader = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .from_reader(input);
     let header = reader.headers().map_err(|e| err(1, e.to_string()))?.clone();
     let columns: Vec<&str> = header.iter().collect();
     let bound = model.bind(&columns).map_err(|e| err(1, e.to_string()))?;
@@ -110,13 +153,23 @@ pub fn predict_csv(model: &InfluenceModel, input: impl Read, shown: &str, output
         let record = record.map_err(|e| {
             let line = e.position().map_or(0, |p| p.line());
             match e.kind() {
-                csv::ErrorKind::UnequalLengths { expected_len, len, .. } => err(line, format!("row has {len} fields but the header has {expected_len}")),
+                csv::ErrorKind::UnequalLengths {
+                    expected_len, len, ..
+                } => err(
+                    line,
+                    format!("row has {len} fields but the header has {expected_len}"),
+                ),
                 _ => err(line, e.to_string()),
             }
         })?;
         let line = record.position().map_or(0, |p| p.line());
         for (i, cell) in record.iter().enumerate() {
-            row[i] = cell.parse().map_err(|_| err(line, format!("`{cell}` is not a number (column `{}`)", columns[i])))?;
+            row[i] = cell.parse().map_err(|_| {
+                err(
+                    line,
+                    format!("`{cell}` is not a number (column `{}`)", columns[i]),
+                )
+            })?;
         }
         let mut fields: Vec<String> = record.iter().map(str::to_string).collect();
         fields.push(format!("{}", bound.predict(&row)));
@@ -135,39 +188,87 @@ mod tests {
     fn json_round_trips_with_regions() {
         let r1 = Region {
             id: "r1".into(),
-            location: Some(SourceSpan { file: "main.c".into(), lines: [3, 9], function: Some("main".into()) }),
+            location: Some(SourceSpan {
+                file: "main.c".into(),
+                lines: [3, 9],
+                function: Some("main".into()),
+            }),
             options: vec!["A".into(), "C".into()],
-            terms: InfluenceModel::from_terms([Term::new(&["A"], 3.0), Term::new(&["A", "C"], 3.0)]),
+            terms: InfluenceModel::from_terms([
+                Term::new(&["A"], 3.0),
+                Term::new(&["A", "C"], 3.0),
+            ]),
         };
-        let r2 = Region { id: "r2".into(), location: None, options: vec!["A".into(), "B".into()], terms: InfluenceModel::from_terms([Term::new(&["A", "B"], 3.0)]) };
-        let base = InfluenceModel::from_terms([Term::new::<&str>(&[], 1.0), Term::from_factors(vec![Factor::Equals("level".into(), 6.0)], 0.25)]);
+        let r2 = Region {
+            id: "r2".into(),
+            location: None,
+            options: vec!["A".into(), "B".into()],
+            terms: InfluenceModel::from_terms([Term::new(&["A", "B"], 3.0)]),
+        };
+        let base = InfluenceModel::from_terms([
+            Term::new::<&str>(&[], 1.0),
+            Term::from_factors(vec![Factor::Equals("level".into(), 6.0)], 0.25),
+        ]);
         let mut file = ModelFile::compose(base, vec![r1, r2]);
         file.system = Some("example".into());
-        assert_eq!(file.terms.to_string(), "1.00 + 3.00·A + 3.00·A·B + 3.00·A·C + 0.25·level=6");
+        assert_eq!(
+            file.terms.to_string(),
+            "1.00 + 3.00·A + 3.00·A·B + 3.00·A·C + 0.25·level=6"
+        );
         let json = file.to_json();
-        assert!(json.contains("\"options\": [\n        \"A\",\n        \"C\"\n      ]"), "{json}");
-        assert!(json.contains("\"lines\": [\n        3,\n        9\n      ]"), "{json}");
+        assert!(
+            json.contains("\"options\": [\n        \"A\",\n        \"C\"\n      ]"),
+            "{json}"
+        );
+        assert!(
+            json.contains("\"lines\": [\n        3,\n        9\n      ]"),
+            "{json}"
+        );
         assert_eq!(ModelFile::from_json(&json, "m.json").unwrap(), file);
     }
 
     #[test]
     fn rejects_other_files() {
-        assert!(ModelFile::from_json("{}", "m.json").unwrap_err().to_string().starts_with("m.json: missing field"));
+        assert!(
+            ModelFile::from_json("{}", "m.json")
+                .unwrap_err()
+                .to_string()
+                .starts_with("m.json: missing field")
+        );
         let other = r#"{"format":"x","version":1,"terms":[]}"#;
-        assert!(ModelFile::from_json(other, "m.json").unwrap_err().to_string().contains("expected `knobs-model`"));
-        let bad_factor = r#"{"format":"knobs-model","version":1,"terms":[{"options":["a=x"],"value":1}]}"#;
+        assert!(
+            ModelFile::from_json(other, "m.json")
+                .unwrap_err()
+                .to_string()
+                .contains("expected `knobs-model`")
+        );
+        let bad_factor =
+            r#"{"format":"knobs-model","version":1,"terms":[{"options":["a=x"],"value":1}]}"#;
         assert!(ModelFile::from_json(bad_factor, "m.json").is_err());
     }
 
     #[test]
     fn predicts_a_csv() {
-        let m = InfluenceModel::from_terms([Term::new::<&str>(&[], 1.0), Term::new(&["A"], 3.0), Term::new(&["A", "B"], 3.0)]);
+        let m = InfluenceModel::from_terms([
+            Term::new::<&str>(&[], 1.0),
+            Term::new(&["A"], 3.0),
+            Term::new(&["A", "B"], 3.0),
+        ]);
         let mut out = Vec::new();
         predict_csv(&m, "A,B,C\n0,0,1\n1,1,0\n".as_bytes(), "c.csv", &mut out).unwrap();
-        assert_eq!(String::from_utf8(out).unwrap(), "A,B,C,prediction\n0,0,1,1\n1,1,0,7\n");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "A,B,C,prediction\n0,0,1,1\n1,1,0,7\n"
+        );
         let e = predict_csv(&m, "A,C\n0,1\n".as_bytes(), "c.csv", Vec::new()).unwrap_err();
-        assert_eq!(e.to_string(), "c.csv:1: the model uses option `B`, which the configurations lack");
+        assert_eq!(
+            e.to_string(),
+            "c.csv:1: the model uses option `B`, which the configurations lack"
+        );
         let e = predict_csv(&m, "A,B\n0,1\n1\n".as_bytes(), "c.csv", Vec::new()).unwrap_err();
-        assert_eq!(e.to_string(), "c.csv:3: row has 1 fields but the header has 2");
+        assert_eq!(
+            e.to_string(),
+            "c.csv:3: row has 1 fields but the header has 2"
+        );
     }
 }

@@ -48,7 +48,11 @@ impl FromStr for Factor {
     /// `A` or `level=6`.
     fn from_str(s: &str) -> Result<Self, Error> {
         let s = s.trim();
-        let bad = || Error::Invalid(format!("`{s}` is not a term factor (expected `NAME` or `NAME=VALUE`)"));
+        let bad = || {
+            Error::Invalid(format!(
+                "`{s}` is not a term factor (expected `NAME` or `NAME=VALUE`)"
+            ))
+        };
         match s.split_once('=') {
             None if !s.is_empty() => Ok(Factor::Option(s.to_string())),
             None => Err(bad()),
@@ -90,13 +94,22 @@ fn cmp_factors(a: &Factor, b: &Factor) -> Ordering {
 impl Term {
     /// A term over binary options (or linear numeric ones) given by name.
     pub fn new<S: AsRef<str>>(options: &[S], value: f64) -> Term {
-        Term::from_factors(options.iter().map(|o| Factor::Option(o.as_ref().to_string())).collect(), value)
+        Term::from_factors(
+            options
+                .iter()
+                .map(|o| Factor::Option(o.as_ref().to_string()))
+                .collect(),
+            value,
+        )
     }
 
     pub fn from_factors(mut factors: Vec<Factor>, value: f64) -> Term {
         factors.sort_by(cmp_factors);
         factors.dedup();
-        Term { options: factors, value }
+        Term {
+            options: factors,
+            value,
+        }
     }
 
     pub fn degree(&self) -> usize {
@@ -105,7 +118,11 @@ impl Term {
 
     /// The term's factors as text, `A·B` (empty for the intercept).
     pub fn label(&self) -> String {
-        self.options.iter().map(|f| f.to_string()).collect::<Vec<_>>().join("·")
+        self.options
+            .iter()
+            .map(|f| f.to_string())
+            .collect::<Vec<_>>()
+            .join("·")
     }
 }
 
@@ -144,7 +161,10 @@ impl InfluenceModel {
     }
 
     pub fn intercept(&self) -> f64 {
-        self.terms.iter().find(|t| t.options.is_empty()).map_or(0.0, |t| t.value)
+        self.terms
+            .iter()
+            .find(|t| t.options.is_empty())
+            .map_or(0.0, |t| t.value)
     }
 
     /// Adds a term, merging it with an existing term over the same factors.
@@ -172,10 +192,14 @@ impl InfluenceModel {
     pub fn prune(&mut self, threshold: Threshold) -> Vec<Term> {
         let limit = match threshold {
             Threshold::Absolute(x) => x,
-            Threshold::Relative(r) => r * self.terms.iter().map(|t| t.value.abs()).fold(0.0, f64::max),
+            Threshold::Relative(r) => {
+                r * self.terms.iter().map(|t| t.value.abs()).fold(0.0, f64::max)
+            }
         };
-        let (keep, drop): (Vec<Term>, Vec<Term>) =
-            self.terms.drain(..).partition(|t| t.options.is_empty() || t.value.abs() >= limit);
+        let (keep, drop): (Vec<Term>, Vec<Term>) = self
+            .terms
+            .drain(..)
+            .partition(|t| t.options.is_empty() || t.value.abs() >= limit);
         self.terms = keep;
         drop
     }
@@ -186,7 +210,12 @@ impl InfluenceModel {
         terms.sort_by(|a, b| {
             (!a.options.is_empty())
                 .cmp(&!b.options.is_empty())
-                .then(b.value.abs().partial_cmp(&a.value.abs()).unwrap_or(Ordering::Equal))
+                .then(
+                    b.value
+                        .abs()
+                        .partial_cmp(&a.value.abs())
+                        .unwrap_or(Ordering::Equal),
+                )
                 .then(a.degree().cmp(&b.degree()))
                 .then(a.label().cmp(&b.label()))
         });
@@ -215,7 +244,11 @@ impl InfluenceModel {
 
     /// Every option the model mentions, sorted.
     pub fn options(&self) -> Vec<&str> {
-        let mut names: Vec<&str> = self.terms.iter().flat_map(|t| t.options.iter().map(Factor::option)).collect();
+        let mut names: Vec<&str> = self
+            .terms
+            .iter()
+            .flat_map(|t| t.options.iter().map(Factor::option))
+            .collect();
         names.sort_unstable();
         names.dedup();
         names
@@ -223,7 +256,11 @@ impl InfluenceModel {
 
     /// Resolves the model against column names once, for fast prediction of many rows.
     pub fn bind<S: AsRef<str>>(&self, columns: &[S]) -> Result<BoundModel, Error> {
-        let index: BTreeMap<&str, usize> = columns.iter().enumerate().map(|(i, c)| (c.as_ref(), i)).collect();
+        let index: BTreeMap<&str, usize> = columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.as_ref(), i))
+            .collect();
         let terms = self
             .terms
             .iter()
@@ -235,13 +272,21 @@ impl InfluenceModel {
                         index
                             .get(f.option())
                             .map(|i| (*i, f.clone()))
-                            .ok_or_else(|| Error::Invalid(format!("the model uses option `{}`, which the configurations lack", f.option())))
+                            .ok_or_else(|| {
+                                Error::Invalid(format!(
+                                    "the model uses option `{}`, which the configurations lack",
+                                    f.option()
+                                ))
+                            })
                     })
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok((factors, t.value))
             })
             .collect::<Result<Vec<_>, Error>>()?;
-        Ok(BoundModel { terms, width: columns.len() })
+        Ok(BoundModel {
+            terms,
+            width: columns.len(),
+        })
     }
 }
 
@@ -262,7 +307,12 @@ impl BoundModel {
         debug_assert_eq!(row.len(), self.width);
         self.terms
             .iter()
-            .map(|(factors, beta)| beta * factors.iter().map(|(i, f)| f.eval(row[*i])).product::<f64>())
+            .map(|(factors, beta)| {
+                beta * factors
+                    .iter()
+                    .map(|(i, f)| f.eval(row[*i]))
+                    .product::<f64>()
+            })
             .sum()
     }
 }
@@ -282,7 +332,10 @@ mod tests {
 
     #[test]
     fn prints_sorted_by_influence() {
-        assert_eq!(running_example().to_string(), "1.00 + 3.00·A + 3.00·A·B + 3.00·A·C");
+        assert_eq!(
+            running_example().to_string(),
+            "1.00 + 3.00·A + 3.00·A·B + 3.00·A·C"
+        );
         let m = InfluenceModel::from_terms([Term::new(&["X"], -0.5), Term::new(&["Y"], 2.0)]);
         assert_eq!(format!("{m:.1}"), "2.0·Y - 0.5·X");
     }
@@ -290,8 +343,17 @@ mod tests {
     #[test]
     fn predicts_with_binary_linear_and_indicator_factors() {
         let mut m = running_example();
-        m.add(Term::from_factors(vec![Factor::Option("level".into())], 0.5));
-        m.add(Term::from_factors(vec![Factor::Equals("level".into(), 6.0), Factor::Option("A".into())], 10.0));
+        m.add(Term::from_factors(
+            vec![Factor::Option("level".into())],
+            0.5,
+        ));
+        m.add(Term::from_factors(
+            vec![
+                Factor::Equals("level".into(), 6.0),
+                Factor::Option("A".into()),
+            ],
+            10.0,
+        ));
         let bound = m.bind(&["A", "B", "C", "level"]).unwrap();
         assert_eq!(bound.predict(&[1.0, 1.0, 0.0, 2.0]), 1.0 + 3.0 + 3.0 + 1.0);
         assert_eq!(bound.predict(&[1.0, 0.0, 0.0, 6.0]), 1.0 + 3.0 + 3.0 + 10.0);
@@ -300,8 +362,10 @@ mod tests {
 
     #[test]
     fn composition_and_pruning() {
-        let local1 = InfluenceModel::from_terms([Term::new(&["A"], 3.0), Term::new(&["A", "C"], 3.0)]);
-        let local2 = InfluenceModel::from_terms([Term::new(&["A", "B"], 3.0), Term::new(&["A"], 0.01)]);
+        let local1 =
+            InfluenceModel::from_terms([Term::new(&["A"], 3.0), Term::new(&["A", "C"], 3.0)]);
+        let local2 =
+            InfluenceModel::from_terms([Term::new(&["A", "B"], 3.0), Term::new(&["A"], 0.01)]);
         let base = InfluenceModel::from_terms([Term::new::<&str>(&[], 1.0)]);
         let mut global = InfluenceModel::sum([&base, &local1, &local2]);
         assert_eq!(global.to_string(), "1.00 + 3.01·A + 3.00·A·B + 3.00·A·C");

@@ -14,9 +14,9 @@ mod file;
 mod influence;
 mod subspace;
 
-pub use file::{predict_csv, ModelFile, Region, SourceSpan, FORMAT, VERSION};
+pub use file::{FORMAT, ModelFile, Region, SourceSpan, VERSION, predict_csv};
 pub use influence::{BoundModel, Factor, InfluenceModel, Term, Threshold};
-pub use subspace::{influence_from_subspaces, subspaces_from_influence, MAX_OPTIONS};
+pub use subspace::{MAX_OPTIONS, influence_from_subspaces, subspaces_from_influence};
 
 /// Errors of this crate; each message is one line for the user.
 #[derive(Debug, thiserror::Error)]

@@ -8,33 +8,48 @@
 //! t3 = ¬XY, t4 = ¬X¬Y this is `t4 + (t2−t4)·X + (t3−t4)·Y + (t1−t2−t3+t4)·X·Y`
 //! (ConfigCrusher §3.5). Both directions run in O(k·2^k).
 
-use crate::influence::{Factor, InfluenceModel, Term};
 use crate::Error;
+use crate::influence::{Factor, InfluenceModel, Term};
 
 /// At most this many options per subspace table (2^20 cells).
 pub const MAX_OPTIONS: usize = 20;
 
 fn check_width<S: AsRef<str>>(options: &[S]) -> Result<(), Error> {
     if options.len() > MAX_OPTIONS {
-        return Err(Error::Invalid(format!("{} options need 2^{} cells; at most {MAX_OPTIONS} options are supported", options.len(), options.len())));
+        return Err(Error::Invalid(format!(
+            "{} options need 2^{} cells; at most {MAX_OPTIONS} options are supported",
+            options.len(),
+            options.len()
+        )));
     }
     let mut names: Vec<&str> = options.iter().map(|o| o.as_ref()).collect();
     names.sort_unstable();
     if names.windows(2).any(|w| w[0] == w[1]) {
-        return Err(Error::Invalid("an option appears twice in the subspace table".into()));
+        return Err(Error::Invalid(
+            "an option appears twice in the subspace table".into(),
+        ));
     }
     Ok(())
 }
 
 /// Influence form of a subspace table. Exactly-zero coefficients are left out.
-pub fn influence_from_subspaces<S: AsRef<str>>(options: &[S], cells: &[f64]) -> Result<InfluenceModel, Error> {
+pub fn influence_from_subspaces<S: AsRef<str>>(
+    options: &[S],
+    cells: &[f64],
+) -> Result<InfluenceModel, Error> {
     check_width(options)?;
     let k = options.len();
     if cells.len() != 1 << k {
-        return Err(Error::Invalid(format!("{k} options need {} cells, got {}", 1usize << k, cells.len())));
+        return Err(Error::Invalid(format!(
+            "{k} options need {} cells, got {}",
+            1usize << k,
+            cells.len()
+        )));
     }
     if let Some(bad) = cells.iter().find(|c| !c.is_finite()) {
-        return Err(Error::Invalid(format!("cell value `{bad}` is not a finite number")));
+        return Err(Error::Invalid(format!(
+            "cell value `{bad}` is not a finite number"
+        )));
     }
     let mut beta = cells.to_vec();
     for j in 0..k {
@@ -44,15 +59,26 @@ pub fn influence_from_subspaces<S: AsRef<str>>(options: &[S], cells: &[f64]) -> 
             }
         }
     }
-    Ok(InfluenceModel::from_terms(beta.into_iter().enumerate().filter(|(_, b)| *b != 0.0).map(|(m, b)| {
-        let names: Vec<&str> = (0..k).filter(|j| m & (1 << j) != 0).map(|j| options[j].as_ref()).collect();
-        Term::new(&names, b)
-    })))
+    Ok(InfluenceModel::from_terms(
+        beta.into_iter()
+            .enumerate()
+            .filter(|(_, b)| *b != 0.0)
+            .map(|(m, b)| {
+                let names: Vec<&str> = (0..k)
+                    .filter(|j| m & (1 << j) != 0)
+                    .map(|j| options[j].as_ref())
+                    .collect();
+                Term::new(&names, b)
+            }),
+    ))
 }
 
 /// Subspace table of an influence model over the given binary options (cell order as
 /// above). The model may only mention these options.
-pub fn subspaces_from_influence<S: AsRef<str>>(options: &[S], model: &InfluenceModel) -> Result<Vec<f64>, Error> {
+pub fn subspaces_from_influence<S: AsRef<str>>(
+    options: &[S],
+    model: &InfluenceModel,
+) -> Result<Vec<f64>, Error> {
     check_width(options)?;
     let k = options.len();
     let mut cells = vec![0.0; 1 << k];
@@ -60,11 +86,18 @@ pub fn subspaces_from_influence<S: AsRef<str>>(options: &[S], model: &InfluenceM
         let mut mask = 0usize;
         for f in &t.options {
             let Factor::Option(name) = f else {
-                return Err(Error::Invalid(format!("term factor `{f}` is not a binary option")));
+                return Err(Error::Invalid(format!(
+                    "term factor `{f}` is not a binary option"
+                )));
             };
-            let j = options.iter().position(|o| o.as_ref() == name).ok_or_else(|| {
-                Error::Invalid(format!("the model uses option `{name}`, which is not in the subspace table"))
-            })?;
+            let j = options
+                .iter()
+                .position(|o| o.as_ref() == name)
+                .ok_or_else(|| {
+                    Error::Invalid(format!(
+                        "the model uses option `{name}`, which is not in the subspace table"
+                    ))
+                })?;
             mask |= 1 << j;
         }
         cells[mask] += t.value;

@@ -14,7 +14,7 @@ use std::time::Instant;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use space::sampling::covering_lower_bound;
-use space::{load_space, sample, ConfigSpace, GroupKind, OptionId, Strategy, ValidConfigurations};
+use space::{ConfigSpace, GroupKind, OptionId, Strategy, ValidConfigurations, load_space, sample};
 
 /// A feature model with `n` binary options (and n/25 numeric ones) and n/10 cross-tree clauses.
 fn generated(n: usize, seed: u64) -> ConfigSpace {
@@ -30,13 +30,19 @@ fn generated(n: usize, seed: u64) -> ConfigSpace {
         let mut members = Vec::new();
         for _ in 0..size.max(1) {
             let mandatory = kind >= 8 && rng.gen_bool(0.3);
-            let id = s.add_binary(&format!("f{made}"), Some(parent), mandatory).unwrap();
+            let id = s
+                .add_binary(&format!("f{made}"), Some(parent), mandatory)
+                .unwrap();
             members.push(id);
             made += 1;
         }
         match kind {
-            0..=2 if members.len() > 1 => s.add_group(GroupKind::Alternative, Some(parent), members.clone()).unwrap(),
-            3..=4 if members.len() > 1 => s.add_group(GroupKind::Or, Some(parent), members.clone()).unwrap(),
+            0..=2 if members.len() > 1 => s
+                .add_group(GroupKind::Alternative, Some(parent), members.clone())
+                .unwrap(),
+            3..=4 if members.len() > 1 => s
+                .add_group(GroupKind::Or, Some(parent), members.clone())
+                .unwrap(),
             _ => {}
         }
         open.extend(members);
@@ -52,11 +58,17 @@ fn generated(n: usize, seed: u64) -> ConfigSpace {
         let lits: Vec<String> = (0..k)
             .map(|_| {
                 let o = binary[rng.gen_range(1..binary.len())];
-                format!("{}{}", if rng.gen_bool(0.6) { "!" } else { "" }, s.option(o).name)
+                format!(
+                    "{}{}",
+                    if rng.gen_bool(0.6) { "!" } else { "" },
+                    s.option(o).name
+                )
             })
             .collect();
         let mut trial = s.clone();
-        trial.add_constraint(&lits.join(" | "), "generated").unwrap();
+        trial
+            .add_constraint(&lits.join(" | "), "generated")
+            .unwrap();
         // Keep the space satisfiable.
         if ValidConfigurations::new(&trial).is_ok() {
             s = trial;
@@ -80,14 +92,28 @@ fn report(space: &ConfigSpace, reference: &[(usize, &str)]) {
         space.len(),
         space.constraints().len(),
         valid.bdd_size(),
-        if digits > 30 { format!("{}…", &count.to_string()[..12]) } else { count.to_string() }
+        if digits > 30 {
+            format!("{}…", &count.to_string()[..12])
+        } else {
+            count.to_string()
+        }
     );
-    for strategy in [Strategy::Random(100), Strategy::Distance(100), Strategy::FeatureWise, Strategy::TWise(1), Strategy::TWise(2)] {
+    for strategy in [
+        Strategy::Random(100),
+        Strategy::Distance(100),
+        Strategy::FeatureWise,
+        Strategy::TWise(1),
+        Strategy::TWise(2),
+    ] {
         let t0 = Instant::now();
         let s = sample(&valid, &strategy, 1).unwrap();
         let secs = t0.elapsed().as_secs_f64();
         assert!(s.configurations.iter().all(|c| valid.is_valid(c)));
-        let mut line = format!("  {:<12} {:>5} configurations in {secs:>6.2}s", strategy.to_string(), s.configurations.len());
+        let mut line = format!(
+            "  {:<12} {:>5} configurations in {secs:>6.2}s",
+            strategy.to_string(),
+            s.configurations.len()
+        );
         if let Strategy::TWise(t) = strategy {
             let c = s.coverage.unwrap();
             line += &format!(", covers {}/{} {t}-tuples", c.covered, c.valid_tuples);
@@ -103,9 +129,17 @@ fn report(space: &ConfigSpace, reference: &[(usize, &str)]) {
 }
 
 fn main() {
-    let sizes: Vec<usize> = std::env::args().skip(1).map(|a| a.parse().expect("sizes are numbers")).collect();
-    let sizes = if sizes.is_empty() { vec![100, 300, 600] } else { sizes };
-    let shared = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/datasets/splconqueror");
+    let sizes: Vec<usize> = std::env::args()
+        .skip(1)
+        .map(|a| a.parse().expect("sizes are numbers"))
+        .collect();
+    let sizes = if sizes.is_empty() {
+        vec![100, 300, 600]
+    } else {
+        sizes
+    };
+    let shared =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/datasets/splconqueror");
     if shared.exists() {
         // SPL Conqueror's t-wise sizes for x264 (../shared/datasets/README.md): 12 / 65 / 212.
         let x264 = load_space(&shared.join("x264/FeatureModel.xml")).unwrap();

@@ -42,10 +42,17 @@ pub struct FormulaError {
 impl Formula {
     pub fn parse(text: &str) -> Result<Formula, FormulaError> {
         let tokens = tokenize(text)?;
-        let mut parser = Parser { tokens, pos: 0, end: text.len() };
+        let mut parser = Parser {
+            tokens,
+            pos: 0,
+            end: text.len(),
+        };
         let formula = parser.iff()?;
         if let Some((tok, offset)) = parser.tokens.get(parser.pos) {
-            return Err(FormulaError { message: format!("unexpected `{tok}`"), offset: *offset });
+            return Err(FormulaError {
+                message: format!("unexpected `{tok}`"),
+                offset: *offset,
+            });
         }
         Ok(formula)
     }
@@ -189,9 +196,7 @@ fn tokenize(text: &str) -> Result<Vec<(Token, usize)>, FormulaError> {
             i += c.len_utf8();
             continue;
         }
-        let (tok, len) = if rest.starts_with("<=>") {
-            (Token::Iff, 3)
-        } else if rest.starts_with("<->") {
+        let (tok, len) = if rest.starts_with("<=>") || rest.starts_with("<->") {
             (Token::Iff, 3)
         } else if rest.starts_with("=>") || rest.starts_with("->") {
             (Token::Implies, 2)
@@ -224,7 +229,7 @@ fn tokenize(text: &str) -> Result<Vec<(Token, usize)>, FormulaError> {
                     return Err(FormulaError {
                         message: format!("unexpected character `{c}`"),
                         offset: i,
-                    })
+                    });
                 }
             }
         };
@@ -282,7 +287,11 @@ impl Parser {
         while self.eat(&Token::Or) {
             xs.push(self.and()?);
         }
-        Ok(if xs.len() == 1 { xs.pop().unwrap() } else { Formula::Or(xs) })
+        Ok(if xs.len() == 1 {
+            xs.pop().unwrap()
+        } else {
+            Formula::Or(xs)
+        })
     }
 
     fn and(&mut self) -> Result<Formula, FormulaError> {
@@ -290,7 +299,11 @@ impl Parser {
         while self.eat(&Token::And) {
             xs.push(self.unary()?);
         }
-        Ok(if xs.len() == 1 { xs.pop().unwrap() } else { Formula::And(xs) })
+        Ok(if xs.len() == 1 {
+            xs.pop().unwrap()
+        } else {
+            Formula::And(xs)
+        })
     }
 
     fn unary(&mut self) -> Result<Formula, FormulaError> {
@@ -333,8 +346,14 @@ impl Parser {
                     })
                 }
             }
-            Some(t) => Err(FormulaError { message: format!("unexpected `{t}`"), offset }),
-            None => Err(FormulaError { message: "unexpected end of formula".into(), offset }),
+            Some(t) => Err(FormulaError {
+                message: format!("unexpected `{t}`"),
+                offset,
+            }),
+            None => Err(FormulaError {
+                message: "unexpected end of formula".into(),
+                offset,
+            }),
         }
     }
 }
@@ -357,7 +376,10 @@ mod tests {
         assert_eq!(f.names(), vec!["level", "x", "y"]);
         let again = Formula::parse(&f.to_string()).unwrap();
         assert_eq!(f, again);
-        assert_eq!(Formula::parse("t=-1.5").unwrap(), Formula::Equals("t".into(), -1.5));
+        assert_eq!(
+            Formula::parse("t=-1.5").unwrap(),
+            Formula::Equals("t".into(), -1.5)
+        );
     }
 
     #[test]

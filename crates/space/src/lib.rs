@@ -18,12 +18,12 @@ pub mod sampling;
 mod space;
 mod valid;
 
-pub use formats::{load_space, Dataset};
+pub use formats::{Dataset, load_space};
 pub use formula::{Formula, FormulaError};
-pub use sampling::{sample, Sample, Strategy, TupleCoverage};
+pub use sampling::{Sample, Strategy, TupleCoverage, sample};
 pub use space::{
-    format_number, ConfigOption, ConfigSpace, Configuration, Constraint, Domain, Group, GroupKind,
-    OptionId, Rule,
+    ConfigOption, ConfigSpace, Configuration, Constraint, Domain, Group, GroupKind, OptionId, Rule,
+    format_number,
 };
 pub use valid::{DistanceTable, Literal, ValidConfigurations};
 
@@ -34,7 +34,11 @@ pub enum Error {
     #[error("unknown option `{name}` in {context}")]
     UnknownOption { name: String, context: String },
     #[error("{origin}: constraint `{constraint}`: {message}")]
-    Constraint { constraint: String, origin: String, message: String },
+    Constraint {
+        constraint: String,
+        origin: String,
+        message: String,
+    },
     #[error("unsatisfiable: {0}")]
     Unsatisfiable(String),
     #[error("{0}")]
@@ -43,17 +47,29 @@ pub enum Error {
     Config(String),
     /// A malformed file; `line` is 1-based, 0 when unknown.
     #[error("{}", format_location(path, *line, message))]
-    Format { path: String, line: usize, message: String },
+    Format {
+        path: String,
+        line: usize,
+        message: String,
+    },
     #[error("{path}: {cause}")]
     Io { path: String, cause: std::io::Error },
 }
 
 fn format_location(path: &str, line: usize, message: &str) -> String {
-    if line == 0 { format!("{path}: {message}") } else { format!("{path}:{line}: {message}") }
+    if line == 0 {
+        format!("{path}: {message}")
+    } else {
+        format!("{path}:{line}: {message}")
+    }
 }
 
 impl Error {
     pub(crate) fn format(path: &str, line: usize, message: impl Into<String>) -> Error {
-        Error::Format { path: path.to_string(), line, message: message.into() }
+        Error::Format {
+            path: path.to_string(),
+            line,
+            message: message.into(),
+        }
     }
 }

@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use crate::formula::Formula;
 use crate::Error;
+use crate::formula::Formula;
 
 /// Index of an option in its [`ConfigSpace`], in declaration order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -131,7 +131,10 @@ pub struct ConfigSpace {
 
 impl ConfigSpace {
     pub fn new(name: impl Into<String>) -> Self {
-        ConfigSpace { name: name.into(), ..Default::default() }
+        ConfigSpace {
+            name: name.into(),
+            ..Default::default()
+        }
     }
 
     pub fn options(&self) -> &[ConfigOption] {
@@ -180,7 +183,10 @@ impl ConfigSpace {
 
     fn push(&mut self, option: ConfigOption) -> Result<OptionId, Error> {
         if option.name.is_empty()
-            || !option.name.chars().all(|c| c.is_alphanumeric() || "_.-:/+".contains(c))
+            || !option
+                .name
+                .chars()
+                .all(|c| c.is_alphanumeric() || "_.-:/+".contains(c))
         {
             return Err(Error::Invalid(format!(
                 "option name `{}` must be non-empty and use only letters, digits and _ . - : / +",
@@ -188,7 +194,10 @@ impl ConfigSpace {
             )));
         }
         if self.by_name.contains_key(&option.name) {
-            return Err(Error::Invalid(format!("option `{}` is declared twice", option.name)));
+            return Err(Error::Invalid(format!(
+                "option `{}` is declared twice",
+                option.name
+            )));
         }
         if let Some(p) = option.parent {
             if !self.option(p).is_binary() {
@@ -211,7 +220,12 @@ impl ConfigSpace {
         parent: Option<OptionId>,
         mandatory: bool,
     ) -> Result<OptionId, Error> {
-        self.push(ConfigOption { name: name.into(), domain: Domain::Binary, parent, mandatory })
+        self.push(ConfigOption {
+            name: name.into(),
+            domain: Domain::Binary,
+            parent,
+            mandatory,
+        })
     }
 
     /// Adds a numeric option with the given discrete values (sorted and deduplicated here).
@@ -276,7 +290,11 @@ impl ConfigSpace {
                 self.option(*m).name
             )));
         }
-        self.groups.push(Group { kind, parent, members });
+        self.groups.push(Group {
+            kind,
+            parent,
+            members,
+        });
         Ok(())
     }
 
@@ -292,7 +310,10 @@ impl ConfigSpace {
 
     pub fn add_formula(&mut self, formula: Formula, origin: &str) -> Result<(), Error> {
         self.check_atoms(&formula, origin)?;
-        self.constraints.push(Constraint { formula, origin: origin.to_string() });
+        self.constraints.push(Constraint {
+            formula,
+            origin: origin.to_string(),
+        });
         Ok(())
     }
 
@@ -310,9 +331,9 @@ impl ConfigSpace {
             result = match atom {
                 Formula::Var(n) => match self.find(n) {
                     None => Err(err(format!("unknown option `{n}`"))),
-                    Some(id) if !self.option(id).is_binary() => {
-                        Err(err(format!("numeric option `{n}` needs a value, as in `{n}=4`")))
-                    }
+                    Some(id) if !self.option(id).is_binary() => Err(err(format!(
+                        "numeric option `{n}` needs a value, as in `{n}=4`"
+                    ))),
                     Some(_) => Ok(()),
                 },
                 Formula::Equals(n, v) => match self.find(n) {
@@ -362,18 +383,35 @@ impl ConfigSpace {
                 rules.push(match o.parent {
                     Some(p) => Rule {
                         formula: Formula::implies(var(p), var(id)),
-                        why: format!("`{}` is mandatory whenever `{}` is selected", o.name, name(p)),
+                        why: format!(
+                            "`{}` is mandatory whenever `{}` is selected",
+                            o.name,
+                            name(p)
+                        ),
                     },
-                    None => Rule { formula: var(id), why: format!("`{}` is mandatory", o.name) },
+                    None => Rule {
+                        formula: var(id),
+                        why: format!("`{}` is mandatory", o.name),
+                    },
                 });
             }
         }
         for g in &self.groups {
-            let list = g.members.iter().map(|m| name(*m)).collect::<Vec<_>>().join(", ");
-            let under = g.parent.map_or(String::new(), |p| format!(" when `{}` is selected", name(p)));
+            let list = g
+                .members
+                .iter()
+                .map(|m| name(*m))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let under = g.parent.map_or(String::new(), |p| {
+                format!(" when `{}` is selected", name(p))
+            });
             let members: Vec<Formula> = g.members.iter().map(|m| var(*m)).collect();
             let (body, why) = match g.kind {
-                GroupKind::Or => (Formula::Or(members), format!("at least one of {list} must be selected{under}")),
+                GroupKind::Or => (
+                    Formula::Or(members),
+                    format!("at least one of {list} must be selected{under}"),
+                ),
                 GroupKind::Alternative => {
                     let mut parts = vec![Formula::Or(members.clone())];
                     for i in 0..members.len() {
@@ -384,7 +422,10 @@ impl ConfigSpace {
                             ])));
                         }
                     }
-                    (Formula::And(parts), format!("exactly one of {list} must be selected{under}"))
+                    (
+                        Formula::And(parts),
+                        format!("exactly one of {list} must be selected{under}"),
+                    )
                 }
             };
             let formula = match g.parent {
@@ -423,7 +464,10 @@ impl ConfigSpace {
 
     /// The rules a configuration breaks, in rule order; empty means valid.
     pub fn violations(&self, config: &Configuration) -> Vec<Rule> {
-        self.rules().into_iter().filter(|r| !self.satisfies(config, &r.formula)).collect()
+        self.rules()
+            .into_iter()
+            .filter(|r| !self.satisfies(config, &r.formula))
+            .collect()
     }
 
     /// Parses a configuration written as the selected binary options and numeric values:
@@ -435,7 +479,11 @@ impl ConfigSpace {
             .iter()
             .map(|o| if o.is_binary() { Some(0) } else { None })
             .collect();
-        for item in text.split([',', ' ']).map(str::trim).filter(|s| !s.is_empty()) {
+        for item in text
+            .split([',', ' '])
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
             let (name, value) = match item.split_once('=') {
                 Some((n, v)) => (n.trim(), Some(v.trim())),
                 None => (item, None),
@@ -448,7 +496,7 @@ impl ConfigSpace {
                     return Err(Error::Config(format!(
                         "numeric option `{name}` needs a value, as in `{name}={}`",
                         o.format_value(0)
-                    )))
+                    )));
                 }
                 (Some(v), _) => {
                     let parsed: f64 = v.parse().map_err(|_| {
@@ -464,7 +512,10 @@ impl ConfigSpace {
         let mut out = Vec::with_capacity(values.len());
         for (i, v) in values.into_iter().enumerate() {
             out.push(v.ok_or_else(|| {
-                Error::Config(format!("numeric option `{}` has no value", self.options[i].name))
+                Error::Config(format!(
+                    "numeric option `{}` has no value",
+                    self.options[i].name
+                ))
             })?);
         }
         Ok(Configuration(out))
@@ -510,7 +561,11 @@ impl ConfigSpace {
 
     /// Number of selected binary options: the "distance" of distance-based sampling.
     pub fn selected_count(&self, config: &Configuration) -> usize {
-        self.options.iter().zip(&config.0).filter(|(o, v)| o.is_binary() && **v == 1).count()
+        self.options
+            .iter()
+            .zip(&config.0)
+            .filter(|(o, v)| o.is_binary() && **v == 1)
+            .count()
     }
 }
 
@@ -535,7 +590,12 @@ impl fmt::Display for ConfigSpace {
     /// A readable outline: the option tree, groups and constraints.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "space {} ({} options)", self.name, self.options.len())?;
-        fn walk(s: &ConfigSpace, parent: Option<OptionId>, depth: usize, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fn walk(
+            s: &ConfigSpace,
+            parent: Option<OptionId>,
+            depth: usize,
+            f: &mut fmt::Formatter<'_>,
+        ) -> fmt::Result {
             for id in s.ids().filter(|id| s.option(*id).parent == parent) {
                 let o = s.option(id);
                 let kind = match &o.domain {
@@ -543,7 +603,11 @@ impl fmt::Display for ConfigSpace {
                     Domain::Binary => "optional".to_string(),
                     Domain::Numeric { values } => format!(
                         "numeric {{{}}}",
-                        values.iter().map(|v| format_number(*v)).collect::<Vec<_>>().join(", ")
+                        values
+                            .iter()
+                            .map(|v| format_number(*v))
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 };
                 writeln!(f, "{}{} [{}]", "  ".repeat(depth + 1), o.name, kind)?;
@@ -557,8 +621,14 @@ impl fmt::Display for ConfigSpace {
                 GroupKind::Alternative => "alternative (exactly one)",
                 GroupKind::Or => "or (at least one)",
             };
-            let members: Vec<&str> = g.members.iter().map(|m| self.option(*m).name.as_str()).collect();
-            let parent = g.parent.map_or("root".to_string(), |p| self.option(p).name.clone());
+            let members: Vec<&str> = g
+                .members
+                .iter()
+                .map(|m| self.option(*m).name.as_str())
+                .collect();
+            let parent = g
+                .parent
+                .map_or("root".to_string(), |p| self.option(p).name.clone());
             writeln!(f, "  group {kind} under {parent}: {}", members.join(", "))?;
         }
         for c in &self.constraints {

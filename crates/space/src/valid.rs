@@ -11,9 +11,9 @@ use num_bigint::{BigUint, RandBigInt};
 use num_traits::{One, Zero};
 use rand::Rng;
 
+use crate::Error;
 use crate::formula::Formula;
 use crate::space::{ConfigSpace, Configuration, OptionId};
-use crate::Error;
 
 /// A literal of the space: an option taking one value index.
 pub type Literal = (OptionId, u32);
@@ -38,16 +38,30 @@ impl<'s> ValidConfigurations<'s> {
         let mut var_option = Vec::new();
         let mut next = 0usize;
         for &id in &order {
-            let arity = if space.option(id).is_binary() { 1 } else { space.option(id).arity() };
-            option_vars[id.index()] = (next..next + arity).map(BddVariable::from_index).collect::<Vec<_>>();
+            let arity = if space.option(id).is_binary() {
+                1
+            } else {
+                space.option(id).arity()
+            };
+            option_vars[id.index()] = (next..next + arity)
+                .map(BddVariable::from_index)
+                .collect::<Vec<_>>();
             var_option.extend(std::iter::repeat_n(id, arity));
             next += arity;
         }
         if next > u16::MAX as usize {
-            return Err(Error::Invalid(format!("space needs {next} BDD variables; at most 65535 are supported")));
+            return Err(Error::Invalid(format!(
+                "space needs {next} BDD variables; at most 65535 are supported"
+            )));
         }
         let vars = BddVariableSet::new_anonymous(next as u16);
-        let mut this = ValidConfigurations { space, vars, option_vars, var_option, bdd: BddVariableSet::new_anonymous(0).mk_true() };
+        let mut this = ValidConfigurations {
+            space,
+            vars,
+            option_vars,
+            var_option,
+            bdd: BddVariableSet::new_anonymous(0).mk_true(),
+        };
         let mut bdd = this.vars.mk_true();
         for (id, vs) in space.ids().zip(&this.option_vars) {
             if !space.option(id).is_binary() {
@@ -63,12 +77,23 @@ impl<'s> ValidConfigurations<'s> {
             p
         };
         let mut rules = rules;
-        rules.sort_by_key(|r| r.formula.names().iter().filter_map(|n| space.find(n)).map(|id| position[id.index()]).max().unwrap_or(0));
+        rules.sort_by_key(|r| {
+            r.formula
+                .names()
+                .iter()
+                .filter_map(|n| space.find(n))
+                .map(|id| position[id.index()])
+                .max()
+                .unwrap_or(0)
+        });
         for rule in rules {
             let r = this.compile(&rule.formula);
             bdd = bdd.and(&r);
             if bdd.is_false() {
-                return Err(Error::Unsatisfiable(format!("no configuration satisfies {} together with the rules before it", rule.why)));
+                return Err(Error::Unsatisfiable(format!(
+                    "no configuration satisfies {} together with the rules before it",
+                    rule.why
+                )));
             }
         }
         this.bdd = bdd;
@@ -104,8 +129,12 @@ impl<'s> ValidConfigurations<'s> {
             Formula::Const(false) => self.vars.mk_false(),
             Formula::Var(_) | Formula::Equals(..) => self.literal(self.space.atom_literal(f)),
             Formula::Not(a) => self.compile(a).not(),
-            Formula::And(xs) => xs.iter().fold(self.vars.mk_true(), |acc, x| acc.and(&self.compile(x))),
-            Formula::Or(xs) => xs.iter().fold(self.vars.mk_false(), |acc, x| acc.or(&self.compile(x))),
+            Formula::And(xs) => xs
+                .iter()
+                .fold(self.vars.mk_true(), |acc, x| acc.and(&self.compile(x))),
+            Formula::Or(xs) => xs
+                .iter()
+                .fold(self.vars.mk_false(), |acc, x| acc.or(&self.compile(x))),
             Formula::Implies(a, b) => self.compile(a).imp(&self.compile(b)),
             Formula::Iff(a, b) => self.compile(a).iff(&self.compile(b)),
         }
@@ -142,7 +171,11 @@ impl<'s> ValidConfigurations<'s> {
             if self.space.option(id).is_binary() {
                 assignment.push((vs[0], value == 1));
             } else {
-                assignment.extend(vs.iter().enumerate().map(|(i, v)| (*v, i == value as usize)));
+                assignment.extend(
+                    vs.iter()
+                        .enumerate()
+                        .map(|(i, v)| (*v, i == value as usize)),
+                );
             }
         }
         bdd.restrict(&assignment)
@@ -165,8 +198,16 @@ impl<'s> ValidConfigurations<'s> {
             if node.is_terminal() || bdd.var_of(node) != *var {
                 continue; // the BDD does not test this variable here: either value is fine
             }
-            let high = if binary { value == 1 } else { i == value as usize };
-            node = if high { bdd.high_link_of(node) } else { bdd.low_link_of(node) };
+            let high = if binary {
+                value == 1
+            } else {
+                i == value as usize
+            };
+            node = if high {
+                bdd.high_link_of(node)
+            } else {
+                bdd.low_link_of(node)
+            };
         }
         node
     }
@@ -182,7 +223,12 @@ impl<'s> ValidConfigurations<'s> {
 
     fn valuation(&self, config: &Configuration) -> BddValuation {
         let mut v = BddValuation::all_false(self.vars.num_vars());
-        for ((vs, value), o) in self.option_vars.iter().zip(&config.0).zip(self.space.options()) {
+        for ((vs, value), o) in self
+            .option_vars
+            .iter()
+            .zip(&config.0)
+            .zip(self.space.options())
+        {
             if o.is_binary() {
                 v.set_value(vs[0], *value == 1);
             } else {
@@ -192,7 +238,9 @@ impl<'s> ValidConfigurations<'s> {
         v
     }
 
-    /// Reads a configuration off a full valuation of the BDD variables.
+    /// Reads a configuration off a full valuation of the BDD variables. A numeric option
+    /// whose one-hot variables are all unset (possible only where the BDD leaves them free,
+    /// so any value is allowed) takes its first value.
     fn configuration(&self, valuation: &[bool]) -> Configuration {
         Configuration(
             self.option_vars
@@ -202,7 +250,7 @@ impl<'s> ValidConfigurations<'s> {
                     if self.space.options()[i].is_binary() {
                         valuation[vs[0].to_index()] as u32
                     } else {
-                        vs.iter().position(|v| valuation[v.to_index()]).expect("one-hot") as u32
+                        vs.iter().position(|v| valuation[v.to_index()]).unwrap_or(0) as u32
                     }
                 })
                 .collect(),
@@ -211,7 +259,9 @@ impl<'s> ValidConfigurations<'s> {
 
     /// Every valid configuration, in BDD order.
     pub fn iter(&self) -> impl Iterator<Item = Configuration> + '_ {
-        self.bdd.sat_valuations().map(move |v| self.configuration(v.as_vector()))
+        self.bdd
+            .sat_valuations()
+            .map(move |v| self.configuration(v.as_vector()))
     }
 
     /// One configuration drawn uniformly at random from those satisfying `bdd` (which must
@@ -228,7 +278,8 @@ impl<'s> ValidConfigurations<'s> {
 
     /// One valid configuration drawn uniformly at random.
     pub fn sample_uniform(&self, rng: &mut impl Rng) -> Configuration {
-        self.sample_uniform_in(&self.bdd, rng).expect("a compiled space is satisfiable")
+        self.sample_uniform_in(&self.bdd, rng)
+            .expect("a compiled space is satisfiable")
     }
 
     /// The configuration with the given rank among the satisfying valuations of `bdd`: a
@@ -246,7 +297,11 @@ impl<'s> ValidConfigurations<'s> {
             }
         };
         loop {
-            let var = if node.is_terminal() { n } else { bdd.var_of(node).to_index() };
+            let var = if node.is_terminal() {
+                n
+            } else {
+                bdd.var_of(node).to_index()
+            };
             take_free(level, var, &mut rank, &mut valuation);
             if node.is_terminal() {
                 break;
@@ -275,7 +330,11 @@ impl<'s> ValidConfigurations<'s> {
         let weight = |var: usize| self.space.option(self.var_option[var]).is_binary() as i64;
         // Free variables between levels: pick the value that helps (0 to minimise).
         let free_best = |from: usize, to: usize| -> i64 {
-            if maximise { (from..to).map(weight).sum() } else { 0 }
+            if maximise {
+                (from..to).map(weight).sum()
+            } else {
+                0
+            }
         };
         let better = |a: i64, b: i64| if maximise { a > b } else { a < b };
         let size = bdd.size();
@@ -288,9 +347,15 @@ impl<'s> ValidConfigurations<'s> {
             }
             let var = bdd.var_of(p).to_index();
             let score = |child: BddPointer, high: bool| -> i64 {
-                let cv = if child.is_terminal() { n } else { bdd.var_of(child).to_index() };
+                let cv = if child.is_terminal() {
+                    n
+                } else {
+                    bdd.var_of(child).to_index()
+                };
                 let b = best[child.to_index()];
-                if child.is_zero() { return if maximise { i64::MIN / 4 } else { i64::MAX / 4 }; }
+                if child.is_zero() {
+                    return if maximise { i64::MIN / 4 } else { i64::MAX / 4 };
+                }
                 b + free_best(var + 1, cv) + if high { weight(var) } else { 0 }
             };
             let lo = score(bdd.low_link_of(p), false);
@@ -301,7 +366,11 @@ impl<'s> ValidConfigurations<'s> {
         let mut node = bdd.root_pointer();
         let mut level = 0;
         loop {
-            let var = if node.is_terminal() { n } else { bdd.var_of(node).to_index() };
+            let var = if node.is_terminal() {
+                n
+            } else {
+                bdd.var_of(node).to_index()
+            };
             if maximise {
                 for (i, slot) in valuation.iter_mut().enumerate().take(var).skip(level) {
                     *slot = weight(i) == 1;
@@ -312,9 +381,19 @@ impl<'s> ValidConfigurations<'s> {
             }
             let (lo, hi) = (bdd.low_link_of(node), bdd.high_link_of(node));
             let s = |child: BddPointer, high: bool| -> Option<i64> {
-                if child.is_zero() { return None; }
-                let cv = if child.is_terminal() { n } else { bdd.var_of(child).to_index() };
-                Some(best[child.to_index()] + free_best(var + 1, cv) + if high { weight(var) } else { 0 })
+                if child.is_zero() {
+                    return None;
+                }
+                let cv = if child.is_terminal() {
+                    n
+                } else {
+                    bdd.var_of(child).to_index()
+                };
+                Some(
+                    best[child.to_index()]
+                        + free_best(var + 1, cv)
+                        + if high { weight(var) } else { 0 },
+                )
             };
             let take_high = match (s(lo, false), s(hi, true)) {
                 (Some(l), Some(h)) => better(h, l),
@@ -326,27 +405,9 @@ impl<'s> ValidConfigurations<'s> {
             level = var + 1;
         }
         // A numeric option's free one-hot variables may all be set by `maximise`: keep one.
-        let config = self.configuration_lenient(&valuation);
+        let config = self.configuration(&valuation);
         debug_assert!(self.bdd.eval_in(&self.valuation(&config)));
         Some(config)
-    }
-
-    /// Like `configuration`, tolerating free one-hot variables (takes the first set value,
-    /// or the first value when none is set; the BDD then allows every choice).
-    fn configuration_lenient(&self, valuation: &[bool]) -> Configuration {
-        Configuration(
-            self.option_vars
-                .iter()
-                .enumerate()
-                .map(|(i, vs)| {
-                    if self.space.options()[i].is_binary() {
-                        valuation[vs[0].to_index()] as u32
-                    } else {
-                        vs.iter().position(|v| valuation[v.to_index()]).unwrap_or(0) as u32
-                    }
-                })
-                .collect(),
-        )
     }
 
     /// For each number k of selected binary options, how many valid configurations have
@@ -358,7 +419,12 @@ impl<'s> ValidConfigurations<'s> {
 
     /// A valid configuration drawn uniformly among those with exactly `k` selected binary
     /// options; `None` if there is none.
-    pub fn sample_with_selected(&self, k: usize, table: &DistanceTable, rng: &mut impl Rng) -> Option<Configuration> {
+    pub fn sample_with_selected(
+        &self,
+        k: usize,
+        table: &DistanceTable,
+        rng: &mut impl Rng,
+    ) -> Option<Configuration> {
         table.sample(self, &self.bdd, k, rng)
     }
 
@@ -384,7 +450,13 @@ fn variable_order(space: &ConfigSpace, rules: &[crate::space::Rule]) -> Vec<Opti
     let edges: Vec<Vec<usize>> = rules
         .iter()
         .map(|r| {
-            let mut v: Vec<usize> = r.formula.names().iter().filter_map(|name| space.find(name)).map(|id| id.index()).collect();
+            let mut v: Vec<usize> = r
+                .formula
+                .names()
+                .iter()
+                .filter_map(|name| space.find(name))
+                .map(|id| id.index())
+                .collect();
             v.sort_unstable();
             v.dedup();
             v
@@ -392,10 +464,15 @@ fn variable_order(space: &ConfigSpace, rules: &[crate::space::Rule]) -> Vec<Opti
         .filter(|v| v.len() > 1)
         .collect();
     let span = |pos: &[f64]| -> f64 {
-        edges.iter().map(|e| {
-            let (lo, hi) = e.iter().fold((f64::MAX, f64::MIN), |(lo, hi), &o| (lo.min(pos[o]), hi.max(pos[o])));
-            hi - lo
-        }).sum()
+        edges
+            .iter()
+            .map(|e| {
+                let (lo, hi) = e.iter().fold((f64::MAX, f64::MIN), |(lo, hi), &o| {
+                    (lo.min(pos[o]), hi.max(pos[o]))
+                });
+                hi - lo
+            })
+            .sum()
     };
     let mut pos: Vec<f64> = (0..n).map(|i| i as f64).collect();
     let start_span = span(&pos);
@@ -410,7 +487,15 @@ fn variable_order(space: &ConfigSpace, rules: &[crate::space::Rule]) -> Vec<Opti
                 count[o] += 1;
             }
         }
-        let target: Vec<f64> = (0..n).map(|o| if count[o] == 0 { pos[o] } else { sum[o] / count[o] as f64 }).collect();
+        let target: Vec<f64> = (0..n)
+            .map(|o| {
+                if count[o] == 0 {
+                    pos[o]
+                } else {
+                    sum[o] / count[o] as f64
+                }
+            })
+            .collect();
         let mut idx: Vec<usize> = (0..n).collect();
         idx.sort_by(|a, b| target[*a].partial_cmp(&target[*b]).unwrap().then(a.cmp(b)));
         for (rank, &o) in idx.iter().enumerate() {
@@ -437,12 +522,20 @@ impl CountTable {
         let mut counts = vec![BigUint::zero(); bdd.size()];
         for p in bdd.pointers() {
             if p.is_terminal() {
-                counts[p.to_index()] = if p.is_one() { BigUint::one() } else { BigUint::zero() };
+                counts[p.to_index()] = if p.is_one() {
+                    BigUint::one()
+                } else {
+                    BigUint::zero()
+                };
                 continue;
             }
             let var = bdd.var_of(p).to_index();
             let child = |c: BddPointer| -> BigUint {
-                let cv = if c.is_terminal() { n } else { bdd.var_of(c).to_index() };
+                let cv = if c.is_terminal() {
+                    n
+                } else {
+                    bdd.var_of(c).to_index()
+                };
                 &counts[c.to_index()] << (cv - var - 1)
             };
             let total = child(bdd.low_link_of(p)) + child(bdd.high_link_of(p));
@@ -454,7 +547,11 @@ impl CountTable {
     /// Completions of `child` reached from a node on variable `var` (free variables between).
     fn below(&self, bdd: &Bdd, var: usize, child: BddPointer) -> BigUint {
         let n = bdd.num_vars() as usize;
-        let cv = if child.is_terminal() { n } else { bdd.var_of(child).to_index() };
+        let cv = if child.is_terminal() {
+            n
+        } else {
+            bdd.var_of(child).to_index()
+        };
         &self.counts[child.to_index()] << (cv - var - 1)
     }
 
@@ -463,7 +560,11 @@ impl CountTable {
         if root.is_zero() {
             return BigUint::zero();
         }
-        let top = if root.is_terminal() { bdd.num_vars() as usize } else { bdd.var_of(root).to_index() };
+        let top = if root.is_terminal() {
+            bdd.num_vars() as usize
+        } else {
+            bdd.var_of(root).to_index()
+        };
         &self.counts[root.to_index()] << top
     }
 }
@@ -496,10 +597,17 @@ impl DistanceTable {
         for v in (0..n).rev() {
             binary_from[v] = binary_from[v + 1] + valid.is_binary_var(v) as usize;
         }
-        let mut table = DistanceTable { polys: vec![Vec::new(); bdd.size()], binary_from };
+        let mut table = DistanceTable {
+            polys: vec![Vec::new(); bdd.size()],
+            binary_from,
+        };
         for p in bdd.pointers() {
             if p.is_terminal() {
-                table.polys[p.to_index()] = if p.is_one() { vec![BigUint::one()] } else { vec![] };
+                table.polys[p.to_index()] = if p.is_one() {
+                    vec![BigUint::one()]
+                } else {
+                    vec![]
+                };
                 continue;
             }
             let var = bdd.var_of(p).to_index();
@@ -520,9 +628,19 @@ impl DistanceTable {
 
     /// The child's polynomial times the free variables between `var` and the child:
     /// (1+x) per free binary variable, 2 per free one-hot variable.
-    fn edge(&self, valid: &ValidConfigurations, bdd: &Bdd, var: usize, child: BddPointer) -> Vec<BigUint> {
+    fn edge(
+        &self,
+        valid: &ValidConfigurations,
+        bdd: &Bdd,
+        var: usize,
+        child: BddPointer,
+    ) -> Vec<BigUint> {
         let n = valid.num_vars();
-        let cv = if child.is_terminal() { n } else { bdd.var_of(child).to_index() };
+        let cv = if child.is_terminal() {
+            n
+        } else {
+            bdd.var_of(child).to_index()
+        };
         self.spread(&self.polys[child.to_index()], var + 1, cv)
     }
 
@@ -545,11 +663,21 @@ impl DistanceTable {
     fn at_root(&self, bdd: &Bdd) -> Vec<BigUint> {
         let root = bdd.root_pointer();
         let n = self.binary_from.len() - 1;
-        let top = if root.is_terminal() { n } else { bdd.var_of(root).to_index() };
+        let top = if root.is_terminal() {
+            n
+        } else {
+            bdd.var_of(root).to_index()
+        };
         self.spread(&self.polys[root.to_index()], 0, top)
     }
 
-    fn sample(&self, valid: &ValidConfigurations, bdd: &Bdd, k: usize, rng: &mut impl Rng) -> Option<Configuration> {
+    fn sample(
+        &self,
+        valid: &ValidConfigurations,
+        bdd: &Bdd,
+        k: usize,
+        rng: &mut impl Rng,
+    ) -> Option<Configuration> {
         let n = valid.num_vars();
         let total = self.at_root(bdd).get(k).cloned().unwrap_or_default();
         if total.is_zero() {
@@ -561,13 +689,20 @@ impl DistanceTable {
         let mut level = 0;
         // Free variables between `level` and `to` receive `j` selected binary options, with j
         // drawn in proportion to C(free, j) * completions(child, remaining - j).
-        let fill_free = |from: usize, to: usize, child_poly: &[BigUint], remaining: &mut usize, valuation: &mut Vec<bool>, rng: &mut dyn rand::RngCore| {
+        let fill_free = |from: usize,
+                         to: usize,
+                         child_poly: &[BigUint],
+                         remaining: &mut usize,
+                         valuation: &mut Vec<bool>,
+                         rng: &mut dyn rand::RngCore| {
             let binary: Vec<usize> = (from..to).filter(|v| valid.is_binary_var(*v)).collect();
             let row = binomial_row(binary.len());
             let weights: Vec<BigUint> = (0..=binary.len().min(*remaining))
                 .map(|j| {
                     let rest = *remaining - j;
-                    child_poly.get(rest).map_or(BigUint::zero(), |c| c * &row[j])
+                    child_poly
+                        .get(rest)
+                        .map_or(BigUint::zero(), |c| c * &row[j])
                 })
                 .collect();
             let sum: BigUint = weights.iter().sum();
@@ -593,8 +728,19 @@ impl DistanceTable {
             *remaining -= j;
         };
         loop {
-            let var = if node.is_terminal() { n } else { bdd.var_of(node).to_index() };
-            fill_free(level, var, &self.polys[node.to_index()], &mut remaining, &mut valuation, rng);
+            let var = if node.is_terminal() {
+                n
+            } else {
+                bdd.var_of(node).to_index()
+            };
+            fill_free(
+                level,
+                var,
+                &self.polys[node.to_index()],
+                &mut remaining,
+                &mut valuation,
+                rng,
+            );
             if node.is_terminal() {
                 break;
             }
@@ -602,9 +748,17 @@ impl DistanceTable {
             let lo = self.edge(valid, bdd, var, bdd.low_link_of(node));
             let hi = self.edge(valid, bdd, var, bdd.high_link_of(node));
             let lo_c = lo.get(remaining).cloned().unwrap_or_default();
-            let hi_c = if remaining >= w { hi.get(remaining - w).cloned().unwrap_or_default() } else { BigUint::zero() };
+            let hi_c = if remaining >= w {
+                hi.get(remaining - w).cloned().unwrap_or_default()
+            } else {
+                BigUint::zero()
+            };
             let r = rng.gen_biguint_below(&(&lo_c + &hi_c));
-            let (child, high) = if r < lo_c { (bdd.low_link_of(node), false) } else { (bdd.high_link_of(node), true) };
+            let (child, high) = if r < lo_c {
+                (bdd.low_link_of(node), false)
+            } else {
+                (bdd.high_link_of(node), true)
+            };
             valuation[var] = high;
             if high {
                 remaining -= w;

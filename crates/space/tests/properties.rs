@@ -5,7 +5,10 @@ use std::collections::{BTreeMap, HashSet};
 
 use proptest::prelude::*;
 use rand::SeedableRng;
-use space::{sample, ConfigSpace, Configuration, GroupKind, OptionId, Strategy as Sampling, ValidConfigurations};
+use space::{
+    ConfigSpace, Configuration, GroupKind, OptionId, Strategy as Sampling, ValidConfigurations,
+    sample,
+};
 
 /// A random space: up to 7 binary options with random parents, an optional group, one
 /// optional numeric option, and random 2- or 3-literal clauses.
@@ -15,7 +18,10 @@ fn arb_space() -> impl Strategy<Value = ConfigSpace> {
         prop::collection::vec((any::<bool>(), any::<bool>(), 0usize..8), 7),
         prop::option::of((any::<bool>(), 2usize..4)),
         prop::option::of(1usize..4),
-        prop::collection::vec(prop::collection::vec((0usize..7, any::<bool>()), 2..4), 0..4),
+        prop::collection::vec(
+            prop::collection::vec((0usize..7, any::<bool>()), 2..4),
+            0..4,
+        ),
     )
         .prop_map(|(n, shape, group, numeric, clauses)| {
             let mut s = ConfigSpace::new("random");
@@ -25,8 +31,14 @@ fn arb_space() -> impl Strategy<Value = ConfigSpace> {
                 s.add_binary(&format!("o{i}"), parent, mandatory).unwrap();
             }
             if let Some((alternative, size)) = group {
-                let members: Vec<OptionId> = (0..size.min(n)).map(|i| OptionId((n - 1 - i) as u32)).collect();
-                let kind = if alternative { GroupKind::Alternative } else { GroupKind::Or };
+                let members: Vec<OptionId> = (0..size.min(n))
+                    .map(|i| OptionId((n - 1 - i) as u32))
+                    .collect();
+                let kind = if alternative {
+                    GroupKind::Alternative
+                } else {
+                    GroupKind::Or
+                };
                 s.add_group(kind, None, members).unwrap();
             }
             if let Some(k) = numeric {
@@ -64,7 +76,10 @@ fn all_assignments(space: &ConfigSpace) -> Vec<Configuration> {
 }
 
 fn brute_force(space: &ConfigSpace) -> Vec<Configuration> {
-    all_assignments(space).into_iter().filter(|c| space.violations(c).is_empty()).collect()
+    all_assignments(space)
+        .into_iter()
+        .filter(|c| space.violations(c).is_empty())
+        .collect()
 }
 
 fn tuples(c: &Configuration, t: usize) -> Vec<Vec<(usize, u32)>> {
@@ -180,7 +195,10 @@ fn uniform_sampling_is_uniform() {
     assert_eq!(freq.len(), 8);
     // Chi-square with 7 degrees of freedom; 24.3 is the 0.999 quantile.
     let expected = draws as f64 / 8.0;
-    let chi2: f64 = freq.values().map(|&o| (o as f64 - expected).powi(2) / expected).sum();
+    let chi2: f64 = freq
+        .values()
+        .map(|&o| (o as f64 - expected).powi(2) / expected)
+        .sum();
     assert!(chi2 < 24.3, "chi2 = {chi2}: {freq:?}");
 }
 
@@ -190,5 +208,9 @@ fn unsatisfiable_space_is_an_error() {
     s.add_binary("a", None, true).unwrap();
     s.add_constraint("!a", "test").unwrap();
     let err = ValidConfigurations::new(&s).err().expect("unsatisfiable");
-    assert!(err.to_string().starts_with("unsatisfiable: no configuration satisfies constraint `!a`"), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("unsatisfiable: no configuration satisfies constraint `!a`"),
+        "{err}"
+    );
 }

@@ -6,37 +6,61 @@ use std::path::PathBuf;
 
 use space::formats::{load_dataset, splconqueror};
 use space::sampling::tuple_coverage;
-use space::{load_space, sample, Strategy, ValidConfigurations};
+use space::{Strategy, ValidConfigurations, load_space, sample};
 
 fn shared(rel: &str) -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/datasets").join(rel);
-    assert!(p.exists(), "{} is missing: clone the repository next to `shared/`", p.display());
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/datasets")
+        .join(rel);
+    assert!(
+        p.exists(),
+        "{} is missing: clone the repository next to `shared/`",
+        p.display()
+    );
     p
 }
 
 #[test]
 fn splconqueror_models_count_as_published() {
     for (system, expected) in [("x264", 1152u32), ("LLVM", 1024)] {
-        let space = load_space(&shared(&format!("splconqueror/{system}/FeatureModel.xml"))).unwrap();
+        let space =
+            load_space(&shared(&format!("splconqueror/{system}/FeatureModel.xml"))).unwrap();
         let valid = ValidConfigurations::new(&space).unwrap();
         assert_eq!(valid.count(), expected.into(), "{system}");
-        assert_eq!(valid.iter().count(), expected as usize, "{system}: enumeration");
+        assert_eq!(
+            valid.iter().count(),
+            expected as usize,
+            "{system}: enumeration"
+        );
     }
 }
 
 #[test]
 fn every_measured_configuration_is_valid() {
     for (system, rows) in [("x264", 1152usize), ("LLVM", 1024)] {
-        let space = load_space(&shared(&format!("splconqueror/{system}/FeatureModel.xml"))).unwrap();
+        let space =
+            load_space(&shared(&format!("splconqueror/{system}/FeatureModel.xml"))).unwrap();
         let valid = ValidConfigurations::new(&space).unwrap();
-        let data = load_dataset(&shared(&format!("splconqueror/{system}/measurements.xml")), Some(&space)).unwrap();
+        let data = load_dataset(
+            &shared(&format!("splconqueror/{system}/measurements.xml")),
+            Some(&space),
+        )
+        .unwrap();
         assert_eq!(data.configurations.len(), rows, "{system}");
         for c in &data.configurations {
-            assert!(valid.is_valid(c), "{system}: {}", space.format_configuration(c));
+            assert!(
+                valid.is_valid(c),
+                "{system}: {}",
+                space.format_configuration(c)
+            );
             assert!(space.violations(c).is_empty());
         }
         let distinct: HashSet<_> = data.configurations.iter().collect();
-        assert_eq!(distinct.len(), rows, "{system}: the measurements cover the whole space");
+        assert_eq!(
+            distinct.len(),
+            rows,
+            "{system}: the measurements cover the whole space"
+        );
         assert!(data.performance.iter().all(|p| *p > 0.0));
     }
 }
@@ -67,18 +91,32 @@ fn pairwise_sample_covers_every_valid_pair_of_x264() {
             }
         }
         let missing: Vec<_> = valid_pairs.difference(&covered).collect();
-        assert!(missing.is_empty(), "seed {seed}: uncovered pairs {missing:?}");
+        assert!(
+            missing.is_empty(),
+            "seed {seed}: uncovered pairs {missing:?}"
+        );
         let cov = s.coverage.unwrap();
         assert_eq!(cov.valid_tuples as usize, valid_pairs.len());
         assert_eq!(tuple_coverage(&valid, &s.configurations, 2).unwrap(), cov);
         // Far below the 1152 configurations of the space.
-        assert!(s.configurations.len() < 30, "seed {seed}: {} configurations", s.configurations.len());
+        assert!(
+            s.configurations.len() < 30,
+            "seed {seed}: {} configurations",
+            s.configurations.len()
+        );
     }
 }
 
 #[test]
 fn deepperf_csvs_load_as_datasets() {
-    for (system, rows, columns) in [("Apache", 192, 8), ("BDBC", 2560, 16), ("BDBJ", 180, 17), ("LLVM", 1024, 10), ("x264", 1152, 13), ("Dune", 2304, 11)] {
+    for (system, rows, columns) in [
+        ("Apache", 192, 8),
+        ("BDBC", 2560, 16),
+        ("BDBJ", 180, 17),
+        ("LLVM", 1024, 10),
+        ("x264", 1152, 13),
+        ("Dune", 2304, 11),
+    ] {
         let d = load_dataset(&shared(&format!("deepperf/{system}.csv")), None).unwrap();
         assert_eq!(d.configurations.len(), rows, "{system}");
         assert_eq!(d.space.len(), columns, "{system}");
@@ -86,12 +124,19 @@ fn deepperf_csvs_load_as_datasets() {
     }
     let dune = load_dataset(&shared("deepperf/Dune.csv"), None).unwrap();
     let cells = dune.space.find("cells").unwrap();
-    assert!(!dune.space.option(cells).is_binary(), "Dune's `cells` is numeric");
+    assert!(
+        !dune.space.option(cells).is_binary(),
+        "Dune's `cells` is numeric"
+    );
 }
 
 #[test]
 fn measurements_need_the_model() {
     let e = load_space(&shared("splconqueror/x264/measurements.xml")).unwrap_err();
-    assert!(e.to_string().contains("measurements file, not a variability model"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("measurements file, not a variability model"),
+        "{e}"
+    );
     let _ = splconqueror::parse_measurements;
 }

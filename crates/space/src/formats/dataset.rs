@@ -4,15 +4,21 @@
 //! are the distinct values seen. Nothing is known about constraints, so the inferred space
 //! has none.
 
-use crate::formats::{csv_error, Dataset};
-use crate::space::{ConfigSpace, Configuration};
 use crate::Error;
+use crate::formats::{Dataset, csv_error};
+use crate::space::{ConfigSpace, Configuration};
 
 pub fn parse_dataset_csv(text: &str, shown: &str) -> Result<Dataset, Error> {
-    let mut reader = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(text.as_bytes());
+    let mut reader = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .from_reader(text.as_bytes());
     let header = reader.headers().map_err(|e| csv_error(shown, &e))?.clone();
     if header.len() < 2 {
-        return Err(Error::format(shown, 1, "a dataset needs at least one option column and a performance column"));
+        return Err(Error::format(
+            shown,
+            1,
+            "a dataset needs at least one option column and a performance column",
+        ));
     }
     let n = header.len() - 1;
     let mut rows: Vec<Vec<f64>> = Vec::new();
@@ -23,9 +29,16 @@ pub fn parse_dataset_csv(text: &str, shown: &str) -> Result<Dataset, Error> {
             .iter()
             .enumerate()
             .map(|(i, cell)| {
-                cell.parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| {
-                    Error::format(shown, line, format!("`{cell}` is not a number (column `{}`)", &header[i]))
-                })
+                cell.parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite())
+                    .ok_or_else(|| {
+                        Error::format(
+                            shown,
+                            line,
+                            format!("`{cell}` is not a number (column `{}`)", &header[i]),
+                        )
+                    })
             })
             .collect::<Result<Vec<f64>, _>>()?;
         rows.push(row);
@@ -33,7 +46,10 @@ pub fn parse_dataset_csv(text: &str, shown: &str) -> Result<Dataset, Error> {
     if rows.is_empty() {
         return Err(Error::format(shown, 0, "the dataset has no rows"));
     }
-    let stem = std::path::Path::new(shown).file_stem().and_then(|s| s.to_str()).unwrap_or("dataset");
+    let stem = std::path::Path::new(shown)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("dataset");
     let mut space = ConfigSpace::new(stem);
     for (i, name) in header.iter().take(n).enumerate() {
         let values: Vec<f64> = rows.iter().map(|r| r[i]).collect();
@@ -49,7 +65,12 @@ pub fn parse_dataset_csv(text: &str, shown: &str) -> Result<Dataset, Error> {
         .map(|r| space.configuration_from_values(&r[..n]))
         .collect::<Result<Vec<Configuration>, _>>()?;
     let performance = rows.iter().map(|r| r[n]).collect();
-    Ok(Dataset { space, configurations, performance, metric: header[n].to_string() })
+    Ok(Dataset {
+        space,
+        configurations,
+        performance,
+        metric: header[n].to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -70,7 +91,10 @@ mod tests {
     #[test]
     fn bad_rows_name_the_line() {
         let e = parse_dataset_csv("a,PERF\n0,1\n1\n", "d.csv").unwrap_err();
-        assert_eq!(e.to_string(), "d.csv:3: row has 1 fields but the header has 2");
+        assert_eq!(
+            e.to_string(),
+            "d.csv:3: row has 1 fields but the header has 2"
+        );
         let e = parse_dataset_csv("a,PERF\n0,1\nx,2\n", "d.csv").unwrap_err();
         assert_eq!(e.to_string(), "d.csv:3: `x` is not a number (column `a`)");
     }

@@ -2,9 +2,9 @@
 //! variables (a trailing `$` on the id marks a generated variable; it is kept as named),
 //! `p cnf <vars> <clauses>`, then clauses of non-zero literals ended by `0`.
 
+use crate::Error;
 use crate::formula::Formula;
 use crate::space::ConfigSpace;
-use crate::Error;
 
 pub fn parse_dimacs(text: &str, shown: &str) -> Result<ConfigSpace, Error> {
     let mut names: Vec<Option<String>> = Vec::new();
@@ -40,7 +40,9 @@ pub fn parse_dimacs(text: &str, shown: &str) -> Result<ConfigSpace, Error> {
                 ["cnf", v, c] => v.parse::<usize>().ok().zip(c.parse::<usize>().ok()),
                 _ => None,
             };
-            let (v, c) = parsed.ok_or_else(|| Error::format(shown, line_no, "expected `p cnf <variables> <clauses>`"))?;
+            let (v, c) = parsed.ok_or_else(|| {
+                Error::format(shown, line_no, "expected `p cnf <variables> <clauses>`")
+            })?;
             if header.is_some() {
                 return Err(Error::format(shown, line_no, "second `p cnf` line"));
             }
@@ -48,18 +50,26 @@ pub fn parse_dimacs(text: &str, shown: &str) -> Result<ConfigSpace, Error> {
             continue;
         }
         let Some((vars, _, _)) = header else {
-            return Err(Error::format(shown, line_no, "clause before the `p cnf` line"));
+            return Err(Error::format(
+                shown,
+                line_no,
+                "clause before the `p cnf` line",
+            ));
         };
         for token in line.split_whitespace() {
-            let lit: i64 = token
-                .parse()
-                .map_err(|_| Error::format(shown, line_no, format!("`{token}` is not a literal")))?;
+            let lit: i64 = token.parse().map_err(|_| {
+                Error::format(shown, line_no, format!("`{token}` is not a literal"))
+            })?;
             if lit == 0 {
                 clauses.push((std::mem::take(&mut current), current_line));
                 continue;
             }
             if lit.unsigned_abs() as usize > vars {
-                return Err(Error::format(shown, line_no, format!("literal {lit} exceeds the {vars} declared variables")));
+                return Err(Error::format(
+                    shown,
+                    line_no,
+                    format!("literal {lit} exceeds the {vars} declared variables"),
+                ));
             }
             if current.is_empty() {
                 current_line = line_no;
@@ -68,27 +78,50 @@ pub fn parse_dimacs(text: &str, shown: &str) -> Result<ConfigSpace, Error> {
         }
     }
     let Some((vars, expected, header_line)) = header else {
-        return Err(Error::format(shown, 0, "no `p cnf` line: not a DIMACS file"));
+        return Err(Error::format(
+            shown,
+            0,
+            "no `p cnf` line: not a DIMACS file",
+        ));
     };
     if !current.is_empty() {
-        return Err(Error::format(shown, current_line, "last clause is not terminated by 0"));
+        return Err(Error::format(
+            shown,
+            current_line,
+            "last clause is not terminated by 0",
+        ));
     }
     if clauses.len() != expected {
         return Err(Error::format(
             shown,
             header_line,
-            format!("header declares {expected} clauses but the file has {}", clauses.len()),
+            format!(
+                "header declares {expected} clauses but the file has {}",
+                clauses.len()
+            ),
         ));
     }
     if names.len() > vars {
-        return Err(Error::format(shown, 0, format!("a `c` line names variable {} but only {vars} are declared", names.len())));
+        return Err(Error::format(
+            shown,
+            0,
+            format!(
+                "a `c` line names variable {} but only {vars} are declared",
+                names.len()
+            ),
+        ));
     }
     names.resize(vars, None);
-    let stem = std::path::Path::new(shown).file_stem().and_then(|s| s.to_str()).unwrap_or("dimacs");
+    let stem = std::path::Path::new(shown)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("dimacs");
     let mut space = ConfigSpace::new(stem);
     for (i, name) in names.iter().enumerate() {
         let name = name.clone().unwrap_or_else(|| format!("x{}", i + 1));
-        space.add_binary(&name, None, false).map_err(|e| Error::format(shown, 0, e.to_string()))?;
+        space
+            .add_binary(&name, None, false)
+            .map_err(|e| Error::format(shown, 0, e.to_string()))?;
     }
     for (clause, line) in clauses {
         let literals = clause
@@ -125,9 +158,16 @@ mod tests {
         let e = parse_dimacs("p cnf 2 1\n1 x 0\n", "m.cnf").unwrap_err();
         assert_eq!(e.to_string(), "m.cnf:2: `x` is not a literal");
         let e = parse_dimacs("p cnf 2 1\n1 3 0\n", "m.cnf").unwrap_err();
-        assert!(e.to_string().starts_with("m.cnf:2: literal 3 exceeds"), "{e}");
+        assert!(
+            e.to_string().starts_with("m.cnf:2: literal 3 exceeds"),
+            "{e}"
+        );
         let e = parse_dimacs("p cnf 2 2\n1 0\n", "m.cnf").unwrap_err();
-        assert!(e.to_string().contains("declares 2 clauses but the file has 1"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("declares 2 clauses but the file has 1"),
+            "{e}"
+        );
         assert!(parse_dimacs("1 2 0\n", "m.cnf").is_err());
         let e = parse_dimacs("p cnf 2 2\n1 0\n2\n", "m.cnf").unwrap_err();
         assert_eq!(e.to_string(), "m.cnf:3: last clause is not terminated by 0");

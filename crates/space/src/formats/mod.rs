@@ -17,9 +17,9 @@ pub mod splconqueror;
 use std::io::Write;
 use std::path::Path;
 
+use crate::Error;
 use crate::space::{ConfigSpace, Configuration};
 use crate::valid::ValidConfigurations;
-use crate::Error;
 
 /// A space plus measured configurations: one performance value per configuration.
 #[derive(Clone, Debug)]
@@ -32,7 +32,17 @@ pub struct Dataset {
 }
 
 pub(crate) fn read_text(path: &Path) -> Result<String, Error> {
-    std::fs::read_to_string(path).map_err(|cause| Error::Io { path: path.display().to_string(), cause })
+    std::fs::read_to_string(path).map_err(|cause| Error::Io {
+        path: path.display().to_string(),
+        cause,
+    })
+}
+
+fn extension(path: &Path) -> String {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase()
 }
 
 /// Loads a configuration space, choosing the format by extension: `.toml` (knobs spec),
@@ -41,7 +51,7 @@ pub(crate) fn read_text(path: &Path) -> Result<String, Error> {
 pub fn load_space(path: &Path) -> Result<ConfigSpace, Error> {
     let text = read_text(path)?;
     let shown = path.display().to_string();
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+    let ext = extension(path);
     match ext.as_str() {
         "toml" => spec::parse_spec(&text, &shown),
         "xml" => splconqueror::parse_variability_model(&text, &shown),
@@ -60,26 +70,43 @@ pub fn load_space(path: &Path) -> Result<ConfigSpace, Error> {
 pub fn load_dataset(path: &Path, space: Option<&ConfigSpace>) -> Result<Dataset, Error> {
     let text = read_text(path)?;
     let shown = path.display().to_string();
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+    let ext = extension(path);
     match (ext.as_str(), space) {
         ("csv", _) => dataset::parse_dataset_csv(&text, &shown),
         ("xml", Some(space)) => splconqueror::parse_measurements(&text, &shown, space),
-        ("xml", None) => Err(Error::format(&shown, 0, "SPL Conqueror measurements need their variability model")),
-        _ => Err(Error::format(&shown, 0, "unknown dataset format; expected .csv or SPL Conqueror .xml")),
+        ("xml", None) => Err(Error::format(
+            &shown,
+            0,
+            "SPL Conqueror measurements need their variability model",
+        )),
+        _ => Err(Error::format(
+            &shown,
+            0,
+            "unknown dataset format; expected .csv or SPL Conqueror .xml",
+        )),
     }
 }
 
 /// Reads configurations from a CSV whose header names every option of the space (extra
 /// columns, such as a performance column, are ignored). Each row must be a valid
 /// configuration; the error names the line and the broken rule.
-pub fn read_configurations_csv(valid: &ValidConfigurations, path: &Path) -> Result<Vec<Configuration>, Error> {
+pub fn read_configurations_csv(
+    valid: &ValidConfigurations,
+    path: &Path,
+) -> Result<Vec<Configuration>, Error> {
     let text = read_text(path)?;
     parse_configurations_csv(valid, &text, &path.display().to_string())
 }
 
-pub fn parse_configurations_csv(valid: &ValidConfigurations, text: &str, shown: &str) -> Result<Vec<Configuration>, Error> {
+pub fn parse_configurations_csv(
+    valid: &ValidConfigurations,
+    text: &str,
+    shown: &str,
+) -> Result<Vec<Configuration>, Error> {
     let space = valid.space();
-    let mut reader = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(text.as_bytes());
+    let mut reader = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .from_reader(text.as_bytes());
     let header = reader.headers().map_err(|e| csv_error(shown, &e))?.clone();
     let columns: Vec<usize> = space
         .options()
@@ -99,13 +126,23 @@ pub fn parse_configurations_csv(valid: &ValidConfigurations, text: &str, shown: 
             .map(|&c| {
                 let cell = record.get(c).unwrap_or("");
                 cell.parse::<f64>().map_err(|_| {
-                    Error::format(shown, line, format!("`{cell}` is not a number (column `{}`)", &header[c]))
+                    Error::format(
+                        shown,
+                        line,
+                        format!("`{cell}` is not a number (column `{}`)", &header[c]),
+                    )
                 })
             })
             .collect::<Result<Vec<f64>, _>>()?;
-        let config = space.configuration_from_values(&cells).map_err(|e| Error::format(shown, line, e.to_string()))?;
+        let config = space
+            .configuration_from_values(&cells)
+            .map_err(|e| Error::format(shown, line, e.to_string()))?;
         if let Some(rule) = space.violations(&config).first() {
-            return Err(Error::format(shown, line, format!("invalid configuration: {}", rule.why)));
+            return Err(Error::format(
+                shown,
+                line,
+                format!("invalid configuration: {}", rule.why),
+            ));
         }
         out.push(config);
     }
@@ -115,7 +152,9 @@ pub fn parse_configurations_csv(valid: &ValidConfigurations, text: &str, shown: 
 pub(crate) fn csv_error(shown: &str, e: &csv::Error) -> Error {
     let line = e.position().map_or(0, |p| p.line() as usize);
     let message = match e.kind() {
-        csv::ErrorKind::UnequalLengths { expected_len, len, .. } => {
+        csv::ErrorKind::UnequalLengths {
+            expected_len, len, ..
+        } => {
             format!("row has {len} fields but the header has {expected_len}")
         }
         _ => e.to_string(),
@@ -125,10 +164,19 @@ pub(crate) fn csv_error(shown: &str, e: &csv::Error) -> Error {
 
 /// Writes configurations as CSV: a header of option names, then one row per configuration
 /// (0/1 for binary options, the value for numeric ones).
-pub fn write_configurations_csv(space: &ConfigSpace, configs: &[Configuration], out: &mut impl Write) -> std::io::Result<()> {
+pub fn write_configurations_csv(
+    space: &ConfigSpace,
+    configs: &[Configuration],
+    out: &mut impl Write,
+) -> std::io::Result<()> {
     writeln!(out, "{}", space.names().join(","))?;
     for c in configs {
-        let row: Vec<String> = space.options().iter().zip(&c.0).map(|(o, v)| o.format_value(*v)).collect();
+        let row: Vec<String> = space
+            .options()
+            .iter()
+            .zip(&c.0)
+            .map(|(o, v)| o.format_value(*v))
+            .collect();
         writeln!(out, "{}", row.join(","))?;
     }
     Ok(())

@@ -32,8 +32,8 @@
 
 use serde::Deserialize;
 
-use crate::space::{ConfigSpace, GroupKind};
 use crate::Error;
+use crate::space::{ConfigSpace, GroupKind};
 
 /// The space part of a spec, as deserialised. Unknown keys land in `rest` for other crates.
 #[derive(Debug, Deserialize)]
@@ -99,23 +99,40 @@ pub fn read_space_spec(text: &str, shown: &str) -> Result<SpaceSpec, Error> {
 
 /// Builds the space a spec describes.
 pub fn space_from_spec(spec: &SpaceSpec, shown: &str) -> Result<ConfigSpace, Error> {
-    let stem = std::path::Path::new(shown).file_stem().and_then(|s| s.to_str()).unwrap_or("space");
+    let stem = std::path::Path::new(shown)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("space");
     let mut space = ConfigSpace::new(spec.name.clone().unwrap_or_else(|| stem.to_string()));
     let at = |what: String| format!("{shown}: {what}");
     for o in &spec.option {
         let ctx = |e: Error| Error::Invalid(at(format!("option `{}`: {e}", o.name)));
         match (&o.values, &o.range) {
-            (Some(_), Some(_)) => return Err(ctx(Error::Invalid("give `values` or `range`, not both".into()))),
+            (Some(_), Some(_)) => {
+                return Err(ctx(Error::Invalid(
+                    "give `values` or `range`, not both".into(),
+                )));
+            }
             (Some(values), None) => {
                 space.add_numeric(&o.name, values).map_err(ctx)?;
             }
             (None, Some(r)) => {
-                if !(r.step > 0.0) || r.min > r.max || !r.min.is_finite() || !r.max.is_finite() {
-                    return Err(ctx(Error::Invalid("range needs min <= max and step > 0".into())));
+                // NaN steps fail too.
+                if r.step.is_nan()
+                    || r.step <= 0.0
+                    || r.min > r.max
+                    || !r.min.is_finite()
+                    || !r.max.is_finite()
+                {
+                    return Err(ctx(Error::Invalid(
+                        "range needs min <= max and step > 0".into(),
+                    )));
                 }
                 let count = ((r.max - r.min) / r.step + 1e-9).floor() as usize + 1;
                 if count > 100_000 {
-                    return Err(ctx(Error::Invalid(format!("range has {count} values; at most 100000"))));
+                    return Err(ctx(Error::Invalid(format!(
+                        "range has {count} values; at most 100000"
+                    ))));
                 }
                 let values: Vec<f64> = (0..count).map(|i| r.min + i as f64 * r.step).collect();
                 space.add_numeric(&o.name, &values).map_err(ctx)?;
@@ -125,26 +142,45 @@ pub fn space_from_spec(spec: &SpaceSpec, shown: &str) -> Result<ConfigSpace, Err
             }
         }
         if o.mandatory && (o.values.is_some() || o.range.is_some()) {
-            return Err(ctx(Error::Invalid("`mandatory` applies to binary options only".into())));
+            return Err(ctx(Error::Invalid(
+                "`mandatory` applies to binary options only".into(),
+            )));
         }
     }
     for o in &spec.option {
         if let Some(p) = &o.parent {
             let child = space.find(&o.name).expect("declared");
             let parent = space.resolve(p, &at(format!("the parent of `{}`", o.name)))?;
-            space.set_parent(child, parent).map_err(|e| Error::Invalid(at(e.to_string())))?;
+            space
+                .set_parent(child, parent)
+                .map_err(|e| Error::Invalid(at(e.to_string())))?;
         }
     }
     for (i, g) in spec.group.iter().enumerate() {
         let kind = match g.kind.as_str() {
             "alternative" | "xor" => GroupKind::Alternative,
             "or" => GroupKind::Or,
-            k => return Err(Error::Invalid(at(format!("group {}: kind `{k}` is not `alternative` or `or`", i + 1)))),
+            k => {
+                return Err(Error::Invalid(at(format!(
+                    "group {}: kind `{k}` is not `alternative` or `or`",
+                    i + 1
+                ))));
+            }
         };
         let context = at(format!("group {}", i + 1));
-        let parent = g.parent.as_deref().map(|p| space.resolve(p, &context)).transpose()?;
-        let members = g.members.iter().map(|m| space.resolve(m, &context)).collect::<Result<Vec<_>, _>>()?;
-        space.add_group(kind, parent, members).map_err(|e| Error::Invalid(at(e.to_string())))?;
+        let parent = g
+            .parent
+            .as_deref()
+            .map(|p| space.resolve(p, &context))
+            .transpose()?;
+        let members = g
+            .members
+            .iter()
+            .map(|m| space.resolve(m, &context))
+            .collect::<Result<Vec<_>, _>>()?;
+        space
+            .add_group(kind, parent, members)
+            .map_err(|e| Error::Invalid(at(e.to_string())))?;
     }
     for (i, c) in spec.constraints.iter().enumerate() {
         space.add_constraint(c, &format!("{shown}: constraints[{}]", i + 1))?;
@@ -160,7 +196,11 @@ pub fn parse_spec(text: &str, shown: &str) -> Result<ConfigSpace, Error> {
     }
     for o in &spec.option {
         if let Some(key) = o.rest.keys().next() {
-            return Err(Error::format(shown, 0, format!("option `{}`: unknown key `{key}`", o.name)));
+            return Err(Error::format(
+                shown,
+                0,
+                format!("option `{}`: unknown key `{key}`", o.name),
+            ));
         }
     }
     space_from_spec(&spec, shown)
@@ -207,7 +247,11 @@ members = ["crc", "sha"]
     fn errors() {
         let e = parse_spec("[[option]]\nname = \"a\"\nvalues = \"x\"\n", "s.toml").unwrap_err();
         assert!(e.to_string().starts_with("s.toml:3: "), "{e}");
-        let e = parse_spec("constraints = [\"a | q\"]\n[[option]]\nname = \"a\"\n", "s.toml").unwrap_err();
+        let e = parse_spec(
+            "constraints = [\"a | q\"]\n[[option]]\nname = \"a\"\n",
+            "s.toml",
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("unknown option `q`"), "{e}");
         let e = parse_spec("[[option]]\nname = \"a\"\nflavour = 1\n", "s.toml").unwrap_err();
         assert!(e.to_string().contains("unknown key `flavour`"), "{e}");

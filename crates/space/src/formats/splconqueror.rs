@@ -23,17 +23,19 @@ use std::collections::{BTreeSet, HashMap};
 
 use roxmltree::{Document, Node};
 
+use crate::Error;
 use crate::formats::Dataset;
 use crate::formula::Formula;
 use crate::space::{ConfigSpace, Configuration, GroupKind, OptionId};
-use crate::Error;
 
 /// Parses XML; an unterminated document is reported at its last line, not where the
 /// parser gives up (roxmltree says 1:1 for an unclosed root).
 fn parse_xml<'i>(text: &'i str, shown: &str) -> Result<Document<'i>, Error> {
     Document::parse(text).map_err(|e| {
         let line = match e {
-            roxmltree::Error::UnclosedRootNode | roxmltree::Error::UnexpectedEndOfStream => text.lines().count().max(1),
+            roxmltree::Error::UnclosedRootNode | roxmltree::Error::UnexpectedEndOfStream => {
+                text.lines().count().max(1)
+            }
             _ => e.pos().row as usize,
         };
         Error::format(shown, line, e.to_string())
@@ -49,13 +51,19 @@ fn child<'a, 'i>(node: Node<'a, 'i>, name: &str) -> Option<Node<'a, 'i>> {
 }
 
 fn child_text(node: Node, name: &str) -> String {
-    child(node, name).and_then(|c| c.text()).unwrap_or("").trim().to_string()
+    child(node, name)
+        .and_then(|c| c.text())
+        .unwrap_or("")
+        .trim()
+        .to_string()
 }
 
 /// Entries of `<impliedOptions>`/`<excludedOptions>`: each child element is one
 /// disjunction, `a | b`.
 fn option_lists(node: Node, name: &str) -> Vec<Vec<String>> {
-    let Some(list) = child(node, name) else { return vec![] };
+    let Some(list) = child(node, name) else {
+        return vec![];
+    };
     list.children()
         .filter(|c| c.is_element())
         .map(|c| {
@@ -83,17 +91,32 @@ pub fn parse_variability_model(text: &str, shown: &str) -> Result<ConfigSpace, E
     let doc = parse_xml(text, shown)?;
     let root = doc.root_element();
     if root.has_tag_name("results") {
-        return Err(Error::format(shown, 1, "this is an SPL Conqueror measurements file, not a variability model"));
+        return Err(Error::format(
+            shown,
+            1,
+            "this is an SPL Conqueror measurements file, not a variability model",
+        ));
     }
     if !root.has_tag_name("vm") {
-        return Err(Error::format(shown, 1, format!("expected a <vm> root element, found <{}>", root.tag_name().name())));
+        return Err(Error::format(
+            shown,
+            1,
+            format!(
+                "expected a <vm> root element, found <{}>",
+                root.tag_name().name()
+            ),
+        ));
     }
     let err = |line: usize, m: String| Error::format(shown, line, m);
     let mut space = ConfigSpace::new(root.attribute("name").unwrap_or("vm"));
 
     let options_of = |section: &str| -> Vec<Node> {
         child(root, section)
-            .map(|s| s.children().filter(|c| c.has_tag_name("configurationOption")).collect())
+            .map(|s| {
+                s.children()
+                    .filter(|c| c.has_tag_name("configurationOption"))
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let mut binaries = Vec::new();
@@ -117,26 +140,39 @@ pub fn parse_variability_model(text: &str, shown: &str) -> Result<ConfigSpace, E
     }
     // Declare first, then link parents (files may list children before parents).
     for b in &binaries {
-        space.add_binary(&b.name, None, false).map_err(|e| err(b.line, e.to_string()))?;
+        space
+            .add_binary(&b.name, None, false)
+            .map_err(|e| err(b.line, e.to_string()))?;
     }
     for node in options_of("numericOptions") {
         let line = line_of(&doc, node);
         let name = child_text(node, "name");
         let values = numeric_values(node, &name).map_err(|m| err(line, m))?;
-        space.add_numeric(&name, &values).map_err(|e| err(line, e.to_string()))?;
+        space
+            .add_numeric(&name, &values)
+            .map_err(|e| err(line, e.to_string()))?;
     }
-    let id_of = |space: &ConfigSpace, name: &str, line: usize, what: &str| -> Result<OptionId, Error> {
-        space.find(name).ok_or_else(|| err(line, format!("unknown option `{name}` in {what}")))
-    };
+    let id_of =
+        |space: &ConfigSpace, name: &str, line: usize, what: &str| -> Result<OptionId, Error> {
+            space
+                .find(name)
+                .ok_or_else(|| err(line, format!("unknown option `{name}` in {what}")))
+        };
     for b in &binaries {
         if !b.parent.is_empty() && b.parent != "root" {
             let child = space.find(&b.name).expect("declared above");
             let parent = id_of(&space, &b.parent, b.line, "<parent>")?;
-            space.set_parent(child, parent).map_err(|e| err(b.line, e.to_string()))?;
+            space
+                .set_parent(child, parent)
+                .map_err(|e| err(b.line, e.to_string()))?;
         }
     }
-    let parent_of = |space: &ConfigSpace, name: &str| space.find(name).and_then(|id| space.option(id).parent);
-    let optional: HashMap<&str, bool> = binaries.iter().map(|b| (b.name.as_str(), b.optional)).collect();
+    let parent_of =
+        |space: &ConfigSpace, name: &str| space.find(name).and_then(|id| space.option(id).parent);
+    let optional: HashMap<&str, bool> = binaries
+        .iter()
+        .map(|b| (b.name.as_str(), b.optional))
+        .collect();
     let mut grouped: BTreeSet<Vec<OptionId>> = BTreeSet::new();
     for b in &binaries {
         let id = space.find(&b.name).expect("declared");
@@ -149,7 +185,10 @@ pub fn parse_variability_model(text: &str, shown: &str) -> Result<ConfigSpace, E
             for a in alternatives {
                 let target = id_of(&space, a, b.line, "<impliedOptions>")?;
                 if !space.option(target).is_binary() {
-                    return Err(err(b.line, format!("<impliedOptions> names numeric option `{a}`")));
+                    return Err(err(
+                        b.line,
+                        format!("<impliedOptions> names numeric option `{a}`"),
+                    ));
                 }
                 disjuncts.push(Formula::var(a));
             }
@@ -171,14 +210,18 @@ pub fn parse_variability_model(text: &str, shown: &str) -> Result<ConfigSpace, E
             }
             let f = Formula::implies(
                 Formula::var(&b.name),
-                Formula::not(Formula::Or(excluded.iter().map(|e| Formula::var(e)).collect())),
+                Formula::not(Formula::Or(
+                    excluded.iter().map(|e| Formula::var(e)).collect(),
+                )),
             );
             space.add_formula(f, &format!("{shown}:{} (excludedOptions)", b.line))?;
         }
         if group.len() > 1 {
             group.sort();
             if grouped.insert(group.clone()) {
-                space.add_group(GroupKind::Alternative, parent, group).map_err(|e| err(b.line, e.to_string()))?;
+                space
+                    .add_group(GroupKind::Alternative, parent, group)
+                    .map_err(|e| err(b.line, e.to_string()))?;
             }
         }
     }
@@ -194,7 +237,12 @@ pub fn parse_variability_model(text: &str, shown: &str) -> Result<ConfigSpace, E
     for section in ["nonBooleanConstraints", "mixedConstraints"] {
         if let Some(s) = child(root, section) {
             if let Some(c) = s.children().find(|c| c.is_element()) {
-                return Err(err(line_of(&doc, c), format!("<{section}> are not supported yet (arithmetic constraints over numeric options)")));
+                return Err(err(
+                    line_of(&doc, c),
+                    format!(
+                        "<{section}> are not supported yet (arithmetic constraints over numeric options)"
+                    ),
+                ));
             }
         }
     }
@@ -205,7 +253,8 @@ pub fn parse_variability_model(text: &str, shown: &str) -> Result<ConfigSpace, E
 fn numeric_values(node: Node, name: &str) -> Result<Vec<f64>, String> {
     let number = |field: &str| -> Result<f64, String> {
         let t = child_text(node, field).replace(',', ".");
-        t.parse::<f64>().map_err(|_| format!("numeric option `{name}`: <{field}> `{t}` is not a number"))
+        t.parse::<f64>()
+            .map_err(|_| format!("numeric option `{name}`: <{field}> `{t}` is not a number"))
     };
     let listed = child_text(node, "values");
     if !listed.is_empty() {
@@ -214,23 +263,33 @@ fn numeric_values(node: Node, name: &str) -> Result<Vec<f64>, String> {
             .split(';')
             .map(|v| {
                 let v = v.trim().replace(',', ".");
-                v.parse::<f64>().map_err(|_| format!("numeric option `{name}`: value `{v}` is not a number"))
+                v.parse::<f64>()
+                    .map_err(|_| format!("numeric option `{name}`: value `{v}` is not a number"))
             })
             .collect();
     }
     let (min, max) = (number("minValue")?, number("maxValue")?);
     if min > max {
-        return Err(format!("numeric option `{name}`: minValue {min} exceeds maxValue {max}"));
+        return Err(format!(
+            "numeric option `{name}`: minValue {min} exceeds maxValue {max}"
+        ));
     }
     let step_text = child_text(node, "stepFunction");
-    let step_text = if step_text.is_empty() { "n + 1".to_string() } else { step_text };
+    let step_text = if step_text.is_empty() {
+        "n + 1".to_string()
+    } else {
+        step_text
+    };
     let mut values = vec![min];
     let mut current = min;
     loop {
-        let next = eval_step(&step_text, name, current).map_err(|m| format!("numeric option `{name}`: stepFunction `{step_text}`: {m}"))?;
+        let next = eval_step(&step_text, name, current)
+            .map_err(|m| format!("numeric option `{name}`: stepFunction `{step_text}`: {m}"))?;
         let next = (next * 1000.0).round() / 1000.0;
         if next <= current {
-            return Err(format!("numeric option `{name}`: stepFunction `{step_text}` does not increase {current}"));
+            return Err(format!(
+                "numeric option `{name}`: stepFunction `{step_text}` does not increase {current}"
+            ));
         }
         if next > max + 1e-9 {
             break;
@@ -238,7 +297,9 @@ fn numeric_values(node: Node, name: &str) -> Result<Vec<f64>, String> {
         values.push(next);
         current = next;
         if values.len() > 100_000 {
-            return Err(format!("numeric option `{name}` has more than 100000 values"));
+            return Err(format!(
+                "numeric option `{name}` has more than 100000 values"
+            ));
         }
     }
     Ok(values)
@@ -263,8 +324,14 @@ fn eval_step(text: &str, name: &str, n: f64) -> Result<f64, String> {
             loop {
                 self.ws();
                 match self.s.get(self.i) {
-                    Some(b'+') => { self.i += 1; v += self.product()?; }
-                    Some(b'-') => { self.i += 1; v -= self.product()?; }
+                    Some(b'+') => {
+                        self.i += 1;
+                        v += self.product()?;
+                    }
+                    Some(b'-') => {
+                        self.i += 1;
+                        v -= self.product()?;
+                    }
                     _ => return Ok(v),
                 }
             }
@@ -274,8 +341,14 @@ fn eval_step(text: &str, name: &str, n: f64) -> Result<f64, String> {
             loop {
                 self.ws();
                 match self.s.get(self.i) {
-                    Some(b'*') => { self.i += 1; v *= self.atom()?; }
-                    Some(b'/') => { self.i += 1; v /= self.atom()?; }
+                    Some(b'*') => {
+                        self.i += 1;
+                        v *= self.atom()?;
+                    }
+                    Some(b'/') => {
+                        self.i += 1;
+                        v /= self.atom()?;
+                    }
                     _ => return Ok(v),
                 }
             }
@@ -293,18 +366,26 @@ fn eval_step(text: &str, name: &str, n: f64) -> Result<f64, String> {
                 self.i += 1;
                 return Ok(v);
             }
-            while self.i < self.s.len() && (self.s[self.i].is_ascii_alphanumeric() || b"._".contains(&self.s[self.i])) {
+            while self.i < self.s.len()
+                && (self.s[self.i].is_ascii_alphanumeric() || b"._".contains(&self.s[self.i]))
+            {
                 self.i += 1;
             }
             let word = std::str::from_utf8(&self.s[start..self.i]).unwrap();
             if word == "n" || word == self.name {
                 Ok(self.n)
             } else {
-                word.parse::<f64>().map_err(|_| format!("unexpected `{word}`"))
+                word.parse::<f64>()
+                    .map_err(|_| format!("unexpected `{word}`"))
             }
         }
     }
-    let mut p = P { s: text.as_bytes(), i: 0, name, n };
+    let mut p = P {
+        s: text.as_bytes(),
+        i: 0,
+        name,
+        n,
+    };
     let v = p.sum()?;
     p.ws();
     if p.i != text.len() {
@@ -320,7 +401,14 @@ pub fn parse_measurements(text: &str, shown: &str, space: &ConfigSpace) -> Resul
     let doc = parse_xml(text, shown)?;
     let root = doc.root_element();
     if !root.has_tag_name("results") {
-        return Err(Error::format(shown, 1, format!("expected a <results> root element, found <{}>", root.tag_name().name())));
+        return Err(Error::format(
+            shown,
+            1,
+            format!(
+                "expected a <results> root element, found <{}>",
+                root.tag_name().name()
+            ),
+        ));
     }
     let mut configurations = Vec::new();
     let mut performance = Vec::new();
@@ -328,19 +416,34 @@ pub fn parse_measurements(text: &str, shown: &str, space: &ConfigSpace) -> Resul
     for row in root.children().filter(|c| c.has_tag_name("row")) {
         let line = line_of(&doc, row);
         let err = |m: String| Error::format(shown, line, m);
-        let mut values: Vec<Option<u32>> =
-            space.options().iter().map(|o| if o.is_binary() { Some(0) } else { None }).collect();
+        let mut values: Vec<Option<u32>> = space
+            .options()
+            .iter()
+            .map(|o| if o.is_binary() { Some(0) } else { None })
+            .collect();
         let mut measured: Vec<(String, String)> = Vec::new();
         for data in row.children().filter(|c| c.has_tag_name("data")) {
             // SPL Conqueror reads the first attribute whatever its name (`columname`, `column`).
-            let key = data.attributes().next().map(|a| a.value().to_string()).unwrap_or_default();
+            let key = data
+                .attributes()
+                .next()
+                .map(|a| a.value().to_string())
+                .unwrap_or_default();
             let text = data.text().unwrap_or("").trim();
             match key.as_str() {
                 "Configuration" | "BinaryOptions" => {
-                    for name in text.split(',').map(str::trim).filter(|s| !s.is_empty() && *s != "root") {
-                        let id = space.find(name).ok_or_else(|| err(format!("unknown option `{name}`")))?;
+                    for name in text
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|s| !s.is_empty() && *s != "root")
+                    {
+                        let id = space
+                            .find(name)
+                            .ok_or_else(|| err(format!("unknown option `{name}`")))?;
                         if !space.option(id).is_binary() {
-                            return Err(err(format!("numeric option `{name}` listed as a binary option")));
+                            return Err(err(format!(
+                                "numeric option `{name}` listed as a binary option"
+                            )));
                         }
                         values[id.index()] = Some(1);
                     }
@@ -350,10 +453,19 @@ pub fn parse_measurements(text: &str, shown: &str, space: &ConfigSpace) -> Resul
                         let (name, value) = pair
                             .split_once(';')
                             .or_else(|| pair.split_once(' '))
-                            .ok_or_else(|| err(format!("expected `name;value`, found `{pair}`")))?;
-                        let id = space.find(name.trim()).ok_or_else(|| err(format!("unknown option `{name}`")))?;
-                        let v: f64 = value.trim().parse().map_err(|_| err(format!("`{value}` is not a number")))?;
-                        let index = space.option(id).value_index(v).ok_or_else(|| err(format!("`{value}` is not a value of option `{name}`")))?;
+                            .ok_or_else(|| {
+                            err(format!("expected `name;value`, found `{pair}`"))
+                        })?;
+                        let id = space
+                            .find(name.trim())
+                            .ok_or_else(|| err(format!("unknown option `{name}`")))?;
+                        let v: f64 = value
+                            .trim()
+                            .parse()
+                            .map_err(|_| err(format!("`{value}` is not a number")))?;
+                        let index = space.option(id).value_index(v).ok_or_else(|| {
+                            err(format!("`{value}` is not a value of option `{name}`"))
+                        })?;
                         values[id.index()] = Some(index);
                     }
                 }
@@ -362,7 +474,12 @@ pub fn parse_measurements(text: &str, shown: &str, space: &ConfigSpace) -> Resul
         }
         let mut config = Vec::with_capacity(values.len());
         for (i, v) in values.into_iter().enumerate() {
-            config.push(v.ok_or_else(|| err(format!("numeric option `{}` has no value", space.options()[i].name)))?);
+            config.push(v.ok_or_else(|| {
+                err(format!(
+                    "numeric option `{}` has no value",
+                    space.options()[i].name
+                ))
+            })?);
         }
         let metric_name = metric.get_or_insert_with(|| {
             measured
@@ -376,14 +493,23 @@ pub fn parse_measurements(text: &str, shown: &str, space: &ConfigSpace) -> Resul
             .iter()
             .find(|(k, _)| k == metric_name)
             .ok_or_else(|| err(format!("row has no `{metric_name}` value")))?;
-        let v: f64 = value.1.replace(',', ".").parse().map_err(|_| err(format!("`{}` is not a number", value.1)))?;
+        let v: f64 = value
+            .1
+            .replace(',', ".")
+            .parse()
+            .map_err(|_| err(format!("`{}` is not a number", value.1)))?;
         configurations.push(Configuration(config));
         performance.push(v);
     }
     if configurations.is_empty() {
         return Err(Error::format(shown, 0, "no <row> elements"));
     }
-    Ok(Dataset { space: space.clone(), configurations, performance, metric: metric.unwrap_or_default() })
+    Ok(Dataset {
+        space: space.clone(),
+        configurations,
+        performance,
+        metric: metric.unwrap_or_default(),
+    })
 }
 
 #[cfg(test)]
@@ -414,9 +540,17 @@ mod tests {
     #[test]
     fn semantics_of_a_small_model() {
         let space = parse_variability_model(VM, "t.xml").unwrap();
-        assert_eq!(space.names(), vec!["a", "b", "c", "g", "g1", "g2", "level", "k"]);
+        assert_eq!(
+            space.names(),
+            vec!["a", "b", "c", "g", "g1", "g2", "level", "k"]
+        );
         let level = &space.options()[6];
-        assert_eq!(level.domain, crate::Domain::Numeric { values: vec![1.0, 2.0, 4.0, 8.0] });
+        assert_eq!(
+            level.domain,
+            crate::Domain::Numeric {
+                values: vec![1.0, 2.0, 4.0, 8.0]
+            }
+        );
         let valid = ValidConfigurations::new(&space).unwrap();
         // a,b,c: a => b|c, !(b&c): {000, 010, 001, 110, 101} = 5; g mandatory; g1 xor g2: 2;
         // level: 4 values; k: 3 values.
@@ -425,9 +559,16 @@ mod tests {
 
     #[test]
     fn errors_have_lines() {
-        let bad = VM.replace("<name>g2</name><parent>g</parent>", "<name>g2</name><parent>nope</parent>");
+        let bad = VM.replace(
+            "<name>g2</name><parent>g</parent>",
+            "<name>g2</name><parent>nope</parent>",
+        );
         let e = parse_variability_model(&bad, "t.xml").unwrap_err();
-        assert!(e.to_string().starts_with("t.xml:11: unknown option `nope` in <parent>"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("t.xml:11: unknown option `nope` in <parent>"),
+            "{e}"
+        );
         let e = parse_variability_model("<vm><binaryOptions>", "t.xml").unwrap_err();
         assert!(e.to_string().starts_with("t.xml:1: "), "{e}");
         let bad = VM.replace("!b | -c", "b | zz");
@@ -444,6 +585,11 @@ mod tests {
         assert_eq!(d.performance, vec![1.5]);
         assert_eq!(d.configurations[0].0, vec![1, 1, 0, 1, 1, 0, 2, 1]);
         let m2 = m.replace("k;2", "k;7");
-        assert!(parse_measurements(&m2, "m.xml", &space).unwrap_err().to_string().contains("`7` is not a value of option `k`"));
+        assert!(
+            parse_measurements(&m2, "m.xml", &space)
+                .unwrap_err()
+                .to_string()
+                .contains("`7` is not a value of option `k`")
+        );
     }
 }

@@ -9,15 +9,15 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use num_bigint::BigUint;
-use rand::seq::SliceRandom;
 use rand::SeedableRng;
+use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
+use crate::Error;
 use crate::space::Configuration;
 use crate::valid::ValidConfigurations;
-use crate::Error;
 
-pub use twise::{covering_lower_bound, tuple_coverage, TupleCoverage};
+pub use twise::{TupleCoverage, covering_lower_bound, tuple_coverage};
 
 /// A sampling strategy, as written on the command line (see [`Strategy::HELP`]).
 #[derive(Clone, Debug, PartialEq)]
@@ -47,13 +47,22 @@ impl FromStr for Strategy {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self, Error> {
-        let bad = || Error::Invalid(format!("unknown sampling strategy `{s}`; expected {}", Strategy::HELP));
+        let bad = || {
+            Error::Invalid(format!(
+                "unknown sampling strategy `{s}`; expected {}",
+                Strategy::HELP
+            ))
+        };
         let (head, arg) = match s.split_once(':') {
             Some((h, a)) => (h, Some(a)),
             None => (s, None),
         };
         let number = |what: &str| -> Result<usize, Error> {
-            let a = arg.ok_or_else(|| Error::Invalid(format!("strategy `{head}` needs a {what}, as in `{head}:10`")))?;
+            let a = arg.ok_or_else(|| {
+                Error::Invalid(format!(
+                    "strategy `{head}` needs a {what}, as in `{head}:10`"
+                ))
+            })?;
             a.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
                 Error::Invalid(format!("strategy `{head}`: `{a}` is not a positive {what}"))
             })
@@ -62,12 +71,16 @@ impl FromStr for Strategy {
         match head {
             "all" | "bruteforce" | "brute-force" => no_arg(Strategy::All),
             "featurewise" | "feature-wise" | "fw" => no_arg(Strategy::FeatureWise),
-            "negfeaturewise" | "negative-featurewise" | "nfw" => no_arg(Strategy::NegativeFeatureWise),
+            "negfeaturewise" | "negative-featurewise" | "nfw" => {
+                no_arg(Strategy::NegativeFeatureWise)
+            }
             "pairwise" | "pw" => no_arg(Strategy::TWise(2)),
             "twise" | "t-wise" => {
                 let t = number("strength t")?;
                 if t > 3 {
-                    return Err(Error::Invalid(format!("t-wise sampling supports t = 1, 2, 3, not {t}")));
+                    return Err(Error::Invalid(format!(
+                        "t-wise sampling supports t = 1, 2, 3, not {t}"
+                    )));
                 }
                 Ok(Strategy::TWise(t))
             }
@@ -75,7 +88,9 @@ impl FromStr for Strategy {
             "distance" | "distance-based" => Ok(Strategy::Distance(number("sample size")?)),
             "file" => match arg {
                 Some(p) if !p.is_empty() => Ok(Strategy::File(PathBuf::from(p))),
-                _ => Err(Error::Invalid("strategy `file` needs a path, as in `file:configs.csv`".into())),
+                _ => Err(Error::Invalid(
+                    "strategy `file` needs a path, as in `file:configs.csv`".into(),
+                )),
             },
             _ => Err(bad()),
         }
@@ -110,7 +125,11 @@ pub struct Sample {
 pub const MAX_ENUMERATION: u64 = 10_000_000;
 
 /// Draws a sample of the valid configurations.
-pub fn sample(valid: &ValidConfigurations, strategy: &Strategy, seed: u64) -> Result<Sample, Error> {
+pub fn sample(
+    valid: &ValidConfigurations,
+    strategy: &Strategy,
+    seed: u64,
+) -> Result<Sample, Error> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let space = valid.space();
     let mut notes = Vec::new();
@@ -158,21 +177,36 @@ pub fn sample(valid: &ValidConfigurations, strategy: &Strategy, seed: u64) -> Re
             unique
         }
     };
-    Ok(Sample { configurations, coverage, notes })
+    Ok(Sample {
+        configurations,
+        coverage,
+        notes,
+    })
 }
 
 fn dedup(configs: Vec<Configuration>) -> Vec<Configuration> {
     let mut seen = HashSet::new();
-    configs.into_iter().filter(|c| seen.insert(c.clone())).collect()
+    configs
+        .into_iter()
+        .filter(|c| seen.insert(c.clone()))
+        .collect()
 }
 
-fn random(valid: &ValidConfigurations, n: usize, rng: &mut ChaCha8Rng, notes: &mut Vec<String>) -> Vec<Configuration> {
+fn random(
+    valid: &ValidConfigurations,
+    n: usize,
+    rng: &mut ChaCha8Rng,
+    notes: &mut Vec<String>,
+) -> Vec<Configuration> {
     let count = valid.count();
     // Small spaces: shuffle the whole list (exact, and no rejection loop near the total).
     if count <= BigUint::from(2 * n as u64) {
         let mut all: Vec<Configuration> = valid.iter().collect();
         if all.len() <= n {
-            notes.push(format!("the space has only {} valid configurations; taking all of them", all.len()));
+            notes.push(format!(
+                "the space has only {} valid configurations; taking all of them",
+                all.len()
+            ));
         }
         all.shuffle(rng);
         all.truncate(n);
@@ -189,16 +223,26 @@ fn random(valid: &ValidConfigurations, n: usize, rng: &mut ChaCha8Rng, notes: &m
     out
 }
 
-fn distance(valid: &ValidConfigurations, n: usize, rng: &mut ChaCha8Rng, notes: &mut Vec<String>) -> Vec<Configuration> {
+fn distance(
+    valid: &ValidConfigurations,
+    n: usize,
+    rng: &mut ChaCha8Rng,
+    notes: &mut Vec<String>,
+) -> Vec<Configuration> {
     use rand::Rng;
     let table = valid.distance_table();
     let counts = valid.count_by_selected();
     // Distances still offering unseen configurations, with how many remain.
-    let mut remaining: Vec<(usize, BigUint)> =
-        counts.into_iter().enumerate().filter(|(_, c)| *c > BigUint::from(0u32)).collect();
+    let mut remaining: Vec<(usize, BigUint)> = counts
+        .into_iter()
+        .enumerate()
+        .filter(|(_, c)| *c > BigUint::from(0u32))
+        .collect();
     let total: BigUint = remaining.iter().map(|(_, c)| c).sum();
     if total <= BigUint::from(n as u64) {
-        notes.push(format!("the space has only {total} valid configurations; taking all of them"));
+        notes.push(format!(
+            "the space has only {total} valid configurations; taking all of them"
+        ));
     }
     let mut seen = HashSet::new();
     let mut out = Vec::with_capacity(n);
@@ -208,7 +252,9 @@ fn distance(valid: &ValidConfigurations, n: usize, rng: &mut ChaCha8Rng, notes: 
         // Rejection of already-drawn configurations terminates quickly: a distance whose
         // unseen configurations are few also has few in total (at most n + unseen).
         let config = loop {
-            let c = valid.sample_with_selected(k, &table, rng).expect("distance has configurations");
+            let c = valid
+                .sample_with_selected(k, &table, rng)
+                .expect("distance has configurations");
             if !seen.contains(&c) {
                 break Some(c);
             }

@@ -8,12 +8,12 @@
 //! cofactor, so every configuration is valid by construction and every tuple ends up either
 //! covered or proven invalid: coverage is complete.
 
-use rand::seq::SliceRandom;
 use rand::Rng;
+use rand::seq::SliceRandom;
 
+use crate::Error;
 use crate::space::{Configuration, OptionId};
 use crate::valid::{Literal, ValidConfigurations};
-use crate::Error;
 
 /// How many valid t-tuples exist and how many of them a sample covers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,7 +27,11 @@ pub struct TupleCoverage {
 
 impl TupleCoverage {
     pub fn percent(&self) -> f64 {
-        if self.valid_tuples == 0 { 100.0 } else { 100.0 * self.covered as f64 / self.valid_tuples as f64 }
+        if self.valid_tuples == 0 {
+            100.0
+        } else {
+            100.0 * self.covered as f64 / self.valid_tuples as f64
+        }
     }
 }
 
@@ -72,14 +76,25 @@ struct TupleSet {
 
 impl TupleSet {
     fn new(t: usize, l: u64) -> Result<Self, Error> {
-        let size = l.checked_pow(t as u32).filter(|s| *s <= 1 << 34).ok_or_else(|| {
-            Error::Invalid(format!("{t}-wise sampling over {l} option values is too large"))
-        })?;
-        Ok(TupleSet { t, l, bits: vec![0; size.div_ceil(64) as usize] })
+        let size = l
+            .checked_pow(t as u32)
+            .filter(|s| *s <= 1 << 34)
+            .ok_or_else(|| {
+                Error::Invalid(format!(
+                    "{t}-wise sampling over {l} option values is too large"
+                ))
+            })?;
+        Ok(TupleSet {
+            t,
+            l,
+            bits: vec![0; size.div_ceil(64) as usize],
+        })
     }
 
     fn index(&self, lits: &[u32]) -> u64 {
-        lits.iter().rev().fold(0u64, |acc, x| acc * self.l + *x as u64)
+        lits.iter()
+            .rev()
+            .fold(0u64, |acc, x| acc * self.l + *x as u64)
     }
 
     fn decode(&self, mut idx: u64) -> Vec<u32> {
@@ -127,7 +142,14 @@ impl TupleSet {
 /// Calls `f` with every t-tuple (ascending literal ids, distinct options) drawn from
 /// `pool`, which must list literal ids in ascending order.
 fn for_each_tuple(lits: &Literals, pool: &[u32], t: usize, f: &mut impl FnMut(&[u32])) {
-    fn rec(lits: &Literals, pool: &[u32], t: usize, start: usize, cur: &mut Vec<u32>, f: &mut impl FnMut(&[u32])) {
+    fn rec(
+        lits: &Literals,
+        pool: &[u32],
+        t: usize,
+        start: usize,
+        cur: &mut Vec<u32>,
+        f: &mut impl FnMut(&[u32]),
+    ) {
         if cur.len() == t {
             f(cur);
             return;
@@ -148,7 +170,12 @@ fn for_each_tuple(lits: &Literals, pool: &[u32], t: usize, f: &mut impl FnMut(&[
 }
 
 fn config_literals(lits: &Literals, config: &Configuration) -> Vec<u32> {
-    config.0.iter().enumerate().map(|(o, v)| lits.offset[o] + v).collect()
+    config
+        .0
+        .iter()
+        .enumerate()
+        .map(|(o, v)| lits.offset[o] + v)
+        .collect()
 }
 
 /// Builds a covering array of strength `t` (1 ≤ t ≤ 3) and reports its coverage.
@@ -159,10 +186,15 @@ pub(crate) fn covering_array(
 ) -> Result<(Vec<Configuration>, TupleCoverage), Error> {
     let space = valid.space();
     if !(1..=3).contains(&t) {
-        return Err(Error::Invalid(format!("t-wise sampling supports t = 1, 2, 3, not {t}")));
+        return Err(Error::Invalid(format!(
+            "t-wise sampling supports t = 1, 2, 3, not {t}"
+        )));
     }
     if t > space.len() {
-        return Err(Error::Invalid(format!("{t}-wise sampling needs at least {t} options; the space has {}", space.len())));
+        return Err(Error::Invalid(format!(
+            "{t}-wise sampling needs at least {t} options; the space has {}",
+            space.len()
+        )));
     }
     let lits = Literals::new(valid);
     let all: Vec<u32> = (0..lits.len() as u32).collect();
@@ -194,7 +226,15 @@ pub(crate) fn covering_array(
         configs.push(config);
     }
     // Every tuple was either covered or proven invalid: coverage is complete.
-    Ok((configs, TupleCoverage { t, valid_tuples: covered, covered, invalid_tuples: invalid }))
+    Ok((
+        configs,
+        TupleCoverage {
+            t,
+            valid_tuples: covered,
+            covered,
+            invalid_tuples: invalid,
+        },
+    ))
 }
 
 /// Candidate configurations per step (AETG uses about 50; a few already get most of the gain).
@@ -202,7 +242,9 @@ const CANDIDATES: usize = 8;
 
 fn count_pending(lits: &Literals, pending: &TupleSet, config: &Configuration, t: usize) -> u64 {
     let mut n = 0;
-    for_each_tuple(lits, &config_literals(lits, config), t, &mut |tuple| n += pending.contains(tuple) as u64);
+    for_each_tuple(lits, &config_literals(lits, config), t, &mut |tuple| {
+        n += pending.contains(tuple) as u64
+    });
     n
 }
 
@@ -275,11 +317,17 @@ fn gain(pending: &TupleSet, fixed: &[u32], x: u32, t: usize) -> u64 {
 
 /// Coverage of a sample, computed independently of how it was built: every t-tuple is
 /// checked for validity on the BDD and looked up among the sample's tuples.
-pub fn tuple_coverage(valid: &ValidConfigurations, sample: &[Configuration], t: usize) -> Result<TupleCoverage, Error> {
+pub fn tuple_coverage(
+    valid: &ValidConfigurations,
+    sample: &[Configuration],
+    t: usize,
+) -> Result<TupleCoverage, Error> {
     let lits = Literals::new(valid);
     let mut in_sample = TupleSet::new(t, lits.len())?;
     for c in sample {
-        for_each_tuple(&lits, &config_literals(&lits, c), t, &mut |tuple| in_sample.insert(tuple));
+        for_each_tuple(&lits, &config_literals(&lits, c), t, &mut |tuple| {
+            in_sample.insert(tuple)
+        });
     }
     let all: Vec<u32> = (0..lits.len() as u32).collect();
     let (mut valid_tuples, mut covered, mut invalid_tuples) = (0u64, 0u64, 0u64);
@@ -292,7 +340,12 @@ pub fn tuple_coverage(valid: &ValidConfigurations, sample: &[Configuration], t: 
             invalid_tuples += 1;
         }
     });
-    Ok(TupleCoverage { t, valid_tuples, covered, invalid_tuples })
+    Ok(TupleCoverage {
+        t,
+        valid_tuples,
+        covered,
+        invalid_tuples,
+    })
 }
 
 /// A lower bound on the size of any t-wise covering array of the space.
@@ -308,7 +361,11 @@ pub fn covering_lower_bound(valid: &ValidConfigurations, t: usize) -> Option<u64
     let space = valid.space();
     let mut in_group = vec![false; space.len()];
     let mut dims: Vec<Vec<Literal>> = Vec::new();
-    for g in space.groups().iter().filter(|g| g.kind == GroupKind::Alternative) {
+    for g in space
+        .groups()
+        .iter()
+        .filter(|g| g.kind == GroupKind::Alternative)
+    {
         if g.members.iter().any(|m| in_group[m.index()]) {
             continue;
         }
@@ -318,7 +375,11 @@ pub fn covering_lower_bound(valid: &ValidConfigurations, t: usize) -> Option<u64
         dims.push(g.members.iter().map(|m| (*m, 1)).collect());
     }
     for id in space.ids().filter(|id| !in_group[id.index()]) {
-        dims.push((0..space.option(id).arity() as u32).map(|v| (id, v)).collect());
+        dims.push(
+            (0..space.option(id).arity() as u32)
+                .map(|v| (id, v))
+                .collect(),
+        );
     }
     if t == 0 || t > dims.len() {
         return None;
@@ -338,7 +399,8 @@ pub fn covering_lower_bound(valid: &ValidConfigurations, t: usize) -> Option<u64
         let mut count = 0u64;
         let mut choice = vec![0usize; t];
         'combos: loop {
-            let literals: Vec<Literal> = idx.iter().zip(&choice).map(|(&d, &c)| dims[d][c]).collect();
+            let literals: Vec<Literal> =
+                idx.iter().zip(&choice).map(|(&d, &c)| dims[d][c]).collect();
             count += valid.allows(&literals) as u64;
             let mut k = t;
             loop {
