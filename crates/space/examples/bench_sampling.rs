@@ -116,7 +116,10 @@ fn report(space: &ConfigSpace, reference: &[(usize, &str)]) {
         );
         if let Strategy::TWise(t) = strategy {
             let c = s.coverage.unwrap();
-            line += &format!(", covers {}/{} {t}-tuples", c.covered, c.valid_tuples);
+            line += &format!(
+                ", covers {}/{} {t}-tuples ({} impossible)",
+                c.covered, c.valid_tuples, c.invalid_tuples
+            );
             if let Some(lb) = covering_lower_bound(&valid, t) {
                 line += &format!(", lower bound {lb}");
             }

@@ -212,9 +212,46 @@ impl<'s> ValidConfigurations<'s> {
         node
     }
 
-    /// Whether some valid configuration contains all the literals.
+    /// Whether some valid configuration contains all the literals. A depth-first search for
+    /// a path to `true` that agrees with them: no BDD is built, and the search stops at the
+    /// first such path (t-wise sampling asks this for every candidate tuple).
     pub fn allows(&self, literals: &[Literal]) -> bool {
-        !self.cofactor(&self.bdd, literals).is_false()
+        let mut fixed: Vec<(BddVariable, bool)> = Vec::new();
+        for &(id, value) in literals {
+            let vs = &self.option_vars[id.index()];
+            if self.space.option(id).is_binary() {
+                fixed.push((vs[0], value == 1));
+            } else {
+                fixed.extend(
+                    vs.iter()
+                        .enumerate()
+                        .map(|(i, v)| (*v, i == value as usize)),
+                );
+            }
+        }
+        let bdd = &self.bdd;
+        let mut failed = vec![false; bdd.size()];
+        let mut stack = vec![bdd.root_pointer()];
+        while let Some(node) = stack.pop() {
+            if node.is_one() {
+                return true;
+            }
+            if node.is_zero() || failed[node.to_index()] {
+                continue;
+            }
+            // Each node is expanded once; if it led to `true` the search has already ended.
+            failed[node.to_index()] = true;
+            let var = bdd.var_of(node);
+            match fixed.iter().find(|(v, _)| *v == var) {
+                Some((_, true)) => stack.push(bdd.high_link_of(node)),
+                Some((_, false)) => stack.push(bdd.low_link_of(node)),
+                None => {
+                    stack.push(bdd.low_link_of(node));
+                    stack.push(bdd.high_link_of(node));
+                }
+            }
+        }
+        false
     }
 
     pub fn is_valid(&self, config: &Configuration) -> bool {

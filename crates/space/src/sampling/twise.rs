@@ -8,6 +8,7 @@
 //! cofactor, so every configuration is valid by construction and every tuple ends up either
 //! covered or proven invalid: coverage is complete.
 
+use biodivine_lib_bdd::Bdd;
 use rand::Rng;
 use rand::seq::SliceRandom;
 
@@ -72,6 +73,8 @@ struct TupleSet {
     t: usize,
     l: u64,
     bits: Vec<u64>,
+    /// Members containing each literal: lets the greedy skip literals with nothing left.
+    per_literal: Vec<u32>,
 }
 
 impl TupleSet {
@@ -88,6 +91,7 @@ impl TupleSet {
             t,
             l,
             bits: vec![0; size.div_ceil(64) as usize],
+            per_literal: vec![0; l as usize],
         })
     }
 
@@ -114,7 +118,11 @@ impl TupleSet {
 
     fn insert(&mut self, lits: &[u32]) {
         let i = self.index(lits);
-        self.bits[(i / 64) as usize] |= 1 << (i % 64);
+        let w = &mut self.bits[(i / 64) as usize];
+        if *w >> (i % 64) & 1 == 0 {
+            *w |= 1 << (i % 64);
+            lits.iter().for_each(|x| self.per_literal[*x as usize] += 1);
+        }
     }
 
     /// Removes the tuple; true if it was present.
@@ -122,7 +130,10 @@ impl TupleSet {
         let i = self.index(lits);
         let w = &mut self.bits[(i / 64) as usize];
         let was = *w >> (i % 64) & 1 == 1;
-        *w &= !(1 << (i % 64));
+        if was {
+            *w &= !(1 << (i % 64));
+            lits.iter().for_each(|x| self.per_literal[*x as usize] -= 1);
+        }
         was
     }
 
@@ -211,9 +222,10 @@ pub(crate) fn covering_array(
             invalid += 1;
             continue;
         }
+        let restricted = valid.cofactor(valid.bdd(), &seed_literals);
         // AETG: build a few candidates from different random orders, keep the best.
         let config = (0..CANDIDATES)
-            .map(|_| extend_greedily(valid, &lits, &pending, &seed_literals, rng))
+            .map(|_| extend_greedily(valid, &restricted, &lits, &pending, &seed_literals, rng))
             .map(|c| (count_pending(&lits, &pending, &c, t), c))
             .max_by_key(|(n, _)| *n)
             .map(|(_, c)| c)
@@ -249,17 +261,17 @@ fn count_pending(lits: &Literals, pending: &TupleSet, config: &Configuration, t:
 }
 
 /// A valid configuration containing `seed`, fixing the other options greedily. Options are
-/// fixed in BDD variable order, walking down the BDD restricted to the seed, so each
+/// fixed in BDD variable order, walking down `g` (the valid set restricted to the seed), so each
 /// feasibility check is O(1); candidates differ by how ties between values are broken.
 fn extend_greedily(
     valid: &ValidConfigurations,
+    g: &Bdd,
     lits: &Literals,
     pending: &TupleSet,
     seed: &[Literal],
     rng: &mut impl Rng,
 ) -> Configuration {
     let space = valid.space();
-    let g = valid.cofactor(valid.bdd(), seed);
     let mut node = g.root_pointer();
     let mut value: Vec<Option<u32>> = vec![None; space.len()];
     let mut fixed: Vec<u32> = Vec::with_capacity(space.len());
@@ -280,7 +292,7 @@ fn extend_greedily(
         let (v, next) = candidates
             .iter()
             .find_map(|&(_, v)| {
-                let next = valid.step(&g, node, (o, v));
+                let next = valid.step(g, node, (o, v));
                 (!next.is_zero()).then_some((v, next))
             })
             .expect("a satisfiable node has a feasible value for every option");
@@ -295,6 +307,9 @@ fn extend_greedily(
 
 /// Uncovered tuples made of literal `x` and t−1 of the already fixed literals.
 fn gain(pending: &TupleSet, fixed: &[u32], x: u32, t: usize) -> u64 {
+    if pending.per_literal[x as usize] == 0 {
+        return 0;
+    }
     match t {
         1 => pending.contains(&[x]) as u64,
         2 => fixed
