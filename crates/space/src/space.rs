@@ -507,7 +507,7 @@ impl ConfigSpace {
                     })?
                 }
             };
-            values[o_index(id)] = Some(index);
+            values[id.index()] = Some(index);
         }
         let mut out = Vec::with_capacity(values.len());
         for (i, v) in values.into_iter().enumerate() {
@@ -567,10 +567,6 @@ impl ConfigSpace {
             .filter(|(o, v)| o.is_binary() && **v == 1)
             .count()
     }
-}
-
-fn o_index(id: OptionId) -> usize {
-    id.index()
 }
 
 fn visit_atoms<'a>(f: &'a Formula, visit: &mut impl FnMut(&'a Formula)) {

@@ -163,21 +163,27 @@ impl<'s> ValidConfigurations<'s> {
         self.bdd.and(extra)
     }
 
-    /// Restricts a BDD to the literals (cofactor); false means no completion exists.
-    pub fn cofactor(&self, bdd: &Bdd, literals: &[Literal]) -> Bdd {
-        let mut assignment = Vec::new();
+    /// The BDD variable values that express the literals.
+    fn assignment(&self, literals: &[Literal]) -> Vec<(BddVariable, bool)> {
+        let mut out = Vec::new();
         for &(id, value) in literals {
             let vs = &self.option_vars[id.index()];
             if self.space.option(id).is_binary() {
-                assignment.push((vs[0], value == 1));
+                out.push((vs[0], value == 1));
             } else {
-                assignment.extend(
+                out.extend(
                     vs.iter()
                         .enumerate()
                         .map(|(i, v)| (*v, i == value as usize)),
                 );
             }
         }
+        out
+    }
+
+    /// Restricts a BDD to the literals (cofactor); false means no completion exists.
+    pub fn cofactor(&self, bdd: &Bdd, literals: &[Literal]) -> Bdd {
+        let assignment = self.assignment(literals);
         bdd.restrict(&assignment)
     }
 
@@ -216,19 +222,7 @@ impl<'s> ValidConfigurations<'s> {
     /// a path to `true` that agrees with them: no BDD is built, and the search stops at the
     /// first such path (t-wise sampling asks this for every candidate tuple).
     pub fn allows(&self, literals: &[Literal]) -> bool {
-        let mut fixed: Vec<(BddVariable, bool)> = Vec::new();
-        for &(id, value) in literals {
-            let vs = &self.option_vars[id.index()];
-            if self.space.option(id).is_binary() {
-                fixed.push((vs[0], value == 1));
-            } else {
-                fixed.extend(
-                    vs.iter()
-                        .enumerate()
-                        .map(|(i, v)| (*v, i == value as usize)),
-                );
-            }
-        }
+        let fixed = self.assignment(literals);
         let bdd = &self.bdd;
         let mut failed = vec![false; bdd.size()];
         let mut stack = vec![bdd.root_pointer()];
