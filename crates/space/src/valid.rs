@@ -368,30 +368,45 @@ impl<'s> ValidConfigurations<'s> {
             }
         };
         let better = |a: i64, b: i64| if maximise { a > b } else { a < b };
-        let size = bdd.size();
-        let mut best = vec![0i64; size];
-        // Nodes are stored children-first, so one forward pass computes every node's best.
-        for p in bdd.pointers() {
-            if p.is_terminal() {
-                best[p.to_index()] = if p.is_one() { 0 } else { i64::MIN / 4 };
-                continue;
+        // Score of taking the edge from a node on `var` to `child`: the child's best, the free
+        // variables skipped on the way, and the variable itself when the edge is high.
+        let edge = |best: &[i64], var: usize, child: BddPointer, high: bool| -> Option<i64> {
+            if child.is_zero() {
+                return None;
             }
-            let var = bdd.var_of(p).to_index();
-            let score = |child: BddPointer, high: bool| -> i64 {
-                let cv = if child.is_terminal() {
-                    n
-                } else {
-                    bdd.var_of(child).to_index()
-                };
-                let b = best[child.to_index()];
-                if child.is_zero() {
-                    return if maximise { i64::MIN / 4 } else { i64::MAX / 4 };
-                }
-                b + free_best(var + 1, cv) + if high { weight(var) } else { 0 }
+            let cv = if child.is_terminal() {
+                n
+            } else {
+                bdd.var_of(child).to_index()
             };
-            let lo = score(bdd.low_link_of(p), false);
-            let hi = score(bdd.high_link_of(p), true);
-            best[p.to_index()] = if better(hi, lo) { hi } else { lo };
+            Some(
+                best[child.to_index()]
+                    + free_best(var + 1, cv)
+                    + if high { weight(var) } else { 0 },
+            )
+        };
+        let choose_high = |best: &[i64], var: usize, node: BddPointer| -> bool {
+            match (
+                edge(best, var, bdd.low_link_of(node), false),
+                edge(best, var, bdd.high_link_of(node), true),
+            ) {
+                (Some(l), Some(h)) => better(h, l),
+                (None, Some(_)) => true,
+                _ => false,
+            }
+        };
+        let mut best = vec![0i64; bdd.size()];
+        // Nodes are stored children-first, so one forward pass computes every node's best.
+        for p in bdd.pointers().filter(|p| !p.is_terminal()) {
+            let var = bdd.var_of(p).to_index();
+            let high = choose_high(&best, var, p);
+            let child = if high {
+                bdd.high_link_of(p)
+            } else {
+                bdd.low_link_of(p)
+            };
+            best[p.to_index()] = edge(&best, var, child, high)
+                .expect("a reduced non-false node has a non-false child");
         }
         let mut valuation = vec![false; n];
         let mut node = bdd.root_pointer();
@@ -411,26 +426,7 @@ impl<'s> ValidConfigurations<'s> {
                 break;
             }
             let (lo, hi) = (bdd.low_link_of(node), bdd.high_link_of(node));
-            let s = |child: BddPointer, high: bool| -> Option<i64> {
-                if child.is_zero() {
-                    return None;
-                }
-                let cv = if child.is_terminal() {
-                    n
-                } else {
-                    bdd.var_of(child).to_index()
-                };
-                Some(
-                    best[child.to_index()]
-                        + free_best(var + 1, cv)
-                        + if high { weight(var) } else { 0 },
-                )
-            };
-            let take_high = match (s(lo, false), s(hi, true)) {
-                (Some(l), Some(h)) => better(h, l),
-                (None, Some(_)) => true,
-                _ => false,
-            };
+            let take_high = choose_high(&best, var, node);
             valuation[var] = take_high;
             node = if take_high { hi } else { lo };
             level = var + 1;
