@@ -5,6 +5,7 @@
 //! Exit status: 0 on success, 1 when `space check` finds an invalid configuration, 2 on an
 //! error (bad input), with a one-line message on stderr.
 
+mod measure_cmd;
 mod model_cmd;
 mod space_cmd;
 
@@ -34,6 +35,14 @@ enum Command {
     /// Inspect and convert performance-influence models.
     #[command(subcommand)]
     Model(model_cmd::ModelCommand),
+    /// Write a starting system spec (knobs.toml) for a command: `knobs init -- xz -c in.txt`.
+    Init(measure_cmd::InitArgs),
+    /// Measure a sample of configurations into the results store; rerunning resumes and
+    /// skips what is already measured.
+    Measure(measure_cmd::MeasureArgs),
+    /// Read the results store: per-configuration statistics, export as dataset CSV or JSON.
+    #[command(subcommand)]
+    Results(measure_cmd::ResultsCommand),
 }
 
 /// What a command reports back besides success: `Invalid` means "ran fine, but the input
@@ -55,6 +64,9 @@ fn main() -> ExitCode {
         Command::Space(cmd) => space_cmd::run(cmd),
         Command::Predict(args) => model_cmd::predict(args),
         Command::Model(cmd) => model_cmd::run(cmd),
+        Command::Init(args) => measure_cmd::init(args),
+        Command::Measure(args) => measure_cmd::measure(args),
+        Command::Results(cmd) => measure_cmd::results(cmd),
     };
     match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,

@@ -6,9 +6,10 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
+use measure::load_space;
 use serde_json::json;
 use space::formats::{parse_configurations_csv, write_configurations_csv};
-use space::{ConfigSpace, Domain, GroupKind, Strategy, ValidConfigurations, load_space, sample};
+use space::{ConfigSpace, Domain, GroupKind, Strategy, ValidConfigurations, sample};
 
 use crate::Outcome;
 

@@ -169,14 +169,41 @@ pub fn write_configurations_csv(
     configs: &[Configuration],
     out: &mut impl Write,
 ) -> std::io::Result<()> {
-    writeln!(out, "{}", space.names().join(","))?;
-    for c in configs {
-        let row: Vec<String> = space
+    write_rows(space, configs, None, out)
+}
+
+/// Writes a dataset in the layout `load_dataset` reads (and the DeepPerf datasets use): the
+/// configuration columns and a final performance column named after the metric.
+pub fn write_dataset_csv(data: &Dataset, out: &mut impl Write) -> std::io::Result<()> {
+    write_rows(
+        &data.space,
+        &data.configurations,
+        Some((&data.metric, &data.performance)),
+        out,
+    )
+}
+
+fn write_rows(
+    space: &ConfigSpace,
+    configs: &[Configuration],
+    performance: Option<(&str, &[f64])>,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    let mut header = space.names().join(",");
+    if let Some((metric, _)) = performance {
+        header = format!("{header},{metric}");
+    }
+    writeln!(out, "{header}")?;
+    for (i, c) in configs.iter().enumerate() {
+        let mut row: Vec<String> = space
             .options()
             .iter()
             .zip(&c.0)
             .map(|(o, v)| o.format_value(*v))
             .collect();
+        if let Some((_, values)) = performance {
+            row.push(format!("{}", values[i]));
+        }
         writeln!(out, "{}", row.join(","))?;
     }
     Ok(())

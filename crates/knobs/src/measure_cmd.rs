@@ -1,0 +1,348 @@
+//! `knobs init`, `knobs measure` and `knobs results …`: describe a program, measure
+//! configurations into the results store, and read the store back.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use measure::campaign::{Campaign, ConfigurationStatus, Event};
+use measure::{Metric, Selection, Store, SystemSpec};
+use space::formats::write_dataset_csv;
+use space::{Strategy, ValidConfigurations, sample};
+
+use crate::Outcome;
+
+#[derive(Args)]
+pub struct InitArgs {
+    /// Where to write the spec.
+    #[arg(long, short = 'o', default_value = "knobs.toml")]
+    out: PathBuf,
+    /// Overwrite an existing file.
+    #[arg(long)]
+    force: bool,
+    /// The command to study, as you would run it: `knobs init -- xz -c input.txt`.
+    #[arg(last = true, required = true)]
+    command: Vec<String>,
+}
+
+pub fn init(args: InitArgs) -> Result<Outcome> {
+    if args.out.exists() && !args.force {
+        bail!("{} exists; use --force to overwrite it", args.out.display());
+    }
+    let dir = args
+        .out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let help = measure::init::help_text(&args.command[0]);
+    let text = measure::init::starting_spec(&args.command, dir, help.as_deref());
+    std::fs::write(&args.out, text).with_context(|| args.out.display().to_string())?;
+    let suggestions = help
+        .as_deref()
+        .map_or(0, |h| measure::init::parse_help(h).len());
+    eprintln!(
+        "wrote {}{}; edit its options, then run `knobs measure --spec {}`",
+        args.out.display(),
+        if suggestions > 0 {
+            format!(" with {suggestions} option suggestions from `--help`")
+        } else {
+            String::new()
+        },
+        args.out.display()
+    );
+    Ok(Outcome::Done)
+}
+
+#[derive(Args)]
+pub struct MeasureArgs {
+    /// The system spec.
+    #[arg(long, default_value = "knobs.toml")]
+    spec: PathBuf,
+    /// Which configurations: all | featurewise | negfeaturewise | pairwise | twise:T |
+    /// random:N | distance:N | file:PATH.csv
+    #[arg(long, short = 's', default_value = "all")]
+    sample: String,
+    /// Seed for sampling.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The workload to run (default: the spec's first workload for measurement).
+    #[arg(long)]
+    workload: Option<String>,
+    /// The results store (default: knobs.db beside the spec).
+    #[arg(long)]
+    store: Option<PathBuf>,
+    /// Recorded runs per configuration (overrides the spec).
+    #[arg(long)]
+    repetitions: Option<u32>,
+    /// Repeat until the 95 % confidence interval is narrow enough (overrides the spec).
+    #[arg(long)]
+    adaptive: bool,
+    /// Run configurations whose earlier runs failed again.
+    #[arg(long)]
+    retry_failed: bool,
+}
+
+fn default_store(spec: &Path) -> PathBuf {
+    spec.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .join("knobs.db")
+}
+
+pub fn measure(args: MeasureArgs) -> Result<Outcome> {
+    let spec = SystemSpec::load(&args.spec)?;
+    let workload = spec.workload(args.workload.as_deref())?;
+    let mut settings = spec.measure.clone();
+    if let Some(r) = args.repetitions {
+        if r == 0 {
+            bail!("--repetitions must be at least 1");
+        }
+        settings.repetitions = r;
+        settings.max_repetitions = settings.max_repetitions.max(r);
+    }
+    settings.adaptive |= args.adaptive;
+    let strategy: Strategy = args.sample.parse()?;
+    let valid = ValidConfigurations::new(&spec.space)?;
+    let plan = sample(&valid, &strategy, args.seed)?;
+    let store_path = args.store.unwrap_or_else(|| default_store(&args.spec));
+    let store = Store::open(&store_path)?;
+    measure::runner::kill_runs_on_interrupt();
+    let campaign = Campaign {
+        spec: &spec,
+        workload,
+        settings,
+        retry_failed: args.retry_failed,
+    };
+    eprintln!(
+        "measuring {} configurations of {} ({} sample, workload `{}`) into {}",
+        plan.configurations.len(),
+        spec.name,
+        args.sample,
+        workload.name,
+        store_path.display()
+    );
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} runs, ETA {eta}  {wide_msg}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    // Progress goes to the terminal only; otherwise only failures and the summary print.
+    let say = |bar: &ProgressBar, line: String| {
+        if bar.is_hidden() {
+            eprintln!("{line}");
+        } else {
+            bar.println(line);
+        }
+    };
+    let report = campaign.run(&store, &plan.configurations, &mut |event| match event {
+        Event::Planned { runs } => bar.set_length(runs),
+        Event::Starting { configuration } => bar.set_message(if configuration.is_empty() {
+            "(no option selected)".to_string()
+        } else {
+            configuration.to_string()
+        }),
+        Event::Ran { .. } => bar.inc(1),
+        Event::Done {
+            configuration,
+            status,
+        } => match status {
+            ConfigurationStatus::Failed { why, stderr_tail } => {
+                let last = stderr_tail.lines().last().unwrap_or("");
+                say(
+                    &bar,
+                    format!(
+                        "failed: `{configuration}`: {why}{}",
+                        if last.is_empty() {
+                            String::new()
+                        } else {
+                            format!(": {last}")
+                        }
+                    ),
+                );
+            }
+            ConfigurationStatus::Measured {
+                summary,
+                noisy: true,
+                new_runs,
+            } if *new_runs > 0 => say(
+                &bar,
+                format!(
+                    "noisy: `{configuration}`: coefficient of variation {:.1} % over {} runs",
+                    summary.cv * 100.0,
+                    summary.n
+                ),
+            ),
+            _ => {}
+        },
+    })?;
+    bar.finish_and_clear();
+    let measured = report.configurations - report.failed.len();
+    eprintln!(
+        "{measured} of {} configurations measured ({} already in the store), {} new runs in {:.1} s; {} failed, {} noisy (cv > {:.0} %)",
+        report.configurations,
+        report.reused,
+        report.runs,
+        report.seconds,
+        report.failed.len(),
+        report.noisy.len(),
+        spec.measure.max_cv * 100.0
+    );
+    Ok(Outcome::Done)
+}
+
+#[derive(Args)]
+pub struct StoreArgs {
+    /// The results store.
+    #[arg(long, default_value = "knobs.db")]
+    store: PathBuf,
+    /// Only this system.
+    #[arg(long)]
+    system: Option<String>,
+    /// Only measurements under this spec (a prefix of its hash).
+    #[arg(long)]
+    spec_hash: Option<String>,
+    /// Only this workload.
+    #[arg(long)]
+    workload: Option<String>,
+    /// The metric: wall, user, system, cpu or max_rss (default: the spec's).
+    #[arg(long)]
+    metric: Option<String>,
+}
+
+impl StoreArgs {
+    fn selection(&self) -> Selection {
+        Selection {
+            system: self.system.clone(),
+            spec_hash: self.spec_hash.clone(),
+            workload: self.workload.clone(),
+        }
+    }
+
+    /// The metric asked for, else the one of the spec the measurements were taken under.
+    fn metric(&self, store: &Store) -> Result<Metric> {
+        match &self.metric {
+            Some(m) => Ok(Metric::parse(m)?),
+            None => {
+                let stored = store.spec(&self.selection())?;
+                Ok(SystemSpec::parse(&stored.text, Path::new(&stored.path))?
+                    .measure
+                    .metric)
+            }
+        }
+    }
+}
+
+#[derive(Subcommand)]
+pub enum ResultsCommand {
+    /// Per configuration: runs, failures, median, mean, standard deviation, variation.
+    Show(StoreArgs),
+    /// Export the measurements: `csv` is the dataset layout (one column per option and the
+    /// median of the metric), `json` every run with all its fields.
+    Export {
+        #[command(flatten)]
+        store: StoreArgs,
+        /// csv or json.
+        #[arg(long, default_value = "csv")]
+        format: String,
+        /// Write here instead of standard output.
+        #[arg(long, short = 'o')]
+        out: Option<PathBuf>,
+    },
+}
+
+pub fn results(cmd: ResultsCommand) -> Result<Outcome> {
+    match cmd {
+        ResultsCommand::Show(args) => {
+            let store = Store::open_existing(&args.store)?;
+            let metric = args.metric(&store)?;
+            let stored = store.spec(&args.selection())?;
+            let selection = Selection {
+                spec_hash: Some(stored.hash.clone()),
+                ..args.selection()
+            };
+            let summaries = store.summaries(&selection, metric)?;
+            let mut out = std::io::stdout().lock();
+            writeln!(
+                out,
+                "{} (spec {}), metric {}: {} configurations",
+                stored.system,
+                stored.hash,
+                metric.label(),
+                summaries.len()
+            )?;
+            writeln!(
+                out,
+                "{:>10} {:>10} {:>10} {:>7} {:>5} {:>6}  configuration",
+                "median", "mean", "sd", "cv %", "runs", "failed"
+            )?;
+            for s in &summaries {
+                let shown = if s.configuration.is_empty() {
+                    "(none selected)"
+                } else {
+                    &s.configuration
+                };
+                match &s.summary {
+                    Some(m) => writeln!(
+                        out,
+                        "{:>10.4} {:>10.4} {:>10.4} {:>7.2} {:>5} {:>6}  {shown}",
+                        m.median,
+                        m.mean,
+                        m.sd,
+                        m.cv * 100.0,
+                        s.runs,
+                        s.failed
+                    )?,
+                    None => writeln!(
+                        out,
+                        "{:>10} {:>10} {:>10} {:>7} {:>5} {:>6}  {shown}",
+                        "-", "-", "-", "-", s.runs, s.failed
+                    )?,
+                }
+            }
+            Ok(Outcome::Done)
+        }
+        ResultsCommand::Export { store, format, out } => {
+            let db = Store::open_existing(&store.store)?;
+            let mut sink: Box<dyn Write> = match &out {
+                Some(path) => Box::new(std::io::BufWriter::new(
+                    std::fs::File::create(path).with_context(|| path.display().to_string())?,
+                )),
+                None => Box::new(std::io::stdout().lock()),
+            };
+            match format.as_str() {
+                "csv" => {
+                    let metric = store.metric(&db)?;
+                    let data = db.dataset(&store.selection(), metric)?;
+                    write_dataset_csv(&data, &mut sink)?;
+                }
+                "json" => {
+                    let runs = db.runs(&store.selection())?;
+                    serde_json::to_writer_pretty(&mut sink, &runs)?;
+                    writeln!(sink)?;
+                }
+                f => bail!("unknown export format `{f}`; expected csv or json"),
+            }
+            sink.flush()?;
+            Ok(Outcome::Done)
+        }
+    }
+}
+
+/// The measurements of a results store as a dataset, for learners and experiments.
+pub fn store_dataset(path: &Path, workload: Option<&str>) -> Result<space::Dataset> {
+    let store = Store::open_existing(path)?;
+    let selection = Selection {
+        workload: workload.map(str::to_string),
+        ..Default::default()
+    };
+    let stored = store.spec(&selection)?;
+    let metric = SystemSpec::parse(&stored.text, Path::new(&stored.path))?
+        .measure
+        .metric;
+    Ok(store.dataset(&selection, metric)?)
+}

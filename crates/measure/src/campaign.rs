@@ -1,0 +1,232 @@
+//! A measurement campaign: runs a list of configurations with repetitions, storing every
+//! run as it finishes and skipping what the store already holds, so an interrupted
+//! campaign resumes where it stopped.
+
+use space::Configuration;
+
+use crate::Error;
+use crate::runner::{self, RunResult};
+use crate::spec::{MeasureSettings, SystemSpec, Workload};
+use crate::stats::Summary;
+use crate::store::{self, MeasurementKey, Selection, Store};
+
+/// What happens during a campaign, for progress display.
+pub enum Event<'a> {
+    /// The number of runs still to do, as far as known now (adaptive mode may add more:
+    /// then another `Planned` arrives with the new total).
+    Planned { runs: u64 },
+    /// A configuration is about to be run.
+    Starting { configuration: &'a str },
+    /// A run finished (warm-up runs included; they are not stored).
+    Ran {
+        configuration: &'a str,
+        result: &'a RunResult,
+        warmup: bool,
+    },
+    /// A configuration has all its runs (or failed).
+    Done {
+        configuration: &'a str,
+        status: &'a ConfigurationStatus,
+    },
+}
+
+/// Where a configuration stands after the campaign.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ConfigurationStatus {
+    /// Measured (now or earlier); `noisy` when its coefficient of variation exceeds the
+    /// spec's `max_cv`.
+    Measured {
+        summary: Summary,
+        noisy: bool,
+        new_runs: u32,
+    },
+    /// A run failed (crash, non-zero exit, timeout); the configuration is not repeated.
+    Failed { why: String, stderr_tail: String },
+}
+
+/// What a campaign did.
+#[derive(Clone, Debug, Default)]
+pub struct CampaignReport {
+    pub configurations: usize,
+    /// Configurations that needed no new runs.
+    pub reused: usize,
+    /// Runs made (stored) in this campaign.
+    pub runs: u64,
+    pub failed: Vec<(String, String)>,
+    /// Configurations flagged as noisy, with their coefficient of variation.
+    pub noisy: Vec<(String, f64)>,
+    pub seconds: f64,
+}
+
+/// Options of one campaign.
+#[derive(Clone, Debug)]
+pub struct Campaign<'a> {
+    pub spec: &'a SystemSpec,
+    pub workload: &'a Workload,
+    pub settings: MeasureSettings,
+    /// Measure configurations whose earlier runs failed again (default: skip them).
+    pub retry_failed: bool,
+}
+
+impl Campaign<'_> {
+    fn needs_more(&self, values: &[f64]) -> bool {
+        let s = &self.settings;
+        if values.len() < s.repetitions as usize {
+            return true;
+        }
+        s.adaptive
+            && values.len() < s.max_repetitions as usize
+            && !Summary::of(values).is_some_and(|sum| sum.ci_within(s.ci))
+    }
+
+    fn key(&self, configuration: String) -> MeasurementKey {
+        MeasurementKey {
+            system: self.spec.name.clone(),
+            spec_hash: self.spec.hash.clone(),
+            workload: self.workload.name.clone(),
+            configuration,
+        }
+    }
+
+    /// Measures the configurations (in order), storing each run as it finishes.
+    pub fn run(
+        &self,
+        store: &Store,
+        configurations: &[Configuration],
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<CampaignReport, Error> {
+        let started = std::time::Instant::now();
+        let spec = self.spec;
+        let metric = self.settings.metric;
+        spec.run()?;
+        spec.program()?;
+        spec.prepare_workload(self.workload)?;
+        store.register_spec(spec)?;
+        let existing = store.runs_by_configuration(&Selection {
+            system: Some(spec.name.clone()),
+            spec_hash: Some(spec.hash.clone()),
+            workload: Some(self.workload.name.clone()),
+        })?;
+        // What each configuration already has: successful values, and whether it failed.
+        let mut todo = Vec::new();
+        let mut planned = 0u64;
+        for config in configurations {
+            let text = spec.space.format_configuration(config);
+            let runs = existing.get(&text).map(Vec::as_slice).unwrap_or(&[]);
+            let values: Vec<f64> = runs
+                .iter()
+                .filter(|r| r.is_ok())
+                .map(|r| r.metric(metric))
+                .collect();
+            let failure = runs
+                .iter()
+                .rev()
+                .find(|r| !r.is_ok())
+                .filter(|_| !self.retry_failed);
+            if failure.is_none() && self.needs_more(&values) {
+                let missing = (self.settings.repetitions as usize)
+                    .saturating_sub(values.len())
+                    .max(1);
+                planned += missing as u64 + self.settings.warmup as u64;
+            }
+            todo.push((config, text, values, failure.cloned()));
+        }
+        on_event(Event::Planned { runs: planned });
+        let mut report = CampaignReport {
+            configurations: configurations.len(),
+            ..Default::default()
+        };
+        for (config, text, mut values, failure) in todo {
+            let status = if let Some(failed) = failure {
+                report.reused += 1;
+                ConfigurationStatus::Failed {
+                    why: failed.detail.unwrap_or_else(|| failed.status.clone()),
+                    stderr_tail: failed.stderr_tail.unwrap_or_default(),
+                }
+            } else if !self.needs_more(&values) {
+                report.reused += 1;
+                self.measured(values, 0)
+            } else {
+                on_event(Event::Starting {
+                    configuration: &text,
+                });
+                let invocation = spec.invocation(config, self.workload)?;
+                let key = self.key(text.clone());
+                let before = values.len();
+                let mut failed = None;
+                for _ in 0..self.settings.warmup {
+                    let result = runner::run(&invocation);
+                    on_event(Event::Ran {
+                        configuration: &text,
+                        result: &result,
+                        warmup: true,
+                    });
+                    if !result.outcome.is_ok() {
+                        // A failing warm-up is a failing configuration: store it so a
+                        // rerun does not try again.
+                        store.record(&key, store::now(), &result)?;
+                        report.runs += 1;
+                        failed = Some(result);
+                        break;
+                    }
+                }
+                let initial_target = self.settings.repetitions as usize;
+                while failed.is_none() && self.needs_more(&values) {
+                    let at = store::now();
+                    let result = runner::run(&invocation);
+                    store.record(&key, at, &result)?;
+                    report.runs += 1;
+                    on_event(Event::Ran {
+                        configuration: &text,
+                        result: &result,
+                        warmup: false,
+                    });
+                    if !result.outcome.is_ok() {
+                        failed = Some(result);
+                        break;
+                    }
+                    values.push(result.metric(metric));
+                    if values.len() >= initial_target && self.needs_more(&values) {
+                        // Adaptive mode asks for one more run than planned.
+                        planned += 1;
+                        on_event(Event::Planned { runs: planned });
+                    }
+                }
+                match failed {
+                    Some(r) => ConfigurationStatus::Failed {
+                        why: r.outcome.describe(),
+                        stderr_tail: r.stderr_tail,
+                    },
+                    None => self.measured(values.clone(), (values.len() - before) as u32),
+                }
+            };
+            match &status {
+                ConfigurationStatus::Failed { why, .. } => {
+                    report.failed.push((text.clone(), why.clone()))
+                }
+                ConfigurationStatus::Measured {
+                    summary,
+                    noisy: true,
+                    ..
+                } => report.noisy.push((text.clone(), summary.cv)),
+                _ => {}
+            }
+            on_event(Event::Done {
+                configuration: &text,
+                status: &status,
+            });
+        }
+        report.seconds = started.elapsed().as_secs_f64();
+        Ok(report)
+    }
+
+    fn measured(&self, values: Vec<f64>, new_runs: u32) -> ConfigurationStatus {
+        let summary = Summary::of(&values).expect("measured configurations have values");
+        let noisy = summary.n > 1 && summary.cv > self.settings.max_cv;
+        ConfigurationStatus::Measured {
+            summary,
+            noisy,
+            new_runs,
+        }
+    }
+}

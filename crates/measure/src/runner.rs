@@ -1,0 +1,352 @@
+//! Runs a program once and measures it: wall, user and system time and peak resident set
+//! size. The program is started directly (never through a shell, so option values cannot
+//! inject commands) in its own process group, which a timeout kills as a whole.
+
+use std::io::Read;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::spec::{Invocation, Metric};
+
+/// How much of standard error is kept for a failed run.
+pub const STDERR_TAIL_BYTES: usize = 2048;
+
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Exit status 0.
+    Ok,
+    /// A non-zero exit status.
+    Exit(i32),
+    /// Killed by a signal (a crash, or killed from outside).
+    Signal(i32),
+    /// Ran past the timeout; the process group was killed.
+    Timeout,
+    /// Could not be started (the cause).
+    SpawnFailed(String),
+}
+
+impl Outcome {
+    pub fn is_ok(&self) -> bool {
+        *self == Outcome::Ok
+    }
+
+    /// The status column of the results store.
+    pub fn status(&self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Timeout => "timeout",
+            _ => "failed",
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Outcome::Ok => "ok".into(),
+            Outcome::Exit(code) => format!("exit status {code}"),
+            Outcome::Signal(sig) => format!("killed by signal {sig} ({})", signal_name(*sig)),
+            Outcome::Timeout => "timed out".into(),
+            Outcome::SpawnFailed(why) => format!("could not start: {why}"),
+        }
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGILL => "SIGILL",
+        libc::SIGINT => "SIGINT",
+        libc::SIGPIPE => "SIGPIPE",
+        _ => "signal",
+    }
+}
+
+/// One run's measurements.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunResult {
+    pub outcome: Outcome,
+    /// Seconds from start to exit.
+    pub wall: f64,
+    /// CPU seconds in user and kernel mode (the program and the children it waited for).
+    pub user: f64,
+    pub system: f64,
+    /// Peak resident set size in KiB.
+    pub max_rss_kib: u64,
+    /// The last bytes of standard error (only kept when the run did not succeed).
+    pub stderr_tail: String,
+}
+
+impl RunResult {
+    pub fn metric(&self, metric: Metric) -> f64 {
+        match metric {
+            Metric::Wall => self.wall,
+            Metric::User => self.user,
+            Metric::System => self.system,
+            Metric::Cpu => self.user + self.system,
+            Metric::MaxRss => self.max_rss_kib as f64,
+        }
+    }
+
+    fn failed_to_start(why: String) -> RunResult {
+        RunResult {
+            outcome: Outcome::SpawnFailed(why),
+            wall: 0.0,
+            user: 0.0,
+            system: 0.0,
+            max_rss_kib: 0,
+            stderr_tail: String::new(),
+        }
+    }
+}
+
+/// What `wait4` reports.
+struct Reaped {
+    status: libc::c_int,
+    usage: libc::rusage,
+    at: Instant,
+}
+
+fn seconds(t: libc::timeval) -> f64 {
+    t.tv_sec as f64 + t.tv_usec as f64 * 1e-6
+}
+
+/// Runs the invocation once. Standard output is discarded; standard error is read so the
+/// program never blocks on a full pipe, and its tail is kept for failures.
+pub fn run(inv: &Invocation) -> RunResult {
+    let stdin = match &inv.stdin {
+        Some(path) => match std::fs::File::open(path) {
+            Ok(f) => Stdio::from(f),
+            Err(e) => {
+                return RunResult::failed_to_start(format!(
+                    "cannot open standard input `{}`: {e}",
+                    path.display()
+                ));
+            }
+        },
+        None => Stdio::null(),
+    };
+    let mut command = Command::new(&inv.program);
+    command
+        .args(&inv.args)
+        .envs(inv.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(&inv.cwd)
+        .stdin(stdin)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    // SAFETY: prctl is async-signal-safe. If knobs itself is killed (even by SIGKILL), the
+    // kernel kills the program too instead of leaving it running unobserved.
+    unsafe {
+        command.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let start = Instant::now();
+    let mut child = match command.spawn() {
+        Ok(c) => c,
+        Err(e) => return RunResult::failed_to_start(format!("{}: {e}", inv.program.display())),
+    };
+    let pid = child.id() as libc::pid_t;
+    RUNNING_GROUP.store(pid, Ordering::SeqCst);
+    let mut stderr = child.stderr.take().expect("stderr is piped");
+    let reader = std::thread::spawn(move || {
+        let mut tail: Vec<u8> = Vec::new();
+        let mut buf = [0u8; 8192];
+        loop {
+            match stderr.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    tail.extend_from_slice(&buf[..n]);
+                    if tail.len() > 2 * STDERR_TAIL_BYTES {
+                        tail.drain(..tail.len() - STDERR_TAIL_BYTES);
+                    }
+                }
+            }
+        }
+        tail
+    });
+    // A blocking wait4 on its own thread, so the timeout is a channel deadline rather
+    // than polling (which would blur the wall time).
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut status = 0;
+        // SAFETY: rusage is plain old data; wait4 fills it.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        loop {
+            // SAFETY: waiting for our own child; pointers are valid for the call.
+            let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+            if r == pid || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                break;
+            }
+        }
+        let _ = tx.send(Reaped {
+            status,
+            usage,
+            at: Instant::now(),
+        });
+    });
+    let (reaped, timed_out) = match rx.recv_timeout(inv.timeout) {
+        Ok(r) => (r, false),
+        Err(_) => {
+            kill_group(pid);
+            (rx.recv().expect("the waiting thread reports"), true)
+        }
+    };
+    // Anything the program left behind in its group goes too (and releases the pipe).
+    kill_group(pid);
+    RUNNING_GROUP.store(0, Ordering::SeqCst);
+    // `child` was reaped by wait4; dropping it does not wait again.
+    drop(child);
+    let tail = reader.join().unwrap_or_default();
+    let status = std::process::ExitStatus::from_raw(reaped.status);
+    let outcome = if timed_out {
+        Outcome::Timeout
+    } else if let Some(code) = status.code() {
+        if code == 0 {
+            Outcome::Ok
+        } else {
+            Outcome::Exit(code)
+        }
+    } else {
+        Outcome::Signal(status.signal().unwrap_or(0))
+    };
+    let stderr_tail = if outcome.is_ok() {
+        String::new()
+    } else {
+        let start = tail.len().saturating_sub(STDERR_TAIL_BYTES);
+        String::from_utf8_lossy(&tail[start..]).trim().to_string()
+    };
+    RunResult {
+        outcome,
+        wall: reaped.at.duration_since(start).as_secs_f64(),
+        user: seconds(reaped.usage.ru_utime),
+        system: seconds(reaped.usage.ru_stime),
+        max_rss_kib: reaped.usage.ru_maxrss.max(0) as u64,
+        stderr_tail,
+    }
+}
+
+fn kill_group(pgid: libc::pid_t) {
+    // SAFETY: sending a signal; ESRCH (group already gone) is fine.
+    unsafe {
+        libc::killpg(pgid, libc::SIGKILL);
+    }
+}
+
+/// The process group of the run in progress (0: none), for the interrupt handler.
+static RUNNING_GROUP: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_interrupt(sig: libc::c_int) {
+    let group = RUNNING_GROUP.load(Ordering::SeqCst);
+    // SAFETY: killpg, signal and raise are async-signal-safe.
+    unsafe {
+        if group > 0 {
+            libc::killpg(group, libc::SIGKILL);
+        }
+        libc::signal(sig, libc::SIG_DFL);
+        libc::raise(sig);
+    }
+}
+
+/// Makes Ctrl-C, SIGTERM and SIGHUP kill the running program's whole process group before
+/// knobs exits. The program runs in its own group, so a terminal's Ctrl-C does not reach it.
+pub fn kill_runs_on_interrupt() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: installing a handler that only calls async-signal-safe functions.
+        unsafe {
+            libc::signal(sig, on_interrupt as *const () as libc::sighandler_t);
+        }
+    }
+}
+
+/// A timeout that never fires in practice, for callers that want none.
+pub const NO_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn sh(script: &str, timeout: Duration) -> RunResult {
+        run(&Invocation {
+            program: PathBuf::from("/bin/sh"),
+            args: vec!["-c".into(), script.into()],
+            env: vec![("KNOBS_TEST".into(), "42".into())],
+            cwd: std::env::temp_dir(),
+            stdin: None,
+            timeout,
+        })
+    }
+
+    #[test]
+    fn measures_a_successful_run() {
+        let r = sh("test \"$KNOBS_TEST\" = 42 && sleep 0.2", NO_TIMEOUT);
+        assert_eq!(r.outcome, Outcome::Ok, "{}", r.stderr_tail);
+        assert!(r.wall >= 0.2 && r.wall < 5.0, "{}", r.wall);
+        assert!(r.max_rss_kib > 0);
+    }
+
+    #[test]
+    fn cpu_time_is_recorded() {
+        let r = sh(
+            "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done",
+            NO_TIMEOUT,
+        );
+        assert!(r.outcome.is_ok());
+        assert!(r.user + r.system > 0.05, "{r:?}");
+    }
+
+    #[test]
+    fn failures_keep_the_stderr_tail() {
+        let r = sh(
+            "echo starting >&2; echo 'bad input' >&2; exit 3",
+            NO_TIMEOUT,
+        );
+        assert_eq!(r.outcome, Outcome::Exit(3));
+        assert!(r.stderr_tail.ends_with("bad input"), "{}", r.stderr_tail);
+        let r = sh("kill -SEGV $$", NO_TIMEOUT);
+        assert_eq!(r.outcome, Outcome::Signal(libc::SIGSEGV));
+        assert!(r.outcome.describe().contains("SIGSEGV"));
+    }
+
+    #[test]
+    fn timeout_kills_the_whole_group() {
+        let marker = tempfile::NamedTempFile::new().unwrap();
+        let path = marker.path().display().to_string();
+        // A grandchild that would write after the timeout, if it survived.
+        let script = format!("(sleep 1.5; echo alive > {path}) & sleep 30");
+        let t = Instant::now();
+        let r = sh(&script, Duration::from_millis(300));
+        assert_eq!(r.outcome, Outcome::Timeout);
+        assert!(t.elapsed() < Duration::from_secs(5));
+        std::thread::sleep(Duration::from_millis(1800));
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "",
+            "grandchild survived"
+        );
+    }
+
+    #[test]
+    fn missing_program_is_a_failure_not_a_panic() {
+        let r = run(&Invocation {
+            program: PathBuf::from("/nonexistent/prog"),
+            args: vec![],
+            env: vec![],
+            cwd: std::env::temp_dir(),
+            stdin: None,
+            timeout: NO_TIMEOUT,
+        });
+        assert!(matches!(r.outcome, Outcome::SpawnFailed(_)));
+        assert_eq!(r.outcome.status(), "failed");
+    }
+}

@@ -1,0 +1,831 @@
+//! The system spec (`knobs.toml`): a configuration space plus how to run the program in
+//! each configuration. The space part is `space`'s TOML (`[[option]]`, `[[group]]`,
+//! `constraints`, or `space = "model.xml"`); this module adds `[run]`, `[measure]`,
+//! `[[workload]]` and, per option, the arguments or environment that select it. The complete,
+//! commented example is `examples/xz/knobs.toml`; `docs/system-spec.md` lists every key.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use space::formats::spec::{SpaceSpec, read_space_spec, space_from_spec};
+use space::{ConfigSpace, Configuration, Domain};
+
+use crate::Error;
+
+/// A parsed, checked system spec.
+#[derive(Clone, Debug)]
+pub struct SystemSpec {
+    pub name: String,
+    /// The spec file, as given.
+    pub path: PathBuf,
+    /// Relative paths in the spec (program, working directory, feature model) resolve here.
+    pub dir: PathBuf,
+    /// The file's text, kept so a results store can rebuild the space it was measured in.
+    pub text: String,
+    pub space: ConfigSpace,
+    /// How to run the program; `None` for a file that only describes a space.
+    pub run: Option<RunSpec>,
+    pub measure: MeasureSettings,
+    pub workloads: Vec<Workload>,
+    /// Per option (indexed like `space.options()`): how a configuration selects it.
+    pub option_args: Vec<OptionArgs>,
+    /// Identifies what a measurement means: the run template, option arguments and
+    /// workloads (not repetitions or timeouts). Measurements are reused only under the same
+    /// hash.
+    pub hash: String,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSpec {
+    /// A command on `PATH`, or a path (relative to the spec's directory).
+    pub program: String,
+    /// Arguments after the program. An element `{options}` expands to the options'
+    /// arguments, `{workload}` to the workload's arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// A file fed to standard input (relative to the working directory); default: none.
+    pub stdin: Option<String>,
+    /// Working directory, relative to the spec's directory; default: the spec's directory.
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Seconds before a run is killed (its whole process group); default 600.
+    pub timeout: Option<f64>,
+}
+
+/// How many times to run each configuration, and what counts as too noisy.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeasureSettings {
+    /// Recorded runs per configuration (the minimum, in adaptive mode).
+    #[serde(default = "default_repetitions")]
+    pub repetitions: u32,
+    /// Unrecorded runs before the recorded ones (warm caches).
+    #[serde(default)]
+    pub warmup: u32,
+    /// Configurations whose coefficient of variation exceeds this are flagged.
+    #[serde(default = "default_max_cv")]
+    pub max_cv: f64,
+    /// Adaptive mode: keep repeating until the 95 % confidence interval's half-width is at
+    /// most `ci` × mean, or `max_repetitions` runs are recorded.
+    #[serde(default)]
+    pub adaptive: bool,
+    #[serde(default = "default_ci")]
+    pub ci: f64,
+    #[serde(default = "default_max_repetitions")]
+    pub max_repetitions: u32,
+    /// The performance learned and exported: wall, user, system, cpu (user + system) or
+    /// max_rss (KiB).
+    #[serde(default)]
+    pub metric: Metric,
+}
+
+fn default_repetitions() -> u32 {
+    3
+}
+fn default_max_cv() -> f64 {
+    0.05
+}
+fn default_ci() -> f64 {
+    0.02
+}
+fn default_max_repetitions() -> u32 {
+    10
+}
+
+impl Default for MeasureSettings {
+    fn default() -> Self {
+        MeasureSettings {
+            repetitions: default_repetitions(),
+            warmup: 0,
+            max_cv: default_max_cv(),
+            adaptive: false,
+            ci: default_ci(),
+            max_repetitions: default_max_repetitions(),
+            metric: Metric::default(),
+        }
+    }
+}
+
+/// A per-run quantity.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    #[default]
+    Wall,
+    User,
+    System,
+    Cpu,
+    MaxRss,
+}
+
+impl Metric {
+    pub const ALL: [Metric; 5] = [
+        Metric::Wall,
+        Metric::User,
+        Metric::System,
+        Metric::Cpu,
+        Metric::MaxRss,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Wall => "wall",
+            Metric::User => "user",
+            Metric::System => "system",
+            Metric::Cpu => "cpu",
+            Metric::MaxRss => "max_rss",
+        }
+    }
+
+    /// The column header used in exported datasets, with the unit.
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::Wall => "wall_s",
+            Metric::User => "user_s",
+            Metric::System => "system_s",
+            Metric::Cpu => "cpu_s",
+            Metric::MaxRss => "max_rss_kib",
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<Metric, Error> {
+        Metric::ALL
+            .into_iter()
+            .find(|m| m.name() == text)
+            .ok_or_else(|| {
+                Error::Invalid(format!(
+                    "unknown metric `{text}`; expected wall, user, system, cpu or max_rss"
+                ))
+            })
+    }
+}
+
+/// What a workload is for: the real one is measured, the small one drives analysis runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Purpose {
+    #[default]
+    Measure,
+    Analysis,
+}
+
+/// A named input for the program.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    pub name: String,
+    #[serde(default)]
+    pub purpose: Purpose,
+    /// Substituted for `{workload}` in `run.args`.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Overrides `run.stdin`.
+    pub stdin: Option<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Files the workload needs (relative to the working directory). When one is missing,
+    /// `prepare` is run (once, in the working directory) to create them.
+    #[serde(default)]
+    pub files: Vec<String>,
+    pub prepare: Option<Vec<String>>,
+}
+
+/// How a configuration selects one option on the command line or in the environment.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OptionArgs {
+    /// Binary options: arguments when selected.
+    #[serde(default)]
+    pub on: Vec<String>,
+    /// Binary options: arguments when not selected.
+    #[serde(default)]
+    pub off: Vec<String>,
+    /// Numeric options: arguments, with `{value}` replaced by the value.
+    #[serde(default)]
+    pub arg: Vec<String>,
+    /// Environment variables; `{value}` is the value (0/1 for binary options).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+/// A whole spec file as this crate reads it: its own keys typed, the space's keys (read by
+/// `space`) passed over. Read in one pass without `flatten`, so every error keeps its line.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpecFile {
+    run: Option<RunSpec>,
+    #[serde(default)]
+    measure: MeasureSettings,
+    #[serde(default)]
+    workload: Vec<Workload>,
+    /// A feature model in another format (SPL Conqueror XML, DIMACS), instead of inline
+    /// options.
+    space: Option<String>,
+    #[serde(default)]
+    option: Vec<OptionKeys>,
+    // The space's keys.
+    #[allow(dead_code)]
+    name: Option<toml::Value>,
+    #[allow(dead_code)]
+    group: Option<toml::Value>,
+    #[allow(dead_code)]
+    constraints: Option<toml::Value>,
+}
+
+/// An `[[option]]` table: how to select it here, its space keys passed over.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OptionKeys {
+    name: String,
+    #[serde(default)]
+    on: Vec<String>,
+    #[serde(default)]
+    off: Vec<String>,
+    #[serde(default)]
+    arg: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    // The space's keys (`space::formats::spec::OptionSpec`).
+    #[allow(dead_code)]
+    values: Option<toml::Value>,
+    #[allow(dead_code)]
+    range: Option<toml::Value>,
+    #[allow(dead_code)]
+    parent: Option<toml::Value>,
+    #[allow(dead_code)]
+    mandatory: Option<toml::Value>,
+    #[allow(dead_code)]
+    help: Option<toml::Value>,
+}
+
+/// Everything needed to start one run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Invocation {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+    pub stdin: Option<PathBuf>,
+    pub timeout: Duration,
+}
+
+/// Line and column (both 1-based) of a byte offset.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (
+        before.matches('\n').count() + 1,
+        before[line_start..].chars().count() + 1,
+    )
+}
+
+/// Line (1-based) of the first line at or after `from` that assigns `key`; 0 if none.
+fn line_of_key(text: &str, key: &str, from: usize) -> usize {
+    text.lines()
+        .enumerate()
+        .skip(from.saturating_sub(1))
+        .find(|(_, l)| {
+            let l = l.trim_start();
+            l.strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map_or(0, |(i, _)| i + 1)
+}
+
+fn format_error(shown: &str, line: usize, message: impl Into<String>) -> Error {
+    Error::Spec {
+        path: shown.to_string(),
+        line,
+        column: 0,
+        message: message.into(),
+    }
+}
+
+impl SystemSpec {
+    /// Reads and checks a spec file.
+    pub fn load(path: &Path) -> Result<SystemSpec, Error> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
+            path: path.display().to_string(),
+            cause: e,
+        })?;
+        SystemSpec::parse(&text, path)
+    }
+
+    /// Parses a spec's text; `path` locates the file (for relative paths and messages).
+    pub fn parse(text: &str, path: &Path) -> Result<SystemSpec, Error> {
+        let shown = path.display().to_string();
+        let keys: SpecFile = toml::from_str(text).map_err(|e| {
+            let (line, column) = e.span().map_or((0, 0), |s| line_column(text, s.start));
+            Error::Spec {
+                path: shown.clone(),
+                line,
+                column,
+                message: e.message().trim().to_string(),
+            }
+        })?;
+        // Options, groups and constraints are `space`'s to read and check.
+        let spec: SpaceSpec = read_space_spec(text, &shown)?;
+        let dir = path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default()
+            .canonicalize()
+            .unwrap_or_else(|_| path.parent().map(Path::to_path_buf).unwrap_or_default());
+        let space = match &keys.space {
+            Some(model) => {
+                if !spec.option.is_empty() || !spec.group.is_empty() || !spec.constraints.is_empty()
+                {
+                    return Err(format_error(
+                        &shown,
+                        line_of_key(text, "space", 0),
+                        "give the options inline or `space = \"FILE\"`, not both",
+                    ));
+                }
+                let mut space = space::load_space(&dir.join(model))?;
+                if let Some(name) = &spec.name {
+                    space.name = name.clone();
+                }
+                space
+            }
+            None => space_from_spec(&spec, &shown)?,
+        };
+        let mut option_args = vec![OptionArgs::default(); space.len()];
+        for o in keys.option {
+            let name_line = text
+                .lines()
+                .position(|l| {
+                    let l = l.trim_start();
+                    l.starts_with("name") && l.contains(&format!("\"{}\"", o.name))
+                })
+                .map_or(0, |i| i + 1);
+            let id = space
+                .find(&o.name)
+                .expect("options of the spec are in its space");
+            let binary = space.option(id).is_binary();
+            let misplaced = if binary && !o.arg.is_empty() {
+                Some("`arg` is for numeric options; a binary option uses `on` and `off`")
+            } else if !binary && (!o.on.is_empty() || !o.off.is_empty()) {
+                Some(
+                    "`on`/`off` are for binary options; a numeric option uses `arg` with `{value}`",
+                )
+            } else {
+                None
+            };
+            if let Some(why) = misplaced {
+                return Err(format_error(
+                    &shown,
+                    name_line,
+                    format!("option `{}`: {why}", o.name),
+                ));
+            }
+            option_args[id.index()] = OptionArgs {
+                on: o.on,
+                off: o.off,
+                arg: o.arg,
+                env: o.env,
+            };
+        }
+        let name = spec.name.clone().unwrap_or_else(|| space.name.clone());
+        let spec = SystemSpec {
+            name,
+            path: path.to_path_buf(),
+            dir,
+            text: text.to_string(),
+            space,
+            run: keys.run,
+            measure: keys.measure,
+            workloads: keys.workload,
+            option_args,
+            hash: String::new(),
+        };
+        spec.check(&shown, text)?;
+        let hash = spec.compute_hash();
+        Ok(SystemSpec { hash, ..spec })
+    }
+
+    fn check(&self, shown: &str, text: &str) -> Result<(), Error> {
+        let m = &self.measure;
+        let bad = |key: &str, message: &str| {
+            Err(format_error(
+                shown,
+                line_of_key(text, key, 0),
+                format!("measure.{key}: {message}"),
+            ))
+        };
+        if m.repetitions == 0 {
+            return bad("repetitions", "must be at least 1");
+        }
+        if !(m.max_cv.is_finite() && m.max_cv >= 0.0) {
+            return bad("max_cv", "must be a number >= 0");
+        }
+        if !(m.ci.is_finite() && m.ci > 0.0) {
+            return bad("ci", "must be a number > 0");
+        }
+        if m.adaptive && m.max_repetitions < m.repetitions {
+            return bad("max_repetitions", "must be at least `repetitions`");
+        }
+        let mut names = std::collections::HashSet::new();
+        for w in &self.workloads {
+            if !names.insert(w.name.as_str()) {
+                return Err(format_error(
+                    shown,
+                    0,
+                    format!("workload `{}` is defined twice", w.name),
+                ));
+            }
+            if w.prepare.as_ref().is_some_and(|p| p.is_empty()) {
+                return Err(format_error(
+                    shown,
+                    0,
+                    format!("workload `{}`: `prepare` is an empty command", w.name),
+                ));
+            }
+        }
+        let Some(run) = &self.run else { return Ok(()) };
+        if run.program.is_empty() {
+            return Err(format_error(
+                shown,
+                line_of_key(text, "program", 0),
+                "run.program is empty",
+            ));
+        }
+        if let Some(t) = run.timeout
+            && !(t.is_finite() && t > 0.0)
+        {
+            return Err(format_error(
+                shown,
+                line_of_key(text, "timeout", 0),
+                "run.timeout must be a number of seconds > 0",
+            ));
+        }
+        let has = |p: &str| run.args.iter().any(|a| a == p);
+        let option_has_args = self
+            .option_args
+            .iter()
+            .any(|a| !a.on.is_empty() || !a.off.is_empty() || !a.arg.is_empty());
+        if option_has_args && !has("{options}") {
+            return Err(format_error(
+                shown,
+                line_of_key(text, "args", 0),
+                "run.args has no `{options}` element, but options have arguments",
+            ));
+        }
+        if self.workloads.iter().any(|w| !w.args.is_empty()) && !has("{workload}") {
+            return Err(format_error(
+                shown,
+                line_of_key(text, "args", 0),
+                "run.args has no `{workload}` element, but workloads have arguments",
+            ));
+        }
+        Ok(())
+    }
+
+    fn compute_hash(&self) -> String {
+        #[derive(Serialize)]
+        struct Meaning<'a> {
+            run: &'a Option<RunSpec>,
+            options: Vec<(&'a str, &'a OptionArgs)>,
+            workloads: Vec<(
+                &'a str,
+                &'a [String],
+                &'a Option<String>,
+                &'a BTreeMap<String, String>,
+            )>,
+        }
+        let meaning = Meaning {
+            run: &self.run,
+            options: self
+                .space
+                .options()
+                .iter()
+                .zip(&self.option_args)
+                .map(|(o, a)| (o.name.as_str(), a))
+                .collect(),
+            workloads: self
+                .workloads
+                .iter()
+                .map(|w| (w.name.as_str(), w.args.as_slice(), &w.stdin, &w.env))
+                .collect(),
+        };
+        let json = serde_json::to_string(&meaning).expect("spec serialises");
+        let digest = Sha256::digest(json.as_bytes());
+        digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// The run section, or an error saying the spec describes only a space.
+    pub fn run(&self) -> Result<&RunSpec, Error> {
+        self.run.as_ref().ok_or_else(|| {
+            Error::Invalid(format!(
+                "{}: no [run] section: the spec describes a space but not how to run the program",
+                self.path.display()
+            ))
+        })
+    }
+
+    /// The workload with this name, or (`None`) the first one meant for measurement.
+    pub fn workload(&self, name: Option<&str>) -> Result<&Workload, Error> {
+        match name {
+            Some(name) => self
+                .workloads
+                .iter()
+                .find(|w| w.name == name)
+                .ok_or_else(|| {
+                    let known: Vec<&str> = self.workloads.iter().map(|w| w.name.as_str()).collect();
+                    Error::Invalid(format!(
+                        "{}: no workload `{name}` (defined: {})",
+                        self.path.display(),
+                        if known.is_empty() {
+                            "none".to_string()
+                        } else {
+                            known.join(", ")
+                        }
+                    ))
+                }),
+            None => self
+                .workloads
+                .iter()
+                .find(|w| w.purpose == Purpose::Measure)
+                .ok_or_else(|| {
+                    Error::Invalid(format!(
+                        "{}: no workload to measure with; add a [[workload]]",
+                        self.path.display()
+                    ))
+                }),
+        }
+    }
+
+    /// The working directory runs start in.
+    pub fn cwd(&self) -> PathBuf {
+        match self.run.as_ref().and_then(|r| r.cwd.as_deref()) {
+            Some(cwd) => self.dir.join(cwd),
+            None => self.dir.clone(),
+        }
+    }
+
+    /// The program to run: a path relative to the spec's directory, or found on `PATH`.
+    pub fn program(&self) -> Result<PathBuf, Error> {
+        let program = &self.run()?.program;
+        if program.contains('/') {
+            let path = self.dir.join(program);
+            if path.is_file() {
+                return Ok(path);
+            }
+            return Err(Error::Invalid(format!(
+                "program `{}` does not exist",
+                path.display()
+            )));
+        }
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        std::env::split_paths(&path)
+            .map(|d| d.join(program))
+            .find(|p| is_executable(p))
+            .ok_or_else(|| Error::Invalid(format!("program `{program}` is not on PATH")))
+    }
+
+    /// Makes sure the workload's files exist, running its `prepare` command when one is
+    /// missing. Returns whether `prepare` ran.
+    pub fn prepare_workload(&self, workload: &Workload) -> Result<bool, Error> {
+        let cwd = self.cwd();
+        let missing = |w: &Workload| w.files.iter().find(|f| !cwd.join(f).exists()).cloned();
+        let Some(first_missing) = missing(workload) else {
+            return Ok(false);
+        };
+        let Some(prepare) = &workload.prepare else {
+            return Err(Error::Invalid(format!(
+                "workload `{}`: file `{}` is missing (and the workload has no `prepare` command)",
+                workload.name,
+                cwd.join(&first_missing).display()
+            )));
+        };
+        let status = std::process::Command::new(&prepare[0])
+            .args(&prepare[1..])
+            .current_dir(&cwd)
+            .stdin(std::process::Stdio::null())
+            .status()
+            .map_err(|e| {
+                Error::Invalid(format!(
+                    "workload `{}`: cannot run prepare command `{}`: {e}",
+                    workload.name, prepare[0]
+                ))
+            })?;
+        if !status.success() {
+            return Err(Error::Invalid(format!(
+                "workload `{}`: prepare command `{}` failed ({status})",
+                workload.name,
+                prepare.join(" ")
+            )));
+        }
+        if let Some(still) = missing(workload) {
+            return Err(Error::Invalid(format!(
+                "workload `{}`: prepare command ran but `{}` is still missing",
+                workload.name,
+                cwd.join(still).display()
+            )));
+        }
+        Ok(true)
+    }
+
+    /// The command line, environment and input for one configuration and workload.
+    pub fn invocation(
+        &self,
+        config: &Configuration,
+        workload: &Workload,
+    ) -> Result<Invocation, Error> {
+        let run = self.run()?;
+        let mut option_argv = Vec::new();
+        let mut env: BTreeMap<String, String> = run.env.clone();
+        for (i, (option, how)) in self
+            .space
+            .options()
+            .iter()
+            .zip(&self.option_args)
+            .enumerate()
+        {
+            let index = config.0[i];
+            let value = option.format_value(index);
+            match &option.domain {
+                Domain::Binary => {
+                    option_argv.extend(if index == 1 { &how.on } else { &how.off }.iter().cloned())
+                }
+                Domain::Numeric { .. } => {
+                    option_argv.extend(how.arg.iter().map(|a| a.replace("{value}", &value)))
+                }
+            }
+            for (k, v) in &how.env {
+                env.insert(k.clone(), v.replace("{value}", &value));
+            }
+        }
+        for (k, v) in &workload.env {
+            env.insert(k.clone(), v.clone());
+        }
+        let mut args = Vec::new();
+        for a in &run.args {
+            match a.as_str() {
+                "{options}" => args.extend(option_argv.iter().cloned()),
+                "{workload}" => args.extend(workload.args.iter().cloned()),
+                _ => args.push(a.clone()),
+            }
+        }
+        let cwd = self.cwd();
+        let stdin = workload
+            .stdin
+            .as_ref()
+            .or(run.stdin.as_ref())
+            .map(|s| cwd.join(s));
+        Ok(Invocation {
+            program: self.program()?,
+            args,
+            env: env.into_iter().collect(),
+            cwd,
+            stdin,
+            timeout: Duration::from_secs_f64(run.timeout.unwrap_or(600.0)),
+        })
+    }
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Loads a configuration space from any format; a `.toml` file may be a full system spec.
+pub fn load_space(path: &Path) -> Result<ConfigSpace, Error> {
+    let is_toml = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("toml"));
+    if is_toml {
+        Ok(SystemSpec::load(path)?.space)
+    } else {
+        Ok(space::load_space(path)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPEC: &str = r#"
+name = "demo"
+constraints = ["fast => !level=9"]
+
+[run]
+program = "/bin/echo"
+args = ["-n", "{options}", "--", "{workload}"]
+env = { LC_ALL = "C" }
+timeout = 5
+
+[measure]
+repetitions = 2
+warmup = 1
+
+[[workload]]
+name = "real"
+args = ["big.txt"]
+
+[[workload]]
+name = "small"
+purpose = "analysis"
+args = ["small.txt"]
+
+[[option]]
+name = "fast"
+on = ["--fast"]
+off = ["--best"]
+
+[[option]]
+name = "level"
+values = [1, 5, 9]
+arg = ["-{value}"]
+env = { LEVEL = "{value}" }
+"#;
+
+    fn parse(text: &str) -> Result<SystemSpec, Error> {
+        SystemSpec::parse(text, Path::new("/tmp/knobs.toml"))
+    }
+
+    #[test]
+    fn invocation_expands_options_and_workload() {
+        let spec = parse(SPEC).unwrap();
+        assert_eq!(spec.name, "demo");
+        assert_eq!(spec.measure.repetitions, 2);
+        let config = spec.space.parse_configuration("fast,level=5").unwrap();
+        let w = spec.workload(None).unwrap();
+        assert_eq!(w.name, "real");
+        let inv = spec.invocation(&config, w).unwrap();
+        assert_eq!(inv.args, ["-n", "--fast", "-5", "--", "big.txt"]);
+        assert!(inv.env.contains(&("LEVEL".into(), "5".into())));
+        assert!(inv.env.contains(&("LC_ALL".into(), "C".into())));
+        assert_eq!(inv.timeout, Duration::from_secs(5));
+        let off = spec.space.parse_configuration("level=9").unwrap();
+        let small = spec.workload(Some("small")).unwrap();
+        assert_eq!(
+            spec.invocation(&off, small).unwrap().args,
+            ["-n", "--best", "-9", "--", "small.txt"]
+        );
+    }
+
+    #[test]
+    fn hash_tracks_meaning_not_repetitions() {
+        let a = parse(SPEC).unwrap();
+        let b = parse(&SPEC.replace("repetitions = 2", "repetitions = 7")).unwrap();
+        let c = parse(&SPEC.replace("\"-{value}\"", "\"--level={value}\"")).unwrap();
+        assert_eq!(a.hash, b.hash);
+        assert_ne!(a.hash, c.hash);
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let e = parse(&SPEC.replace("warmup = 1", "warmup = 1\nwarmups = 2")).unwrap_err();
+        assert!(e.to_string().contains("knobs.toml:14:"), "{e}");
+        assert!(e.to_string().contains("warmups"), "{e}");
+        let e = parse(&SPEC.replace("off = [\"--best\"]", "of = [\"--best\"]")).unwrap_err();
+        assert!(e.to_string().contains("unknown field `of`"), "{e}");
+        assert!(e.to_string().contains(":27:"), "{e}");
+        let e = parse(&SPEC.replace("arg = [\"-{value}\"]", "on = [\"-x\"]")).unwrap_err();
+        assert!(e.to_string().contains("numeric option uses `arg`"), "{e}");
+        let e = parse(&SPEC.replace("\"{options}\", ", "")).unwrap_err();
+        assert!(e.to_string().contains("no `{options}`"), "{e}");
+        let e = parse(&SPEC.replace("repetitions = 2", "repetitions = 0")).unwrap_err();
+        assert!(e.to_string().contains("at least 1"), "{e}");
+        let e = parse("[run]\nprogram = \"x\"\ntimeout = \"long\"\n").unwrap_err();
+        assert!(e.to_string().contains("knobs.toml:3:"), "{e}");
+        let e = parse(&SPEC.replace("[run]", "[run\n")).unwrap_err();
+        assert!(e.to_string().contains("knobs.toml:5:5: "), "{e}");
+        let e = parse(&SPEC.replace("timeout = 5", "timeout = 5 5")).unwrap_err();
+        assert!(e.to_string().contains("knobs.toml:9:11: "), "{e}");
+    }
+
+    #[test]
+    fn missing_program_and_workload() {
+        let spec = parse(&SPEC.replace("/bin/echo", "no-such-program-knobs")).unwrap();
+        let e = spec.program().unwrap_err();
+        assert!(e.to_string().contains("not on PATH"), "{e}");
+        let e = parse(SPEC).unwrap().workload(Some("huge")).unwrap_err();
+        assert!(e.to_string().contains("no workload `huge`"), "{e}");
+    }
+
+    #[test]
+    fn prepare_creates_missing_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = SPEC.replace(
+            "args = [\"big.txt\"]",
+            "args = [\"big.txt\"]\nfiles = [\"big.txt\"]\nprepare = [\"sh\", \"-c\", \"echo hi > big.txt\"]",
+        );
+        let spec = SystemSpec::parse(&text, &dir.path().join("knobs.toml")).unwrap();
+        let w = spec.workload(None).unwrap();
+        assert!(spec.prepare_workload(w).unwrap());
+        assert!(!spec.prepare_workload(w).unwrap());
+        assert!(dir.path().join("big.txt").exists());
+        let small = spec.workload(Some("small")).unwrap();
+        assert!(
+            spec.prepare_workload(small).is_ok(),
+            "no files listed: nothing to check"
+        );
+    }
+}

@@ -1,0 +1,657 @@
+//! The results store: every repetition of every measured configuration, in SQLite.
+//!
+//! One row per run (`runs`), keyed by system, spec hash, workload and configuration (its
+//! compact text, `a,b,level=6`), with the host, the time, the tool version, how the run
+//! ended and its metrics. `specs` keeps the text of each spec measured under, so a store
+//! alone can be turned back into a dataset. Each run is committed as it finishes; the
+//! database is in WAL mode with a busy timeout, so a killed measurement loses nothing and
+//! several processes can write at once.
+//!
+//! The schema is versioned with `PRAGMA user_version`; `SCHEMA` below is version 1.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, TransactionBehavior, params};
+use serde::Serialize;
+use space::{Configuration, Dataset};
+
+use crate::Error;
+use crate::runner::RunResult;
+use crate::spec::{Metric, SystemSpec};
+use crate::stats::Summary;
+
+/// The schema version this build writes and reads.
+pub const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE specs (
+    hash TEXT PRIMARY KEY,
+    system TEXT NOT NULL,
+    path TEXT NOT NULL,
+    text TEXT NOT NULL,
+    created REAL NOT NULL
+);
+CREATE TABLE runs (
+    id INTEGER PRIMARY KEY,
+    system TEXT NOT NULL,
+    spec_hash TEXT NOT NULL REFERENCES specs(hash),
+    workload TEXT NOT NULL,
+    configuration TEXT NOT NULL,
+    host TEXT NOT NULL,
+    started REAL NOT NULL,          -- Unix time, seconds
+    tool_version TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'timeout')),
+    detail TEXT,                    -- how a failed run ended, e.g. 'exit status 1'
+    wall REAL NOT NULL,             -- seconds
+    user REAL NOT NULL,
+    system_time REAL NOT NULL,
+    max_rss_kib INTEGER NOT NULL,
+    stderr_tail TEXT
+);
+CREATE INDEX runs_by_configuration ON runs (system, spec_hash, workload, configuration);
+";
+
+/// Identifies a configuration's measurements.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MeasurementKey {
+    pub system: String,
+    pub spec_hash: String,
+    pub workload: String,
+    /// Compact text (`ConfigSpace::format_configuration`).
+    pub configuration: String,
+}
+
+/// One stored run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StoredRun {
+    pub id: i64,
+    pub system: String,
+    pub spec_hash: String,
+    pub workload: String,
+    pub configuration: String,
+    pub host: String,
+    pub started: f64,
+    pub tool_version: String,
+    pub status: String,
+    pub detail: Option<String>,
+    pub wall: f64,
+    pub user: f64,
+    pub system_time: f64,
+    pub max_rss_kib: i64,
+    pub stderr_tail: Option<String>,
+}
+
+impl StoredRun {
+    pub fn is_ok(&self) -> bool {
+        self.status == "ok"
+    }
+
+    pub fn metric(&self, metric: Metric) -> f64 {
+        match metric {
+            Metric::Wall => self.wall,
+            Metric::User => self.user,
+            Metric::System => self.system_time,
+            Metric::Cpu => self.user + self.system_time,
+            Metric::MaxRss => self.max_rss_kib as f64,
+        }
+    }
+}
+
+/// A spec something was measured under.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StoredSpec {
+    pub hash: String,
+    pub system: String,
+    pub path: String,
+    pub text: String,
+    pub created: f64,
+}
+
+/// Which measurements to read.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    pub system: Option<String>,
+    pub spec_hash: Option<String>,
+    pub workload: Option<String>,
+}
+
+/// A configuration's measurements, summarised.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ConfigurationSummary {
+    pub configuration: String,
+    pub runs: usize,
+    pub failed: usize,
+    pub summary: Option<Summary>,
+}
+
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+fn db_error(path: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ {
+    move |e| Error::Store(format!("{}: {}", path.display(), one_line(&e.to_string())))
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Seconds since the Unix epoch.
+pub fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64()
+}
+
+/// This machine's host name.
+pub fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates on success.
+    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if r != 0 {
+        return "unknown".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+impl Store {
+    /// Opens a store, creating it (and its schema) when it does not exist.
+    pub fn open(path: &Path) -> Result<Store, Error> {
+        Self::open_with(path, true)
+    }
+
+    /// Opens an existing store; a missing file is an error rather than an empty store.
+    pub fn open_existing(path: &Path) -> Result<Store, Error> {
+        if !path.exists() {
+            return Err(Error::Store(format!(
+                "{}: no such results store",
+                path.display()
+            )));
+        }
+        Self::open_with(path, false)
+    }
+
+    fn open_with(path: &Path, create: bool) -> Result<Store, Error> {
+        let err = db_error(path);
+        let conn = Connection::open(path).map_err(&err)?;
+        conn.busy_timeout(Duration::from_secs(60)).map_err(&err)?;
+        let not_a_store = |e: rusqlite::Error| {
+            Error::Store(format!(
+                "{}: not a knobs results store ({})",
+                path.display(),
+                one_line(&e.to_string())
+            ))
+        };
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(not_a_store)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(&err)?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(&err)?;
+        let mut store = Store {
+            conn,
+            path: path.to_path_buf(),
+        };
+        store.migrate(create)?;
+        Ok(store)
+    }
+
+    /// Creates the schema in an empty database, or checks the version of an existing one.
+    fn migrate(&mut self, create: bool) -> Result<(), Error> {
+        let path = self.path.clone();
+        let err = db_error(&path);
+        // IMMEDIATE: two processes opening a new store at once must not both create it.
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(&err)?;
+        let version: i64 = tx
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(&err)?;
+        let tables: i64 = tx
+            .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+            .map_err(&err)?;
+        match version {
+            0 if tables == 0 && create => {
+                tx.execute_batch(SCHEMA).map_err(&err)?;
+                tx.execute(
+                    "INSERT INTO meta (key, value) VALUES ('format', 'knobs-results')",
+                    [],
+                )
+                .map_err(&err)?;
+                tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+                    .map_err(&err)?;
+            }
+            0 => {
+                return Err(Error::Store(format!(
+                    "{}: not a knobs results store",
+                    path.display()
+                )));
+            }
+            SCHEMA_VERSION => {}
+            v => {
+                return Err(Error::Store(format!(
+                    "{}: results store schema version {v}; this knobs reads version {SCHEMA_VERSION}",
+                    path.display()
+                )));
+            }
+        }
+        tx.commit().map_err(&err)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Records the spec measurements are taken under (idempotent).
+    pub fn register_spec(&self, spec: &SystemSpec) -> Result<(), Error> {
+        self.conn
+            .execute(
+                "INSERT OR IGNORE INTO specs (hash, system, path, text, created)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![
+                    spec.hash,
+                    spec.name,
+                    spec.path
+                        .canonicalize()
+                        .unwrap_or(spec.path.clone())
+                        .display()
+                        .to_string(),
+                    spec.text,
+                    now()
+                ],
+            )
+            .map_err(db_error(&self.path))?;
+        Ok(())
+    }
+
+    /// Stores one run; committed when this returns.
+    pub fn record(
+        &self,
+        key: &MeasurementKey,
+        started: f64,
+        result: &RunResult,
+    ) -> Result<i64, Error> {
+        let detail = (!result.outcome.is_ok()).then(|| result.outcome.describe());
+        let tail = (!result.stderr_tail.is_empty()).then_some(&result.stderr_tail);
+        self.conn
+            .execute(
+                "INSERT INTO runs (system, spec_hash, workload, configuration, host, started,
+                    tool_version, status, detail, wall, user, system_time, max_rss_kib, stderr_tail)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                params![
+                    key.system,
+                    key.spec_hash,
+                    key.workload,
+                    key.configuration,
+                    host_name(),
+                    started,
+                    env!("CARGO_PKG_VERSION"),
+                    result.outcome.status(),
+                    detail,
+                    result.wall,
+                    result.user,
+                    result.system,
+                    result.max_rss_kib as i64,
+                    tail,
+                ],
+            )
+            .map_err(db_error(&self.path))?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Stored runs, oldest first.
+    pub fn runs(&self, selection: &Selection) -> Result<Vec<StoredRun>, Error> {
+        let err = db_error(&self.path);
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, system, spec_hash, workload, configuration, host, started,
+                        tool_version, status, detail, wall, user, system_time, max_rss_kib,
+                        stderr_tail
+                 FROM runs
+                 WHERE (?1 IS NULL OR system = ?1) AND (?2 IS NULL OR spec_hash = ?2)
+                   AND (?3 IS NULL OR workload = ?3)
+                 ORDER BY id",
+            )
+            .map_err(&err)?;
+        let rows = stmt
+            .query_map(
+                params![selection.system, selection.spec_hash, selection.workload],
+                |r| {
+                    Ok(StoredRun {
+                        id: r.get(0)?,
+                        system: r.get(1)?,
+                        spec_hash: r.get(2)?,
+                        workload: r.get(3)?,
+                        configuration: r.get(4)?,
+                        host: r.get(5)?,
+                        started: r.get(6)?,
+                        tool_version: r.get(7)?,
+                        status: r.get(8)?,
+                        detail: r.get(9)?,
+                        wall: r.get(10)?,
+                        user: r.get(11)?,
+                        system_time: r.get(12)?,
+                        max_rss_kib: r.get(13)?,
+                        stderr_tail: r.get(14)?,
+                    })
+                },
+            )
+            .map_err(&err)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(&err)
+    }
+
+    /// Runs grouped by configuration.
+    pub fn runs_by_configuration(
+        &self,
+        selection: &Selection,
+    ) -> Result<BTreeMap<String, Vec<StoredRun>>, Error> {
+        let mut by: BTreeMap<String, Vec<StoredRun>> = BTreeMap::new();
+        for run in self.runs(selection)? {
+            by.entry(run.configuration.clone()).or_default().push(run);
+        }
+        Ok(by)
+    }
+
+    pub fn specs(&self) -> Result<Vec<StoredSpec>, Error> {
+        let err = db_error(&self.path);
+        let mut stmt = self
+            .conn
+            .prepare("SELECT hash, system, path, text, created FROM specs ORDER BY created")
+            .map_err(&err)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(StoredSpec {
+                    hash: r.get(0)?,
+                    system: r.get(1)?,
+                    path: r.get(2)?,
+                    text: r.get(3)?,
+                    created: r.get(4)?,
+                })
+            })
+            .map_err(&err)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(&err)
+    }
+
+    /// The one spec the selection designates: with several, the selection must say which.
+    pub fn spec(&self, selection: &Selection) -> Result<StoredSpec, Error> {
+        let matching: Vec<StoredSpec> = self
+            .specs()?
+            .into_iter()
+            .filter(|s| selection.system.as_ref().is_none_or(|n| *n == s.system))
+            .filter(|s| {
+                selection
+                    .spec_hash
+                    .as_ref()
+                    .is_none_or(|h| s.hash.starts_with(h))
+            })
+            .collect();
+        match matching.len() {
+            0 => Err(Error::Store(format!(
+                "{}: no measurements{}",
+                self.path.display(),
+                match (&selection.system, &selection.spec_hash) {
+                    (None, None) => String::new(),
+                    (s, h) => format!(
+                        " for{}{}",
+                        s.as_ref()
+                            .map(|s| format!(" system `{s}`"))
+                            .unwrap_or_default(),
+                        h.as_ref().map(|h| format!(" spec {h}")).unwrap_or_default()
+                    ),
+                }
+            ))),
+            1 => Ok(matching.into_iter().next().expect("one")),
+            _ => Err(Error::Store(format!(
+                "{}: measurements under {} specs ({}); choose one with --system or --spec-hash",
+                self.path.display(),
+                matching.len(),
+                matching
+                    .iter()
+                    .map(|s| format!("{} {}", s.system, s.hash))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
+    }
+
+    /// Per configuration: how many runs, how many failed, and the metric over the
+    /// successful ones.
+    pub fn summaries(
+        &self,
+        selection: &Selection,
+        metric: Metric,
+    ) -> Result<Vec<ConfigurationSummary>, Error> {
+        Ok(self
+            .runs_by_configuration(selection)?
+            .into_iter()
+            .map(|(configuration, runs)| {
+                let values: Vec<f64> = runs
+                    .iter()
+                    .filter(|r| r.is_ok())
+                    .map(|r| r.metric(metric))
+                    .collect();
+                ConfigurationSummary {
+                    configuration,
+                    runs: runs.len(),
+                    failed: runs.len() - values.len(),
+                    summary: Summary::of(&values),
+                }
+            })
+            .collect())
+    }
+
+    /// The measurements as a dataset: the spec's space, and per configuration that has
+    /// successful runs the median of the metric. The selection must designate one spec and
+    /// one workload (the only one measured, or the one named).
+    pub fn dataset(&self, selection: &Selection, metric: Metric) -> Result<Dataset, Error> {
+        let stored = self.spec(selection)?;
+        let spec = SystemSpec::parse(&stored.text, Path::new(&stored.path))?;
+        let mut selection = Selection {
+            system: Some(stored.system.clone()),
+            spec_hash: Some(stored.hash.clone()),
+            workload: selection.workload.clone(),
+        };
+        if selection.workload.is_none() {
+            let workloads: std::collections::BTreeSet<String> = self
+                .runs(&selection)?
+                .into_iter()
+                .map(|r| r.workload)
+                .collect();
+            if workloads.len() > 1 {
+                return Err(Error::Store(format!(
+                    "{}: measurements with {} workloads ({}); choose one with --workload",
+                    self.path.display(),
+                    workloads.len(),
+                    workloads.into_iter().collect::<Vec<_>>().join(", ")
+                )));
+            }
+            selection.workload = workloads.into_iter().next();
+        }
+        let mut configurations: Vec<Configuration> = Vec::new();
+        let mut performance = Vec::new();
+        for s in self.summaries(&selection, metric)? {
+            let Some(summary) = s.summary else { continue };
+            let config = spec
+                .space
+                .parse_configuration(&s.configuration)
+                .map_err(|e| {
+                    Error::Store(format!(
+                        "{}: stored configuration `{}` no longer fits the spec: {e}",
+                        self.path.display(),
+                        s.configuration
+                    ))
+                })?;
+            configurations.push(config);
+            performance.push(summary.median);
+        }
+        Ok(Dataset {
+            space: spec.space,
+            configurations,
+            performance,
+            metric: metric.label().to_string(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::Outcome;
+
+    fn result(wall: f64, outcome: Outcome) -> RunResult {
+        RunResult {
+            outcome,
+            wall,
+            user: wall / 2.0,
+            system: 0.01,
+            max_rss_kib: 1000,
+            stderr_tail: String::new(),
+        }
+    }
+
+    fn spec() -> SystemSpec {
+        SystemSpec::parse(
+            "name = \"demo\"\n[run]\nprogram = \"true\"\nargs = [\"{options}\"]\n[[option]]\nname = \"a\"\non = [\"-a\"]\n[[option]]\nname = \"n\"\nvalues = [1, 2]\narg = [\"-n{value}\"]\n",
+            Path::new("/tmp/demo.toml"),
+        )
+        .unwrap()
+    }
+
+    fn key(spec: &SystemSpec, configuration: &str) -> MeasurementKey {
+        MeasurementKey {
+            system: spec.name.clone(),
+            spec_hash: spec.hash.clone(),
+            workload: "real".into(),
+            configuration: configuration.into(),
+        }
+    }
+
+    #[test]
+    fn runs_round_trip_and_become_a_dataset() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.db");
+        let spec = spec();
+        {
+            let store = Store::open(&path).unwrap();
+            store.register_spec(&spec).unwrap();
+            store.register_spec(&spec).unwrap();
+            for w in [1.0, 3.0, 2.0] {
+                store
+                    .record(&key(&spec, "a,n=2"), now(), &result(w, Outcome::Ok))
+                    .unwrap();
+            }
+            store
+                .record(&key(&spec, "n=1"), now(), &result(0.5, Outcome::Ok))
+                .unwrap();
+            store
+                .record(&key(&spec, "a,n=1"), now(), &result(0.1, Outcome::Exit(2)))
+                .unwrap();
+        }
+        let store = Store::open_existing(&path).unwrap();
+        let runs = store.runs(&Selection::default()).unwrap();
+        assert_eq!(runs.len(), 5);
+        assert_eq!(runs[4].detail.as_deref(), Some("exit status 2"));
+        assert_eq!(runs[0].tool_version, env!("CARGO_PKG_VERSION"));
+        let summaries = store
+            .summaries(&Selection::default(), Metric::Wall)
+            .unwrap();
+        let a2 = summaries
+            .iter()
+            .find(|s| s.configuration == "a,n=2")
+            .unwrap();
+        assert_eq!(a2.summary.as_ref().unwrap().median, 2.0);
+        let failed = summaries
+            .iter()
+            .find(|s| s.configuration == "a,n=1")
+            .unwrap();
+        assert_eq!((failed.runs, failed.failed), (1, 1));
+        assert!(failed.summary.is_none());
+        let data = store.dataset(&Selection::default(), Metric::Wall).unwrap();
+        assert_eq!(
+            data.configurations.len(),
+            2,
+            "the failed configuration is left out"
+        );
+        let i = data
+            .configurations
+            .iter()
+            .position(|c| data.space.format_configuration(c) == "a,n=2")
+            .unwrap();
+        assert_eq!(data.performance[i], 2.0);
+        let cpu = store.dataset(&Selection::default(), Metric::Cpu).unwrap();
+        assert!(cpu.performance.contains(&1.01));
+    }
+
+    #[test]
+    fn rejects_foreign_files_and_newer_schemas() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = dir.path().join("notes.db");
+        std::fs::write(
+            &text,
+            "this is not sqlite at all, just text.......................",
+        )
+        .unwrap();
+        let e = Store::open(&text).err().unwrap();
+        assert!(e.to_string().contains("not a knobs results store"), "{e}");
+        let other = dir.path().join("other.db");
+        Connection::open(&other)
+            .unwrap()
+            .execute_batch("CREATE TABLE t (x INTEGER);")
+            .unwrap();
+        let e = Store::open(&other).err().unwrap();
+        assert!(e.to_string().contains("not a knobs results store"), "{e}");
+        let newer = dir.path().join("newer.db");
+        Store::open(&newer).unwrap();
+        Connection::open(&newer)
+            .unwrap()
+            .pragma_update(None, "user_version", 99)
+            .unwrap();
+        let e = Store::open(&newer).err().unwrap();
+        assert!(e.to_string().contains("schema version 99"), "{e}");
+        let e = Store::open_existing(&dir.path().join("missing.db"))
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("no such results store"), "{e}");
+    }
+
+    #[test]
+    fn concurrent_writers_do_not_lose_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.db");
+        let spec = spec();
+        Store::open(&path).unwrap().register_spec(&spec).unwrap();
+        let writers: Vec<_> = (0..4)
+            .map(|t| {
+                let path = path.clone();
+                let spec = spec.clone();
+                std::thread::spawn(move || {
+                    let store = Store::open(&path).unwrap();
+                    for i in 0..50 {
+                        let config = if (t + i) % 2 == 0 { "a,n=1" } else { "n=2" };
+                        store
+                            .record(&key(&spec, config), now(), &result(1.0, Outcome::Ok))
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.runs(&Selection::default()).unwrap().len(), 200);
+        let ok: String = store
+            .conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(ok, "ok");
+    }
+}
