@@ -93,7 +93,10 @@ fn default_store(spec: &Path) -> PathBuf {
 
 pub fn measure(args: MeasureArgs) -> Result<Outcome> {
     let spec = SystemSpec::load(&args.spec)?;
+    // Everything that can be wrong with the spec is reported before the store is touched.
+    spec.check_runnable()?;
     let workload = spec.workload(args.workload.as_deref())?;
+    spec.prepare_workload(workload)?;
     let mut settings = spec.measure.clone();
     if let Some(r) = args.repetitions {
         if r == 0 {

@@ -98,8 +98,7 @@ impl Campaign<'_> {
         let started = std::time::Instant::now();
         let spec = self.spec;
         let metric = self.settings.metric;
-        spec.run()?;
-        spec.program()?;
+        spec.check_runnable()?;
         spec.prepare_workload(self.workload)?;
         store.register_spec(spec)?;
         let existing = store.runs_by_configuration(&Selection {

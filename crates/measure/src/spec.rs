@@ -330,12 +330,13 @@ impl SystemSpec {
         })?;
         // Options, groups and constraints are `space`'s to read and check.
         let spec: SpaceSpec = read_space_spec(text, &shown)?;
-        let dir = path
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default()
+        let parent = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let dir = parent
             .canonicalize()
-            .unwrap_or_else(|_| path.parent().map(Path::to_path_buf).unwrap_or_default());
+            .unwrap_or_else(|_| parent.to_path_buf());
         let space = match &keys.space {
             Some(model) => {
                 if !spec.option.is_empty() || !spec.group.is_empty() || !spec.constraints.is_empty()
@@ -565,6 +566,21 @@ impl SystemSpec {
             Some(cwd) => self.dir.join(cwd),
             None => self.dir.clone(),
         }
+    }
+
+    /// Checks that runs can start: a run section, an existing working directory, and the
+    /// program. Returns the program's path.
+    pub fn check_runnable(&self) -> Result<PathBuf, Error> {
+        self.run()?;
+        let cwd = self.cwd();
+        if !cwd.is_dir() {
+            return Err(Error::Invalid(format!(
+                "{}: working directory `{}` does not exist",
+                self.path.display(),
+                cwd.display()
+            )));
+        }
+        self.program()
     }
 
     /// The program to run: a path relative to the spec's directory, or found on `PATH`.

@@ -1,0 +1,377 @@
+//! `knobs init`, `knobs measure` and `knobs results` on real programs (`sleep`, `sh`):
+//! resuming after SIGKILL, timeouts, crashes and bad input.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command as StdCommand;
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+
+fn knobs() -> Command {
+    Command::cargo_bin("knobs").unwrap()
+}
+
+/// `sleep` with binary options that each add a known duration: a real program whose
+/// performance model is known (0.02 + 0.03·a + 0.06·b + 0.01·c seconds).
+const SLEEP_SPEC: &str = r#"
+name = "sleeper"
+
+[run]
+program = "sleep"
+args = ["0.02", "{options}"]
+timeout = 10
+
+[measure]
+repetitions = 2
+
+[[workload]]
+name = "none"
+
+[[option]]
+name = "a"
+on = ["0.03"]
+
+[[option]]
+name = "b"
+on = ["0.06"]
+
+[[option]]
+name = "c"
+on = ["0.01"]
+
+[[option]]
+name = "d"
+on = ["0.02"]
+"#;
+
+fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Configuration → number of successful runs, read back through `knobs results export`.
+fn measured(store: &Path) -> BTreeMap<String, usize> {
+    let out = knobs()
+        .args(["results", "export", "--format", "json", "--store"])
+        .arg(store)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let runs: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let mut by = BTreeMap::new();
+    for r in runs {
+        assert_eq!(r["status"], "ok", "{r}");
+        *by.entry(r["configuration"].as_str().unwrap().to_string())
+            .or_insert(0) += 1;
+    }
+    by
+}
+
+#[test]
+fn sigkill_mid_run_then_rerun_equals_an_uninterrupted_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write(dir.path(), "knobs.toml", SLEEP_SPEC);
+    let whole = dir.path().join("whole.db");
+    let killed = dir.path().join("killed.db");
+
+    knobs()
+        .args(["measure", "--sample", "all", "--spec"])
+        .arg(&spec)
+        .arg("--store")
+        .arg(&whole)
+        .assert()
+        .success();
+    let expected = measured(&whole);
+    assert_eq!(expected.len(), 16);
+    assert!(expected.values().all(|&n| n == 2));
+
+    // Kill it once some, but not all, runs are stored (16 × 2 runs take over 1.5 s).
+    let bin = assert_cmd::cargo::cargo_bin("knobs");
+    let mut child = StdCommand::new(&bin)
+        .args(["measure", "--sample", "all", "--spec"])
+        .arg(&spec)
+        .arg("--store")
+        .arg(&killed)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_millis(50));
+        let stored = if killed.exists() {
+            knobs()
+                .args(["results", "export", "--format", "json", "--store"])
+                .arg(&killed)
+                .output()
+                .ok()
+                .and_then(|o| serde_json::from_slice::<Vec<serde_json::Value>>(&o.stdout).ok())
+                .map_or(0, |v| v.len())
+        } else {
+            0
+        };
+        if stored >= 6 || start.elapsed() > Duration::from_secs(20) {
+            break;
+        }
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let partial = measured(&killed);
+    assert!(
+        partial.values().sum::<usize>() < 32,
+        "the kill came too late to test anything: {partial:?}"
+    );
+
+    knobs()
+        .args(["measure", "--sample", "all", "--spec"])
+        .arg(&spec)
+        .arg("--store")
+        .arg(&killed)
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("already in the store"));
+    assert_eq!(measured(&killed), expected);
+
+    // A third run measures nothing new.
+    let out = knobs()
+        .args(["measure", "--sample", "all", "--spec"])
+        .arg(&spec)
+        .arg("--store")
+        .arg(&killed)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("16 already in the store), 0 new runs"));
+}
+
+#[test]
+fn results_export_csv_is_a_dataset_with_medians() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write(dir.path(), "knobs.toml", SLEEP_SPEC);
+    knobs()
+        .args(["measure", "--sample", "twise:1", "--spec"])
+        .arg(&spec)
+        .assert()
+        .success();
+    // The default store sits beside the spec.
+    let store = dir.path().join("knobs.db");
+    let out = knobs()
+        .args(["results", "export", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("a,b,c,d,wall_s"));
+    for line in lines {
+        let cells: Vec<f64> = line.split(',').map(|c| c.parse().unwrap()).collect();
+        let expected = 0.02 + 0.03 * cells[0] + 0.06 * cells[1] + 0.01 * cells[2] + 0.02 * cells[3];
+        // Process start-up adds a little; a shared machine adds noise.
+        assert!(
+            cells[4] >= expected && cells[4] < expected + 0.25,
+            "{line}: expected about {expected}"
+        );
+    }
+    let exported = dir.path().join("data.csv");
+    knobs()
+        .args(["results", "export", "-o"])
+        .arg(&exported)
+        .arg("--store")
+        .arg(&store)
+        .assert()
+        .success();
+    // The export reads back as a dataset and as a space.
+    knobs()
+        .args(["space", "count"])
+        .arg(&exported)
+        .assert()
+        .success()
+        .stdout("16\n");
+    knobs()
+        .args(["results", "show", "--store"])
+        .arg(&store)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("sleeper (spec "))
+        .stdout(predicates::str::contains("median"));
+}
+
+#[test]
+fn timeouts_and_crashes_are_recorded_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write(
+        dir.path(),
+        "knobs.toml",
+        r#"
+name = "fragile"
+[run]
+program = "sh"
+args = ["-c", "{options}"]
+timeout = 0.5
+[measure]
+repetitions = 2
+[[workload]]
+name = "none"
+[[option]]
+name = "mode"
+values = [0, 1, 2]
+arg = ["case {value} in 0) exit 0;; 1) echo 'assertion failed: x > 0' >&2; kill -SEGV $$;; 2) sleep 30;; esac"]
+"#,
+    );
+    let start = Instant::now();
+    knobs()
+        .args(["measure", "--spec"])
+        .arg(&spec)
+        .assert()
+        .success()
+        .stderr(predicates::str::contains(
+            "failed: `mode=1`: killed by signal 11 (SIGSEGV): assertion failed: x > 0",
+        ))
+        .stderr(predicates::str::contains("failed: `mode=2`: timed out"))
+        .stderr(predicates::str::contains("1 of 3 configurations measured"));
+    assert!(start.elapsed() < Duration::from_secs(15));
+    let store = dir.path().join("knobs.db");
+    let out = knobs()
+        .args(["results", "export", "--format", "json", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let runs: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let mut status: Vec<(&str, &str)> = runs
+        .iter()
+        .map(|r| {
+            (
+                r["configuration"].as_str().unwrap(),
+                r["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    status.sort();
+    assert_eq!(
+        status,
+        [
+            ("mode=0", "ok"),
+            ("mode=0", "ok"),
+            ("mode=1", "failed"),
+            ("mode=2", "timeout")
+        ]
+    );
+    // Failed configurations are not retried unless asked.
+    knobs()
+        .args(["measure", "--spec"])
+        .arg(&spec)
+        .assert()
+        .success()
+        .stderr(predicates::str::contains(
+            "3 already in the store), 0 new runs",
+        ));
+    // Only the successful configuration becomes data.
+    knobs()
+        .args(["results", "export", "--store"])
+        .arg(&store)
+        .assert()
+        .success()
+        .stdout(predicates::str::starts_with("mode,wall_s\n0,"));
+}
+
+#[test]
+fn bad_input_gets_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&str, &str)] = &[
+        (
+            "name = \"x\"\n[run\nprogram = \"sleep\"\n",
+            "knobs.toml:2:5: ",
+        ),
+        (
+            "[run]\nprogram = \"sleep\"\ntimeout = \"soon\"\n",
+            "knobs.toml:3:11: ",
+        ),
+        (
+            "[run]\nprogram = \"sleep\"\n[[option]]\nname = \"a\"\nonn = [\"1\"]\n",
+            "knobs.toml:5:1: unknown field `onn`",
+        ),
+        (
+            "constraints = [\"a => zz\"]\n[run]\nprogram = \"sleep\"\n[[option]]\nname = \"a\"\n",
+            "unknown option `zz`",
+        ),
+        (
+            "constraints = [\"a\", \"!a\"]\n[run]\nprogram = \"sleep\"\n[[workload]]\nname = \"w\"\n[[option]]\nname = \"a\"\n",
+            "unsatisfiable",
+        ),
+        (
+            "[run]\nprogram = \"no-such-program-knobs\"\n[[workload]]\nname = \"w\"\n",
+            "program `no-such-program-knobs` is not on PATH",
+        ),
+        (
+            "[run]\nprogram = \"sleep\"\nargs = [\"{workload}\"]\n[[workload]]\nname = \"w\"\nargs = [\"in.txt\"]\nfiles = [\"in.txt\"]\n",
+            "in.txt` is missing",
+        ),
+        ("name = \"only a space\"\n", "no [run] section"),
+    ];
+    for (text, message) in cases {
+        let spec = write(dir.path(), "knobs.toml", text);
+        let out = knobs()
+            .args(["measure", "--spec"])
+            .arg(&spec)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text}: {stderr}");
+        assert!(
+            stderr.contains(message),
+            "{text}: expected `{message}` in {stderr}"
+        );
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(
+            !dir.path().join("knobs.db").exists(),
+            "{text}: a store was created"
+        );
+    }
+    // A file that is not a store.
+    let junk = write(
+        dir.path(),
+        "junk.db",
+        "not a database, just some words in a file.........",
+    );
+    knobs()
+        .args(["results", "show", "--store"])
+        .arg(&junk)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("not a knobs results store"));
+}
+
+#[test]
+fn init_writes_a_spec_that_measures() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "input.txt", "hello\n");
+    let spec = dir.path().join("knobs.toml");
+    knobs()
+        .current_dir(dir.path())
+        .args(["init", "--", "cat", "input.txt"])
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&spec).unwrap();
+    assert!(
+        text.contains("args = [\"{options}\", \"{workload}\"]"),
+        "{text}"
+    );
+    assert!(text.contains("args = [\"input.txt\"]"), "{text}");
+    knobs()
+        .current_dir(dir.path())
+        .args(["init", "--", "cat", "input.txt"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--force"));
+    knobs()
+        .current_dir(dir.path())
+        .args(["measure", "--repetitions", "1"])
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("1 of 1 configurations measured"));
+}
