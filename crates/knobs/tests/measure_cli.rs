@@ -375,3 +375,54 @@ fn init_writes_a_spec_that_measures() {
         .success()
         .stderr(predicates::str::contains("1 of 1 configurations measured"));
 }
+
+#[test]
+fn two_processes_write_one_store_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fast = SLEEP_SPEC
+        .replace("\"0.02\", ", "\"0.001\", ")
+        .replace("repetitions = 2", "repetitions = 3");
+    let one = write(dir.path(), "one.toml", &fast);
+    let two = write(dir.path(), "two.toml", &fast.replace("sleeper", "other"));
+    let store = dir.path().join("shared.db");
+    let bin = assert_cmd::cargo::cargo_bin("knobs");
+    let children: Vec<_> = [&one, &two]
+        .iter()
+        .map(|spec| {
+            StdCommand::new(&bin)
+                .args(["measure", "--sample", "all", "--spec"])
+                .arg(spec)
+                .arg("--store")
+                .arg(&store)
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for system in ["sleeper", "other"] {
+        let out = knobs()
+            .args([
+                "results", "export", "--format", "json", "--system", system, "--store",
+            ])
+            .arg(&store)
+            .output()
+            .unwrap();
+        let runs: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(runs.len(), 16 * 3, "{system}");
+    }
+    // Without --system the store has two specs, and says so.
+    knobs()
+        .args(["results", "show", "--store"])
+        .arg(&store)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("choose one with --system"));
+}

@@ -229,3 +229,90 @@ impl Campaign<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn spec(dir: &Path, measure: &str) -> SystemSpec {
+        let text = format!(
+            "name = \"s\"\n[run]\nprogram = \"sleep\"\nargs = [\"0.01\", \"{{options}}\"]\n[measure]\n{measure}\n[[workload]]\nname = \"w\"\n[[option]]\nname = \"a\"\non = [\"0.01\"]\n"
+        );
+        SystemSpec::parse(&text, &dir.join("knobs.toml")).unwrap()
+    }
+
+    fn runs_per_configuration(spec: &SystemSpec, store: &Store) -> Vec<usize> {
+        let by = store.runs_by_configuration(&Selection::default()).unwrap();
+        let mut counts: Vec<usize> = by.values().map(Vec::len).collect();
+        counts.sort();
+        assert_eq!(
+            by.len(),
+            spec.space.len() + 1,
+            "both configurations measured"
+        );
+        counts
+    }
+
+    fn measure_all(spec: &SystemSpec, store: &Store) -> CampaignReport {
+        let valid = space::ValidConfigurations::new(&spec.space).unwrap();
+        let configs: Vec<Configuration> = valid.iter().collect();
+        let mut planned = 0;
+        let mut ran = 0;
+        let report = Campaign {
+            spec,
+            workload: spec.workload(None).unwrap(),
+            settings: spec.measure.clone(),
+            retry_failed: false,
+        }
+        .run(store, &configs, &mut |e| match e {
+            Event::Planned { runs } => planned = runs,
+            Event::Ran { .. } => ran += 1,
+            _ => {}
+        })
+        .unwrap();
+        assert_eq!(
+            planned, ran,
+            "the progress total ends at the number of runs made"
+        );
+        report
+    }
+
+    #[test]
+    fn adaptive_mode_stops_at_the_interval_or_the_maximum() {
+        let dir = tempfile::tempdir().unwrap();
+        // An interval this narrow is never reached: every configuration gets the maximum.
+        let strict = spec(
+            dir.path(),
+            "repetitions = 2\nadaptive = true\nci = 1e-9\nmax_repetitions = 5",
+        );
+        let store = Store::open(&dir.path().join("strict.db")).unwrap();
+        let report = measure_all(&strict, &store);
+        assert_eq!(report.runs, 10);
+        assert_eq!(runs_per_configuration(&strict, &store), [5, 5]);
+        // One this wide is met at once: the minimum.
+        let loose = spec(
+            dir.path(),
+            "repetitions = 3\nadaptive = true\nci = 10\nmax_repetitions = 9",
+        );
+        let store = Store::open(&dir.path().join("loose.db")).unwrap();
+        measure_all(&loose, &store);
+        assert_eq!(runs_per_configuration(&loose, &store), [3, 3]);
+    }
+
+    #[test]
+    fn warmups_are_run_but_not_stored_and_more_repetitions_extend() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("r.db")).unwrap();
+        let two = spec(dir.path(), "repetitions = 2\nwarmup = 1");
+        let report = measure_all(&two, &store);
+        assert_eq!(report.runs, 4);
+        assert_eq!(runs_per_configuration(&two, &store), [2, 2]);
+        // Asking for more repetitions later adds only the missing ones.
+        let three = spec(dir.path(), "repetitions = 3");
+        assert_eq!(two.hash, three.hash);
+        let report = measure_all(&three, &store);
+        assert_eq!((report.runs, report.reused), (2, 0));
+        assert_eq!(runs_per_configuration(&three, &store), [3, 3]);
+    }
+}

@@ -32,8 +32,8 @@ pub struct SystemSpec {
     pub workloads: Vec<Workload>,
     /// Per option (indexed like `space.options()`): how a configuration selects it.
     pub option_args: Vec<OptionArgs>,
-    /// Identifies what a measurement means: the run template, option arguments and
-    /// workloads (not repetitions or timeouts). Measurements are reused only under the same
+    /// Identifies what a measurement means: the system's name, the run template, option
+    /// arguments and workloads (not repetitions or timeouts). Measurements are reused only under the same
     /// hash.
     pub hash: String,
 }
@@ -489,6 +489,7 @@ impl SystemSpec {
     fn compute_hash(&self) -> String {
         #[derive(Serialize)]
         struct Meaning<'a> {
+            system: &'a str,
             run: &'a Option<RunSpec>,
             options: Vec<(&'a str, &'a OptionArgs)>,
             workloads: Vec<(
@@ -499,6 +500,7 @@ impl SystemSpec {
             )>,
         }
         let meaning = Meaning {
+            system: &self.name,
             run: &self.run,
             options: self
                 .space
