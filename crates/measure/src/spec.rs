@@ -339,12 +339,19 @@ impl SystemSpec {
             .unwrap_or_else(|_| parent.to_path_buf());
         let space = match &keys.space {
             Some(model) => {
-                if !spec.option.is_empty() || !spec.group.is_empty() || !spec.constraints.is_empty()
-                {
+                // With a feature model file, [[option]] tables only say how to select
+                // the model's options.
+                let defines_options = keys.option.iter().any(|o| {
+                    o.values.is_some()
+                        || o.range.is_some()
+                        || o.parent.is_some()
+                        || o.mandatory.is_some()
+                });
+                if defines_options || !spec.group.is_empty() || !spec.constraints.is_empty() {
                     return Err(format_error(
                         &shown,
                         line_of_key(text, "space", 0),
-                        "give the options inline or `space = \"FILE\"`, not both",
+                        "with `space = \"FILE\"` the options, groups and constraints come from the file; [[option]] tables may only give `on`, `off`, `arg` and `env` (define the space inline or in the file, not both)",
                     ));
                 }
                 let mut space = space::load_space(&dir.join(model))?;
@@ -364,9 +371,7 @@ impl SystemSpec {
                     l.starts_with("name") && l.contains(&format!("\"{}\"", o.name))
                 })
                 .map_or(0, |i| i + 1);
-            let id = space
-                .find(&o.name)
-                .expect("options of the spec are in its space");
+            let id = space.resolve(&o.name, &format!("{shown}: [[option]]"))?;
             let binary = space.option(id).is_binary();
             let misplaced = if binary && !o.arg.is_empty() {
                 Some("`arg` is for numeric options; a binary option uses `on` and `off`")
@@ -826,6 +831,33 @@ env = { LEVEL = "{value}" }
         assert!(e.to_string().contains("not on PATH"), "{e}");
         let e = parse(SPEC).unwrap().workload(Some("huge")).unwrap_err();
         assert!(e.to_string().contains("no workload `huge`"), "{e}");
+    }
+
+    #[test]
+    fn the_space_can_come_from_a_feature_model_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("model.dimacs"),
+            "c 1 a\nc 2 b\np cnf 2 1\n-1 -2 0\n",
+        )
+        .unwrap();
+        let text = "name = \"fm\"\nspace = \"model.dimacs\"\n[run]\nprogram = \"true\"\n";
+        let spec = SystemSpec::parse(text, &dir.path().join("knobs.toml")).unwrap();
+        assert_eq!(spec.space.names(), ["a", "b"]);
+        assert_eq!(spec.space.name, "fm");
+        let path = dir.path().join("knobs.toml");
+        let selected =
+            format!("{text}args = [\"{{options}}\"]\n[[option]]\nname = \"b\"\non = [\"-b\"]\n");
+        let spec = SystemSpec::parse(&selected, &path).unwrap();
+        let config = spec.space.parse_configuration("b").unwrap();
+        assert_eq!(spec.option_args[1].on, ["-b"]);
+        assert_eq!(spec.space.format_configuration(&config), "b");
+        let unknown = selected.replace("name = \"b\"", "name = \"q\"");
+        let e = SystemSpec::parse(&unknown, &path).unwrap_err();
+        assert!(e.to_string().contains("unknown option `q`"), "{e}");
+        let both = format!("{text}[[option]]\nname = \"c\"\nvalues = [1, 2]\n");
+        let e = SystemSpec::parse(&both, &path).unwrap_err();
+        assert!(e.to_string().contains("not both"), "{e}");
     }
 
     #[test]
