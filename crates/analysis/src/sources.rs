@@ -1,0 +1,128 @@
+//! Where a program keeps its options: the description the system spec gives (or the frontend
+//! reads from source annotations), and its resolution against a [`Program`].
+
+use ir::{FuncId, GlobalId, Program, StructId};
+use space::{ConfigSpace, OptionId};
+
+use crate::Error;
+
+/// A field of a struct type, by position or by name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FieldRef {
+    Index(u32),
+    Name(String),
+}
+
+/// Selects the calls of a function whose argument `index` is the constant string `value`,
+/// e.g. argument 0 = `"XZ_MODE"` for `getenv("XZ_MODE")`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArgSelector {
+    pub index: u32,
+    pub value: String,
+}
+
+/// One way a program holds an option's value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SourceKind {
+    /// A global variable, by name.
+    Global { name: String },
+    /// A field of every object of a struct type (e.g. `lzma_options_lzma.mode`).
+    StructField { structure: String, field: FieldRef },
+    /// The return value of a named function (and what it points to), optionally only for
+    /// calls with a given constant string argument.
+    FunctionReturn {
+        function: String,
+        selector: Option<ArgSelector>,
+    },
+}
+
+/// An option and where its value lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OptionSource {
+    pub option: OptionId,
+    pub kind: SourceKind,
+}
+
+/// A source resolved to the program's ids.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ResolvedSource {
+    Global(GlobalId),
+    Field(StructId, u32),
+    Return(FuncId, Option<ArgSelector>),
+}
+
+/// Sources resolved against one program; what the taint analysis seeds from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ResolvedSources {
+    pub sources: Vec<(OptionId, ResolvedSource)>,
+}
+
+impl ResolvedSources {
+    /// Resolves each source; a name the program does not have is an error naming it.
+    pub fn resolve(program: &Program, sources: &[OptionSource]) -> Result<Self, Error> {
+        let mut out = Vec::new();
+        for s in sources {
+            let resolved = match &s.kind {
+                SourceKind::Global { name } => ResolvedSource::Global(
+                    program
+                        .global_named(name)
+                        .ok_or_else(|| Error::UnknownGlobal(name.clone()))?,
+                ),
+                SourceKind::StructField { structure, field } => {
+                    let id = program
+                        .struct_named(structure)
+                        .ok_or_else(|| Error::UnknownStruct(structure.clone()))?;
+                    let fields = &program.structs[id.index()].fields;
+                    let index = match field {
+                        FieldRef::Index(i) if (*i as usize) < fields.len() => *i,
+                        FieldRef::Name(n) => {
+                            fields.iter().position(|f| f == n).ok_or_else(|| {
+                                Error::UnknownField {
+                                    structure: structure.clone(),
+                                    field: n.clone(),
+                                }
+                            })? as u32
+                        }
+                        FieldRef::Index(i) => {
+                            return Err(Error::UnknownField {
+                                structure: structure.clone(),
+                                field: i.to_string(),
+                            });
+                        }
+                    };
+                    ResolvedSource::Field(id, index)
+                }
+                SourceKind::FunctionReturn { function, selector } => ResolvedSource::Return(
+                    program
+                        .function_named(function)
+                        .ok_or_else(|| Error::UnknownFunction(function.clone()))?,
+                    selector.clone(),
+                ),
+            };
+            out.push((s.option, resolved));
+        }
+        Ok(ResolvedSources { sources: out })
+    }
+
+    /// Sources from globals annotated `knobs:option=NAME` in the source; an annotation
+    /// naming an option the space lacks is an error.
+    pub fn from_annotations(program: &Program, space: &ConfigSpace) -> Result<Self, Error> {
+        let mut out = Vec::new();
+        for (i, g) in program.globals.iter().enumerate() {
+            for a in &g.annotations {
+                if let Some(name) = a.strip_prefix("knobs:option=") {
+                    let option = space.find(name).ok_or_else(|| Error::UnknownOption {
+                        name: name.to_string(),
+                        context: format!("the annotation of global `{}`", g.name),
+                    })?;
+                    out.push((option, ResolvedSource::Global(GlobalId(i as u32))));
+                }
+            }
+        }
+        Ok(ResolvedSources { sources: out })
+    }
+
+    pub fn extend(&mut self, other: ResolvedSources) {
+        self.sources.extend(other.sources);
+    }
+}
