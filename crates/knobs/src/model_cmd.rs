@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use model::{
-    ModelFile, Threshold, influence_from_subspaces, predict_csv, subspaces_from_influence,
+    ModelFile, Threshold, Transform, importances, influence_from_subspaces, predict_csv,
+    subspaces_from_influence,
 };
 
 use crate::Outcome;
@@ -59,7 +60,7 @@ pub fn predict(args: PredictArgs) -> Result<Outcome> {
     let file = ModelFile::load(&args.model)?;
     let input = File::open(&args.configs).with_context(|| args.configs.display().to_string())?;
     predict_csv(
-        &file.terms,
+        &file,
         input,
         &args.configs.display().to_string(),
         std::io::stdout().lock(),
@@ -99,7 +100,15 @@ pub fn run(cmd: ModelCommand) -> Result<Outcome> {
             if let Some(metric) = &file.metric {
                 println!("metric: {metric}");
             }
-            println!("{}", file.terms.format(precision));
+            if file.transform == Transform::Log {
+                println!("transform: log (the model predicts ln(performance))");
+            }
+            if !file.trees.is_empty() {
+                print_trees(&file, precision);
+            }
+            if !file.terms.terms().is_empty() || file.trees.is_empty() {
+                println!("{}", file.terms.format(precision));
+            }
             if dropped > 0 {
                 println!("({dropped} terms below the threshold pruned)");
             }
@@ -124,6 +133,12 @@ pub fn run(cmd: ModelCommand) -> Result<Outcome> {
         }
         ModelCommand::Subspaces { model, options } => {
             let file = ModelFile::load(&model)?;
+            if !file.is_influence_model() {
+                anyhow::bail!(
+                    "{}: the subspace form needs a sum of terms on the performance scale, and this model has trees or a transform",
+                    model.display()
+                );
+            }
             let cells = subspaces_from_influence(&options, &file.terms)?;
             println!("{},value", options.join(","));
             for (m, v) in cells.iter().enumerate() {
@@ -133,6 +148,29 @@ pub fn run(cmd: ModelCommand) -> Result<Outcome> {
                 println!("{},{v}", bits.join(","));
             }
             Ok(Outcome::Done)
+        }
+    }
+}
+
+/// Tree models: how many trees, how deep, how many leaves, and which options matter most.
+fn print_trees(file: &ModelFile, precision: usize) {
+    let trees = &file.trees;
+    let depth = trees.iter().map(|t| t.depth()).max().unwrap_or(0);
+    let leaves: usize = trees.iter().map(|t| t.leaves()).sum();
+    if trees.len() == 1 {
+        println!("regression tree: depth {depth}, {leaves} leaves");
+    } else {
+        println!(
+            "forest: {} trees (prediction = their mean), depth ≤ {depth}, {:.1} leaves per tree",
+            trees.len(),
+            leaves as f64 / trees.len() as f64
+        );
+    }
+    let ranked = importances(trees);
+    if !ranked.is_empty() {
+        println!("option importance (share of the squared-error reduction):");
+        for (option, share) in ranked {
+            println!("  {option:<24} {:.prec$}", share, prec = precision.max(2));
         }
     }
 }

@@ -1,12 +1,15 @@
-//! The model JSON file: global terms plus per-region local models (see docs/model-json.md).
+//! The model JSON file: global terms plus per-region local models, optional regression trees
+//! and a target transform (see docs/model-json.md).
 
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
-use crate::influence::InfluenceModel;
+use crate::influence::{BoundModel, InfluenceModel};
+use crate::tree::{BoundTree, Tree};
 
 /// Value of the `format` field: identifies a knobs model file.
 pub const FORMAT: &str = "knobs-model";
@@ -34,8 +37,34 @@ pub struct Region {
     pub terms: InfluenceModel,
 }
 
+/// What the model's terms and trees predict: the performance itself, or its natural
+/// logarithm (then a prediction is `exp` of their sum).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transform {
+    #[default]
+    Identity,
+    Log,
+}
+
+impl Transform {
+    pub fn is_identity(&self) -> bool {
+        *self == Transform::Identity
+    }
+
+    /// Maps a value of the modelled scale back to performance.
+    pub fn inverse(&self, raw: f64) -> f64 {
+        match self {
+            Transform::Identity => raw,
+            Transform::Log => raw.exp(),
+        }
+    }
+}
+
 /// A model file. `terms` is the global model; for white-box models it equals the sum of the
-/// regions' local models plus the base (time outside every region).
+/// regions' local models plus the base (time outside every region). Tree models (CART,
+/// random forests) keep their trees in `trees`: the prediction is the sum of the terms plus
+/// the mean of the trees, mapped back through `transform`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ModelFile {
     pub format: String,
@@ -48,6 +77,12 @@ pub struct ModelFile {
     pub terms: InfluenceModel,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub regions: Vec<Region>,
+    /// Regression trees whose mean is added to the terms (one for CART, many for a forest).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trees: Vec<Tree>,
+    /// `log`: terms and trees predict ln(performance).
+    #[serde(default, skip_serializing_if = "Transform::is_identity")]
+    pub transform: Transform,
     /// How the model was made (approach, learner, sample, seed); free-form.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub provenance: serde_json::Map<String, serde_json::Value>,
@@ -62,8 +97,51 @@ impl ModelFile {
             metric: None,
             terms,
             regions: vec![],
+            trees: vec![],
+            transform: Transform::Identity,
             provenance: Default::default(),
         }
+    }
+
+    /// A model made of regression trees (their mean is the prediction).
+    pub fn from_trees(trees: Vec<Tree>) -> Self {
+        ModelFile {
+            trees,
+            ..ModelFile::new(InfluenceModel::new())
+        }
+    }
+
+    /// Whether the model is a plain sum of terms on the performance scale, so that the terms
+    /// alone are the model (true for every model but tree models and transformed ones).
+    pub fn is_influence_model(&self) -> bool {
+        self.trees.is_empty() && self.transform.is_identity()
+    }
+
+    /// Every option the model mentions (terms and trees), sorted.
+    pub fn options(&self) -> Vec<&str> {
+        let mut names = self.terms.options();
+        names.extend(self.trees.iter().flat_map(|t| t.options()));
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
+    /// Resolves the model against column names once, for fast prediction of many rows.
+    pub fn bind<S: AsRef<str>>(&self, columns: &[S]) -> Result<BoundModelFile, Error> {
+        let index: BTreeMap<&str, usize> = columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.as_ref(), i))
+            .collect();
+        Ok(BoundModelFile {
+            terms: self.terms.bind(columns)?,
+            trees: self
+                .trees
+                .iter()
+                .map(|t| t.bind(&index))
+                .collect::<Result<_, _>>()?,
+            transform: self.transform,
+        })
     }
 
     /// A global model composed from a base model and regions' local models.
@@ -101,6 +179,12 @@ impl ModelFile {
                 ),
             });
         }
+        for (i, tree) in file.trees.iter().enumerate() {
+            tree.check().map_err(|e| Error::File {
+                path: shown.into(),
+                message: format!("tree {i}: {e}"),
+            })?;
+        }
         Ok(file)
     }
 
@@ -121,10 +205,27 @@ impl ModelFile {
     }
 }
 
+/// A model file bound to columns: predicts the performance of a row of option values.
+pub struct BoundModelFile {
+    terms: BoundModel,
+    trees: Vec<BoundTree>,
+    transform: Transform,
+}
+
+impl BoundModelFile {
+    pub fn predict(&self, row: &[f64]) -> f64 {
+        let mut raw = self.terms.predict(row);
+        if !self.trees.is_empty() {
+            raw += self.trees.iter().map(|t| t.predict(row)).sum::<f64>() / self.trees.len() as f64;
+        }
+        self.transform.inverse(raw)
+    }
+}
+
 /// Reads configurations as CSV (a header of option names; extra columns allowed) and writes
 /// them back with a final `prediction` column.
 pub fn predict_csv(
-    model: &InfluenceModel,
+    model: &ModelFile,
     input: impl Read,
     shown: &str,
     output: impl Write,
@@ -182,7 +283,7 @@ pub fn predict_csv(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Factor, Term};
+    use crate::{Factor, Node, Term};
 
     #[test]
     fn json_round_trips_with_regions() {
@@ -247,13 +348,79 @@ mod tests {
         assert!(ModelFile::from_json(bad_factor, "m.json").is_err());
     }
 
+    fn step_tree(low: f64, high: f64) -> Tree {
+        Tree {
+            nodes: vec![
+                Node::Split {
+                    option: "level".into(),
+                    threshold: 4.5,
+                    left: 1,
+                    right: 2,
+                    gain: Some(2.0),
+                },
+                Node::Leaf { value: low },
+                Node::Leaf { value: high },
+            ],
+        }
+    }
+
+    #[test]
+    fn tree_models_round_trip_and_predict() {
+        let mut file = ModelFile::from_trees(vec![step_tree(1.0, 3.0), step_tree(2.0, 4.0)]);
+        file.provenance
+            .insert("learner".into(), serde_json::json!("rf:trees=2"));
+        let json = file.to_json();
+        assert!(json.contains("\"trees\""), "{json}");
+        assert!(!json.contains("transform"), "identity is not written: {json}");
+        let back = ModelFile::from_json(&json, "m.json").unwrap();
+        assert_eq!(back, file);
+        assert!(!back.is_influence_model());
+        assert_eq!(back.options(), vec!["level"]);
+        let bound = back.bind(&["x", "level"]).unwrap();
+        assert_eq!(bound.predict(&[0.0, 3.0]), 1.5);
+        assert_eq!(bound.predict(&[0.0, 6.0]), 3.5);
+        assert!(back.bind(&["x"]).is_err());
+        let mut out = Vec::new();
+        predict_csv(&back, "level,x\n3,0\n9,1\n".as_bytes(), "c.csv", &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "level,x,prediction\n3,0,1.5\n9,1,3.5\n"
+        );
+    }
+
+    #[test]
+    fn log_transform_exponentiates_terms() {
+        let mut file = ModelFile::new(InfluenceModel::from_terms([
+            Term::new::<&str>(&[], 1.0),
+            Term::new(&["A"], 2.0f64.ln()),
+        ]));
+        file.transform = Transform::Log;
+        let json = file.to_json();
+        assert!(json.contains("\"transform\": \"log\""), "{json}");
+        let back = ModelFile::from_json(&json, "m.json").unwrap();
+        assert_eq!(back.transform, Transform::Log);
+        let bound = back.bind(&["A"]).unwrap();
+        assert!((bound.predict(&[0.0]) - 1f64.exp()).abs() < 1e-12);
+        assert!((bound.predict(&[1.0]) - 2.0 * 1f64.exp()).abs() < 1e-12);
+        let bad = json.replace("\"log\"", "\"sqrt\"");
+        assert!(ModelFile::from_json(&bad, "m.json").is_err());
+    }
+
+    #[test]
+    fn rejects_malformed_trees() {
+        let text = r#"{"format":"knobs-model","version":1,"terms":[],
+            "trees":[{"nodes":[{"option":"A","threshold":0.5,"left":0,"right":1},{"value":1}]}]}"#;
+        let e = ModelFile::from_json(text, "m.json").unwrap_err().to_string();
+        assert!(e.starts_with("m.json: tree 0: tree node 0"), "{e}");
+    }
+
     #[test]
     fn predicts_a_csv() {
-        let m = InfluenceModel::from_terms([
+        let m = ModelFile::new(InfluenceModel::from_terms([
             Term::new::<&str>(&[], 1.0),
             Term::new(&["A"], 3.0),
             Term::new(&["A", "B"], 3.0),
-        ]);
+        ]));
         let mut out = Vec::new();
         predict_csv(&m, "A,B,C\n0,0,1\n1,1,0\n".as_bytes(), "c.csv", &mut out).unwrap();
         assert_eq!(

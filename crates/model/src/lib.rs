@@ -5,7 +5,10 @@
 //! `1.00 + 3.00·A + 3.00·A·B`. This crate predicts with models, composes local models into a
 //! global one, converts between the subspace form (one value per combination of a region's
 //! options) and the influence form, prunes small terms, and reads and writes the model JSON
-//! that other tools rely on ([`ModelFile`], documented in `docs/model-json.md`).
+//! that other tools rely on ([`ModelFile`], documented in `docs/model-json.md`). Black-box
+//! learners that are not linear store regression [`Tree`]s in the model file, and a model
+//! may predict ln(performance) ([`Transform::Log`]); [`ModelFile::bind`] predicts with any
+//! of them.
 //!
 //! Architecture invariant: models refer to options by name only; this crate knows nothing of
 //! constraint reasoning (`space`), programs or measurements.
@@ -13,10 +16,14 @@
 mod file;
 mod influence;
 mod subspace;
+mod tree;
 
-pub use file::{FORMAT, ModelFile, Region, SourceSpan, VERSION, predict_csv};
+pub use file::{
+    BoundModelFile, FORMAT, ModelFile, Region, SourceSpan, Transform, VERSION, predict_csv,
+};
 pub use influence::{BoundModel, Factor, InfluenceModel, Term, Threshold};
 pub use subspace::{MAX_OPTIONS, influence_from_subspaces, subspaces_from_influence};
+pub use tree::{Node, Tree, importances};
 
 /// Errors of this crate; each message is one line for the user.
 #[derive(Debug, thiserror::Error)]
