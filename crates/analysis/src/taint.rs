@@ -316,13 +316,11 @@ pub fn analyse(
                             pts.unify(rc, content);
                         }
                     }
-                    InstKind::Store { value, ptr } => {
-                        if !is_constant(program, *value) {
-                            let pc = pts.class_of(program, *ptr);
-                            let content = pts.content(pc);
-                            let vc = pts.class_of(program, *value);
-                            pts.unify(content, vc);
-                        }
+                    InstKind::Store { value, ptr } if !is_constant(program, *value) => {
+                        let pc = pts.class_of(program, *ptr);
+                        let content = pts.content(pc);
+                        let vc = pts.class_of(program, *value);
+                        pts.unify(content, vc);
                     }
                     InstKind::FieldAddr { base, field, .. } => {
                         if let Some(r) = res {
@@ -343,12 +341,10 @@ pub fn analyse(
                         }
                         Callee::Indirect(_) => indirect.push(i),
                     },
-                    InstKind::Return { value: Some(v) } => {
-                        if !is_constant(program, *v) {
-                            let rc = pts.ret_class[fi];
-                            let vc = pts.class_of(program, *v);
-                            pts.unify(rc, vc);
-                        }
+                    InstKind::Return { value: Some(v) } if !is_constant(program, *v) => {
+                        let rc = pts.ret_class[fi];
+                        let vc = pts.class_of(program, *v);
+                        pts.unify(rc, vc);
                     }
                     _ => {}
                 }

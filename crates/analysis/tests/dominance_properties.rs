@@ -1,6 +1,8 @@
 //! Dominators, post-dominators and control dependence against their definitions, on random
 //! CFGs.
 
+#![allow(clippy::needless_range_loop)] // node indices are the point here
+
 use analysis::FunctionDominance;
 use proptest::prelude::*;
 

@@ -1,6 +1,8 @@
 //! ConfigCrusher's running example (journal paper, Fig. 2, lines 1–32) built by hand in the
 //! IR: the statement-influence map, the regions, their optimisation and compression.
 
+#![allow(clippy::disallowed_names)] // `foo` is the paper's name
+
 use analysis::{
     ArgSelector, OptionSet, OptionSource, ProgramDominance, ResolvedSources, SetId, SourceKind,
     analyse, compress, identify_regions, optimise_influence,
