@@ -5,6 +5,7 @@
 //! Exit status: 0 on success, 1 when `space check` finds an invalid configuration, 2 on an
 //! error (bad input), with a one-line message on stderr.
 
+mod learn_cmd;
 mod measure_cmd;
 mod model_cmd;
 mod space_cmd;
@@ -43,6 +44,15 @@ enum Command {
     /// Read the results store: per-configuration statistics, export as dataset CSV or JSON.
     #[command(subcommand)]
     Results(measure_cmd::ResultsCommand),
+    /// Learn a performance model from measured configurations (black-box): stepwise, LASSO,
+    /// CART, random forest, least squares on given terms, or `auto`.
+    Learn(learn_cmd::LearnArgs),
+    /// Print a model's MAPE on measured configurations it was not trained on.
+    Evaluate(learn_cmd::EvaluateArgs),
+    /// Evaluation protocols of the literature: DeepPerf's sample sizes, Comprex's
+    /// strategies × learners.
+    #[command(subcommand)]
+    Experiment(learn_cmd::ExperimentCommand),
 }
 
 /// What a command reports back besides success: `Invalid` means "ran fine, but the input
@@ -67,6 +77,9 @@ fn main() -> ExitCode {
         Command::Init(args) => measure_cmd::init(args),
         Command::Measure(args) => measure_cmd::measure(args),
         Command::Results(cmd) => measure_cmd::results(cmd),
+        Command::Learn(args) => learn_cmd::learn_model(args),
+        Command::Evaluate(args) => learn_cmd::evaluate_model(args),
+        Command::Experiment(cmd) => learn_cmd::experiment(cmd),
     };
     match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,

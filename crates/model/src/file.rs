@@ -371,7 +371,10 @@ mod tests {
             .insert("learner".into(), serde_json::json!("rf:trees=2"));
         let json = file.to_json();
         assert!(json.contains("\"trees\""), "{json}");
-        assert!(!json.contains("transform"), "identity is not written: {json}");
+        assert!(
+            !json.contains("transform"),
+            "identity is not written: {json}"
+        );
         let back = ModelFile::from_json(&json, "m.json").unwrap();
         assert_eq!(back, file);
         assert!(!back.is_influence_model());
@@ -410,7 +413,9 @@ mod tests {
     fn rejects_malformed_trees() {
         let text = r#"{"format":"knobs-model","version":1,"terms":[],
             "trees":[{"nodes":[{"option":"A","threshold":0.5,"left":0,"right":1},{"value":1}]}]}"#;
-        let e = ModelFile::from_json(text, "m.json").unwrap_err().to_string();
+        let e = ModelFile::from_json(text, "m.json")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("m.json: tree 0: tree node 0"), "{e}");
     }
 

@@ -26,7 +26,9 @@ pub enum Node {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         gain: Option<f64>,
     },
-    Leaf { value: f64 },
+    Leaf {
+        value: f64,
+    },
 }
 
 /// A regression tree; node 0 is the root.
@@ -200,7 +202,13 @@ impl BoundTree {
                     threshold,
                     left,
                     right,
-                } => i = if row[*column] <= *threshold { *left } else { *right },
+                } => {
+                    i = if row[*column] <= *threshold {
+                        *left
+                    } else {
+                        *right
+                    }
+                }
             }
         }
     }

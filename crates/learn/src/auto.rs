@@ -1,0 +1,239 @@
+//! `auto`: choose the learner, its settings and the target transform per dataset by
+//! cross-validation on the training sample only.
+//!
+//! Candidates: stepwise selection, LASSO with pairwise terms at every λ of its path, CART at
+//! every depth × leaf size of its grid, and bagged regression trees (`rf`) — each on the
+//! performance and, when every performance is positive, on ln(performance) — and the means
+//! of two or more of the best of each family with the same transform (a mean of models is
+//! again one model: terms plus trees). All are scored by the same k-fold split of the
+//! training configurations: the mean relative error of their held-out predictions. Grid
+//! settings (λ, depth, leaf) are scored side by side in that one cross-validation rather
+//! than tuned again inside each fold, which costs one fit per fold instead of one per grid
+//! point.
+//!
+//! Which candidate wins: on small samples the cross-validated errors of dozens of
+//! candidates are noisy, and the smallest one is often luck. So the default is the most
+//! stable candidate — the mean of all four families (on ln(performance) when possible) —
+//! and the candidate with the smallest error replaces it only when it is better by more
+//! than one standard error of the paired per-configuration differences.
+
+use crate::cv;
+use crate::learner::{
+    AutoSettings, CartSettings, ForestSettings, Kind, LassoSettings, Learner, StepwiseSettings,
+};
+use crate::{Target, lasso, stepwise, tree};
+
+/// Folds when the settings leave it open: 10, or 5 above this many configurations (where
+/// 5 folds already train on hundreds of them, at half the cost).
+const FEW: usize = 100;
+
+/// The learner `auto` chose with its cross-validated error (mean relative error, as a
+/// fraction), and every candidate's error.
+pub struct Choice {
+    pub learner: Learner,
+    pub error: f64,
+    pub candidates: Vec<(Learner, f64)>,
+}
+
+/// A candidate with its held-out prediction (performance scale) of every training position.
+struct Scored {
+    learner: Learner,
+    predicted: Vec<f64>,
+}
+
+/// `targets`: the training data on the performance scale, then (optionally) on its log.
+pub fn choose(targets: &[Target], settings: &AutoSettings, seed: u64) -> Choice {
+    let m = targets[0].rows.len();
+    let k = settings.folds.unwrap_or(if m > FEW { 5 } else { 10 });
+    let folds = cv::folds(m, k, seed);
+    let mut scored: Vec<Scored> = Vec::new();
+    let mut default = 0;
+    for target in targets {
+        let families = families(target, &folds, seed);
+        let means = means_of(target, &families);
+        scored.extend(families);
+        scored.extend(means);
+        // The last mean is the one of all families; the last target's is the default.
+        default = scored.len() - 1;
+    }
+    let actual = &targets[0].actual;
+    let errors: Vec<Vec<f64>> = scored
+        .iter()
+        .map(|s| {
+            s.predicted
+                .iter()
+                .zip(actual)
+                .map(|(p, a)| ((p - a) / a).abs())
+                .collect()
+        })
+        .collect();
+    let candidates: Vec<(Learner, f64)> = scored
+        .iter()
+        .zip(&errors)
+        .map(|(s, e)| (s.learner.clone(), mean(e)))
+        .collect();
+    // The first of the smallest errors (NaN never wins).
+    let mut best = default;
+    for (i, (_, e)) in candidates.iter().enumerate() {
+        if *e < candidates[best].1 || (candidates[best].1.is_nan() && !e.is_nan()) {
+            best = i;
+        }
+    }
+    let differences: Vec<f64> = errors[best]
+        .iter()
+        .zip(&errors[default])
+        .map(|(b, d)| b - d)
+        .collect();
+    let n = differences.len() as f64;
+    let d = mean(&differences);
+    let sd = (differences.iter().map(|x| (x - d).powi(2)).sum::<f64>() / (n - 1.0).max(1.0)).sqrt();
+    let chosen = if d < -sd / n.sqrt() { best } else { default };
+    let (learner, error) = candidates[chosen].clone();
+    Choice {
+        learner,
+        error,
+        candidates,
+    }
+}
+
+fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len() as f64
+}
+
+/// The means of two or more of the families, from their held-out predictions: a mean model
+/// predicts the mean on its scale (so the geometric mean for log models). The last one is
+/// the mean of all.
+fn means_of(target: &Target, families: &[Scored]) -> Vec<Scored> {
+    let n = families.len();
+    let m = target.rows.len();
+    let mut out = Vec::new();
+    for mask in 1u32..(1 << n) {
+        if mask.count_ones() < 2 {
+            continue;
+        }
+        let members: Vec<&Scored> = (0..n)
+            .filter(|i| mask & (1 << i) != 0)
+            .map(|i| &families[i])
+            .collect();
+        let predicted = (0..m)
+            .map(|p| {
+                let raw = members
+                    .iter()
+                    .map(|s| {
+                        if target.log {
+                            s.predicted[p].ln()
+                        } else {
+                            s.predicted[p]
+                        }
+                    })
+                    .sum::<f64>()
+                    / members.len() as f64;
+                target.back(raw)
+            })
+            .collect();
+        out.push(Scored {
+            learner: Learner {
+                kind: Kind::Mean(members.iter().map(|s| s.learner.clone()).collect()),
+                log: target.log,
+            },
+            predicted,
+        });
+    }
+    out
+}
+
+/// The best candidate of each family on one target, with its held-out predictions.
+fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
+    let m = target.rows.len();
+    let stepwise_settings = StepwiseSettings::default();
+    let lasso_settings = LassoSettings::default();
+    let forest_settings = ForestSettings::default();
+    let features = lasso::features(target.table, lasso_settings.degree);
+    let all_columns = lasso::columns(target.table, &features, &target.rows);
+    let lambdas = lasso::lambda_path(
+        lasso::lambda_max(&all_columns, &target.y),
+        lasso_settings.lambdas,
+    );
+    let mut stepwise_predicted = vec![0.0; m];
+    let mut lasso_predicted = vec![vec![0.0; m]; lambdas.len()];
+    let mut cart_predicted = vec![vec![vec![0.0; m]; tree::DEPTHS.len()]; tree::LEAVES.len()];
+    let mut forest_predicted = vec![0.0; m];
+    for (f, fold) in folds.iter().enumerate() {
+        let train = cv::complement(m, fold);
+        let test_rows: Vec<usize> = fold.iter().map(|&p| target.rows[p]).collect();
+        let put = |into: &mut Vec<f64>, values: &[f64]| {
+            for (&p, v) in fold.iter().zip(values) {
+                into[p] = *v;
+            }
+        };
+        let fitted = stepwise::fit(&target.subset(&train), &stepwise_settings, seed);
+        put(
+            &mut stepwise_predicted,
+            &fitted.predict_rows(target.table, &test_rows),
+        );
+        for (l, values) in lasso::held_out(target, &features, &train, fold, &lambdas)
+            .iter()
+            .enumerate()
+        {
+            put(&mut lasso_predicted[l], values);
+        }
+        for (l, by_depth) in tree::grid_held_out(target, &train, fold).iter().enumerate() {
+            for (d, values) in by_depth.iter().enumerate() {
+                put(&mut cart_predicted[l][d], values);
+            }
+        }
+        let fitted = tree::forest_on(target, &train, &forest_settings, seed ^ (f as u64 + 1));
+        put(
+            &mut forest_predicted,
+            &fitted.predict_rows(target.table, &test_rows),
+        );
+    }
+    let error = |p: &[f64]| cv::relative_error_sum(p, &target.actual);
+    let with_log = |kind: Kind| Learner {
+        kind,
+        log: target.log,
+    };
+    let mut l_best = (0, f64::INFINITY);
+    for (l, p) in lasso_predicted.iter().enumerate() {
+        let e = error(p);
+        if e < l_best.1 {
+            l_best = (l, e);
+        }
+    }
+    let mut c_best = (0, 0, f64::INFINITY);
+    for (li, by_depth) in cart_predicted.iter().enumerate() {
+        for (di, p) in by_depth.iter().enumerate() {
+            let e = error(p);
+            if e < c_best.2 {
+                c_best = (li, di, e);
+            }
+        }
+    }
+    let (bl, bd, _) = c_best;
+    vec![
+        Scored {
+            learner: with_log(Kind::Stepwise(stepwise_settings)),
+            predicted: stepwise_predicted,
+        },
+        Scored {
+            learner: with_log(Kind::Lasso(LassoSettings {
+                lambda: Some(lambdas[l_best.0]),
+                ..lasso_settings
+            })),
+            predicted: lasso_predicted.swap_remove(l_best.0),
+        },
+        Scored {
+            learner: with_log(Kind::Cart(CartSettings {
+                tune: false,
+                depth: tree::DEPTHS[bd],
+                leaf: tree::LEAVES[bl],
+                ..CartSettings::default()
+            })),
+            predicted: std::mem::take(&mut cart_predicted[bl][bd]),
+        },
+        Scored {
+            learner: with_log(Kind::Forest(forest_settings)),
+            predicted: forest_predicted,
+        },
+    ]
+}

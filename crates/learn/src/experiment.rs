@@ -1,0 +1,200 @@
+//! Evaluation protocols: DeepPerf's (random samples of growing size, predict everything
+//! else, repeat) and Comprex's Tables II/III (sampling strategies × learners: cost and error).
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+use space::{Dataset, Strategy, ValidConfigurations};
+
+use crate::metrics::{mape, mean_and_margin};
+use crate::{Error, Learner, Table, train};
+
+/// The rows of the dataset a sampling strategy picks. `random:N` draws N distinct measured
+/// rows uniformly (every configuration of the published datasets is measured, so this is
+/// uniform over the valid ones there); `all` takes every row; other strategies sample the
+/// dataset's space and look each configuration up among the measured rows.
+pub fn sample_rows(data: &Dataset, strategy: &Strategy, seed: u64) -> Result<Vec<usize>, Error> {
+    let total = data.configurations.len();
+    match strategy {
+        Strategy::All => Ok((0..total).collect()),
+        Strategy::Random(n) => {
+            if *n > total {
+                return Err(Error::Sample(format!(
+                    "sample `{strategy}` asks for {n} configurations, but the dataset has only {total}"
+                )));
+            }
+            Ok(random_rows(total, *n, seed))
+        }
+        _ => {
+            let valid = ValidConfigurations::new(&data.space)?;
+            let sample = space::sample(&valid, strategy, seed)?;
+            let mut index: HashMap<&space::Configuration, usize> = HashMap::new();
+            for (r, c) in data.configurations.iter().enumerate() {
+                index.entry(c).or_insert(r);
+            }
+            sample
+                .configurations
+                .iter()
+                .map(|c| {
+                    index.get(c).copied().ok_or_else(|| {
+                        let hint = if data.space.constraints().is_empty()
+                            && data.space.groups().is_empty()
+                        {
+                            " (this dataset's space has no constraints, so the sampler may pick configurations nobody measured; use random:N, or give the variability model)"
+                        } else {
+                            ""
+                        };
+                        Error::Sample(format!(
+                            "sample `{strategy}` picks configuration `{}`, which the dataset has not measured{hint}",
+                            data.space.format_configuration(c)
+                        ))
+                    })
+                })
+                .collect()
+        }
+    }
+}
+
+/// `n` distinct row indices out of `total`, uniformly at random (seeded).
+fn random_rows(total: usize, n: usize, seed: u64) -> Vec<usize> {
+    let mut rows: Vec<usize> = (0..total).collect();
+    rows.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
+    rows.truncate(n);
+    rows
+}
+
+/// Results of one sample size of the DeepPerf protocol.
+#[derive(Clone, Debug)]
+pub struct SizeResult {
+    pub size: usize,
+    /// MRE (%) of every repetition.
+    pub errors: Vec<f64>,
+    pub mean_mre: f64,
+    /// Half-width of the 95 % confidence interval of the mean (Student's t).
+    pub margin: f64,
+    /// Wall time of one experiment (learn on the sample, predict the rest), mean.
+    pub seconds: f64,
+    /// Mean number of terms (linear models) or leaves (trees).
+    pub mean_size: f64,
+}
+
+/// DeepPerf's protocol: for each size, `reps` times draw a random sample of that many
+/// configurations, learn, and compute the MRE on all remaining configurations. Repetition
+/// r of a size uses the same sample for every learner (given the seed).
+pub fn deepperf(
+    table: &Table,
+    sizes: &[usize],
+    learner: &Learner,
+    reps: usize,
+    seed: u64,
+) -> Result<Vec<SizeResult>, Error> {
+    let total = table.rows.len();
+    let mut out = Vec::new();
+    for &size in sizes {
+        if size == 0 || size >= total {
+            return Err(Error::Sample(format!(
+                "sample size {size} must be between 1 and {} (the dataset has {total} configurations and some must remain to test on)",
+                total - 1
+            )));
+        }
+        let mut errors = Vec::with_capacity(reps);
+        let mut seconds = 0.0;
+        let mut sizes_sum = 0.0;
+        for r in 0..reps {
+            let rep_seed = mix(seed, size as u64, r as u64);
+            let mut rows: Vec<usize> = (0..total).collect();
+            rows.shuffle(&mut ChaCha8Rng::seed_from_u64(rep_seed));
+            let (sample, rest) = rows.split_at(size);
+            let start = Instant::now();
+            let trained = train(table, sample, learner, rep_seed)?;
+            let predicted = trained.predict(table, rest);
+            seconds += start.elapsed().as_secs_f64();
+            let actual: Vec<f64> = rest.iter().map(|&r| table.performance[r]).collect();
+            errors.push(mape(&predicted, &actual)?);
+            sizes_sum += trained.size() as f64;
+        }
+        let (mean_mre, margin) = mean_and_margin(&errors);
+        out.push(SizeResult {
+            size,
+            errors,
+            mean_mre,
+            margin,
+            seconds: seconds / reps.max(1) as f64,
+            mean_size: sizes_sum / reps.max(1) as f64,
+        });
+    }
+    Ok(out)
+}
+
+/// A seed for repetition `r` of size `size` (SplitMix64 finaliser over the three).
+fn mix(seed: u64, size: u64, r: u64) -> u64 {
+    let mut z = seed
+        .wrapping_add(size.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .wrapping_add(r.wrapping_mul(0xBF58_476D_1CE4_E5B9));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// One row of the strategies × learners comparison (Comprex Tables II/III).
+#[derive(Clone, Debug)]
+pub struct CompareRow {
+    pub strategy: String,
+    pub learner: String,
+    /// Configurations in the sample.
+    pub configurations: usize,
+    /// Sum of the sampled configurations' performance: the measurement time when the
+    /// performance is a time.
+    pub measurement: f64,
+    pub learn_seconds: f64,
+    /// MAPE (%) on every configuration not in the sample; `None` if none is left.
+    pub mape: Option<f64>,
+    /// Terms of the model (intercept included) and leaves of its trees.
+    pub terms: usize,
+    pub leaves: usize,
+}
+
+/// Every strategy × learner: sample, learn, and evaluate on the configurations not sampled.
+pub fn compare(
+    data: &Dataset,
+    strategies: &[Strategy],
+    learners: &[Learner],
+    seed: u64,
+) -> Result<Vec<CompareRow>, Error> {
+    let table = Table::new(data);
+    let mut out = Vec::new();
+    for strategy in strategies {
+        let sample = sample_rows(data, strategy, seed)?;
+        let mut in_sample = vec![false; table.rows.len()];
+        for &r in &sample {
+            in_sample[r] = true;
+        }
+        let rest: Vec<usize> = (0..table.rows.len()).filter(|r| !in_sample[*r]).collect();
+        let measurement = sample.iter().map(|&r| table.performance[r]).sum();
+        for learner in learners {
+            let start = Instant::now();
+            let trained = train(&table, &sample, learner, seed)?;
+            let learn_seconds = start.elapsed().as_secs_f64();
+            let mape = if rest.is_empty() {
+                None
+            } else {
+                let actual: Vec<f64> = rest.iter().map(|&r| table.performance[r]).collect();
+                Some(mape(&trained.predict(&table, &rest), &actual)?)
+            };
+            out.push(CompareRow {
+                strategy: strategy.to_string(),
+                learner: learner.to_string(),
+                configurations: sample.len(),
+                measurement,
+                learn_seconds,
+                mape,
+                terms: trained.terms(),
+                leaves: trained.leaves(),
+            });
+        }
+    }
+    Ok(out)
+}
