@@ -1,0 +1,1 @@
+//! Instrumentation (placeholder while the translation lands).
