@@ -37,3 +37,28 @@ pub fn compile_file(dir: tempfile::TempDir, path: PathBuf) -> Compiled {
         translation,
     }
 }
+
+/// The calls to `callee` in a program with their source line, in program order.
+pub fn calls_to(program: &ir::Program, callee: &str) -> Vec<(u32, ir::InstId)> {
+    let Some(f) = program.function_named(callee) else {
+        return Vec::new();
+    };
+    program
+        .insts
+        .iter()
+        .enumerate()
+        .filter(|(_, inst)| {
+            matches!(&inst.kind, ir::InstKind::Call { callee: ir::Callee::Direct(g), .. } if *g == f)
+        })
+        .map(|(k, inst)| (inst.loc.line, ir::InstId(k as u32)))
+        .collect()
+}
+
+/// The line of the first line of `source` containing `marker` (1-based).
+pub fn line_of(source: &str, marker: &str) -> u32 {
+    source
+        .lines()
+        .position(|l| l.contains(marker))
+        .unwrap_or_else(|| panic!("no line contains {marker:?}")) as u32
+        + 1
+}

@@ -1,0 +1,203 @@
+//! C → LLVM → ir → static taint analysis, end to end: the kinds of option sources and flows
+//! real programs have. `work(n)` is an external function whose calls are the probes.
+
+mod common;
+
+use analysis::{
+    ArgSelector, FieldRef, OptionSet, OptionSource, ProgramDominance, ResolvedSources, SourceKind,
+    StatementInfluence, analyse,
+};
+use ir::Program;
+use space::{ConfigSpace, OptionId};
+
+fn set(ids: &[u32]) -> OptionSet {
+    OptionSet::from_ids(ids.iter().map(|&k| OptionId(k)))
+}
+
+fn global(k: u32, name: &str) -> OptionSource {
+    OptionSource {
+        option: OptionId(k),
+        kind: SourceKind::Global { name: name.into() },
+    }
+}
+
+fn run(source: &str, sources: &[OptionSource]) -> (Program, StatementInfluence) {
+    let c = common::compile("prog.c", source);
+    let p = c.translation.program;
+    let resolved = ResolvedSources::resolve(&p, sources).unwrap();
+    let si = analyse(&p, &ProgramDominance::new(&p), &resolved);
+    (p, si)
+}
+
+/// The influence of the `work` call on the line marked `/* wN */`.
+fn work_influence(p: &Program, si: &StatementInfluence, source: &str, marker: &str) -> OptionSet {
+    let line = common::line_of(source, marker);
+    let calls = common::calls_to(p, "work");
+    let (_, call) = calls
+        .iter()
+        .find(|(l, _)| *l == line)
+        .unwrap_or_else(|| panic!("no work() call on line {line}: {calls:?}"));
+    si.of(*call).clone()
+}
+
+const FLOWS: &str = r#"
+extern void work(int);
+int level, verbose, unused_opt;
+int main(void) {
+    int l = level * 2;
+    if (l > 3) work(1);   /* w1 */
+    int v = 0;
+    if (verbose) v = 1;
+    if (v) work(2);       /* w2 */
+    work(3);              /* w3 */
+    return 0;
+}
+"#;
+
+#[test]
+fn direct_and_implicit_flows_and_irrelevant_options() {
+    let sources = [
+        global(0, "level"),
+        global(1, "verbose"),
+        global(2, "unused_opt"),
+    ];
+    let (p, si) = run(FLOWS, &sources);
+    assert_eq!(work_influence(&p, &si, FLOWS, "w1"), set(&[0]), "direct");
+    assert_eq!(work_influence(&p, &si, FLOWS, "w2"), set(&[1]), "implicit");
+    assert_eq!(work_influence(&p, &si, FLOWS, "w3"), set(&[]));
+    assert!(!si.relevant_options().contains(OptionId(2)));
+    let line = common::line_of(FLOWS, "w1");
+    assert!(si.decisions.iter().any(|d| d.loc.line == line));
+}
+
+const FIELDS: &str = r#"
+#include <stdlib.h>
+extern void work(int);
+struct options { int threads; int level; };
+static void parse(struct options *o, int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] == 'l')
+            o->level = atoi(argv[i] + 1);
+        else
+            o->threads = atoi(argv[i]);
+    }
+}
+static void compress_block(const struct options *o) {
+    if (o->level > 5)
+        work(1);          /* w1 */
+    else
+        work(2);          /* w2 */
+}
+int main(int argc, char **argv) {
+    struct options o = {1, 3};
+    parse(&o, argc, argv);
+    compress_block(&o);
+    if (o.threads > 1) work(3); /* w3 */
+    work(4);              /* w4 */
+    return 0;
+}
+"#;
+
+#[test]
+fn options_in_struct_fields_set_by_argv_parsing() {
+    let field = |k: u32, name: &str| OptionSource {
+        option: OptionId(k),
+        kind: SourceKind::StructField {
+            structure: "options".into(),
+            field: FieldRef::Name(name.into()),
+        },
+    };
+    let (p, si) = run(FIELDS, &[field(0, "level"), field(1, "threads")]);
+    assert_eq!(work_influence(&p, &si, FIELDS, "w1"), set(&[0]));
+    assert_eq!(work_influence(&p, &si, FIELDS, "w2"), set(&[0]));
+    assert_eq!(work_influence(&p, &si, FIELDS, "w3"), set(&[1]));
+    assert_eq!(work_influence(&p, &si, FIELDS, "w4"), set(&[]));
+}
+
+const ANNOTATED: &str = r#"
+extern void work(int);
+__attribute__((annotate("knobs:option=FAST"))) int fast;
+int other;
+int main(void) {
+    if (fast) work(1);    /* w1 */
+    if (other) work(2);   /* w2 */
+    return 0;
+}
+"#;
+
+#[test]
+fn a_global_annotated_in_the_source_is_an_option() {
+    let c = common::compile("prog.c", ANNOTATED);
+    let p = c.translation.program;
+    let fast = p.global_named("fast").unwrap();
+    assert_eq!(p.globals[fast.index()].annotations, ["knobs:option=FAST"]);
+    let mut space = ConfigSpace::new("annotated");
+    space.add_binary("SLOW", None, false).unwrap();
+    space.add_binary("FAST", None, false).unwrap();
+    let resolved = ResolvedSources::from_annotations(&p, &space).unwrap();
+    let si = analyse(&p, &ProgramDominance::new(&p), &resolved);
+    assert_eq!(work_influence(&p, &si, ANNOTATED, "w1"), set(&[1]));
+    assert_eq!(work_influence(&p, &si, ANNOTATED, "w2"), set(&[]));
+}
+
+const GETENV: &str = r#"
+#include <stdlib.h>
+extern void work(int);
+int main(void) {
+    const char *mode = getenv("MODE");
+    if (mode && mode[0] == 'x') work(1);  /* w1 */
+    const char *other = getenv("OTHER");
+    if (other) work(2);                   /* w2 */
+    return 0;
+}
+"#;
+
+#[test]
+fn getenv_with_a_constant_name_is_a_source() {
+    let sources = [OptionSource {
+        option: OptionId(0),
+        kind: SourceKind::FunctionReturn {
+            function: "getenv".into(),
+            selector: Some(ArgSelector {
+                index: 0,
+                value: "MODE".into(),
+            }),
+        },
+    }];
+    let (p, si) = run(GETENV, &sources);
+    assert_eq!(work_influence(&p, &si, GETENV, "w1"), set(&[0]));
+    assert_eq!(work_influence(&p, &si, GETENV, "w2"), set(&[]));
+}
+
+const HEAP: &str = r#"
+#include <stdlib.h>
+extern void work(int);
+struct state { int level; int unrelated; };
+int level_opt;
+static struct state *make(void) {
+    struct state *s = malloc(sizeof *s);
+    s->level = level_opt;
+    s->unrelated = 7;
+    return s;
+}
+static int get(const struct state *s) { return s->level; }
+int main(void) {
+    struct state *s = make();
+    int *buf = malloc(8 * sizeof(int));
+    buf[1] = get(s);
+    if (buf[1] > 2) work(1);        /* w1 */
+    if (s->unrelated > 2) work(2);  /* w2 */
+    return 0;
+}
+"#;
+
+#[test]
+fn options_through_heap_memory_calls_and_returns() {
+    let (p, si) = run(HEAP, &[global(0, "level_opt")]);
+    assert_eq!(work_influence(&p, &si, HEAP, "w1"), set(&[0]));
+    assert_eq!(
+        work_influence(&p, &si, HEAP, "w2"),
+        set(&[]),
+        "field sensitivity keeps the other field clean"
+    );
+}
