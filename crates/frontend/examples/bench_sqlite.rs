@@ -5,7 +5,7 @@
 //! `cargo run --release -p frontend --example bench_sqlite [path/to/sqlite3.c]`
 //!
 //! Prints compile (clang + mem2reg is in translation), translation, IR size, dominance,
-//! analysis and region times, and the peak resident memory of this process (clang runs as a
+//! analysis, region and instrumentation times, and the peak resident memory of this process (clang runs as a
 //! child and is not counted).
 
 use std::path::{Path, PathBuf};
@@ -15,7 +15,7 @@ use analysis::{
     FieldRef, OptionSource, ProgramDominance, ResolvedSources, SourceKind, analyse,
     identify_regions,
 };
-use frontend::{CompileOptions, compile_c, translate_bitcode};
+use frontend::{CompileOptions, RegionProbe, compile_c, instrument, translate_bitcode};
 use space::OptionId;
 
 fn find_amalgamation() -> Option<PathBuf> {
@@ -138,6 +138,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "regions: {} in {:.2} s",
         plan.regions.len(),
         t.elapsed().as_secs_f64()
+    );
+    let t = Instant::now();
+    let probes: Vec<RegionProbe> = plan
+        .regions
+        .iter()
+        .enumerate()
+        .map(|(k, r)| RegionProbe {
+            id: k as u32,
+            start: r.start.clone(),
+            end: r.end.clone(),
+        })
+        .collect();
+    let stats = instrument(
+        &ssa,
+        p,
+        &translation.positions,
+        &probes,
+        &work.join("sqlite3.inst.bc"),
+    )?;
+    println!(
+        "instrument (reload, insert, verify, write): {:.2} s ({} enter, {} exit calls, {} split edges)",
+        t.elapsed().as_secs_f64(),
+        stats.enter_calls,
+        stats.exit_calls,
+        stats.split_edges
     );
     println!("peak RSS: {:.0} MiB", peak_rss_mib());
     let _ = std::fs::remove_dir_all(&work);

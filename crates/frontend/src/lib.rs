@@ -26,7 +26,8 @@ pub mod translate;
 
 pub use compile::{CompileOptions, compile_c};
 
-pub use translate::{LlvmPositions, Translation, translate_bitcode};
+pub use instrument::{InstrumentStats, RegionProbe, instrument, link_instrumented};
+pub use translate::{FunctionShape, LlvmPositions, Translation, translate_bitcode};
 
 use std::path::PathBuf;
 
