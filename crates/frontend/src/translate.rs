@@ -70,7 +70,7 @@ pub struct Translation {
 }
 
 /// Loads bitcode (or textual IR ending in `.ll`), runs `mem2reg`, optionally writes the SSA
-/// module to `ssa_output` (the file [`crate::instrument`] must be given later), and translates
+/// module to `ssa_output` (the file [`crate::instrument()`] must be given later), and translates
 /// it.
 pub fn translate_bitcode(input: &Path, ssa_output: Option<&Path>) -> Result<Translation, Error> {
     let context = Context::create();
@@ -357,7 +357,6 @@ impl Translator {
         for (k, &f) in functions.iter().enumerate() {
             let name = llvm::value_name(f);
             if llvm::is_ignored_intrinsic(&name) {
-                self.positions.shape.push(FunctionShape::default());
                 continue;
             }
             let name = if name.is_empty() {

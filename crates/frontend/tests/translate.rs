@@ -199,3 +199,27 @@ fn loops_become_phis_and_branches_with_source_lines() {
     assert_eq!(loop_body.loc.line, body);
     assert!(loop_body.loc.column > 0);
 }
+
+#[test]
+fn bitcode_from_the_systems_own_build_without_debug_info_translates() {
+    // Optimised, no -g: what a system's build may hand over.
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("prog.c");
+    std::fs::write(&src, PROGRAM).unwrap();
+    let bc = dir.path().join("prog.bc");
+    let status = std::process::Command::new("clang-19")
+        .args(["-O2", "-emit-llvm", "-c"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&bc)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let t = frontend::translate_bitcode(&bc, None).unwrap();
+    let p = &t.program;
+    p.verify().unwrap();
+    let config = p.struct_named("config").unwrap();
+    // Without debug information fields are known by index only.
+    assert_eq!(p.structs[config.index()].fields, ["", "", ""]);
+    assert!(p.insts.iter().all(|i| i.loc.line == 0));
+}
