@@ -16,12 +16,21 @@ use space::{Dataset, Strategy, ValidConfigurations};
 
 use crate::Outcome;
 
-const DATA_HELP: &str = "Measured configurations: dataset CSV (one column per option, performance last) or SPL Conqueror measurements XML (with --space)";
+const DATA_HELP: &str = "Measured configurations: a knobs results store (knobs.db), a dataset CSV (one column per option, performance last) or SPL Conqueror measurements XML (with --space)";
 const LEARNER_HELP: &str = "Learner: stepwise | lasso | cart | rf | ols:TERMS | auto, settings after `:` (e.g. `lasso:degree=2,log`); see the README";
 
 /// Loads the measured configurations a command learns from or evaluates on. `space` is the
 /// variability model SPL Conqueror measurements need.
 pub fn load_data(path: &Path, space: Option<&Path>) -> Result<Dataset> {
+    if crate::measure_cmd::is_store(path) {
+        if space.is_some() {
+            bail!(
+                "{}: a results store carries its own space; drop --space",
+                path.display()
+            );
+        }
+        return crate::measure_cmd::store_dataset(path, None);
+    }
     let space = space.map(measure::load_space).transpose()?;
     let is_xml = path
         .extension()

@@ -336,7 +336,16 @@ pub fn results(cmd: ResultsCommand) -> Result<Outcome> {
     }
 }
 
-/// The measurements of a results store as a dataset, for learners and experiments.
+/// Whether a file is an SQLite database (a results store, or something to reject as one).
+pub fn is_store(path: &Path) -> bool {
+    let mut magic = [0u8; 16];
+    std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+        .is_ok_and(|_| &magic == b"SQLite format 3\0")
+}
+
+/// The measurements of a results store as a dataset (median of the spec's metric per
+/// configuration), for learners and experiments.
 pub fn store_dataset(path: &Path, workload: Option<&str>) -> Result<space::Dataset> {
     let store = Store::open_existing(path)?;
     let selection = Selection {
