@@ -17,7 +17,7 @@ use space::{Dataset, Strategy, ValidConfigurations};
 use crate::Outcome;
 
 const DATA_HELP: &str = "Measured configurations: a knobs results store (knobs.db), a dataset CSV (one column per option, performance last) or SPL Conqueror measurements XML (with --space)";
-const LEARNER_HELP: &str = "Learner: stepwise | lasso | cart | rf | ols:TERMS | auto, settings after `:` (e.g. `lasso:degree=2,log`); see the README";
+const LEARNER_HELP: &str = "Learner: stepwise | lasso | cart | rf | boost | ols:TERMS | auto, settings after `:` (e.g. `lasso:degree=2,log`), or a mean `L1+L2`; see the README";
 
 /// Loads the measured configurations a command learns from or evaluates on. `space` is the
 /// variability model SPL Conqueror measurements need.

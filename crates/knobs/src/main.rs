@@ -45,7 +45,7 @@ enum Command {
     #[command(subcommand)]
     Results(measure_cmd::ResultsCommand),
     /// Learn a performance model from measured configurations (black-box): stepwise, LASSO,
-    /// CART, random forest, least squares on given terms, or `auto`.
+    /// CART, random forest, boosted trees, least squares on given terms, or `auto`.
     Learn(learn_cmd::LearnArgs),
     /// Print a model's MAPE on measured configurations it was not trained on.
     Evaluate(learn_cmd::EvaluateArgs),

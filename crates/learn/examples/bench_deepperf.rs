@@ -3,7 +3,7 @@
 //! for every learner, next to the published DECART and DeepPerf numbers.
 //!
 //!     cargo run --release -p learn --example bench_deepperf [-- --reps 30]
-//!         [--learners stepwise,lasso,cart,rf,auto] [--datasets x264,LLVM]
+//!         [--learners stepwise,lasso,cart,rf,boost,auto] [--datasets x264,LLVM]
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -105,7 +105,7 @@ fn main() {
     let reps: usize = value("--reps").map_or(30, |v| v.parse().expect("--reps N"));
     let seed: u64 = value("--seed").map_or(1, |v| v.parse().expect("--seed S"));
     let learners = Learner::parse_list(
-        &value("--learners").unwrap_or_else(|| "stepwise,lasso,cart,rf,auto".into()),
+        &value("--learners").unwrap_or_else(|| "stepwise,lasso,cart,rf,boost,auto".into()),
     )
     .expect("learners");
     let only: Option<Vec<String>> =

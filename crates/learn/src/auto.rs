@@ -2,10 +2,10 @@
 //! cross-validation on the training sample only.
 //!
 //! Candidates: stepwise selection, LASSO with pairwise terms at every λ of its path, CART at
-//! every depth × leaf size of its grid, and bagged regression trees (`rf`) — each on the
-//! performance and, when every performance is positive, on ln(performance) — and the means
-//! of two or more of the best of each family with the same transform (a mean of models is
-//! again one model: terms plus trees). All are scored by the same k-fold split of the
+//! every depth × leaf size of its grid, bagged regression trees (`rf`), and boosted trees at
+//! every depth × rounds of their grid — each on the performance and, when every performance
+//! is positive, on ln(performance) — and the means of two or more of the best of each
+//! family with the same transform (a mean of models is again one model: terms plus trees). All are scored by the same k-fold split of the
 //! training configurations: the mean relative error of their held-out predictions. Grid
 //! settings (λ, depth, leaf) are scored side by side in that one cross-validation rather
 //! than tuned again inside each fold, which costs one fit per fold instead of one per grid
@@ -13,19 +13,27 @@
 //!
 //! Which candidate wins: on small samples the cross-validated errors of dozens of
 //! candidates are noisy, and the smallest one is often luck. So the default is the most
-//! stable candidate — the mean of all four families (on ln(performance) when possible) —
+//! stable candidate — the mean of all five families (on ln(performance) when possible) —
 //! and the candidate with the smallest error replaces it only when it is better by more
 //! than one standard error of the paired per-configuration differences.
 
 use crate::cv;
 use crate::learner::{
-    AutoSettings, CartSettings, ForestSettings, Kind, LassoSettings, Learner, StepwiseSettings,
+    AutoSettings, BoostSettings, CartSettings, ForestSettings, Kind, LassoSettings, Learner,
+    StepwiseSettings,
 };
 use crate::{Target, lasso, stepwise, tree};
 
-/// Folds when the settings leave it open: 10, or 5 above this many configurations (where
-/// 5 folds already train on hundreds of them, at half the cost).
-const FEW: usize = 100;
+/// Folds when the settings leave it open: 10 up to 100 training configurations, 5 up to
+/// 200, 3 above (the folds then still train on well over a hundred configurations, and
+/// the cost of cross-validation grows with configurations × folds).
+fn default_folds(m: usize) -> usize {
+    match m {
+        0..=100 => 10,
+        101..=200 => 5,
+        _ => 3,
+    }
+}
 
 /// The learner `auto` chose with its cross-validated error (mean relative error, as a
 /// fraction), and every candidate's error.
@@ -44,7 +52,7 @@ struct Scored {
 /// `targets`: the training data on the performance scale, then (optionally) on its log.
 pub fn choose(targets: &[Target], settings: &AutoSettings, seed: u64) -> Choice {
     let m = targets[0].rows.len();
-    let k = settings.folds.unwrap_or(if m > FEW { 5 } else { 10 });
+    let k = settings.folds.unwrap_or(default_folds(m));
     let folds = cv::folds(m, k, seed);
     let mut scored: Vec<Scored> = Vec::new();
     let mut default = 0;
@@ -158,6 +166,9 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
     let mut lasso_predicted = vec![vec![0.0; m]; lambdas.len()];
     let mut cart_predicted = vec![vec![vec![0.0; m]; tree::DEPTHS.len()]; tree::LEAVES.len()];
     let mut forest_predicted = vec![0.0; m];
+    let boost_settings = BoostSettings::default();
+    let mut boost_predicted =
+        vec![vec![vec![0.0; m]; tree::BOOST_ROUNDS.len()]; tree::BOOST_DEPTHS.len()];
     for (f, fold) in folds.iter().enumerate() {
         let train = cv::complement(m, fold);
         let test_rows: Vec<usize> = fold.iter().map(|&p| target.rows[p]).collect();
@@ -187,6 +198,12 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
             &mut forest_predicted,
             &fitted.predict_rows(target.table, &test_rows),
         );
+        let grid = tree::boost_grid_held_out(target, &train, fold, boost_settings.rate);
+        for (d, by_rounds) in grid.iter().enumerate() {
+            for (r, values) in by_rounds.iter().enumerate() {
+                put(&mut boost_predicted[d][r], values);
+            }
+        }
     }
     let error = |p: &[f64]| cv::relative_error_sum(p, &target.actual);
     let with_log = |kind: Kind| Learner {
@@ -210,6 +227,16 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
         }
     }
     let (bl, bd, _) = c_best;
+    let mut b_best = (0, 0, f64::INFINITY);
+    for (di, by_rounds) in boost_predicted.iter().enumerate() {
+        for (ri, p) in by_rounds.iter().enumerate() {
+            let e = error(p);
+            if e < b_best.2 {
+                b_best = (di, ri, e);
+            }
+        }
+    }
+    let (bbd, bbr, _) = b_best;
     vec![
         Scored {
             learner: with_log(Kind::Stepwise(stepwise_settings)),
@@ -234,6 +261,15 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
         Scored {
             learner: with_log(Kind::Forest(forest_settings)),
             predicted: forest_predicted,
+        },
+        Scored {
+            learner: with_log(Kind::Boost(BoostSettings {
+                tune: false,
+                depth: tree::BOOST_DEPTHS[bbd],
+                rounds: tree::BOOST_ROUNDS[bbr],
+                ..boost_settings
+            })),
+            predicted: std::mem::take(&mut boost_predicted[bbd][bbr]),
         },
     ]
 }

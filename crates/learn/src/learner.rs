@@ -6,8 +6,9 @@
 //! | `lasso` | `degree=2` (candidate products up to this many options), `folds=10`, `lambdas=30` (path length), `lambda=X` (fixed λ, no cross-validation) |
 //! | `cart` | `tune` (grid search over `depth` × `leaf` by cross-validation, `folds=10`), or fixed `depth=N\|none`, `leaf=N` |
 //! | `rf` | `trees=100`, `mtry=N` (options tried per split, at random; default all, i.e. bagged trees), `leaf=1` |
+//! | `boost` | `tune` (grid search over `depth` 2–4 × `rounds` 25–200 by cross-validation, `folds=10`), or fixed `depth=N`, `rounds=N`; `rate=0.2` |
 //! | `ols:TERMS` | terms separated by `,`, factors by `*`: `ols:A,B,A*B,level=6` (the intercept is always fitted) |
-//! | `auto` | `folds=N` (default 10, 5 above 100 training configurations): picks learner, settings and transform by cross-validation |
+//! | `auto` | `folds=N` (default 10 up to 100 training configurations, 5 up to 200, 3 above): picks learner, settings and transform by cross-validation |
 //! | `L1+L2+…` | the mean of several learners' models (all with or all without `log`) |
 //!
 //! Every learner takes `log` (or `transform=log`): model ln(performance) instead of the
@@ -34,6 +35,7 @@ pub enum Kind {
     Lasso(LassoSettings),
     Cart(CartSettings),
     Forest(ForestSettings),
+    Boost(BoostSettings),
     /// Ordinary least squares on these terms (each a list of factors) plus an intercept.
     Ols(Vec<Vec<Factor>>),
     Auto(AutoSettings),
@@ -129,14 +131,40 @@ impl Default for ForestSettings {
     }
 }
 
+/// Gradient boosting of shallow trees (see `tree.rs`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BoostSettings {
+    /// Grid search over `depth` × `rounds` by cross-validation; otherwise the fixed values.
+    pub tune: bool,
+    pub rounds: usize,
+    /// Depth of each tree: 2 lets a tree model pairwise interactions, 3 three-way ones.
+    pub depth: usize,
+    /// Learning rate (shrinkage) of each tree.
+    pub rate: f64,
+    pub folds: usize,
+}
+
+impl Default for BoostSettings {
+    fn default() -> Self {
+        BoostSettings {
+            tune: true,
+            rounds: 100,
+            depth: 3,
+            rate: 0.2,
+            folds: 10,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AutoSettings {
-    /// Cross-validation folds; `None` = 10, or 5 above 100 training configurations.
+    /// Cross-validation folds; `None` = 10 up to 100 training configurations, 5 up to 200,
+    /// 3 above.
     pub folds: Option<usize>,
 }
 
 impl Learner {
-    pub const HELP: &'static str = "stepwise | lasso | cart | rf | ols:TERMS | auto, with settings after `:` (e.g. `lasso:degree=2,log`), or a mean `L1+L2`";
+    pub const HELP: &'static str = "stepwise | lasso | cart | rf | boost | ols:TERMS | auto, with settings after `:` (e.g. `lasso:degree=2,log`), or a mean `L1+L2`";
 
     pub fn new(kind: Kind) -> Learner {
         Learner { kind, log: false }
@@ -149,6 +177,7 @@ impl Learner {
             Kind::Lasso(_) => "lasso",
             Kind::Cart(_) => "cart",
             Kind::Forest(_) => "rf",
+            Kind::Boost(_) => "boost",
             Kind::Ols(_) => "ols",
             Kind::Auto(_) => "auto",
             Kind::Mean(_) => "mean",
@@ -176,7 +205,9 @@ impl Learner {
     }
 }
 
-const NAMES: [&str; 7] = ["stepwise", "lasso", "cart", "rf", "forest", "ols", "auto"];
+const NAMES: [&str; 8] = [
+    "stepwise", "lasso", "cart", "rf", "forest", "boost", "ols", "auto",
+];
 
 fn number<T: FromStr>(learner: &str, key: &str, value: &str) -> Result<T, Error> {
     value.trim().parse().map_err(|_| {
@@ -348,6 +379,47 @@ impl FromStr for Learner {
                 }
                 Kind::Forest(s)
             }
+            "boost" => {
+                let mut s = BoostSettings::default();
+                let mut fixed = false;
+                let mut tune = false;
+                for item in &items {
+                    match split_setting(item) {
+                        ("tune", None) => tune = true,
+                        ("rounds", Some(v)) => {
+                            fixed = true;
+                            s.rounds = positive(head, "rounds", v)?;
+                        }
+                        ("depth", Some(v)) => {
+                            fixed = true;
+                            s.depth = positive(head, "depth", v)?;
+                        }
+                        ("folds", Some(v)) => s.folds = positive(head, "folds", v)?,
+                        ("rate", Some(v)) => {
+                            s.rate = number(head, "rate", v)?;
+                            if !(s.rate > 0.0 && s.rate <= 1.0) {
+                                return Err(Error::Learner(format!(
+                                    "learner `boost`: `rate` is in (0, 1], not {v}"
+                                )));
+                            }
+                        }
+                        _ if is_log(item) => log = true,
+                        _ => {
+                            return Err(unknown(
+                                item,
+                                "tune, rounds=N, depth=N, rate=F, folds=N, log",
+                            ));
+                        }
+                    }
+                }
+                if tune && fixed {
+                    return Err(Error::Learner(
+                        "learner `boost`: `tune` searches depth and rounds itself; give either `tune` or `depth`/`rounds`".into(),
+                    ));
+                }
+                s.tune = !fixed;
+                Kind::Boost(s)
+            }
             "ols" => {
                 let mut terms = Vec::new();
                 for item in &items {
@@ -447,6 +519,16 @@ impl fmt::Display for Learner {
                 v.push(format!("leaf={}", s.leaf));
                 v
             }
+            Kind::Boost(s) if s.tune => vec![
+                "tune".into(),
+                format!("rate={}", s.rate),
+                format!("folds={}", s.folds),
+            ],
+            Kind::Boost(s) => vec![
+                format!("depth={}", s.depth),
+                format!("rounds={}", s.rounds),
+                format!("rate={}", s.rate),
+            ],
             Kind::Ols(terms) => terms
                 .iter()
                 .map(|t| {
@@ -489,6 +571,8 @@ mod tests {
             "cart:depth=4,leaf=2,log",
             "cart:depth=none",
             "rf:trees=10,mtry=3",
+            "boost",
+            "boost:depth=2,rounds=50,rate=0.1,log",
             "ols:A,B,A*B,level=6,transform=log",
             "ols:",
             "auto:folds=5",
@@ -525,6 +609,7 @@ mod tests {
         assert!("rf:trees=0".parse::<Learner>().is_err());
         assert!("ols".parse::<Learner>().is_err());
         assert!("cart:tune,depth=3".parse::<Learner>().is_err());
+        assert!("boost:rate=0".parse::<Learner>().is_err());
         assert!("stepwise:improvement=2".parse::<Learner>().is_err());
     }
 

@@ -6,10 +6,11 @@
 //! - `lasso`: L1-penalised least squares over options and their products, λ by
 //!   cross-validation;
 //! - `cart`: a regression tree, depth and leaf size by cross-validation;
-//! - `rf`: a random forest;
+//! - `rf`: a random forest (bagged trees);
+//! - `boost`: gradient-boosted shallow trees, depth and rounds by cross-validation;
 //! - `ols:TERMS`: least squares on given terms;
-//! - `auto`: whichever of these (and settings, and whether to model ln(performance))
-//!   cross-validates best on the training sample,
+//! - `auto`: whichever of these, or a mean of several (and settings, and whether to model
+//!   ln(performance)) cross-validates best on the training sample,
 //!
 //! and returns a [`model::ModelFile`]: linear learners give performance-influence terms,
 //! trees give trees. [`experiment`] runs the evaluation protocols of the literature (DeepPerf's
@@ -42,7 +43,8 @@ use space::Dataset;
 pub use data::Table;
 pub use experiment::sample_rows;
 pub use learner::{
-    AutoSettings, CartSettings, ForestSettings, Kind, LassoSettings, Learner, StepwiseSettings,
+    AutoSettings, BoostSettings, CartSettings, ForestSettings, Kind, LassoSettings, Learner,
+    StepwiseSettings,
 };
 pub use metrics::mape;
 
@@ -221,6 +223,16 @@ fn fit(
             (fitted, resolved(kind))
         }
         Kind::Forest(s) => (tree::forest(&target, s, seed), learner.clone()),
+        Kind::Boost(s) => {
+            let (fitted, depth, rounds) = tree::boost(&target, s, seed);
+            let kind = Kind::Boost(BoostSettings {
+                tune: false,
+                depth,
+                rounds,
+                ..s.clone()
+            });
+            (fitted, resolved(kind))
+        }
         Kind::Ols(terms) => {
             let specs = terms
                 .iter()

@@ -1,10 +1,10 @@
 //! CART regression trees (with a grid search over depth × leaf size) and random forests.
 //!
 //! Splits minimise the squared error: at each node, for each option tried, the node's
-//! configurations are scanned in order of the option's value and every boundary between
-//! two distinct values is a candidate threshold (their midpoint). The order is computed once
-//! and kept by a stable partition at every split ("pre-sorted" CART), so a level of the tree
-//! costs O(options × rows).
+//! configurations are summed per value of the option, the values are scanned in sorted
+//! order, and every boundary between two values present in the node is a candidate
+//! threshold (their midpoint). Options of configurable systems take few distinct values, so
+//! a level of the tree costs O(options × rows) with no sorting at all.
 //!
 //! A tree grown without a depth limit, cut at depth d, is exactly the tree grown with limit
 //! d (a split never depends on the limit), so every node keeps its mean and the grid search
@@ -14,6 +14,10 @@
 //! configurations, trying `mtry` options drawn at random at each split (all by default:
 //! bagged trees); the prediction is the trees' mean. Everything random comes from one
 //! seeded ChaCha8 generator.
+//!
+//! Gradient boosting (`boost`) adds shallow trees fitted to the residuals, each shrunk by
+//! the learning rate; depth × rounds are tuned by cross-validation, every round count of a
+//! depth read off one run.
 
 use model::{Node, Tree};
 use rand::Rng;
@@ -24,7 +28,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::Target;
 use crate::cv;
 use crate::fitted::Fitted;
-use crate::learner::{CartSettings, ForestSettings};
+use crate::learner::{BoostSettings, CartSettings, ForestSettings};
 
 /// Depths and leaf sizes of the CART grid search (`None` = no depth limit).
 pub const DEPTHS: [Option<usize>; 6] = [Some(2), Some(3), Some(4), Some(6), Some(8), None];
@@ -166,10 +170,12 @@ pub struct Growth {
     pub mtry: Option<usize>,
 }
 
-/// Training data of trees, by option: `columns[j][i]` is option j's value in training
-/// configuration i, `y[i]` its target.
+/// Training data of trees: each option's values as codes into its sorted distinct values
+/// (`codes[j][i]` for training configuration i), and the targets. Configuration options
+/// take few distinct values, so a split search over per-value sums is cheap.
 pub struct Columns {
-    pub columns: Vec<Vec<f64>>,
+    pub codes: Vec<Vec<u16>>,
+    pub levels: Vec<Vec<f64>>,
     pub y: Vec<f64>,
 }
 
@@ -177,49 +183,58 @@ impl Columns {
     /// The target's configurations at the given positions.
     pub fn of(target: &Target, positions: &[usize]) -> Columns {
         let table = target.table;
+        let mut codes = Vec::with_capacity(table.width());
+        let mut levels = Vec::with_capacity(table.width());
+        for j in 0..table.width() {
+            let values: Vec<f64> = positions
+                .iter()
+                .map(|&p| table.rows[target.rows[p]][j])
+                .collect();
+            let mut distinct = values.clone();
+            distinct.sort_by(f64::total_cmp);
+            distinct.dedup();
+            // More than 65,536 distinct values would need wider codes; keep every 2^16-th
+            // boundary apart by merging neighbours (never happens with discretised options).
+            assert!(distinct.len() <= u16::MAX as usize, "too many values");
+            codes.push(
+                values
+                    .iter()
+                    .map(|v| distinct.partition_point(|d| d < v) as u16)
+                    .collect(),
+            );
+            levels.push(distinct);
+        }
         Columns {
-            columns: (0..table.width())
-                .map(|j| {
-                    positions
-                        .iter()
-                        .map(|&p| table.rows[target.rows[p]][j])
-                        .collect()
-                })
-                .collect(),
+            codes,
+            levels,
             y: positions.iter().map(|&p| target.y[p]).collect(),
         }
     }
-
-    /// Per option, the configurations sorted by the option's value (stable by index).
-    pub fn presort(&self) -> Vec<Vec<u32>> {
-        self.columns
-            .iter()
-            .map(|c| {
-                let mut o: Vec<u32> = (0..c.len() as u32).collect();
-                o.sort_by(|a, b| c[*a as usize].total_cmp(&c[*b as usize]));
-                o
-            })
-            .collect()
-    }
 }
 
-/// Grows a tree on the configurations listed in `orders` (per option, sorted by value; a
-/// subset of the data's configurations, each with a weight: how many times a bootstrap
-/// sample drew it, or 1). Weighted configurations give exactly the tree grown on the
-/// sample with its repetitions, with less work.
+/// Grows a tree on the training configurations listed in `rows`, each with a weight: how
+/// many times a bootstrap sample drew it, or 1 (weighted configurations give exactly the
+/// tree grown on the sample with its repetitions, with less work).
+///
+/// At a node, for each option tried, the weights and weighted targets are summed per value
+/// of the option; scanning the values in order, every boundary between two values present
+/// in the node is a candidate threshold (their midpoint), scored by the reduction of the
+/// squared error. The node's configurations are then partitioned in place.
 pub fn grow(
     data: &Columns,
     weight: &[f64],
-    mut orders: Vec<Vec<u32>>,
+    mut rows: Vec<u32>,
     growth: Growth,
     rng: &mut ChaCha8Rng,
 ) -> GrownTree {
     let y = &data.y;
-    let width = orders.len();
-    let n = orders.first().map_or(0, Vec::len);
+    let width = data.codes.len();
+    let n = rows.len();
     let min_leaf = growth.min_leaf.max(1) as f64;
-    let mut goes_left = vec![false; y.len()];
-    let mut buffer: Vec<u32> = Vec::with_capacity(n);
+    let most_levels = data.levels.iter().map(Vec::len).max().unwrap_or(0);
+    let mut level_weight = vec![0.0; most_levels];
+    let mut level_sum = vec![0.0; most_levels];
+    let mut scratch = vec![0.0; 8 * most_levels];
     let mut options: Vec<usize> = (0..width).collect();
     let leaf = |value: f64| Packed {
         option: LEAF,
@@ -231,30 +246,26 @@ pub fn grow(
         mean: vec![0.0],
         gain: vec![0.0],
     };
-    if width == 0 || n == 0 {
-        let mean = y.iter().sum::<f64>() / y.len().max(1) as f64;
-        tree.nodes[0] = leaf(mean);
-        tree.mean[0] = mean;
+    if n == 0 {
         return tree;
     }
-    // (node, range of every order, depth)
+    // (node, range of `rows`, depth)
     let mut stack = vec![(0usize, 0usize, n, 0usize)];
     while let Some((node, lo, hi, depth)) = stack.pop() {
-        let (total, sum, sum2) =
-            orders[0][lo..hi]
-                .iter()
-                .fold((0.0, 0.0, 0.0), |(w, s, s2), &i| {
-                    let (wi, v) = (weight[i as usize], y[i as usize]);
-                    (w + wi, s + wi * v, s2 + wi * v * v)
-                });
+        let (total, sum, sum2) = rows[lo..hi].iter().fold((0.0, 0.0, 0.0), |(w, s, s2), &i| {
+            let (wi, v) = (weight[i as usize], y[i as usize]);
+            (w + wi, s + wi * v, s2 + wi * v * v)
+        });
         let mean = sum / total;
         let sse = sum2 - sum * mean;
-        let splittable = hi - lo >= 2
+        tree.mean[node] = mean;
+        let splittable = width > 0
+            && hi - lo >= 2
             && total >= 2.0 * min_leaf
             && growth.max_depth.is_none_or(|d| depth < d)
             && sse > 1e-12 * sum2.max(1e-300);
-        // option, threshold, gain, configurations going left
-        let mut best: Option<(usize, f64, f64, usize)> = None;
+        // option, code of the last value going left, threshold, gain
+        let mut best: Option<(usize, u16, f64, f64)> = None;
         if splittable {
             options.clear();
             match growth.mtry {
@@ -263,53 +274,57 @@ pub fn grow(
             }
             let base = sum * mean;
             for &j in &options {
-                let order = &orders[j][lo..hi];
-                let column = &data.columns[j];
+                let levels = &data.levels[j];
+                let codes = &data.codes[j];
+                let count = levels.len();
+                level_sums(
+                    codes,
+                    weight,
+                    y,
+                    &rows[lo..hi],
+                    (total, sum),
+                    (&mut level_weight[..count], &mut level_sum[..count]),
+                    &mut scratch,
+                );
                 let (mut left_weight, mut left_sum) = (0.0, 0.0);
-                for k in 0..order.len() - 1 {
-                    let i = order[k] as usize;
-                    left_weight += weight[i];
-                    left_sum += weight[i] * y[i];
-                    let (v, next) = (column[i], column[order[k + 1] as usize]);
-                    if v == next || left_weight < min_leaf || total - left_weight < min_leaf {
+                let mut previous: Option<usize> = None;
+                for c in 0..count {
+                    if level_weight[c] == 0.0 {
                         continue;
                     }
-                    let right_sum = sum - left_sum;
-                    let gain = left_sum * left_sum / left_weight
-                        + right_sum * right_sum / (total - left_weight)
-                        - base;
-                    if best.is_none_or(|(_, _, g, _)| gain > g) {
-                        best = Some((j, 0.5 * (v + next), gain, k + 1));
+                    if let Some(p) = previous
+                        && left_weight >= min_leaf
+                        && total - left_weight >= min_leaf
+                    {
+                        let right_sum = sum - left_sum;
+                        let gain = left_sum * left_sum / left_weight
+                            + right_sum * right_sum / (total - left_weight)
+                            - base;
+                        if best.is_none_or(|(_, _, _, g)| gain > g) {
+                            best = Some((j, p as u16, 0.5 * (levels[p] + levels[c]), gain));
+                        }
                     }
+                    left_weight += level_weight[c];
+                    left_sum += level_sum[c];
+                    previous = Some(c);
                 }
             }
         }
-        tree.mean[node] = mean;
-        let Some((option, threshold, gain, left_count)) =
-            best.filter(|(_, _, g, _)| *g > 1e-12 * sse.max(1e-300))
+        let Some((option, last_left, threshold, gain)) =
+            best.filter(|(_, _, _, g)| *g > 1e-12 * sse.max(1e-300))
         else {
             tree.nodes[node] = leaf(mean);
             continue;
         };
-        let column = &data.columns[option];
-        for &i in &orders[option][lo..hi] {
-            goes_left[i as usize] = column[i as usize] <= threshold;
-        }
-        // Stable partition of every order: left configurations first, in order.
-        for order in orders.iter_mut() {
-            let slice = &mut order[lo..hi];
-            buffer.clear();
-            let mut write = 0;
-            for k in 0..slice.len() {
-                let i = slice[k];
-                if goes_left[i as usize] {
-                    slice[write] = i;
-                    write += 1;
-                } else {
-                    buffer.push(i);
-                }
+        // Partition the node's configurations in place: left ones first.
+        let codes = &data.codes[option];
+        let slice = &mut rows[lo..hi];
+        let mut mid = 0;
+        for k in 0..slice.len() {
+            if codes[slice[k] as usize] <= last_left {
+                slice.swap(mid, k);
+                mid += 1;
             }
-            slice[write..].copy_from_slice(&buffer);
         }
         let left = tree.nodes.len();
         tree.nodes.extend([leaf(0.0), leaf(0.0)]);
@@ -321,11 +336,55 @@ pub fn grow(
             value: threshold,
         };
         tree.gain[node] = gain;
-        let mid = lo + left_count;
-        stack.push((left + 1, mid, hi, depth + 1));
-        stack.push((left, lo, mid, depth + 1));
+        stack.push((left + 1, lo + mid, hi, depth + 1));
+        stack.push((left, lo, lo + mid, depth + 1));
     }
     tree
+}
+
+/// Per value of an option, the weight and weighted target sum of the given configurations.
+/// The obvious loop `w[code] += …` waits on its own stores when consecutive configurations
+/// share a value (always, with two values), so binary options sum the second value in
+/// registers and take the first as the rest, and other options spread the sums over four
+/// interleaved copies.
+fn level_sums(
+    codes: &[u16],
+    weight: &[f64],
+    y: &[f64],
+    rows: &[u32],
+    (total, sum): (f64, f64),
+    (level_weight, level_sum): (&mut [f64], &mut [f64]),
+    scratch: &mut [f64],
+) {
+    let count = level_weight.len();
+    if count == 2 {
+        let (mut w1, mut s1) = (0.0, 0.0);
+        for &i in rows {
+            let i = i as usize;
+            let on = codes[i] as f64;
+            let w = weight[i] * on;
+            w1 += w;
+            s1 += w * y[i];
+        }
+        level_weight[0] = total - w1;
+        level_sum[0] = sum - s1;
+        level_weight[1] = w1;
+        level_sum[1] = s1;
+        return;
+    }
+    let (w4, s4) = scratch[..8 * count].split_at_mut(4 * count);
+    w4.fill(0.0);
+    s4.fill(0.0);
+    for (k, &i) in rows.iter().enumerate() {
+        let i = i as usize;
+        let slot = (k & 3) * count + codes[i] as usize;
+        w4[slot] += weight[i];
+        s4[slot] += weight[i] * y[i];
+    }
+    for c in 0..count {
+        level_weight[c] = w4[c] + w4[count + c] + w4[2 * count + c] + w4[3 * count + c];
+        level_sum[c] = s4[c] + s4[count + c] + s4[2 * count + c] + s4[3 * count + c];
+    }
 }
 
 /// One tree on all training configurations.
@@ -341,7 +400,7 @@ pub fn cart(target: &Target, depth: Option<usize>, leaf: usize) -> Fitted {
     let tree = grow(
         &data,
         &weight,
-        data.presort(),
+        (0..all.len() as u32).collect(),
         growth,
         &mut ChaCha8Rng::seed_from_u64(0),
     );
@@ -351,7 +410,6 @@ pub fn cart(target: &Target, depth: Option<usize>, leaf: usize) -> Fitted {
 /// Held-out predictions of every (leaf, depth) of the grid: `out[leaf][depth][i]`.
 pub fn grid_held_out(target: &Target, train: &[usize], test: &[usize]) -> Vec<Vec<Vec<f64>>> {
     let data = Columns::of(target, train);
-    let orders = data.presort();
     let weight = vec![1.0; train.len()];
     LEAVES
         .iter()
@@ -364,7 +422,7 @@ pub fn grid_held_out(target: &Target, train: &[usize], test: &[usize]) -> Vec<Ve
             let tree = grow(
                 &data,
                 &weight,
-                orders.clone(),
+                (0..train.len() as u32).collect(),
                 growth,
                 &mut ChaCha8Rng::seed_from_u64(0),
             );
@@ -432,10 +490,7 @@ pub fn forest_on(target: &Target, train: &[usize], settings: &ForestSettings, se
         min_leaf: settings.leaf,
         mtry: Some(mtry),
     };
-    // Sort the training configurations once; a bootstrap sample's orders are this one
-    // without the configurations it did not draw, and the others weigh as often as drawn.
     let data = Columns::of(target, train);
-    let sorted = data.presort();
     let m = train.len();
     let mut weight = vec![0.0; m];
     let trees = (0..settings.trees)
@@ -444,17 +499,10 @@ pub fn forest_on(target: &Target, train: &[usize], settings: &ForestSettings, se
             for _ in 0..m {
                 weight[rng.gen_range(0..m)] += 1.0;
             }
-            let orders: Vec<Vec<u32>> = sorted
-                .iter()
-                .map(|order| {
-                    order
-                        .iter()
-                        .copied()
-                        .filter(|&i| weight[i as usize] > 0.0)
-                        .collect()
-                })
+            let drawn: Vec<u32> = (0..m as u32)
+                .filter(|&i| weight[i as usize] > 0.0)
                 .collect();
-            grow(&data, &weight, orders, growth, &mut rng)
+            grow(&data, &weight, drawn, growth, &mut rng)
         })
         .collect();
     Fitted::forest(trees, target.log)
@@ -463,4 +511,129 @@ pub fn forest_on(target: &Target, train: &[usize], settings: &ForestSettings, se
 pub fn forest(target: &Target, settings: &ForestSettings, seed: u64) -> Fitted {
     let all: Vec<usize> = (0..target.rows.len()).collect();
     forest_on(target, &all, settings, seed)
+}
+
+/// Depths and round counts of the boosting grid search.
+pub const BOOST_DEPTHS: [usize; 3] = [2, 3, 4];
+pub const BOOST_ROUNDS: [usize; 4] = [25, 50, 100, 200];
+
+/// Gradient boosting on the squared error: each round fits a tree of depth `depth` to the
+/// residuals and adds `rate` times it. Returns the initial value (the mean) and the scaled
+/// trees, whose sum after k rounds is the k-round model.
+pub fn boost_on(
+    target: &Target,
+    train: &[usize],
+    depth: usize,
+    rounds: usize,
+    rate: f64,
+) -> (f64, Vec<GrownTree>) {
+    let mut data = Columns::of(target, train);
+    let y = data.y.clone();
+    let n = y.len();
+    let init = y.iter().sum::<f64>() / n as f64;
+    let mut fitted = vec![init; n];
+    let weight = vec![1.0; n];
+    let growth = Growth {
+        max_depth: Some(depth),
+        min_leaf: 1,
+        mtry: None,
+    };
+    let rows: Vec<&[f64]> = train
+        .iter()
+        .map(|&p| target.table.rows[target.rows[p]].as_slice())
+        .collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    let mut trees = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        for i in 0..n {
+            data.y[i] = y[i] - fitted[i];
+        }
+        let all: Vec<u32> = (0..n as u32).collect();
+        let tree = grow(&data, &weight, all, growth, &mut rng).scaled(rate);
+        for (f, row) in fitted.iter_mut().zip(&rows) {
+            *f += tree.predict(row);
+        }
+        trees.push(tree);
+    }
+    (init, trees)
+}
+
+/// Held-out predictions of every (depth, rounds) of the boosting grid:
+/// `out[depth][rounds][i]`. One run per depth gives every round count on the way.
+pub fn boost_grid_held_out(
+    target: &Target,
+    train: &[usize],
+    test: &[usize],
+    rate: f64,
+) -> Vec<Vec<Vec<f64>>> {
+    let most = *BOOST_ROUNDS.last().expect("round counts");
+    BOOST_DEPTHS
+        .iter()
+        .map(|&depth| {
+            let (init, trees) = boost_on(target, train, depth, most, rate);
+            let rows: Vec<&[f64]> = test
+                .iter()
+                .map(|&p| target.table.rows[target.rows[p]].as_slice())
+                .collect();
+            let mut raw = vec![init; test.len()];
+            let mut out = Vec::new();
+            for (k, tree) in trees.iter().enumerate() {
+                tree.add_predictions(&rows, 1.0, &mut raw);
+                if BOOST_ROUNDS.contains(&(k + 1)) {
+                    out.push(raw.iter().map(|v| target.back(*v)).collect());
+                }
+            }
+            out
+        })
+        .collect()
+}
+
+/// Boosting with depth and rounds fixed or tuned by cross-validation; returns the model
+/// and the (depth, rounds) used.
+pub fn boost(target: &Target, settings: &BoostSettings, seed: u64) -> (Fitted, usize, usize) {
+    let (depth, rounds) = if settings.tune {
+        let m = target.rows.len();
+        let mut errors = vec![vec![0.0; BOOST_ROUNDS.len()]; BOOST_DEPTHS.len()];
+        if m >= 2 {
+            for fold in cv::folds(m, settings.folds, seed) {
+                let train = cv::complement(m, &fold);
+                let actual: Vec<f64> = fold.iter().map(|&p| target.actual[p]).collect();
+                let grid = boost_grid_held_out(target, &train, &fold, settings.rate);
+                for (d, by_rounds) in grid.iter().enumerate() {
+                    for (r, predicted) in by_rounds.iter().enumerate() {
+                        errors[d][r] += cv::relative_error_sum(predicted, &actual);
+                    }
+                }
+            }
+        }
+        let mut best = (0, 0);
+        for d in 0..BOOST_DEPTHS.len() {
+            for r in 0..BOOST_ROUNDS.len() {
+                if errors[d][r] < errors[best.0][best.1] {
+                    best = (d, r);
+                }
+            }
+        }
+        (BOOST_DEPTHS[best.0], BOOST_ROUNDS[best.1])
+    } else {
+        (settings.depth, settings.rounds)
+    };
+    let all: Vec<usize> = (0..target.rows.len()).collect();
+    (
+        boosted(target, &all, depth, rounds, settings.rate),
+        depth,
+        rounds,
+    )
+}
+
+/// A boosted model as terms + mean of trees: the intercept is the initial value, and the
+/// sum of T trees is the mean of the trees scaled by T.
+pub fn boosted(target: &Target, train: &[usize], depth: usize, rounds: usize, rate: f64) -> Fitted {
+    let (init, trees) = boost_on(target, train, depth, rounds, rate);
+    let t = trees.len() as f64;
+    Fitted {
+        terms: vec![(crate::data::TermSpec::default(), init)],
+        trees: trees.iter().map(|tr| tr.scaled(t)).collect(),
+        log: target.log,
+    }
 }

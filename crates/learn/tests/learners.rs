@@ -316,9 +316,12 @@ fn every_learner_writes_a_model_file_that_predicts_what_it_learned() {
         "cart:depth=3,leaf=2,log",
         "rf:trees=20",
         "rf:trees=20,log",
+        "boost",
+        "boost:depth=2,rounds=30,log",
         "ols:A,B*C,D",
         "stepwise:log+lasso:log+cart:log+rf:trees=10,log",
         "lasso+rf:trees=10",
+        "stepwise:log+boost:depth=2,rounds=20,log+cart:log",
         "auto",
     ] {
         let l = learner(text);
