@@ -119,6 +119,10 @@ fn main() {
     println!(
         "Columns marked * are published numbers (DeepPerf, ICSE 2019, Tables III/IV; ../shared/datasets/README.md), not measured here."
     );
+    println!("Learners:");
+    for l in &learners {
+        println!("  {:<9} {l}", l.name());
+    }
     let started = Instant::now();
     for p in &PUBLISHED {
         if only
@@ -162,7 +166,7 @@ fn main() {
             let max = c.iter().map(|r| r.seconds).fold(0.0, f64::max);
             print!(" {:>15}", format!("{mean:.4} ({max:.3})"));
         }
-        println!("   (mean over sizes, largest size's in parentheses)");
+        println!("   (seconds per experiment: mean over sizes, slowest size in parentheses)");
         print!("{:>5}", "terms");
         for c in &cells {
             print!(
