@@ -106,8 +106,10 @@ pub fn run(cmd: ModelCommand) -> Result<Outcome> {
             if !file.trees.is_empty() {
                 print_trees(&file, precision);
             }
-            if !file.terms.terms().is_empty() || file.trees.is_empty() {
+            if file.trees.is_empty() {
                 println!("{}", file.terms.format(precision));
+            } else if !file.terms.terms().is_empty() {
+                println!("plus the terms: {}", file.terms.format(precision));
             }
             if dropped > 0 {
                 println!("({dropped} terms below the threshold pruned)");

@@ -19,7 +19,8 @@
 //! tree growing) live here, without an ML dependency.
 //!
 //! Architecture invariant: learners see a dataset as numbers (option values and
-//! performance); they never measure or sample. Everything random is seeded (ChaCha8), so a
+//! performance); they never measure, and sampling strategies become rows of the dataset
+//! before any learner runs ([`sample_rows`]). Everything random is seeded (ChaCha8), so a
 //! learner, a seed and a sample always give the same model.
 
 mod auto;

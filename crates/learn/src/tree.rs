@@ -174,7 +174,7 @@ pub struct Growth {
 /// (`codes[j][i]` for training configuration i), and the targets. Configuration options
 /// take few distinct values, so a split search over per-value sums is cheap.
 pub struct Columns {
-    pub codes: Vec<Vec<u16>>,
+    pub codes: Vec<Vec<u32>>,
     pub levels: Vec<Vec<f64>>,
     pub y: Vec<f64>,
 }
@@ -193,13 +193,10 @@ impl Columns {
             let mut distinct = values.clone();
             distinct.sort_by(f64::total_cmp);
             distinct.dedup();
-            // More than 65,536 distinct values would need wider codes; keep every 2^16-th
-            // boundary apart by merging neighbours (never happens with discretised options).
-            assert!(distinct.len() <= u16::MAX as usize, "too many values");
             codes.push(
                 values
                     .iter()
-                    .map(|v| distinct.partition_point(|d| d < v) as u16)
+                    .map(|v| distinct.partition_point(|d| d < v) as u32)
                     .collect(),
             );
             levels.push(distinct);
@@ -265,7 +262,7 @@ pub fn grow(
             && growth.max_depth.is_none_or(|d| depth < d)
             && sse > 1e-12 * sum2.max(1e-300);
         // option, code of the last value going left, threshold, gain
-        let mut best: Option<(usize, u16, f64, f64)> = None;
+        let mut best: Option<(usize, u32, f64, f64)> = None;
         if splittable {
             options.clear();
             match growth.mtry {
@@ -301,7 +298,7 @@ pub fn grow(
                             + right_sum * right_sum / (total - left_weight)
                             - base;
                         if best.is_none_or(|(_, _, _, g)| gain > g) {
-                            best = Some((j, p as u16, 0.5 * (levels[p] + levels[c]), gain));
+                            best = Some((j, p as u32, 0.5 * (levels[p] + levels[c]), gain));
                         }
                     }
                     left_weight += level_weight[c];
@@ -348,7 +345,7 @@ pub fn grow(
 /// registers and take the first as the rest, and other options spread the sums over four
 /// interleaved copies.
 fn level_sums(
-    codes: &[u16],
+    codes: &[u32],
     weight: &[f64],
     y: &[f64],
     rows: &[u32],
