@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The main job on the bundled examples: xz's configuration space (show, count, sample
-# pairwise, explain an invalid configuration) and the ConfigCrusher running example's model
-# (print, predict every configuration, convert a region between subspace and influence form).
+# The main job on the bundled examples: measure Debian's `xz` in every configuration of a
+# 48-configuration space (ground truth, about a minute and a half; the results store
+# examples/xz/knobs.db is kept, so a second run resumes or reuses it), learn models from a
+# pair-wise and random samples and report their error against the ground truth; then the
+# foundation: xz's larger configuration space and the ConfigCrusher running example's model.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup-debian.sh
@@ -11,6 +13,20 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 step() { printf '\n\033[1m$ knobs %s\033[0m\n' "$*"; knobs "$@"; }
 
+# Black-box modelling of a real program, end to end.
+step space show examples/xz/knobs.toml
+step measure --spec examples/xz/knobs.toml --sample all
+step results show --store examples/xz/knobs.db
+step experiment compare examples/xz/knobs.db --strategies featurewise,pairwise,random:12,random:24 --learners "stepwise:log;rf;auto"
+step learn examples/xz/knobs.db --learner stepwise:log --sample pairwise -o "$out/xz-model.json"
+step model show "$out/xz-model.json"
+step evaluate "$out/xz-model.json" examples/xz/knobs.db
+if [ -d ../shared/datasets/deepperf ]; then
+  # DeepPerf's protocol on a published dataset (5 repetitions here; the benchmark runs 30).
+  step experiment deepperf ../shared/datasets/deepperf/x264.csv --learner auto --n 16 --reps 5
+fi
+
+# The foundation: configuration spaces and models.
 step space show examples/xz/space.toml
 step space count examples/xz/space.toml
 step space sample examples/xz/space.toml --sample pairwise --seed 1 -o "$out/pairwise.csv"

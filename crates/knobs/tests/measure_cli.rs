@@ -426,3 +426,80 @@ fn two_processes_write_one_store_at_once() {
         .code(2)
         .stderr(predicates::str::contains("choose one with --system"));
 }
+
+/// The bundled xz example end to end on its small workload: brute force into a store,
+/// learn from a pair-wise sample, and evaluate against the ground truth.
+#[test]
+fn xz_example_end_to_end_on_the_small_workload() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/xz/knobs.toml");
+    // A copy, so the generated inputs and the store stay in the temporary directory.
+    let spec = write(
+        dir.path(),
+        "knobs.toml",
+        &std::fs::read_to_string(example).unwrap(),
+    );
+    knobs()
+        .args([
+            "measure",
+            "--sample",
+            "all",
+            "--workload",
+            "small",
+            "--repetitions",
+            "1",
+            "--spec",
+        ])
+        .arg(&spec)
+        .assert()
+        .success()
+        .stderr(predicates::str::contains(
+            "48 of 48 configurations measured",
+        ));
+    assert!(
+        dir.path().join("small.txt").exists(),
+        "the workload was prepared"
+    );
+    let store = dir.path().join("knobs.db");
+    let model = dir.path().join("model.json");
+    knobs()
+        .arg("learn")
+        .arg(&store)
+        .args(["--learner", "stepwise:log", "--sample", "pairwise", "-o"])
+        .arg(&model)
+        .assert()
+        .success();
+    let out = knobs()
+        .arg("evaluate")
+        .arg(&model)
+        .arg(&store)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Pair-wise picks at least 4 × 3 (level × check) configurations; the rest are tested.
+    let tested: usize = stdout
+        .split(" on ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {stdout}"));
+    assert!((20..=36).contains(&tested), "{stdout}");
+    knobs()
+        .args(["experiment", "compare"])
+        .arg(&store)
+        .args([
+            "--strategies",
+            "pairwise,random:12",
+            "--learners",
+            "stepwise;rf",
+        ])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("twise:2"))
+        .stdout(predicates::str::contains("random:12"));
+}
