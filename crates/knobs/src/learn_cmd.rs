@@ -131,6 +131,10 @@ pub struct CompareArgs {
     learners: String,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Repetitions with different seeds (sample and learner); the table shows means and the
+    /// 95 % margin of the MAPE.
+    #[arg(long, default_value_t = 1)]
+    reps: usize,
     #[arg(long)]
     space: Option<PathBuf>,
 }
@@ -288,12 +292,16 @@ pub fn experiment(cmd: ExperimentCommand) -> Result<Outcome> {
                 .map(|s| s.parse::<Strategy>())
                 .collect::<Result<Vec<_>, _>>()?;
             let data = load_data(&args.data, args.space.as_deref())?;
-            let rows = compare(&data, &strategies, &learners, args.seed)?;
+            if args.reps == 0 {
+                bail!("--reps must be at least 1");
+            }
+            let rows = compare(&data, &strategies, &learners, args.seed, args.reps)?;
             println!(
-                "# {}: {} configurations; measurement = sum of the sampled configurations' {}",
+                "# {}: {} configurations; measurement = sum of the sampled configurations' {}; means over {} repetition(s)",
                 args.data.display(),
                 data.configurations.len(),
-                data.metric
+                data.metric,
+                args.reps
             );
             let width = rows
                 .iter()
@@ -302,7 +310,7 @@ pub fn experiment(cmd: ExperimentCommand) -> Result<Outcome> {
                 .unwrap_or(0)
                 .max(7);
             println!(
-                "{:<16} {:<width$} {:>8} {:>14} {:>10} {:>9} {:>7} {:>7}",
+                "{:<16} {:<width$} {:>8} {:>12} {:>10} {:>16} {:>7} {:>7}",
                 "sample",
                 "learner",
                 "configs",
@@ -313,14 +321,19 @@ pub fn experiment(cmd: ExperimentCommand) -> Result<Outcome> {
                 "leaves"
             );
             for r in rows {
+                let mape = match r.mape {
+                    None => "—".to_string(),
+                    Some((m, _)) if r.repetitions == 1 => format!("{m:.2}"),
+                    Some((m, margin)) => format!("{m:.2} ± {margin:.2}"),
+                };
                 println!(
-                    "{:<16} {:<width$} {:>8} {:>14.1} {:>10.4} {:>9} {:>7} {:>7}",
+                    "{:<16} {:<width$} {:>8.1} {:>12.1} {:>10.4} {:>16} {:>7.1} {:>7.0}",
                     r.strategy,
                     r.learner,
                     r.configurations,
                     r.measurement,
                     r.learn_seconds,
-                    r.mape.map_or("—".to_string(), |m| format!("{m:.2}")),
+                    mape,
                     r.terms,
                     r.leaves
                 );

@@ -251,6 +251,8 @@ fn experiment_compare_strategies_and_learners() {
         "featurewise,random:30",
         "--learners",
         "stepwise,cart",
+        "--reps",
+        "3",
     ]);
     let rows: Vec<Vec<&str>> = out
         .lines()
@@ -260,10 +262,13 @@ fn experiment_compare_strategies_and_learners() {
     assert_eq!(rows.len(), 4, "{out}");
     assert_eq!(rows[0][0], "featurewise");
     assert_eq!(rows[3][0], "random:30");
-    assert_eq!(rows[3][2], "30", "{out}");
+    assert_eq!(rows[3][2], "30.0", "{out}");
     for r in &rows {
+        // MAPE and its margin over the three repetitions: `9.50 ± 0.00`.
         let mape: f64 = r[5].parse().unwrap();
-        assert!(mape < 30.0, "{out}");
+        assert_eq!(r[6], "±", "{out}");
+        let margin: f64 = r[7].parse().unwrap();
+        assert!(mape < 30.0 && margin >= 0.0, "{out}");
     }
 }
 

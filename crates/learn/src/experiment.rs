@@ -139,60 +139,87 @@ fn mix(seed: u64, size: u64, r: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// One row of the strategies × learners comparison (Comprex Tables II/III).
+/// One row of the strategies × learners comparison (Comprex Tables II/III), averaged over
+/// the repetitions (each with its own seed for sampling and learning).
 #[derive(Clone, Debug)]
 pub struct CompareRow {
     pub strategy: String,
     pub learner: String,
-    /// Configurations in the sample.
-    pub configurations: usize,
+    pub repetitions: usize,
+    /// Configurations in the sample (mean over repetitions).
+    pub configurations: f64,
     /// Sum of the sampled configurations' performance: the measurement time when the
-    /// performance is a time.
+    /// performance is a time (mean over repetitions).
     pub measurement: f64,
     pub learn_seconds: f64,
-    /// MAPE (%) on every configuration not in the sample; `None` if none is left.
-    pub mape: Option<f64>,
-    /// Terms of the model (intercept included) and leaves of its trees.
-    pub terms: usize,
-    pub leaves: usize,
+    /// Mean MAPE (%) on every configuration not in the sample and its 95 % margin over the
+    /// repetitions; `None` if no configuration is left.
+    pub mape: Option<(f64, f64)>,
+    /// Terms of the model (intercept included) and leaves of its trees (means).
+    pub terms: f64,
+    pub leaves: f64,
 }
 
-/// Every strategy × learner: sample, learn, and evaluate on the configurations not sampled.
+/// Every strategy × learner: sample, learn, and evaluate on the configurations not sampled,
+/// `reps` times with different seeds (the first is `seed` itself).
 pub fn compare(
     data: &Dataset,
     strategies: &[Strategy],
     learners: &[Learner],
     seed: u64,
+    reps: usize,
 ) -> Result<Vec<CompareRow>, Error> {
     let table = Table::new(data);
+    let reps = reps.max(1);
     let mut out = Vec::new();
     for strategy in strategies {
-        let sample = sample_rows(data, strategy, seed)?;
-        let mut in_sample = vec![false; table.rows.len()];
-        for &r in &sample {
-            in_sample[r] = true;
+        // Per learner: the repetitions' (configurations, measurement, seconds, mape, terms, leaves).
+        let mut runs: Vec<Vec<(usize, f64, f64, Option<f64>, usize, usize)>> =
+            vec![Vec::new(); learners.len()];
+        for r in 0..reps {
+            let seed = if r == 0 { seed } else { mix(seed, 0, r as u64) };
+            let sample = sample_rows(data, strategy, seed)?;
+            let mut in_sample = vec![false; table.rows.len()];
+            for &row in &sample {
+                in_sample[row] = true;
+            }
+            let rest: Vec<usize> = (0..table.rows.len()).filter(|r| !in_sample[*r]).collect();
+            let measurement: f64 = sample.iter().map(|&r| table.performance[r]).sum();
+            for (l, learner) in learners.iter().enumerate() {
+                let start = Instant::now();
+                let trained = train(&table, &sample, learner, seed)?;
+                let learn_seconds = start.elapsed().as_secs_f64();
+                let mape = if rest.is_empty() {
+                    None
+                } else {
+                    let actual: Vec<f64> = rest.iter().map(|&r| table.performance[r]).collect();
+                    Some(mape(&trained.predict(&table, &rest), &actual)?)
+                };
+                runs[l].push((
+                    sample.len(),
+                    measurement,
+                    learn_seconds,
+                    mape,
+                    trained.terms(),
+                    trained.leaves(),
+                ));
+            }
         }
-        let rest: Vec<usize> = (0..table.rows.len()).filter(|r| !in_sample[*r]).collect();
-        let measurement = sample.iter().map(|&r| table.performance[r]).sum();
-        for learner in learners {
-            let start = Instant::now();
-            let trained = train(&table, &sample, learner, seed)?;
-            let learn_seconds = start.elapsed().as_secs_f64();
-            let mape = if rest.is_empty() {
-                None
-            } else {
-                let actual: Vec<f64> = rest.iter().map(|&r| table.performance[r]).collect();
-                Some(mape(&trained.predict(&table, &rest), &actual)?)
+        for (learner, runs) in learners.iter().zip(runs) {
+            let mean = |f: &dyn Fn(&(usize, f64, f64, Option<f64>, usize, usize)) -> f64| {
+                runs.iter().map(f).sum::<f64>() / runs.len() as f64
             };
+            let mapes: Option<Vec<f64>> = runs.iter().map(|r| r.3).collect();
             out.push(CompareRow {
                 strategy: strategy.to_string(),
                 learner: learner.to_string(),
-                configurations: sample.len(),
-                measurement,
-                learn_seconds,
-                mape,
-                terms: trained.terms(),
-                leaves: trained.leaves(),
+                repetitions: runs.len(),
+                configurations: mean(&|r| r.0 as f64),
+                measurement: mean(&|r| r.1),
+                learn_seconds: mean(&|r| r.2),
+                mape: mapes.map(|m| mean_and_margin(&m)),
+                terms: mean(&|r| r.4 as f64),
+                leaves: mean(&|r| r.5 as f64),
             });
         }
     }

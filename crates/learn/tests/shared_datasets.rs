@@ -119,23 +119,29 @@ fn strategies_on_splconqueror_x264() {
         .map(|s| s.parse().unwrap())
         .collect();
     let learners = Learner::parse_list("stepwise,rf").unwrap();
-    let rows = compare(&data, &strategies, &learners, 1).unwrap();
+    let rows = compare(&data, &strategies, &learners, 1, 1).unwrap();
     assert_eq!(rows.len(), 6);
     for r in &rows {
-        let mape = r.mape.expect("configurations remain to test on");
+        let (mape, _) = r.mape.expect("configurations remain to test on");
         assert!(mape < 40.0, "{r:?}");
         assert!(r.measurement > 0.0);
     }
     // With 50 random configurations, both learners model x264 within 10 %.
     assert!(
-        rows[4].mape.unwrap() < 10.0 && rows[5].mape.unwrap() < 10.0,
+        rows[4].mape.unwrap().0 < 10.0 && rows[5].mape.unwrap().0 < 10.0,
         "{rows:?}"
     );
-    assert_eq!(rows[4].configurations, 50);
+    assert_eq!(rows[4].configurations, 50.0);
     // Measurement cost is the summed performance of the sample.
     let sample = sample_rows(&data, &Strategy::Random(50), 1).unwrap();
     let sum: f64 = sample.iter().map(|&r| data.performance[r]).sum();
     assert!((rows[4].measurement - sum).abs() < 1e-6 * sum);
+    // Repetitions draw other samples: the margin is positive and the first repetition is
+    // the single run above.
+    let repeated = compare(&data, &strategies[2..], &learners[..1], 1, 5).unwrap();
+    let (mean, margin) = repeated[0].mape.unwrap();
+    assert_eq!(repeated[0].repetitions, 5);
+    assert!(margin > 0.0 && mean < 10.0, "{repeated:?}");
 }
 
 #[test]

@@ -188,8 +188,23 @@ impl Store {
                 one_line(&e.to_string())
             ))
         };
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(not_a_store)?;
+        // Switching to WAL needs a moment of exclusive access and, unlike other statements,
+        // may report "busy" without waiting: retry while another process holds the lock.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            match conn.pragma_update(None, "journal_mode", "WAL") {
+                Ok(()) => break,
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if matches!(
+                        e.code,
+                        rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                    ) && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => return Err(not_a_store(e)),
+            }
+        }
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(&err)?;
         conn.pragma_update(None, "foreign_keys", "ON")
