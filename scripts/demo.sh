@@ -17,7 +17,7 @@ step() { printf '\n\033[1m$ knobs %s\033[0m\n' "$*"; knobs "$@"; }
 step space show examples/xz/knobs.toml
 step measure --spec examples/xz/knobs.toml --sample all
 step results show --store examples/xz/knobs.db
-step experiment compare examples/xz/knobs.db --strategies featurewise,pairwise,random:12,random:24 --learners "stepwise:log;rf;auto"
+step experiment compare examples/xz/knobs.db --strategies featurewise,pairwise,random:12,random:24 --learners "stepwise:log;rf;auto" --reps 10
 step learn examples/xz/knobs.db --learner stepwise:log --sample pairwise -o "$out/xz-model.json"
 step model show "$out/xz-model.json"
 step evaluate "$out/xz-model.json" examples/xz/knobs.db
