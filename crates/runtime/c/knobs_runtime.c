@@ -1,0 +1,331 @@
+/* knobs region-timing runtime (ConfigCrusher §3.4), linked into instrumented programs.
+ *
+ * API (C ABI, called by the code `frontend::instrument` inserts):
+ *     void __knobs_region_enter(uint32_t id);
+ *     void __knobs_region_exit(uint32_t id);
+ * Region ids are dense from 0. Output: at exit, the file named by KNOBS_REGION_TIMES (read
+ * when the runtime starts) receives the per-region self times and entry counts in the format
+ * of docs/region-times.md. Nothing is ever printed on stdout or stderr.
+ *
+ * Semantics:
+ * - Each thread keeps a stack of open region activations. Every instant of a thread's time
+ *   between two of its events is charged to exactly one place: the innermost open activation
+ *   (the region's self time) or, with nothing open, the thread's base. So nested time is
+ *   subtracted from the enclosing region, and base + sum of self times = total, exactly.
+ * - Re-entering an open region (recursion) pushes another activation of it; its time is still
+ *   charged once (to the innermost activation). Every enter counts one entry.
+ * - An exit closes the innermost open activation of its id, wherever it is on the stack
+ *   (activations above it stay open); an exit for a region that is not open is ignored and
+ *   only counted (`unmatched_exits`).
+ * - exit() from anywhere and return from main: a destructor charges the exiting thread's time
+ *   up to that moment to its open regions, closes them and writes the file. _exit(), fatal
+ *   signals, abort() and exec lose everything. Only the process that loaded the runtime
+ *   writes (a fork()ed child that exits writes nothing).
+ * - Threads: per-thread stacks and counters, summed when written. Another thread's time is
+ *   counted up to its last region event; `total` is then thread-seconds, not wall time
+ *   (`wall` is the process's wall time from the runtime's start).
+ *
+ * Hot path: one clock read (rdtsc when the CPU has an invariant TSC, converted at exit with
+ * the ratio to CLOCK_MONOTONIC over the whole run; else clock_gettime), a thread-local
+ * pointer, a few loads and stores. No locks, no system calls, no allocation except when a
+ * thread's stack or region table has to grow (mmap, amortised doubling).
+ */
+#define _GNU_SOURCE
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#define KNOBS_HAVE_TSC 1
+#endif
+
+#define KNOBS_API __attribute__((visibility("default")))
+#define KNOBS_COLD __attribute__((noinline, cold))
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* One region's counters in one thread; written only by the owner thread (relaxed atomics
+ * compile to plain loads and stores, and let the exit handler read other threads'). */
+struct knobs_slot {
+    _Atomic uint64_t ticks;
+    _Atomic uint64_t entries;
+};
+
+struct knobs_table {
+    uint32_t cap;
+    struct knobs_slot slot[];
+};
+
+struct knobs_thread {
+    struct knobs_thread *next; /* the global list, pushed once per thread */
+    _Atomic(struct knobs_table *) table;
+    uint32_t *stack;
+    uint32_t depth;
+    uint32_t stack_cap;
+    uint64_t last; /* tick of this thread's previous event */
+    _Atomic uint64_t base_ticks;
+    _Atomic uint64_t unmatched;
+};
+
+enum { KNOBS_UNINIT = 0, KNOBS_INITIALISING, KNOBS_ENABLED, KNOBS_DISABLED };
+
+static _Atomic int knobs_state = KNOBS_UNINIT;
+static int knobs_use_tsc;
+static uint64_t knobs_tick0;   /* ticks at start */
+static uint64_t knobs_mono0;   /* CLOCK_MONOTONIC ns at start */
+static pid_t knobs_pid;        /* only this process writes */
+static char *knobs_path;       /* KNOBS_REGION_TIMES, copied at start */
+static _Atomic(struct knobs_thread *) knobs_threads;
+static _Atomic int knobs_finished;
+static __thread struct knobs_thread *knobs_self __attribute__((tls_model("initial-exec")));
+
+static uint64_t mono_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static inline uint64_t ticks(void) {
+#ifdef KNOBS_HAVE_TSC
+    if (__builtin_expect(knobs_use_tsc, 1))
+        return __rdtsc();
+#endif
+    return mono_ns();
+}
+
+static void *map(size_t bytes) {
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static int invariant_tsc(void) {
+#ifdef KNOBS_HAVE_TSC
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u)
+        return 0;
+    __get_cpuid(0x80000007u, &a, &b, &c, &d);
+    return (d >> 8) & 1;
+#else
+    return 0;
+#endif
+}
+
+/* Once per process, from the constructor or the first event (whichever comes first). */
+static KNOBS_COLD void global_init(void) {
+    int expected = KNOBS_UNINIT;
+    if (!atomic_compare_exchange_strong(&knobs_state, &expected, KNOBS_INITIALISING)) {
+        while (atomic_load(&knobs_state) == KNOBS_INITIALISING)
+            ;
+        return;
+    }
+    const char *path = getenv("KNOBS_REGION_TIMES");
+    if (!path || !*path) {
+        atomic_store(&knobs_state, KNOBS_DISABLED);
+        return;
+    }
+    size_t n = strlen(path) + 1;
+    knobs_path = map(n);
+    if (!knobs_path) {
+        atomic_store(&knobs_state, KNOBS_DISABLED);
+        return;
+    }
+    memcpy(knobs_path, path, n);
+    knobs_pid = getpid();
+    knobs_use_tsc = invariant_tsc();
+    knobs_mono0 = mono_ns();
+    knobs_tick0 = ticks();
+    atomic_store(&knobs_state, KNOBS_ENABLED);
+}
+
+/* This thread's state, created on its first event; NULL when the runtime is disabled. */
+static KNOBS_COLD struct knobs_thread *thread_init(void) {
+    if (atomic_load_explicit(&knobs_state, memory_order_acquire) != KNOBS_ENABLED) {
+        global_init();
+        if (atomic_load_explicit(&knobs_state, memory_order_acquire) != KNOBS_ENABLED)
+            return NULL;
+    }
+    if (atomic_load(&knobs_finished))
+        return NULL;
+    struct knobs_thread *t = map(sizeof *t);
+    if (!t)
+        return NULL;
+    t->stack_cap = 1024 / sizeof(uint32_t);
+    t->stack = map(t->stack_cap * sizeof(uint32_t));
+    if (!t->stack) {
+        munmap(t, sizeof *t);
+        return NULL;
+    }
+    t->last = ticks();
+    struct knobs_thread *head = atomic_load(&knobs_threads);
+    do
+        t->next = head;
+    while (!atomic_compare_exchange_weak_explicit(&knobs_threads, &head, t, memory_order_release,
+                                                  memory_order_relaxed));
+    knobs_self = t;
+    return t;
+}
+
+static inline void add(_Atomic uint64_t *counter, uint64_t d) {
+    atomic_store_explicit(counter, atomic_load_explicit(counter, memory_order_relaxed) + d,
+                          memory_order_relaxed);
+}
+
+/* The time since this thread's previous event goes to its innermost open activation. */
+static inline void charge(struct knobs_thread *t, uint64_t now) {
+    uint64_t d = now - t->last;
+    if (unlikely((int64_t)d < 0)) /* a TSC not synchronised across cores */
+        d = 0;
+    t->last = now;
+    if (t->depth) {
+        struct knobs_table *tab = atomic_load_explicit(&t->table, memory_order_relaxed);
+        add(&tab->slot[t->stack[t->depth - 1]].ticks, d);
+    } else {
+        add(&t->base_ticks, d);
+    }
+}
+
+/* Grows this thread's region table to hold `id`; old tables are never unmapped, since the
+ * exit handler may be reading them from another thread. */
+static KNOBS_COLD struct knobs_table *grow_table(struct knobs_thread *t, uint32_t id) {
+    struct knobs_table *old = atomic_load_explicit(&t->table, memory_order_relaxed);
+    uint64_t cap = old ? (uint64_t)old->cap * 2 : 256;
+    while (cap <= id)
+        cap *= 2;
+    if (cap > UINT32_MAX)
+        cap = UINT32_MAX;
+    struct knobs_table *tab = map(sizeof *tab + cap * sizeof(struct knobs_slot));
+    if (!tab)
+        return NULL;
+    tab->cap = (uint32_t)cap;
+    if (old)
+        memcpy(tab->slot, old->slot, old->cap * sizeof(struct knobs_slot));
+    atomic_store_explicit(&t->table, tab, memory_order_release);
+    return tab;
+}
+
+static KNOBS_COLD int grow_stack(struct knobs_thread *t) {
+    uint32_t cap = t->stack_cap * 2;
+    uint32_t *s = map((size_t)cap * sizeof(uint32_t));
+    if (!s)
+        return 0;
+    memcpy(s, t->stack, t->depth * sizeof(uint32_t));
+    munmap(t->stack, t->stack_cap * sizeof(uint32_t));
+    t->stack = s;
+    t->stack_cap = cap;
+    return 1;
+}
+
+KNOBS_API void __knobs_region_enter(uint32_t id) {
+    struct knobs_thread *t = knobs_self;
+    if (unlikely(!t) && !(t = thread_init()))
+        return;
+    uint64_t now = ticks();
+    struct knobs_table *tab = atomic_load_explicit(&t->table, memory_order_relaxed);
+    if (unlikely(!tab || id >= tab->cap) && !(tab = grow_table(t, id)))
+        return;
+    if (unlikely(t->depth == t->stack_cap) && !grow_stack(t))
+        return;
+    charge(t, now);
+    t->stack[t->depth++] = id;
+    add(&tab->slot[id].entries, 1);
+}
+
+KNOBS_API void __knobs_region_exit(uint32_t id) {
+    struct knobs_thread *t = knobs_self;
+    if (unlikely(!t) && !(t = thread_init()))
+        return;
+    uint64_t now = ticks();
+    uint32_t depth = t->depth;
+    if (__builtin_expect(depth && t->stack[depth - 1] == id, 1)) {
+        charge(t, now);
+        t->depth = depth - 1;
+        return;
+    }
+    /* Not the innermost: close the innermost activation of `id` below, if any. */
+    for (uint32_t k = depth; k-- > 0;) {
+        if (t->stack[k] == id) {
+            charge(t, now);
+            memmove(&t->stack[k], &t->stack[k + 1], (depth - 1 - k) * sizeof(uint32_t));
+            t->depth = depth - 1;
+            return;
+        }
+    }
+    add(&t->unmatched, 1);
+}
+
+static __attribute__((constructor(101))) void knobs_start(void) {
+    global_init();
+    /* The main thread's time counts from here, not from its first region. */
+    if (!knobs_self)
+        thread_init();
+}
+
+/* Runs after main returns or exit() is called, after atexit handlers and later-registered
+ * destructors (priority 101 runs last among prioritised destructors). */
+static __attribute__((destructor(101))) void knobs_finish(void) {
+    if (atomic_load(&knobs_state) != KNOBS_ENABLED || atomic_exchange(&knobs_finished, 1))
+        return;
+    if (getpid() != knobs_pid)
+        return;
+    uint64_t now = ticks();
+    uint64_t mono1 = mono_ns();
+    uint32_t open = 0;
+    struct knobs_thread *self = knobs_self;
+    if (self) {
+        charge(self, now);
+        open = self->depth;
+        self->depth = 0;
+    }
+    double ns_per_tick = 1.0;
+    if (knobs_use_tsc && now > knobs_tick0)
+        ns_per_tick = (double)(mono1 - knobs_mono0) / (double)(now - knobs_tick0);
+
+    uint64_t base = 0, regions = 0, unmatched = 0, threads = 0;
+    uint32_t cap = 0;
+    struct knobs_thread *head = atomic_load_explicit(&knobs_threads, memory_order_acquire);
+    for (struct knobs_thread *t = head; t; t = t->next) {
+        threads++;
+        base += atomic_load_explicit(&t->base_ticks, memory_order_relaxed);
+        unmatched += atomic_load_explicit(&t->unmatched, memory_order_relaxed);
+        struct knobs_table *tab = atomic_load_explicit(&t->table, memory_order_acquire);
+        if (tab && tab->cap > cap)
+            cap = tab->cap;
+    }
+    FILE *f = fopen(knobs_path, "w");
+    if (!f)
+        return;
+    /* Region lines first into a second pass: totals need the sums. */
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            double s = 1e-9 * ns_per_tick;
+            fprintf(f, "knobs-region-times 1\n");
+            fprintf(f, "total\t%.9f\n", (double)(base + regions) * s);
+            fprintf(f, "base\t%.9f\n", (double)base * s);
+            fprintf(f, "wall\t%.9f\n", 1e-9 * (double)(mono1 - knobs_mono0));
+            fprintf(f, "threads\t%llu\n", (unsigned long long)threads);
+            fprintf(f, "unmatched_exits\t%llu\n", (unsigned long long)unmatched);
+            fprintf(f, "open_at_exit\t%u\n", open);
+        }
+        for (uint32_t id = 0; id < cap; id++) {
+            uint64_t tk = 0, n = 0;
+            for (struct knobs_thread *t = head; t; t = t->next) {
+                struct knobs_table *tab = atomic_load_explicit(&t->table, memory_order_acquire);
+                if (tab && id < tab->cap) {
+                    tk += atomic_load_explicit(&tab->slot[id].ticks, memory_order_relaxed);
+                    n += atomic_load_explicit(&tab->slot[id].entries, memory_order_relaxed);
+                }
+            }
+            if (pass == 0)
+                regions += tk;
+            else if (n || tk)
+                fprintf(f, "%u\t%.9f\t%llu\n", id, (double)tk * 1e-9 * ns_per_tick,
+                        (unsigned long long)n);
+        }
+    }
+    fclose(f);
+}

@@ -1,0 +1,397 @@
+//! `runtime`: the region-timing library linked into instrumented programs, and the reader of
+//! what it writes.
+//!
+//! `frontend::instrument` inserts `__knobs_region_enter(u32)` / `__knobs_region_exit(u32)`
+//! calls at region starts and ends (ConfigCrusher §3.3); this crate provides those two
+//! functions as a small C static library ([`build`] compiles `c/knobs_runtime.c` with clang 19
+//! into `libknobs_runtime.a`, cached by content hash) and reads the file the instrumented
+//! program writes at exit ([`RegionTimes::read`]): per region its self time and entry count,
+//! the base (time outside every region) and the total, as documented in
+//! `docs/region-times.md`.
+//!
+//! Semantics, in short (the C file's header comment is the full statement): each thread keeps
+//! a stack of open activations; the time between two events goes to the innermost one (its
+//! *self* time) or to the base, so nested time is subtracted from the enclosing region and
+//! `base + Σ self = total` exactly. Recursion pushes another activation (time still counted
+//! once); an exit closes the innermost open activation of its id and is ignored when none is
+//! open; `exit()` and return from `main` write the file named by `KNOBS_REGION_TIMES`;
+//! `_exit`, fatal signals and `exec` lose the data; per-thread stacks are summed when written.
+//!
+//! Architecture invariant: the runtime has no dependencies beyond libc (no pthread, no C++,
+//! no Rust std); the hot path neither allocates nor locks nor makes system calls, except for
+//! amortised growth of a thread's stack or region table.
+//!
+//! Architecture invariant: the runtime never prints; its only output is the file named by
+//! `KNOBS_REGION_TIMES`, and nothing is written when that variable is unset or empty.
+//!
+//! Architecture invariant: knows nothing of regions' meaning, options or LLVM; ids are dense
+//! `u32`s chosen by the instrumenter.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The runtime's C source, compiled by [`build`].
+pub const SOURCE: &str = include_str!("../c/knobs_runtime.c");
+
+/// The environment variable naming the output file.
+pub const ENV_VAR: &str = "KNOBS_REGION_TIMES";
+
+/// The first line of the output file.
+pub const HEADER: &str = "knobs-region-times 1";
+
+/// Flags the runtime is compiled with: position-independent so it links into PIE executables
+/// and shared objects alike.
+const CFLAGS: &[&str] = &[
+    "-O2", "-fPIC", "-std=c11", "-Wall", "-Wextra", "-Werror", "-g0",
+];
+
+/// What can go wrong building the runtime or reading its output; one line each.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("`{tool}` could not be run: {message}")]
+    ToolMissing { tool: String, message: String },
+    #[error("compiling the knobs runtime with `{tool}` failed: {message}")]
+    Compile { tool: String, message: String },
+    #[error("archiving the knobs runtime with `{tool}` failed: {message}")]
+    Archive { tool: String, message: String },
+    #[error("{path}: {message}")]
+    Io { path: PathBuf, message: String },
+    #[error("{path}:{line}: not a knobs region-times file: {message}")]
+    Format {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |e| Error::Io {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
+}
+
+fn first_line(text: &[u8]) -> String {
+    let text = String::from_utf8_lossy(text);
+    text.lines()
+        .map(str::trim)
+        .find(|l| l.contains("error"))
+        .or_else(|| text.lines().map(str::trim).find(|l| !l.is_empty()))
+        .unwrap_or("(no message)")
+        .to_string()
+}
+
+/// FNV-1a, 64 bits: a stable content hash for the cache (no dependency for it).
+fn fnv1a(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for &b in *part {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        h ^= 0xff;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// The archivers to try for a given clang: `llvm-ar-N` beside `clang-N`, then `ar`.
+fn archivers(clang: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Some(name) = clang.file_name().and_then(|n| n.to_str())
+        && let Some(suffix) = name.strip_prefix("clang")
+    {
+        out.push(clang.with_file_name(format!("llvm-ar{suffix}")));
+    }
+    out.push(PathBuf::from("ar"));
+    out
+}
+
+/// Compiles the runtime with `clang` into `out_dir/knobs-runtime-<hash>/libknobs_runtime.a`
+/// and returns that path. The hash covers the source, the flags and the clang path, so a
+/// built library is reused as is; concurrent builds are safe (temporary names, then rename).
+pub fn build(clang: &Path, out_dir: &Path) -> Result<PathBuf, Error> {
+    let hash = fnv1a(&[
+        SOURCE.as_bytes(),
+        CFLAGS.join(" ").as_bytes(),
+        clang.as_os_str().as_encoded_bytes(),
+    ]);
+    let dir = out_dir.join(format!("knobs-runtime-{hash:016x}"));
+    let lib = dir.join("libknobs_runtime.a");
+    if lib.is_file() {
+        return Ok(lib);
+    }
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    let unique = format!(
+        "{}.{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    );
+    let object = dir.join(format!("knobs_runtime.{unique}.o"));
+    let tool = clang.display().to_string();
+    let mut child = Command::new(clang)
+        .args(CFLAGS)
+        .args(["-x", "c", "-c", "-", "-o"])
+        .arg(&object)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::ToolMissing {
+            tool: tool.clone(),
+            message: e.to_string(),
+        })?;
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        stdin
+            .write_all(SOURCE.as_bytes())
+            .map_err(|e| Error::Compile {
+                tool: tool.clone(),
+                message: e.to_string(),
+            })?;
+    }
+    let out = child.wait_with_output().map_err(|e| Error::Compile {
+        tool: tool.clone(),
+        message: e.to_string(),
+    })?;
+    if !out.status.success() {
+        let _ = std::fs::remove_file(&object);
+        return Err(Error::Compile {
+            tool,
+            message: first_line(&out.stderr),
+        });
+    }
+
+    let staged = dir.join(format!("libknobs_runtime.{unique}.a"));
+    let mut last_missing = None;
+    let mut archived = false;
+    for ar in archivers(clang) {
+        match Command::new(&ar)
+            .arg("rcs")
+            .arg(&staged)
+            .arg(&object)
+            .output()
+        {
+            Ok(o) if o.status.success() => {
+                archived = true;
+                break;
+            }
+            Ok(o) => {
+                let _ = std::fs::remove_file(&object);
+                return Err(Error::Archive {
+                    tool: ar.display().to_string(),
+                    message: first_line(&o.stderr),
+                });
+            }
+            Err(e) => last_missing = Some((ar, e)),
+        }
+    }
+    let _ = std::fs::remove_file(&object);
+    if !archived {
+        let (ar, e) = last_missing.expect("at least one archiver was tried");
+        return Err(Error::ToolMissing {
+            tool: ar.display().to_string(),
+            message: e.to_string(),
+        });
+    }
+    std::fs::rename(&staged, &lib).map_err(io(&lib))?;
+    Ok(lib)
+}
+
+/// One region's totals over the run (all threads).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RegionTime {
+    /// Time with this region the innermost open one, in seconds.
+    pub self_seconds: f64,
+    /// How many times the region was entered (every `__knobs_region_enter`, re-entries too).
+    pub entries: u64,
+}
+
+/// The contents of a region-times file (`docs/region-times.md`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RegionTimes {
+    /// `base` plus every region's self time, in seconds: the process's time from the
+    /// runtime's start to exit for a single-threaded program; summed over threads otherwise.
+    pub total: f64,
+    /// Time outside every region, in seconds (summed over threads).
+    pub base: f64,
+    /// Wall-clock seconds from the runtime's start to the write.
+    pub wall: f64,
+    /// Threads that recorded events (the main thread included).
+    pub threads: u64,
+    /// Exits for regions that were not open (ignored).
+    pub unmatched_exits: u64,
+    /// Regions the exiting thread still had open at exit (closed then).
+    pub open_at_exit: u64,
+    /// Regions entered at least once (or charged any time), by id.
+    pub regions: BTreeMap<u32, RegionTime>,
+}
+
+impl RegionTimes {
+    /// Reads the file an instrumented program wrote.
+    pub fn read(path: &Path) -> Result<RegionTimes, Error> {
+        let text = std::fs::read_to_string(path).map_err(io(path))?;
+        RegionTimes::parse(&text, path)
+    }
+
+    /// Parses a file's text; `path` only names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<RegionTimes, Error> {
+        let err = |line: usize, message: String| Error::Format {
+            path: path.to_path_buf(),
+            line,
+            message,
+        };
+        let mut lines = text.lines().enumerate().map(|(k, l)| (k + 1, l));
+        match lines.next() {
+            Some((_, h)) if h.trim_end() == HEADER => {}
+            Some((_, h)) => {
+                return Err(err(1, format!("expected `{HEADER}`, found `{h}`")));
+            }
+            None => return Err(err(1, "the file is empty".into())),
+        }
+        let mut times = RegionTimes::default();
+        let (mut seen_total, mut seen_base) = (false, false);
+        for (n, line) in lines {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let fields: Vec<&str> = line.split('\t').collect();
+            let seconds = |s: &str| -> Result<f64, Error> {
+                s.trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite() && *v >= 0.0)
+                    .ok_or_else(|| err(n, format!("`{s}` is not a number of seconds")))
+            };
+            let count = |s: &str| -> Result<u64, Error> {
+                s.trim()
+                    .parse::<u64>()
+                    .map_err(|_| err(n, format!("`{s}` is not a count")))
+            };
+            if fields[0].starts_with(|c: char| c.is_ascii_digit()) {
+                if fields.len() != 3 {
+                    return Err(err(
+                        n,
+                        format!("expected `id<TAB>seconds<TAB>entries`: `{line}`"),
+                    ));
+                }
+                let id: u32 = fields[0]
+                    .parse()
+                    .map_err(|_| err(n, format!("`{}` is not a region id", fields[0])))?;
+                let region = RegionTime {
+                    self_seconds: seconds(fields[1])?,
+                    entries: count(fields[2])?,
+                };
+                if times.regions.insert(id, region).is_some() {
+                    return Err(err(n, format!("region {id} appears twice")));
+                }
+                continue;
+            }
+            if fields.len() != 2 {
+                return Err(err(n, format!("expected `key<TAB>value`: `{line}`")));
+            }
+            match fields[0] {
+                "total" => {
+                    times.total = seconds(fields[1])?;
+                    seen_total = true;
+                }
+                "base" => {
+                    times.base = seconds(fields[1])?;
+                    seen_base = true;
+                }
+                "wall" => times.wall = seconds(fields[1])?,
+                "threads" => times.threads = count(fields[1])?,
+                "unmatched_exits" => times.unmatched_exits = count(fields[1])?,
+                "open_at_exit" => times.open_at_exit = count(fields[1])?,
+                _ => {} // keys added later are skipped
+            }
+        }
+        if !seen_total || !seen_base {
+            return Err(err(
+                text.lines().count(),
+                "missing the `total` or `base` line (was the file cut short?)".into(),
+            ));
+        }
+        Ok(times)
+    }
+
+    /// A region's totals; zero for a region never entered.
+    pub fn region(&self, id: u32) -> RegionTime {
+        self.regions.get(&id).copied().unwrap_or_default()
+    }
+
+    /// The sum of all regions' self times, in seconds.
+    pub fn regions_seconds(&self) -> f64 {
+        self.regions.values().map(|r| r.self_seconds).sum()
+    }
+
+    /// The sum of all regions' entries (ConfigCrusher's RC, Table 7).
+    pub fn entries(&self) -> u64 {
+        self.regions.values().map(|r| r.entries).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "knobs-region-times 1\ntotal\t1.500000000\nbase\t0.250000000\n\
+        wall\t1.500000100\nthreads\t1\nunmatched_exits\t2\nopen_at_exit\t0\n\
+        0\t1.000000000\t3\n7\t0.250000000\t1\n";
+
+    #[test]
+    fn parses_the_documented_format() {
+        let t = RegionTimes::parse(SAMPLE, Path::new("x")).unwrap();
+        assert_eq!(t.total, 1.5);
+        assert_eq!(t.base, 0.25);
+        assert_eq!(t.threads, 1);
+        assert_eq!(t.unmatched_exits, 2);
+        assert_eq!(
+            t.region(0),
+            RegionTime {
+                self_seconds: 1.0,
+                entries: 3
+            }
+        );
+        assert_eq!(t.region(7).entries, 1);
+        assert_eq!(t.region(3), RegionTime::default());
+        assert_eq!(t.regions_seconds(), 1.25);
+        assert_eq!(t.entries(), 4);
+    }
+
+    #[test]
+    fn rejects_malformed_files_with_a_line() {
+        let bad = |text: &str| RegionTimes::parse(text, Path::new("f.txt")).unwrap_err();
+        let e = bad("").to_string();
+        assert!(e.contains("f.txt:1") && e.contains("empty"), "{e}");
+        let e = bad("hello\n").to_string();
+        assert!(e.contains("expected `knobs-region-times 1`"), "{e}");
+        let e = bad("knobs-region-times 1\ntotal\t1\nbase\tx\n").to_string();
+        assert!(e.contains(":3:") && e.contains("`x`"), "{e}");
+        let e = bad("knobs-region-times 1\ntotal\t1\nbase\t0\n0\t1\n").to_string();
+        assert!(e.contains(":4:"), "{e}");
+        let e = bad("knobs-region-times 1\ntotal\t1\n").to_string();
+        assert!(e.contains("missing"), "{e}");
+        let e = bad("knobs-region-times 1\ntotal\t1\nbase\t0\n1\t1\t1\n1\t1\t1\n").to_string();
+        assert!(e.contains("twice"), "{e}");
+        assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn archiver_follows_clangs_version() {
+        assert_eq!(
+            archivers(Path::new("/usr/bin/clang-19"))[0],
+            PathBuf::from("/usr/bin/llvm-ar-19")
+        );
+        assert_eq!(
+            archivers(Path::new("clang-19"))[0],
+            PathBuf::from("llvm-ar-19")
+        );
+        assert_eq!(archivers(Path::new("cc")), vec![PathBuf::from("ar")]);
+    }
+}
