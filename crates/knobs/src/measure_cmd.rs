@@ -269,6 +269,17 @@ pub fn results(cmd: ResultsCommand) -> Result<Outcome> {
                 ..args.selection()
             };
             let summaries = store.summaries(&selection, metric)?;
+            let older = store
+                .specs()?
+                .iter()
+                .filter(|s| s.system == stored.system && s.hash != stored.hash)
+                .count();
+            if older > 0 {
+                eprintln!(
+                    "note: the store also holds measurements under {older} other spec(s) of {}; --spec-hash selects one",
+                    stored.system
+                );
+            }
             let mut out = std::io::stdout().lock();
             writeln!(
                 out,

@@ -160,6 +160,17 @@ pub struct CompareRow {
     pub leaves: f64,
 }
 
+/// One repetition of one strategy × learner.
+#[derive(Clone)]
+struct Trial {
+    configurations: f64,
+    measurement: f64,
+    learn_seconds: f64,
+    mape: Option<f64>,
+    terms: f64,
+    leaves: f64,
+}
+
 /// Every strategy × learner: sample, learn, and evaluate on the configurations not sampled,
 /// `reps` times with different seeds (the first is `seed` itself).
 pub fn compare(
@@ -173,9 +184,8 @@ pub fn compare(
     let reps = reps.max(1);
     let mut out = Vec::new();
     for strategy in strategies {
-        // Per learner: the repetitions' (configurations, measurement, seconds, mape, terms, leaves).
-        let mut runs: Vec<Vec<(usize, f64, f64, Option<f64>, usize, usize)>> =
-            vec![Vec::new(); learners.len()];
+        // Per learner: one trial per repetition.
+        let mut runs: Vec<Vec<Trial>> = vec![Vec::new(); learners.len()];
         for r in 0..reps {
             let seed = if r == 0 { seed } else { mix(seed, 0, r as u64) };
             let sample = sample_rows(data, strategy, seed)?;
@@ -195,31 +205,29 @@ pub fn compare(
                     let actual: Vec<f64> = rest.iter().map(|&r| table.performance[r]).collect();
                     Some(mape(&trained.predict(&table, &rest), &actual)?)
                 };
-                runs[l].push((
-                    sample.len(),
+                runs[l].push(Trial {
+                    configurations: sample.len() as f64,
                     measurement,
                     learn_seconds,
                     mape,
-                    trained.terms(),
-                    trained.leaves(),
-                ));
+                    terms: trained.terms() as f64,
+                    leaves: trained.leaves() as f64,
+                });
             }
         }
         for (learner, runs) in learners.iter().zip(runs) {
-            let mean = |f: &dyn Fn(&(usize, f64, f64, Option<f64>, usize, usize)) -> f64| {
-                runs.iter().map(f).sum::<f64>() / runs.len() as f64
-            };
-            let mapes: Option<Vec<f64>> = runs.iter().map(|r| r.3).collect();
+            let mean = |f: fn(&Trial) -> f64| runs.iter().map(f).sum::<f64>() / runs.len() as f64;
+            let mapes: Option<Vec<f64>> = runs.iter().map(|r| r.mape).collect();
             out.push(CompareRow {
                 strategy: strategy.to_string(),
                 learner: learner.to_string(),
                 repetitions: runs.len(),
-                configurations: mean(&|r| r.0 as f64),
-                measurement: mean(&|r| r.1),
-                learn_seconds: mean(&|r| r.2),
+                configurations: mean(|r| r.configurations),
+                measurement: mean(|r| r.measurement),
+                learn_seconds: mean(|r| r.learn_seconds),
                 mape: mapes.map(|m| mean_and_margin(&m)),
-                terms: mean(&|r| r.4 as f64),
-                leaves: mean(&|r| r.5 as f64),
+                terms: mean(|r| r.terms),
+                leaves: mean(|r| r.leaves),
             });
         }
     }

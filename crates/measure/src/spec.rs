@@ -33,7 +33,8 @@ pub struct SystemSpec {
     /// Per option (indexed like `space.options()`): how a configuration selects it.
     pub option_args: Vec<OptionArgs>,
     /// Identifies what a measurement means: the system's name, the run template, option
-    /// arguments and workloads (not repetitions or timeouts). Measurements are reused only under the same
+    /// arguments and environment, and the workloads (not repetitions, warm-ups or noise
+    /// settings). Measurements are reused only under the same
     /// hash.
     pub hash: String,
 }
@@ -497,12 +498,8 @@ impl SystemSpec {
             system: &'a str,
             run: &'a Option<RunSpec>,
             options: Vec<(&'a str, &'a OptionArgs)>,
-            workloads: Vec<(
-                &'a str,
-                &'a [String],
-                &'a Option<String>,
-                &'a BTreeMap<String, String>,
-            )>,
+            // Whole workloads: a changed `prepare` command may change the input too.
+            workloads: &'a [Workload],
         }
         let meaning = Meaning {
             system: &self.name,
@@ -514,11 +511,7 @@ impl SystemSpec {
                 .zip(&self.option_args)
                 .map(|(o, a)| (o.name.as_str(), a))
                 .collect(),
-            workloads: self
-                .workloads
-                .iter()
-                .map(|w| (w.name.as_str(), w.args.as_slice(), &w.stdin, &w.env))
-                .collect(),
+            workloads: &self.workloads,
         };
         let json = serde_json::to_string(&meaning).expect("spec serialises");
         let digest = Sha256::digest(json.as_bytes());

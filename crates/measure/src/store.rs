@@ -395,7 +395,8 @@ impl Store {
         rows.collect::<Result<Vec<_>, _>>().map_err(&err)
     }
 
-    /// The one spec the selection designates: with several, the selection must say which.
+    /// The one spec the selection designates: with several specs of one system (it was
+    /// edited), the latest; with several systems, the selection must say which.
     pub fn spec(&self, selection: &Selection) -> Result<StoredSpec, Error> {
         let matching: Vec<StoredSpec> = self
             .specs()?
@@ -424,10 +425,13 @@ impl Store {
                 }
             ))),
             1 => Ok(matching.into_iter().next().expect("one")),
+            // One system whose spec was edited: the latest spec is what the user means.
+            _ if matching.iter().all(|s| s.system == matching[0].system) => {
+                Ok(matching.into_iter().last().expect("several"))
+            }
             _ => Err(Error::Store(format!(
-                "{}: measurements under {} specs ({}); choose one with --system or --spec-hash",
+                "{}: measurements of several systems ({}); choose one with --system or --spec-hash",
                 self.path.display(),
-                matching.len(),
                 matching
                     .iter()
                     .map(|s| format!("{} {}", s.system, s.hash))
@@ -603,6 +607,41 @@ mod tests {
         assert_eq!(data.performance[i], 2.0);
         let cpu = store.dataset(&Selection::default(), Metric::Cpu).unwrap();
         assert!(cpu.performance.contains(&1.01));
+    }
+
+    #[test]
+    fn an_edited_spec_selects_the_latest_and_several_systems_need_a_choice() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("r.db")).unwrap();
+        let old = spec();
+        let edited = SystemSpec::parse(
+            &old.text.replace("-n{value}", "--n={value}"),
+            Path::new("/tmp/demo.toml"),
+        )
+        .unwrap();
+        assert_ne!(old.hash, edited.hash);
+        store.register_spec(&old).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        store.register_spec(&edited).unwrap();
+        assert_eq!(store.spec(&Selection::default()).unwrap().hash, edited.hash);
+        let prefix = Selection {
+            spec_hash: Some(old.hash[..6].to_string()),
+            ..Default::default()
+        };
+        assert_eq!(store.spec(&prefix).unwrap().hash, old.hash);
+        let other = SystemSpec::parse(
+            &old.text.replace("name = \"demo\"", "name = \"other\""),
+            Path::new("/tmp/other.toml"),
+        )
+        .unwrap();
+        store.register_spec(&other).unwrap();
+        let e = store.spec(&Selection::default()).unwrap_err();
+        assert!(e.to_string().contains("several systems"), "{e}");
+        let demo = Selection {
+            system: Some("demo".into()),
+            ..Default::default()
+        };
+        assert_eq!(store.spec(&demo).unwrap().hash, edited.hash);
     }
 
     #[test]

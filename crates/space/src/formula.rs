@@ -98,6 +98,7 @@ impl Formula {
         Formula::Implies(Box::new(a), Box::new(b))
     }
 
+    #[allow(clippy::should_implement_trait)] // a constructor, like `var` and `implies`
     pub fn not(a: Formula) -> Formula {
         Formula::Not(Box::new(a))
     }

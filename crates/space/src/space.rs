@@ -199,14 +199,14 @@ impl ConfigSpace {
                 option.name
             )));
         }
-        if let Some(p) = option.parent {
-            if !self.option(p).is_binary() {
-                return Err(Error::Invalid(format!(
-                    "option `{}` has numeric parent `{}`; parents must be binary",
-                    option.name,
-                    self.option(p).name
-                )));
-            }
+        if let Some(p) = option.parent
+            && !self.option(p).is_binary()
+        {
+            return Err(Error::Invalid(format!(
+                "option `{}` has numeric parent `{}`; parents must be binary",
+                option.name,
+                self.option(p).name
+            )));
         }
         let id = OptionId(self.options.len() as u32);
         self.by_name.insert(option.name.clone(), id);

@@ -25,8 +25,7 @@ fn arb_space() -> impl Strategy<Value = ConfigSpace> {
     )
         .prop_map(|(n, shape, group, numeric, clauses)| {
             let mut s = ConfigSpace::new("random");
-            for i in 0..n {
-                let (has_parent, mandatory, p) = shape[i];
+            for (i, &(has_parent, mandatory, p)) in shape.iter().enumerate().take(n) {
                 let parent = (has_parent && i > 0).then(|| OptionId((p % i) as u32));
                 s.add_binary(&format!("o{i}"), parent, mandatory).unwrap();
             }

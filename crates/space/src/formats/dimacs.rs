@@ -21,16 +21,16 @@ pub fn parse_dimacs(text: &str, shown: &str) -> Result<ConfigSpace, Error> {
         if let Some(rest) = line.strip_prefix('c') {
             // `c 12 name` names variable 12; any other comment is ignored.
             let mut parts = rest.split_whitespace();
-            if let (Some(id), Some(name)) = (parts.next(), parts.next()) {
-                if let Ok(id) = id.trim_end_matches('$').parse::<usize>() {
-                    if id == 0 {
-                        return Err(Error::format(shown, line_no, "variable ids start at 1"));
-                    }
-                    if names.len() < id {
-                        names.resize(id, None);
-                    }
-                    names[id - 1] = Some(name.to_string());
+            if let (Some(id), Some(name)) = (parts.next(), parts.next())
+                && let Ok(id) = id.trim_end_matches('$').parse::<usize>()
+            {
+                if id == 0 {
+                    return Err(Error::format(shown, line_no, "variable ids start at 1"));
                 }
+                if names.len() < id {
+                    names.resize(id, None);
+                }
+                names[id - 1] = Some(name.to_string());
             }
             continue;
         }

@@ -235,15 +235,15 @@ pub fn parse_variability_model(text: &str, shown: &str) -> Result<ConfigSpace, E
         }
     }
     for section in ["nonBooleanConstraints", "mixedConstraints"] {
-        if let Some(s) = child(root, section) {
-            if let Some(c) = s.children().find(|c| c.is_element()) {
-                return Err(err(
-                    line_of(&doc, c),
-                    format!(
-                        "<{section}> are not supported yet (arithmetic constraints over numeric options)"
-                    ),
-                ));
-            }
+        if let Some(s) = child(root, section)
+            && let Some(c) = s.children().find(|c| c.is_element())
+        {
+            return Err(err(
+                line_of(&doc, c),
+                format!(
+                    "<{section}> are not supported yet (arithmetic constraints over numeric options)"
+                ),
+            ));
         }
     }
     Ok(space)

@@ -167,10 +167,10 @@ fn for_each_tuple(lits: &Literals, pool: &[u32], t: usize, f: &mut impl FnMut(&[
         }
         for i in start..pool.len() {
             let x = pool[i];
-            if let Some(last) = cur.last() {
-                if lits.option_of[*last as usize] == lits.option_of[x as usize] {
-                    continue;
-                }
+            if let Some(last) = cur.last()
+                && lits.option_of[*last as usize] == lits.option_of[x as usize]
+            {
+                continue;
             }
             cur.push(x);
             rec(lits, pool, t, i + 1, cur, f);
@@ -288,7 +288,7 @@ fn extend_greedily(
             .map(|v| (gain(pending, &fixed, lits.id((o, v)), t), v))
             .collect();
         candidates.shuffle(rng);
-        candidates.sort_by(|a, b| b.0.cmp(&a.0));
+        candidates.sort_by_key(|c| std::cmp::Reverse(c.0));
         let (v, next) = candidates
             .iter()
             .find_map(|&(_, v)| {
