@@ -113,10 +113,9 @@ pub fn measure(args: MeasureArgs) -> Result<Outcome> {
     let store = Store::open(&store_path)?;
     measure::runner::kill_runs_on_interrupt();
     let campaign = Campaign {
-        spec: &spec,
-        workload,
         settings,
         retry_failed: args.retry_failed,
+        ..Campaign::new(&spec, workload)
     };
     eprintln!(
         "measuring {} configurations of {} ({} sample, workload `{}`) into {}",

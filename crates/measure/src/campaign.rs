@@ -2,13 +2,15 @@
 //! run as it finishes and skipping what the store already holds, so an interrupted
 //! campaign resumes where it stopped.
 
+use std::path::{Path, PathBuf};
+
 use space::Configuration;
 
 use crate::Error;
-use crate::runner::{self, RunResult};
-use crate::spec::{MeasureSettings, SystemSpec, Workload};
+use crate::runner::{self, Outcome, RunResult};
+use crate::spec::{Invocation, MeasureSettings, SystemSpec, Workload};
 use crate::stats::Summary;
-use crate::store::{self, MeasurementKey, Selection, Store};
+use crate::store::{self, MeasurementKey, RegionMeasurement, Selection, Store};
 
 /// What happens during a campaign, for progress display.
 pub enum Event<'a> {
@@ -66,9 +68,66 @@ pub struct Campaign<'a> {
     pub settings: MeasureSettings,
     /// Measure configurations whose earlier runs failed again (default: skip them).
     pub retry_failed: bool,
+    /// `""` for the program as the spec runs it; a name for a derived build (whose runs are
+    /// kept apart in the store).
+    pub variant: String,
+    /// Runs this program instead of the spec's (an instrumented build), with the same
+    /// arguments.
+    pub program: Option<PathBuf>,
+    /// Collects per-region times that the program writes to a file.
+    pub regions: Option<RegionOutput>,
 }
 
-impl Campaign<'_> {
+/// How an instrumented program reports region times: it writes them to the file named by
+/// the environment variable `env`, and `read` parses that file.
+#[derive(Clone, Debug)]
+pub struct RegionOutput {
+    pub env: String,
+    pub read: fn(&Path) -> Result<Vec<RegionMeasurement>, String>,
+}
+
+impl<'a> Campaign<'a> {
+    /// A campaign with the spec's settings, of the program as the spec runs it.
+    pub fn new(spec: &'a SystemSpec, workload: &'a Workload) -> Self {
+        Campaign {
+            spec,
+            workload,
+            settings: spec.measure.clone(),
+            retry_failed: false,
+            variant: String::new(),
+            program: None,
+            regions: None,
+        }
+    }
+
+    /// Runs once; with region output, reads the region times the program wrote (a
+    /// successful run that wrote none is a failure: the instrumentation did not work).
+    fn run_once(
+        &self,
+        invocation: &Invocation,
+        scratch: &Path,
+    ) -> (RunResult, Vec<RegionMeasurement>) {
+        let Some(output) = &self.regions else {
+            return (runner::run(invocation), Vec::new());
+        };
+        let file = scratch.join("regions.txt");
+        let _ = std::fs::remove_file(&file);
+        let mut invocation = invocation.clone();
+        invocation
+            .env
+            .push((output.env.clone(), file.display().to_string()));
+        let mut result = runner::run(&invocation);
+        if !result.outcome.is_ok() {
+            return (result, Vec::new());
+        }
+        match (output.read)(&file) {
+            Ok(regions) => (result, regions),
+            Err(why) => {
+                result.outcome = Outcome::SpawnFailed(format!("no region times: {why}"));
+                (result, Vec::new())
+            }
+        }
+    }
     fn needs_more(&self, values: &[f64]) -> bool {
         let s = &self.settings;
         if values.len() < s.repetitions as usize {
@@ -82,6 +141,7 @@ impl Campaign<'_> {
     fn key(&self, configuration: String) -> MeasurementKey {
         MeasurementKey {
             system: self.spec.name.clone(),
+            variant: self.variant.clone(),
             spec_hash: self.spec.hash.clone(),
             workload: self.workload.name.clone(),
             configuration,
@@ -101,7 +161,13 @@ impl Campaign<'_> {
         spec.check_runnable()?;
         spec.prepare_workload(self.workload)?;
         store.register_spec(spec)?;
+        let scratch = std::env::temp_dir().join(format!("knobs-campaign-{}", std::process::id()));
+        std::fs::create_dir_all(&scratch).map_err(|cause| Error::Io {
+            path: scratch.display().to_string(),
+            cause,
+        })?;
         let existing = store.runs_by_configuration(&Selection {
+            variant: self.variant.clone(),
             system: Some(spec.name.clone()),
             spec_hash: Some(spec.hash.clone()),
             workload: Some(self.workload.name.clone()),
@@ -149,12 +215,15 @@ impl Campaign<'_> {
                 on_event(Event::Starting {
                     configuration: &text,
                 });
-                let invocation = spec.invocation(config, self.workload)?;
+                let mut invocation = spec.invocation(config, self.workload)?;
+                if let Some(program) = &self.program {
+                    invocation.program = program.clone();
+                }
                 let key = self.key(text.clone());
                 let before = values.len();
                 let mut failed = None;
                 for _ in 0..self.settings.warmup {
-                    let result = runner::run(&invocation);
+                    let (result, _) = self.run_once(&invocation, &scratch);
                     on_event(Event::Ran {
                         configuration: &text,
                         result: &result,
@@ -163,7 +232,7 @@ impl Campaign<'_> {
                     if !result.outcome.is_ok() {
                         // A failing warm-up is a failing configuration: store it so a
                         // rerun does not try again.
-                        store.record(&key, store::now(), &result)?;
+                        store.record(&key, store::now(), &result, &[])?;
                         report.runs += 1;
                         failed = Some(result);
                         break;
@@ -172,8 +241,8 @@ impl Campaign<'_> {
                 let initial_target = self.settings.repetitions as usize;
                 while failed.is_none() && self.needs_more(&values) {
                     let at = store::now();
-                    let result = runner::run(&invocation);
-                    store.record(&key, at, &result)?;
+                    let (result, regions) = self.run_once(&invocation, &scratch);
+                    store.record(&key, at, &result, &regions)?;
                     report.runs += 1;
                     on_event(Event::Ran {
                         configuration: &text,
@@ -215,6 +284,7 @@ impl Campaign<'_> {
                 status: &status,
             });
         }
+        let _ = std::fs::remove_dir_all(&scratch);
         report.seconds = started.elapsed().as_secs_f64();
         Ok(report)
     }
@@ -259,18 +329,13 @@ mod tests {
         let configs: Vec<Configuration> = valid.iter().collect();
         let mut planned = 0;
         let mut ran = 0;
-        let report = Campaign {
-            spec,
-            workload: spec.workload(None).unwrap(),
-            settings: spec.measure.clone(),
-            retry_failed: false,
-        }
-        .run(store, &configs, &mut |e| match e {
-            Event::Planned { runs } => planned = runs,
-            Event::Ran { .. } => ran += 1,
-            _ => {}
-        })
-        .unwrap();
+        let report = Campaign::new(spec, spec.workload(None).unwrap())
+            .run(store, &configs, &mut |e| match e {
+                Event::Planned { runs } => planned = runs,
+                Event::Ran { .. } => ran += 1,
+                _ => {}
+            })
+            .unwrap();
         assert_eq!(
             planned, ran,
             "the progress total ends at the number of runs made"

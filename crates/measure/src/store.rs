@@ -7,7 +7,13 @@
 //! database is in WAL mode with a busy timeout, so a killed measurement loses nothing and
 //! several processes can write at once.
 //!
-//! The schema is versioned with `PRAGMA user_version`; `SCHEMA` below is version 1.
+//! A run may also carry per-region times (`region_times`), written by an instrumented
+//! program, and belongs to a *variant* of the system: `""` for the program as the spec runs
+//! it, or e.g. `configcrusher:<plan>` for an instrumented build. Black-box data are the
+//! runs of variant `""`.
+//!
+//! The schema is versioned with `PRAGMA user_version`; `SCHEMA` below is version 2, and
+//! `MIGRATIONS` bring older stores up to it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,7 +29,7 @@ use crate::spec::{Metric, SystemSpec};
 use crate::stats::Summary;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -37,6 +43,7 @@ CREATE TABLE specs (
 CREATE TABLE runs (
     id INTEGER PRIMARY KEY,
     system TEXT NOT NULL,
+    variant TEXT NOT NULL DEFAULT '',   -- '' = the program as the spec runs it
     spec_hash TEXT NOT NULL REFERENCES specs(hash),
     workload TEXT NOT NULL,
     configuration TEXT NOT NULL,
@@ -52,12 +59,33 @@ CREATE TABLE runs (
     stderr_tail TEXT
 );
 CREATE INDEX runs_by_configuration ON runs (system, spec_hash, workload, configuration);
+CREATE TABLE region_times (
+    run INTEGER NOT NULL REFERENCES runs(id),
+    region TEXT NOT NULL,
+    seconds REAL NOT NULL,          -- self time: nested regions' time excluded
+    entries INTEGER NOT NULL,
+    PRIMARY KEY (run, region)
+);
 ";
+
+/// Statements taking a store of version `i + 1` to version `i + 2`.
+const MIGRATIONS: [&str; 1] = ["
+ALTER TABLE runs ADD COLUMN variant TEXT NOT NULL DEFAULT '';
+CREATE TABLE region_times (
+    run INTEGER NOT NULL REFERENCES runs(id),
+    region TEXT NOT NULL,
+    seconds REAL NOT NULL,
+    entries INTEGER NOT NULL,
+    PRIMARY KEY (run, region)
+);
+"];
 
 /// Identifies a configuration's measurements.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct MeasurementKey {
     pub system: String,
+    /// `""` for the program as the spec runs it; another name for a derived build.
+    pub variant: String,
     pub spec_hash: String,
     pub workload: String,
     /// Compact text (`ConfigSpace::format_configuration`).
@@ -69,6 +97,7 @@ pub struct MeasurementKey {
 pub struct StoredRun {
     pub id: i64,
     pub system: String,
+    pub variant: String,
     pub spec_hash: String,
     pub workload: String,
     pub configuration: String,
@@ -100,6 +129,15 @@ impl StoredRun {
     }
 }
 
+/// A region's time in one run (from an instrumented program).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RegionMeasurement {
+    pub region: String,
+    /// Self time in seconds.
+    pub seconds: f64,
+    pub entries: u64,
+}
+
 /// A spec something was measured under.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct StoredSpec {
@@ -110,10 +148,11 @@ pub struct StoredSpec {
     pub created: f64,
 }
 
-/// Which measurements to read.
+/// Which measurements to read. The default variant `""` is the program as the spec runs it.
 #[derive(Clone, Debug, Default)]
 pub struct Selection {
     pub system: Option<String>,
+    pub variant: String,
     pub spec_hash: Option<String>,
     pub workload: Option<String>,
 }
@@ -250,6 +289,13 @@ impl Store {
                 )));
             }
             SCHEMA_VERSION => {}
+            v if (1..SCHEMA_VERSION).contains(&v) => {
+                for step in &MIGRATIONS[(v - 1) as usize..] {
+                    tx.execute_batch(step).map_err(&err)?;
+                }
+                tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+                    .map_err(&err)?;
+            }
             v => {
                 return Err(Error::Store(format!(
                     "{}: results store schema version {v}; this knobs reads version {SCHEMA_VERSION}",
@@ -286,39 +332,92 @@ impl Store {
         Ok(())
     }
 
-    /// Stores one run; committed when this returns.
+    /// Stores one run, with the region times it reported; committed when this returns.
     pub fn record(
         &self,
         key: &MeasurementKey,
         started: f64,
         result: &RunResult,
+        regions: &[RegionMeasurement],
     ) -> Result<i64, Error> {
+        let err = db_error(&self.path);
         let detail = (!result.outcome.is_ok()).then(|| result.outcome.describe());
         let tail = (!result.stderr_tail.is_empty()).then_some(&result.stderr_tail);
-        self.conn
-            .execute(
-                "INSERT INTO runs (system, spec_hash, workload, configuration, host, started,
-                    tool_version, status, detail, wall, user, system_time, max_rss_kib, stderr_tail)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-                params![
-                    key.system,
-                    key.spec_hash,
-                    key.workload,
-                    key.configuration,
-                    host_name(),
-                    started,
-                    env!("CARGO_PKG_VERSION"),
-                    result.outcome.status(),
-                    detail,
-                    result.wall,
-                    result.user,
-                    result.system,
-                    result.max_rss_kib as i64,
-                    tail,
-                ],
+        let tx = self.conn.unchecked_transaction().map_err(&err)?;
+        tx.execute(
+            "INSERT INTO runs (system, variant, spec_hash, workload, configuration, host, started,
+                tool_version, status, detail, wall, user, system_time, max_rss_kib, stderr_tail)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+            params![
+                key.system,
+                key.variant,
+                key.spec_hash,
+                key.workload,
+                key.configuration,
+                host_name(),
+                started,
+                env!("CARGO_PKG_VERSION"),
+                result.outcome.status(),
+                detail,
+                result.wall,
+                result.user,
+                result.system,
+                result.max_rss_kib as i64,
+                tail,
+            ],
+        )
+        .map_err(&err)?;
+        let run = tx.last_insert_rowid();
+        for r in regions {
+            tx.execute(
+                "INSERT INTO region_times (run, region, seconds, entries) VALUES (?1, ?2, ?3, ?4)",
+                params![run, r.region, r.seconds, r.entries as i64],
             )
-            .map_err(db_error(&self.path))?;
-        Ok(self.conn.last_insert_rowid())
+            .map_err(&err)?;
+        }
+        tx.commit().map_err(&err)?;
+        Ok(run)
+    }
+
+    /// The region times of the selected successful runs: (configuration, run, region).
+    pub fn region_times(
+        &self,
+        selection: &Selection,
+    ) -> Result<Vec<(String, i64, RegionMeasurement)>, Error> {
+        let err = db_error(&self.path);
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT r.configuration, r.id, t.region, t.seconds, t.entries
+                 FROM runs r JOIN region_times t ON t.run = r.id
+                 WHERE r.status = 'ok' AND r.variant = ?1
+                   AND (?2 IS NULL OR r.system = ?2) AND (?3 IS NULL OR r.spec_hash = ?3)
+                   AND (?4 IS NULL OR r.workload = ?4)
+                 ORDER BY r.id, t.region",
+            )
+            .map_err(&err)?;
+        let rows = stmt
+            .query_map(
+                params![
+                    selection.variant,
+                    selection.system,
+                    selection.spec_hash,
+                    selection.workload
+                ],
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        RegionMeasurement {
+                            region: r.get(2)?,
+                            seconds: r.get(3)?,
+                            entries: r.get::<_, i64>(4)? as u64,
+                        },
+                    ))
+                },
+            )
+            .map_err(&err)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(&err)
     }
 
     /// Stored runs, oldest first.
@@ -329,20 +428,26 @@ impl Store {
             .prepare(
                 "SELECT id, system, spec_hash, workload, configuration, host, started,
                         tool_version, status, detail, wall, user, system_time, max_rss_kib,
-                        stderr_tail
+                        stderr_tail, variant
                  FROM runs
                  WHERE (?1 IS NULL OR system = ?1) AND (?2 IS NULL OR spec_hash = ?2)
-                   AND (?3 IS NULL OR workload = ?3)
+                   AND (?3 IS NULL OR workload = ?3) AND variant = ?4
                  ORDER BY id",
             )
             .map_err(&err)?;
         let rows = stmt
             .query_map(
-                params![selection.system, selection.spec_hash, selection.workload],
+                params![
+                    selection.system,
+                    selection.spec_hash,
+                    selection.workload,
+                    selection.variant
+                ],
                 |r| {
                     Ok(StoredRun {
                         id: r.get(0)?,
                         system: r.get(1)?,
+                        variant: r.get(15)?,
                         spec_hash: r.get(2)?,
                         workload: r.get(3)?,
                         configuration: r.get(4)?,
@@ -477,6 +582,7 @@ impl Store {
             system: Some(stored.system.clone()),
             spec_hash: Some(stored.hash.clone()),
             workload: selection.workload.clone(),
+            variant: selection.variant.clone(),
         };
         if selection.workload.is_none() {
             let workloads: std::collections::BTreeSet<String> = self
@@ -547,6 +653,7 @@ mod tests {
     fn key(spec: &SystemSpec, configuration: &str) -> MeasurementKey {
         MeasurementKey {
             system: spec.name.clone(),
+            variant: String::new(),
             spec_hash: spec.hash.clone(),
             workload: "real".into(),
             configuration: configuration.into(),
@@ -564,14 +671,19 @@ mod tests {
             store.register_spec(&spec).unwrap();
             for w in [1.0, 3.0, 2.0] {
                 store
-                    .record(&key(&spec, "a,n=2"), now(), &result(w, Outcome::Ok))
+                    .record(&key(&spec, "a,n=2"), now(), &result(w, Outcome::Ok), &[])
                     .unwrap();
             }
             store
-                .record(&key(&spec, "n=1"), now(), &result(0.5, Outcome::Ok))
+                .record(&key(&spec, "n=1"), now(), &result(0.5, Outcome::Ok), &[])
                 .unwrap();
             store
-                .record(&key(&spec, "a,n=1"), now(), &result(0.1, Outcome::Exit(2)))
+                .record(
+                    &key(&spec, "a,n=1"),
+                    now(),
+                    &result(0.1, Outcome::Exit(2)),
+                    &[],
+                )
                 .unwrap();
         }
         let store = Store::open_existing(&path).unwrap();
@@ -645,6 +757,73 @@ mod tests {
     }
 
     #[test]
+    fn region_times_belong_to_a_variant_and_version_1_stores_migrate() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.db");
+        // A version-1 store, as the first release wrote it.
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                 INSERT INTO meta VALUES ('format', 'knobs-results');
+                 CREATE TABLE specs (hash TEXT PRIMARY KEY, system TEXT NOT NULL, path TEXT NOT NULL,
+                     text TEXT NOT NULL, created REAL NOT NULL);
+                 CREATE TABLE runs (id INTEGER PRIMARY KEY, system TEXT NOT NULL,
+                     spec_hash TEXT NOT NULL REFERENCES specs(hash), workload TEXT NOT NULL,
+                     configuration TEXT NOT NULL, host TEXT NOT NULL, started REAL NOT NULL,
+                     tool_version TEXT NOT NULL, status TEXT NOT NULL, detail TEXT,
+                     wall REAL NOT NULL, user REAL NOT NULL, system_time REAL NOT NULL,
+                     max_rss_kib INTEGER NOT NULL, stderr_tail TEXT);
+                 PRAGMA user_version = 1;",
+            )
+            .unwrap();
+        }
+        let spec = spec();
+        let store = Store::open(&path).unwrap();
+        store.register_spec(&spec).unwrap();
+        store
+            .record(&key(&spec, "a,n=1"), now(), &result(1.0, Outcome::Ok), &[])
+            .unwrap();
+        let instrumented = MeasurementKey {
+            variant: "configcrusher:x".into(),
+            ..key(&spec, "a,n=1")
+        };
+        let regions = [
+            RegionMeasurement {
+                region: "r0".into(),
+                seconds: 0.25,
+                entries: 3,
+            },
+            RegionMeasurement {
+                region: "base".into(),
+                seconds: 0.5,
+                entries: 1,
+            },
+        ];
+        store
+            .record(&instrumented, now(), &result(0.8, Outcome::Ok), &regions)
+            .unwrap();
+        // Black-box reads see only the plain program; the variant sees its own runs.
+        assert_eq!(store.runs(&Selection::default()).unwrap().len(), 1);
+        let variant = Selection {
+            variant: "configcrusher:x".into(),
+            ..Default::default()
+        };
+        let runs = store.runs(&variant).unwrap();
+        assert_eq!((runs.len(), runs[0].wall), (1, 0.8));
+        let times = store.region_times(&variant).unwrap();
+        assert_eq!(times.len(), 2);
+        assert_eq!(times[1].0, "a,n=1");
+        assert!(times.iter().any(|(_, _, r)| *r == regions[0]));
+        assert!(
+            store
+                .region_times(&Selection::default())
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
     fn rejects_foreign_files_and_newer_schemas() {
         let dir = tempfile::tempdir().unwrap();
         let text = dir.path().join("notes.db");
@@ -691,7 +870,7 @@ mod tests {
                     for i in 0..50 {
                         let config = if (t + i) % 2 == 0 { "a,n=1" } else { "n=2" };
                         store
-                            .record(&key(&spec, config), now(), &result(1.0, Outcome::Ok))
+                            .record(&key(&spec, config), now(), &result(1.0, Outcome::Ok), &[])
                             .unwrap();
                     }
                 })
