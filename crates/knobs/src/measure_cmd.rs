@@ -211,6 +211,9 @@ pub struct StoreArgs {
     /// Only this workload.
     #[arg(long)]
     workload: Option<String>,
+    /// A derived build's measurements (e.g. `configcrusher:…`) instead of the program's.
+    #[arg(long, default_value = "")]
+    variant: String,
     /// The metric: wall, user, system, cpu or max_rss (default: the spec's).
     #[arg(long)]
     metric: Option<String>,
@@ -222,6 +225,7 @@ impl StoreArgs {
             system: self.system.clone(),
             spec_hash: self.spec_hash.clone(),
             workload: self.workload.clone(),
+            variant: self.variant.clone(),
         }
     }
 
