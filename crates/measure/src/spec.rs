@@ -32,6 +32,10 @@ pub struct SystemSpec {
     pub workloads: Vec<Workload>,
     /// Per option (indexed like `space.options()`): how a configuration selects it.
     pub option_args: Vec<OptionArgs>,
+    /// How to build the program from source, for the white-box approaches.
+    pub build: Option<BuildSpec>,
+    /// Per option (indexed like `space.options()`): where the program keeps its value.
+    pub option_sources: Vec<Vec<OptionSourceSpec>>,
     /// Identifies what a measurement means: the system's name, the run template, option
     /// arguments and environment, and the workloads (not repetitions, warm-ups or noise
     /// settings). Measurements are reused only under the same
@@ -214,12 +218,90 @@ pub struct OptionArgs {
     pub env: BTreeMap<String, String>,
 }
 
+/// How knobs builds the program for white-box analysis: from C sources it compiles itself
+/// (clang-19), or from LLVM bitcode the system's own build produced.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuildSpec {
+    /// C source files, relative to the spec's directory.
+    #[serde(default)]
+    pub sources: Vec<String>,
+    /// Instead of `sources`: one bitcode (`.bc`) or textual IR (`.ll`) file.
+    pub bitcode: Option<String>,
+    /// `-I` directories, relative to the spec's directory.
+    #[serde(default)]
+    pub include: Vec<String>,
+    /// `-D` definitions: `NAME` or `NAME=VALUE`.
+    #[serde(default)]
+    pub defines: Vec<String>,
+    /// Further compiler flags.
+    #[serde(default)]
+    pub flags: Vec<String>,
+    /// Flags for linking the instrumented program (libraries: `-lm`, `-lpthread`).
+    #[serde(default)]
+    pub link: Vec<String>,
+}
+
+/// Where a program keeps an option's value, for the white-box analyses. Exactly one of:
+/// `global = "name"`; `struct = "type"` with `field = "name"` (or its index); `function =
+/// "name"` (its return value), optionally only for calls whose argument `arg_index`
+/// (default 0) is the constant string `arg`: `{ function = "getenv", arg = "XZ_MODE" }`.
+/// Globals marked `__attribute__((annotate("knobs:option=NAME")))` need no entry.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OptionSourceSpec {
+    pub global: Option<String>,
+    #[serde(rename = "struct")]
+    pub structure: Option<String>,
+    pub field: Option<toml::Value>,
+    pub function: Option<String>,
+    pub arg: Option<String>,
+    pub arg_index: Option<u32>,
+}
+
+/// One source, or several (an option kept in more than one place).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+enum SourceList {
+    One(OptionSourceSpec),
+    Many(Vec<OptionSourceSpec>),
+}
+
+impl OptionSourceSpec {
+    /// Checks that exactly one kind of source is given, with the keys it needs.
+    fn check(&self) -> Result<(), String> {
+        let kinds = [
+            self.global.is_some(),
+            self.structure.is_some(),
+            self.function.is_some(),
+        ];
+        if kinds.iter().filter(|k| **k).count() != 1 {
+            return Err(
+                "a source is exactly one of `global`, `struct` (with `field`) or `function`".into(),
+            );
+        }
+        if self.structure.is_some() != self.field.is_some() {
+            return Err("`struct` and `field` go together".into());
+        }
+        if let Some(field) = &self.field
+            && !(field.is_str() || field.as_integer().is_some_and(|i| i >= 0))
+        {
+            return Err("`field` is a field name or a non-negative index".into());
+        }
+        if self.function.is_none() && (self.arg.is_some() || self.arg_index.is_some()) {
+            return Err("`arg` and `arg_index` select calls of a `function`".into());
+        }
+        Ok(())
+    }
+}
+
 /// A whole spec file as this crate reads it: its own keys typed, the space's keys (read by
 /// `space`) passed over. Read in one pass without `flatten`, so every error keeps its line.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SpecFile {
     run: Option<RunSpec>,
+    build: Option<BuildSpec>,
     #[serde(default)]
     measure: MeasureSettings,
     #[serde(default)]
@@ -251,6 +333,7 @@ struct OptionKeys {
     arg: Vec<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    source: Option<SourceList>,
     // The space's keys (`space::formats::spec::OptionSpec`).
     #[allow(dead_code)]
     values: Option<toml::Value>,
@@ -364,6 +447,7 @@ impl SystemSpec {
             None => space_from_spec(&spec, &shown)?,
         };
         let mut option_args = vec![OptionArgs::default(); space.len()];
+        let mut option_sources = vec![Vec::new(); space.len()];
         for o in keys.option {
             let name_line = text
                 .lines()
@@ -396,6 +480,21 @@ impl SystemSpec {
                 arg: o.arg,
                 env: o.env,
             };
+            let sources = match o.source {
+                None => Vec::new(),
+                Some(SourceList::One(s)) => vec![s],
+                Some(SourceList::Many(list)) => list,
+            };
+            for source in &sources {
+                source.check().map_err(|why| {
+                    format_error(
+                        &shown,
+                        line_of_key(text, "source", name_line).max(name_line),
+                        format!("option `{}`: source: {why}", o.name),
+                    )
+                })?;
+            }
+            option_sources[id.index()] = sources;
         }
         let name = spec.name.clone().unwrap_or_else(|| space.name.clone());
         let spec = SystemSpec {
@@ -408,6 +507,8 @@ impl SystemSpec {
             measure: keys.measure,
             workloads: keys.workload,
             option_args,
+            build: keys.build,
+            option_sources,
             hash: String::new(),
         };
         spec.check(&shown, text)?;
@@ -452,6 +553,15 @@ impl SystemSpec {
                     format!("workload `{}`: `prepare` is an empty command", w.name),
                 ));
             }
+        }
+        if let Some(build) = &self.build
+            && build.sources.is_empty() == build.bitcode.is_none()
+        {
+            return Err(format_error(
+                shown,
+                line_of_key(text, "sources", 0).max(line_of_key(text, "bitcode", 0)),
+                "build: give `sources` (C files knobs compiles) or `bitcode`, not both",
+            ));
         }
         let Some(run) = &self.run else { return Ok(()) };
         if run.program.is_empty() {
@@ -851,6 +961,52 @@ env = { LEVEL = "{value}" }
         let both = format!("{text}[[option]]\nname = \"c\"\nvalues = [1, 2]\n");
         let e = SystemSpec::parse(&both, &path).unwrap_err();
         assert!(e.to_string().contains("not both"), "{e}");
+    }
+
+    #[test]
+    fn build_and_option_sources_for_white_box_work() {
+        let text = SPEC.replace(
+            "[run]",
+            "[build]\nsources = [\"main.c\"]\ndefines = [\"NDEBUG\"]\nlink = [\"-lm\"]\n\n[run]",
+        )
+        .replace(
+            "on = [\"--fast\"]",
+            "on = [\"--fast\"]\nsource = { function = \"getenv\", arg = \"FAST\" }",
+        )
+        .replace(
+            "arg = [\"-{value}\"]",
+            "arg = [\"-{value}\"]\nsource = [{ global = \"level\" }, { struct = \"opts\", field = \"level\" }]",
+        );
+        let spec = parse(&text).unwrap();
+        let build = spec.build.as_ref().unwrap();
+        assert_eq!(
+            (build.sources.as_slice(), build.link.as_slice()),
+            (&["main.c".to_string()][..], &["-lm".to_string()][..])
+        );
+        assert_eq!(
+            spec.option_sources[0][0].function.as_deref(),
+            Some("getenv")
+        );
+        assert_eq!(spec.option_sources[0][0].arg.as_deref(), Some("FAST"));
+        assert_eq!(spec.option_sources[1].len(), 2);
+        let e = parse(&text.replace(
+            "{ global = \"level\" }",
+            "{ global = \"level\", function = \"f\" }",
+        ))
+        .unwrap_err();
+        assert!(e.to_string().contains("exactly one of"), "{e}");
+        let e = parse(&text.replace(
+            "sources = [\"main.c\"]",
+            "sources = [\"main.c\"]\nbitcode = \"p.bc\"",
+        ))
+        .unwrap_err();
+        assert!(e.to_string().contains("not both"), "{e}");
+        let e = parse(&text.replace(
+            "{ function = \"getenv\", arg",
+            "{ function = \"getenv\", argh",
+        ))
+        .unwrap_err();
+        assert!(e.to_string().contains("knobs.toml:"), "{e}");
     }
 
     #[test]
