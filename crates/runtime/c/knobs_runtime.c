@@ -144,7 +144,10 @@ static KNOBS_COLD void global_init(void) {
 
 /* This thread's state, created on its first event; NULL when the runtime is disabled. */
 static KNOBS_COLD struct knobs_thread *thread_init(void) {
-    if (atomic_load_explicit(&knobs_state, memory_order_acquire) != KNOBS_ENABLED) {
+    int state = atomic_load_explicit(&knobs_state, memory_order_acquire);
+    if (state == KNOBS_DISABLED)
+        return NULL;
+    if (state != KNOBS_ENABLED) {
         global_init();
         if (atomic_load_explicit(&knobs_state, memory_order_acquire) != KNOBS_ENABLED)
             return NULL;
