@@ -201,6 +201,8 @@ static KNOBS_COLD struct knobs_table *grow_table(struct knobs_thread *t, uint32_
         cap *= 2;
     if (cap > UINT32_MAX)
         cap = UINT32_MAX;
+    if (cap <= id) /* id UINT32_MAX: not a dense id */
+        return NULL;
     struct knobs_table *tab = map(sizeof *tab + cap * sizeof(struct knobs_slot));
     if (!tab)
         return NULL;

@@ -40,6 +40,12 @@ pub const ENV_VAR: &str = "KNOBS_REGION_TIMES";
 /// The first line of the output file.
 pub const HEADER: &str = "knobs-region-times 1";
 
+/// Linker flags for the instrumented program (e.g. `frontend::link_instrumented`'s
+/// `extra_flags`): they pull the runtime out of its archive even when the program calls
+/// neither function (no region instrumented), so the file with `base` and `total` is still
+/// written.
+pub const LINK_FLAGS: &[&str] = &["-Wl,-u,__knobs_region_enter"];
+
 /// Flags the runtime is compiled with: position-independent so it links into PIE executables
 /// and shared objects alike.
 const CFLAGS: &[&str] = &[

@@ -309,3 +309,32 @@ fn a_missing_compiler_is_a_one_line_error() {
         "{e}"
     );
 }
+
+#[test]
+fn a_program_without_regions_still_writes_base_and_total_with_the_link_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = runtime::build(clang(), &PathBuf::from(env!("CARGO_TARGET_TMPDIR"))).unwrap();
+    let src = dir.path().join("plain.c");
+    std::fs::write(&src, "int main(void) { return 0; }\n").unwrap();
+    let exe = dir.path().join("plain");
+    let out = Command::new(clang())
+        .arg("-O2")
+        .arg(&src)
+        .arg(&lib)
+        .args(runtime::LINK_FLAGS)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let times = dir.path().join("times.tsv");
+    let run = Command::new(&exe)
+        .env(runtime::ENV_VAR, &times)
+        .output()
+        .unwrap();
+    assert!(run.status.success() && run.stdout.is_empty() && run.stderr.is_empty());
+    let t = RegionTimes::read(&times).unwrap();
+    assert!(t.regions.is_empty());
+    assert_eq!(t.base, t.total);
+    assert_eq!(t.threads, 1);
+}
