@@ -5,6 +5,7 @@
 //! Exit status: 0 on success, 1 when `space check` finds an invalid configuration, 2 on an
 //! error (bad input), with a one-line message on stderr.
 
+mod crush_cmd;
 mod learn_cmd;
 mod measure_cmd;
 mod model_cmd;
@@ -53,6 +54,10 @@ enum Command {
     /// strategies × learners.
     #[command(subcommand)]
     Experiment(learn_cmd::ExperimentCommand),
+    /// ConfigCrusher (white-box): analyse the program's C sources for where options matter,
+    /// measure only the compressed configurations with region timers, and write the global
+    /// model with a local model per code region.
+    Crush(crush_cmd::CrushArgs),
 }
 
 /// What a command reports back besides success: `Invalid` means "ran fine, but the input
@@ -80,6 +85,7 @@ fn main() -> ExitCode {
         Command::Learn(args) => learn_cmd::learn_model(args),
         Command::Evaluate(args) => learn_cmd::evaluate_model(args),
         Command::Experiment(cmd) => learn_cmd::experiment(cmd),
+        Command::Crush(args) => crush_cmd::crush(args),
     };
     match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,

@@ -158,7 +158,18 @@ impl<'a> Campaign<'a> {
         let started = std::time::Instant::now();
         let spec = self.spec;
         let metric = self.settings.metric;
-        spec.check_runnable()?;
+        match &self.program {
+            Some(program) if !program.is_file() => {
+                return Err(Error::Invalid(format!(
+                    "program `{}` does not exist",
+                    program.display()
+                )));
+            }
+            Some(_) => spec.check_cwd()?,
+            None => {
+                spec.check_runnable()?;
+            }
+        }
         spec.prepare_workload(self.workload)?;
         store.register_spec(spec)?;
         let scratch = std::env::temp_dir().join(format!("knobs-campaign-{}", std::process::id()));
@@ -215,10 +226,10 @@ impl<'a> Campaign<'a> {
                 on_event(Event::Starting {
                     configuration: &text,
                 });
-                let mut invocation = spec.invocation(config, self.workload)?;
-                if let Some(program) = &self.program {
-                    invocation.program = program.clone();
-                }
+                let invocation = match &self.program {
+                    Some(program) => spec.invocation_of(program.clone(), config, self.workload)?,
+                    None => spec.invocation(config, self.workload)?,
+                };
                 let key = self.key(text.clone());
                 let before = values.len();
                 let mut failed = None;

@@ -681,6 +681,12 @@ impl SystemSpec {
     /// Checks that runs can start: a run section, an existing working directory, and the
     /// program. Returns the program's path.
     pub fn check_runnable(&self) -> Result<PathBuf, Error> {
+        self.check_cwd()?;
+        self.program()
+    }
+
+    /// Checks that there is a run section and its working directory exists.
+    pub fn check_cwd(&self) -> Result<(), Error> {
         self.run()?;
         let cwd = self.cwd();
         if !cwd.is_dir() {
@@ -690,7 +696,7 @@ impl SystemSpec {
                 cwd.display()
             )));
         }
-        self.program()
+        Ok(())
     }
 
     /// The program to run: a path relative to the spec's directory, or found on `PATH`.
@@ -762,6 +768,16 @@ impl SystemSpec {
         config: &Configuration,
         workload: &Workload,
     ) -> Result<Invocation, Error> {
+        self.invocation_of(self.program()?, config, workload)
+    }
+
+    /// The same for another program with the spec's arguments (an instrumented build).
+    pub fn invocation_of(
+        &self,
+        program: PathBuf,
+        config: &Configuration,
+        workload: &Workload,
+    ) -> Result<Invocation, Error> {
         let run = self.run()?;
         let mut option_argv = Vec::new();
         let mut env: BTreeMap<String, String> = run.env.clone();
@@ -804,7 +820,7 @@ impl SystemSpec {
             .or(run.stdin.as_ref())
             .map(|s| cwd.join(s));
         Ok(Invocation {
-            program: self.program()?,
+            program,
             args,
             env: env.into_iter().collect(),
             cwd,

@@ -1,0 +1,162 @@
+//! `knobs crush`: ConfigCrusher end to end — analyse the program's sources, compress the
+//! configurations, instrument regions, measure, and write the global and per-region models.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use clap::Args;
+use measure::{Store, SystemSpec};
+use space::ValidConfigurations;
+
+use crate::Outcome;
+use crate::measure_cmd::{print_report, with_progress};
+
+#[derive(Args)]
+pub struct CrushArgs {
+    /// The system spec; it needs a [build] section (C sources or bitcode).
+    #[arg(long, default_value = "knobs.toml")]
+    spec: PathBuf,
+    /// The workload to run (default: the spec's first workload for measurement).
+    #[arg(long)]
+    workload: Option<String>,
+    /// The results store (default: knobs.db beside the spec).
+    #[arg(long)]
+    store: Option<PathBuf>,
+    /// Where to write the model JSON (default: NAME.configcrusher.json beside the spec).
+    #[arg(long, short = 'o')]
+    out: Option<PathBuf>,
+    /// Where bitcode and the instrumented program go (default: .knobs/configcrusher beside
+    /// the spec).
+    #[arg(long)]
+    work_dir: Option<PathBuf>,
+    /// Place regions without the propagation optimisations (Algorithms 3 and 4).
+    #[arg(long)]
+    no_optimise: bool,
+}
+
+fn beside(spec: &Path, name: &str) -> PathBuf {
+    spec.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .join(name)
+}
+
+pub fn crush(args: CrushArgs) -> Result<Outcome> {
+    let spec = SystemSpec::load(&args.spec)?;
+    spec.check_cwd()?;
+    let workload = spec.workload(args.workload.as_deref())?;
+    spec.prepare_workload(workload)?;
+    let mut settings = configcrusher::Settings::new(
+        args.work_dir
+            .clone()
+            .unwrap_or_else(|| beside(&args.spec, ".knobs/configcrusher")),
+    );
+    settings.optimise = !args.no_optimise;
+
+    let analysed = configcrusher::analyse(&spec, &settings)?;
+    let program = &analysed.translation.program;
+    eprintln!(
+        "built {}: {} functions, {} instructions in {:.1} s",
+        spec.name,
+        program.functions.len(),
+        program.insts.len(),
+        analysed.build_seconds
+    );
+    let interactions = analysed.interactions(&spec);
+    eprintln!(
+        "analysed in {:.2} s: {} tainted decisions; irrelevant options: {}; interactions: {}",
+        analysed.analysis_seconds,
+        analysed.influence.decisions.len(),
+        if analysed.irrelevant.is_empty() {
+            "none".to_string()
+        } else {
+            analysed.irrelevant.join(", ")
+        },
+        if interactions.is_empty() {
+            "none".to_string()
+        } else {
+            interactions
+                .iter()
+                .map(|i| format!("{{{}}}", i.join(",")))
+                .collect::<Vec<_>>()
+                .join(" ")
+        }
+    );
+    let total = ValidConfigurations::new(&spec.space)?.count();
+    eprintln!(
+        "regions: {} ({} before propagation); configurations to measure: {} of {} (lower bound {})",
+        analysed.plan.regions.len(),
+        analysed.regions_unoptimised,
+        analysed.compression.configurations.len(),
+        total,
+        analysed.compression.lower_bound
+    );
+
+    let instrumented = configcrusher::instrument(&spec, &analysed, &settings)?;
+    eprintln!(
+        "instrumented: {} region entry and {} exit calls ({} split edges) → {}",
+        instrumented.stats.enter_calls,
+        instrumented.stats.exit_calls,
+        instrumented.stats.split_edges,
+        instrumented.binary.display()
+    );
+
+    let store_path = args
+        .store
+        .clone()
+        .unwrap_or_else(|| beside(&args.spec, "knobs.db"));
+    let store = Store::open(&store_path)?;
+    measure::runner::kill_runs_on_interrupt();
+    let report = with_progress(|on_event| {
+        Ok(configcrusher::measure_configurations(
+            &store,
+            &spec,
+            workload,
+            &instrumented,
+            &analysed.compression.configurations,
+            on_event,
+        )?)
+    })?;
+    print_report(&report, spec.measure.max_cv);
+
+    let model =
+        configcrusher::build_model(&store, &spec, workload, &analysed, &instrumented.variant)?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| beside(&args.spec, &format!("{}.configcrusher.json", spec.name)));
+    model.save(&out)?;
+    // Printed without the terms below 1 % of the largest (measurement noise); the file has
+    // them all.
+    let shown = |terms: &model::InfluenceModel| {
+        let mut t = terms.clone();
+        t.prune(model::Threshold::Relative(0.01));
+        t.format(4)
+    };
+    println!("{}", shown(&model.terms));
+    for r in &model.regions {
+        let at = r
+            .location
+            .as_ref()
+            .map(|l| format!(" {}:{}-{}", short(&l.file), l.lines[0], l.lines[1]))
+            .unwrap_or_default();
+        println!(
+            "  region {}{at} [{}]: {}",
+            r.id,
+            r.options.join(", "),
+            shown(&r.terms)
+        );
+    }
+    eprintln!(
+        "model written to {} (measurements in {}, variant {})",
+        out.display(),
+        store_path.display(),
+        instrumented.variant
+    );
+    Ok(Outcome::Done)
+}
+
+/// A source file's name without its directories, for one-line region summaries.
+fn short(file: &str) -> &str {
+    file.rsplit('/').next().unwrap_or(file)
+}

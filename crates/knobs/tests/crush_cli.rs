@@ -1,0 +1,117 @@
+//! `knobs crush` on the running example (real clang-19, real runs) and on bad input.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use predicates::str::contains;
+
+fn knobs() -> Command {
+    Command::cargo_bin("knobs").unwrap()
+}
+
+/// A copy of examples/running-example in a temporary directory, with a 2 ms time unit.
+fn running_example() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/running-example");
+    std::fs::copy(example.join("main.c"), dir.path().join("main.c")).unwrap();
+    let spec = std::fs::read_to_string(example.join("knobs.toml"))
+        .unwrap()
+        .replace("FIG2_UNIT_MS = \"5\"", "FIG2_UNIT_MS = \"2\"");
+    let path = dir.path().join("knobs.toml");
+    std::fs::write(&path, spec).unwrap();
+    (dir, path)
+}
+
+#[test]
+fn crush_models_the_running_example_and_resumes() {
+    let (dir, spec) = running_example();
+    knobs()
+        .args(["crush", "--spec"])
+        .arg(&spec)
+        .assert()
+        .success()
+        .stderr(contains("irrelevant options: J"))
+        .stderr(contains(
+            "configurations to measure: 8 of 1024 (lower bound 8)",
+        ))
+        .stderr(contains("8 of 8 configurations measured"))
+        .stdout(contains("·A·B"))
+        .stdout(contains("·D·E·F"))
+        .stdout(contains("region r"));
+    let model = dir.path().join("fig2.configcrusher.json");
+    assert!(model.exists());
+    // The model predicts configurations like any other.
+    let configs = dir.path().join("configs.csv");
+    std::fs::write(
+        &configs,
+        "A,B,C,D,E,F,G,H,I,J\n0,0,0,0,0,0,0,0,0,0\n1,1,1,1,1,1,1,1,1,1\n",
+    )
+    .unwrap();
+    let out = knobs()
+        .arg("predict")
+        .arg(&model)
+        .arg(&configs)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let predictions: Vec<f64> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.rsplit(',').next().unwrap().parse().unwrap())
+        .collect();
+    // 1 unit with nothing selected, 1 + 3·3 + 5 + 4.5 = 19.5 units with everything.
+    let unit = 0.002;
+    assert!((predictions[0] / unit - 1.0).abs() < 0.3, "{predictions:?}");
+    assert!(
+        (predictions[1] / (19.5 * unit) - 1.0).abs() < 0.15,
+        "{predictions:?}"
+    );
+    // A second run reuses every measurement.
+    knobs()
+        .args(["crush", "--spec"])
+        .arg(&spec)
+        .assert()
+        .success()
+        .stderr(contains("(8 already in the store), 0 new runs"));
+}
+
+#[test]
+fn crush_reports_bad_input_in_one_line() {
+    let (dir, spec) = running_example();
+    let text = std::fs::read_to_string(&spec).unwrap();
+    let cases = [
+        (
+            text.replace("[build]\nsources = [\"main.c\"]\n", ""),
+            "no [build] section",
+        ),
+        (
+            text.replace(
+                "on = [\"-J\"]",
+                "on = [\"-J\"]\nsource = { global = \"no_such_global\" }",
+            ),
+            "global `no_such_global`",
+        ),
+        (
+            text.replace("main.c", "broken.c"),
+            "broken.c: does not compile",
+        ),
+    ];
+    std::fs::write(
+        dir.path().join("broken.c"),
+        "int main(void) { return undefined_name; }\n",
+    )
+    .unwrap();
+    for (text, message) in cases {
+        std::fs::write(&spec, &text).unwrap();
+        let out = knobs()
+            .args(["crush", "--spec"])
+            .arg(&spec)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(message), "expected `{message}` in {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    }
+}
