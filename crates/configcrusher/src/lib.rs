@@ -293,11 +293,10 @@ pub fn instrument(
     let binary = settings
         .work_dir
         .join(format!("{}.instrumented", spec.name));
-    let link = spec
-        .build
-        .as_ref()
-        .map(|b| b.link.clone())
-        .unwrap_or_default();
+    let mut link: Vec<String> = runtime::LINK_FLAGS.iter().map(|f| f.to_string()).collect();
+    if let Some(b) = &spec.build {
+        link.extend(b.link.iter().cloned());
+    }
     frontend::link_instrumented(&settings.clang, &bitcode, &[runtime], &link, &binary)?;
     let bytes = std::fs::read(&binary).map_err(io(&binary))?;
     let digest = Sha256::digest(&bytes);
