@@ -17,6 +17,7 @@
 
 pub mod compress;
 pub mod dom;
+pub mod explain;
 pub mod options;
 pub mod regions;
 pub mod sources;

@@ -277,9 +277,44 @@ pub fn optimise_influence(
     }
     let position =
         |i: InstId| -> (BlockId, usize) { (program.inst(i).block, stmt_index[i.index()] as usize) };
+    // Pull regions out of callees first (Algorithm 4 over call edges, before any statement is
+    // merged with its neighbours): a call site takes the union of its influence and
+    // everything its callee's statements carry when that union is an interaction. The paper
+    // leaves the order of merges open and prioritises pulling regions out (§3.3); doing it as
+    // a phase of its own makes the result independent of the worklist order below, where a
+    // call site could otherwise first be widened by an unrelated neighbouring region (the
+    // call `foo(C)` in Fig. 2 by the {A, B} region after it) and then no longer cover its
+    // callee.
+    loop {
+        let mut changed = false;
+        for (fi, func) in program.functions.iter().enumerate() {
+            let mut max = SetId::EMPTY;
+            for &b in &func.blocks {
+                for &i in statements(program, b) {
+                    max = sets.union(max, opt[i.index()]);
+                }
+            }
+            if max == SetId::EMPTY {
+                continue;
+            }
+            for &c in &call_graph.callers[fi] {
+                if program.func_of(c).index() == fi {
+                    continue;
+                }
+                let u = sets.union(opt[c.index()], max);
+                if u != opt[c.index()] && is_interaction(u) {
+                    opt[c.index()] = u;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
     let mut queue: VecDeque<InstId> = VecDeque::new();
     let mut queued = vec![false; program.insts.len()];
-    for (i, s) in influence.iter().enumerate() {
+    for (i, s) in opt.iter().enumerate() {
         if *s != SetId::EMPTY && !matches!(program.insts[i].kind, InstKind::Phi { .. }) {
             queue.push_back(InstId(i as u32));
             queued[i] = true;

@@ -14,14 +14,31 @@
 //!    and stores made under a tainted decision carry its taint; a phi at a join carries the
 //!    taint of the decisions choosing its incoming edge.
 //!
-//! SI(instruction) = local control taint of its block ∪ its function's context taint, plus the
-//! data taint of the decided value for a conditional terminator. Context-insensitive:
-//! return values do not carry the callee's context (each call site adds its own control
-//! taint), stores do.
+//! SI(instruction) = its local influence (the control taint of its block, plus the data taint
+//! of the decided value for a conditional terminator) ∪ its function's context taint — but
+//! only when the local influence is non-empty. A statement no decision of its own function
+//! influences runs whenever the function runs, so its time belongs to the region open at the
+//! call site (§3.3: a callee only influenced through its context counts in its caller's
+//! region); without this rule every statement of a helper called under any tainted decision
+//! would carry that decision's options. Context-insensitive data flow: return values do not
+//! carry the callee's context (each call site adds its own control taint), stores do.
+//!
+//! Precision choices (see `analysis::explain` and the sqlite benchmark's `--explain`):
+//! - Memory taint is kept per points-to class *and* per (struct type, field) for accesses
+//!   through a field address ([`Access`]): unification collapses a struct with its fields as
+//!   soon as one pointer variable may hold both, and on real programs one class then holds
+//!   most of the heap. Whole-object accesses (other pointers, external calls such as memcpy)
+//!   read everything written to the class and write the whole class. Field 0 shares its
+//!   struct's address and counts as the whole object. Not seen: a field written through one
+//!   struct type and read through another at the same offset (type punning), and a struct
+//!   copied as a whole into a field then read through a pointer that no longer shows the
+//!   enclosing field address.
+//! - Indirect calls reach only the class's functions of the call's arity (or, when none has
+//!   it, those with fewer parameters: variadic functions).
 
 use std::collections::VecDeque;
 
-use ir::{Callee, FuncId, InstId, InstKind, Program, ValueDef, ValueId};
+use ir::{Callee, FuncId, InstId, InstKind, Program, StructId, ValueDef, ValueId};
 use space::OptionId;
 
 use crate::ProgramDominance;
@@ -173,6 +190,87 @@ fn is_constant(program: &Program, v: ValueId) -> bool {
     )
 }
 
+/// How a pointer reaches memory, for field-sensitive memory taint on top of the points-to
+/// classes. Unification collapses a struct object with its fields whenever one pointer
+/// variable may hold both (a `void *` helper parameter, a cast), and then one class holds most
+/// of a program's heap; keying memory taint by the struct type and field an access goes
+/// through keeps `cfg->szLookaside` apart from `cfg->mutex` even inside such a class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Access {
+    /// Through a pointer that is not a field address: the whole object (of this class).
+    Whole(u32),
+    /// Through `&base->field` (possibly indexed further: an array field), where `base`
+    /// points into `class` and the field itself is `field_class`.
+    Field {
+        class: u32,
+        structure: StructId,
+        field: u32,
+        field_class: u32,
+        base: ValueId,
+    },
+}
+
+/// The access a pointer makes: a field address (looking through array indexing into the
+/// field), or the whole object of its class. `None` for values without a class (constants).
+fn access_of(program: &Program, pts: &PointsTo, ptr: ValueId) -> Option<Access> {
+    let own = pts.existing_class(ptr)?;
+    let mut p = ptr;
+    // Bounded: index chains are short at -O0.
+    for _ in 0..8 {
+        let ValueDef::Inst(i) = program.value(p) else {
+            break;
+        };
+        match &program.inst(*i).kind {
+            InstKind::IndexAddr { base, .. } => p = *base,
+            // Field 0 shares its struct's address, and the frontend turns an all-zero `getelementptr`
+            // into a plain pointer: it is accessed both ways, so it is not a field of its own.
+            InstKind::FieldAddr { field: 0, .. } => break,
+            InstKind::FieldAddr {
+                base,
+                structure,
+                field,
+            } => {
+                return Some(match pts.existing_class(*base) {
+                    Some(class) => Access::Field {
+                        class,
+                        structure: *structure,
+                        field: *field,
+                        field_class: own,
+                        base: *base,
+                    },
+                    None => Access::Whole(own),
+                });
+            }
+            _ => break,
+        }
+    }
+    Some(Access::Whole(own))
+}
+
+/// Every class a read through `ptr` consults (so that its function is revisited when one of
+/// them changes).
+fn touched_classes(program: &Program, pts: &PointsTo, ptr: ValueId, out: &mut Vec<u32>) {
+    let mut p = ptr;
+    while let Some(access) = access_of(program, pts, p) {
+        match access {
+            Access::Whole(c) => {
+                out.push(c);
+                break;
+            }
+            Access::Field {
+                class,
+                field_class,
+                base,
+                ..
+            } => {
+                out.push(class);
+                out.push(field_class);
+                p = base;
+            }
+        }
+    }
+}
+
 /// The resolved targets of every call instruction (direct, and indirect through points-to).
 #[derive(Clone, Debug, Default)]
 pub struct CallGraph {
@@ -215,6 +313,27 @@ pub struct StatementInfluence {
     /// Number of points-to classes and worklist steps, for benchmarks.
     pub classes: usize,
     pub function_visits: usize,
+    /// The solver's final facts, kept so that [`crate::explain`] can say why an option
+    /// reaches an instruction.
+    pub facts: TaintFacts,
+}
+
+/// The fixpoint's intermediate facts: enough to rebuild a justification for every option in
+/// the statement-influence map (see [`crate::explain`]).
+#[derive(Clone, Debug, Default)]
+pub struct TaintFacts {
+    /// Root points-to class of each value (`u32::MAX`: none).
+    pub value_class: Vec<u32>,
+    /// Taint of the contents of each points-to class (indexed by root class).
+    pub memory: Vec<SetId>,
+    /// Local control taint of each block (the decisions it is control dependent on).
+    pub block_taint: Vec<SetId>,
+    /// Taint of each function's return value.
+    pub ret_taint: Vec<SetId>,
+    /// Classes holding an option source's value, and what they hold.
+    pub seeded_classes: Vec<(u32, SetId)>,
+    /// Values seeded directly (results of option-returning calls).
+    pub seeded_values: Vec<(ValueId, SetId)>,
 }
 
 impl StatementInfluence {
@@ -365,7 +484,7 @@ pub fn analyse(
                 continue;
             };
             let c = pts.class_of(program, *fp);
-            let targets = pts.funcs[c as usize].clone();
+            let targets = arity_compatible(program, &pts.funcs[c as usize], args.len());
             for g in targets {
                 let list = connected.entry(i).or_default();
                 if !list.contains(&g) {
@@ -406,31 +525,32 @@ pub fn analyse(
 
     // Phase 2: taint.
     let mut sets = SetInterner::new();
-    let mut memory: Vec<SetId> = Vec::new();
     let mut value_taint = vec![SetId::EMPTY; program.values.len()];
     let mut returns: FxMap<(FuncId, InstId), SetId> = FxMap::default();
+    // Memory written by option sources: (address, options), applied once the solver exists.
+    let mut seed_writes: Vec<(ValueId, SetId)> = Vec::new();
     for (option, source) in &sources.sources {
         let s = sets.singleton(*option);
         match source {
             ResolvedSource::Global(g) => {
-                let c = pts.class_of(program, program.globals[g.index()].address);
-                memory.resize(pts.parent.len(), SetId::EMPTY);
-                memory[c as usize] = sets.union(memory[c as usize], s);
+                let address = program.globals[g.index()].address;
+                pts.class_of(program, address);
+                seed_writes.push((address, s));
             }
             ResolvedSource::Field(st, field) => {
                 for inst in &program.insts {
                     if let InstKind::FieldAddr {
                         structure,
                         field: f,
-                        ..
+                        base,
                     } = &inst.kind
                         && structure == st
                         && f == field
                         && let Some(r) = inst.result
                     {
-                        let c = pts.class_of(program, r);
-                        memory.resize(pts.parent.len(), SetId::EMPTY);
-                        memory[c as usize] = sets.union(memory[c as usize], s);
+                        pts.class_of(program, *base);
+                        pts.class_of(program, r);
+                        seed_writes.push((r, s));
                     }
                 }
             }
@@ -458,28 +578,24 @@ pub fn analyse(
     for (&(_, call), &s) in &returns {
         if let Some(r) = program.inst(call).result {
             value_taint[r.index()] = sets.union(value_taint[r.index()], s);
-            let c = pts.class_of(program, r);
-            memory.resize(pts.parent.len(), SetId::EMPTY);
-            memory[c as usize] = sets.union(memory[c as usize], s);
+            pts.class_of(program, r);
+            seed_writes.push((r, s));
         }
     }
-    // Memory may have been indexed by non-root classes; fold onto roots.
+    seed_writes.sort_unstable();
     let nclasses = pts.parent.len();
-    memory.resize(nclasses, SetId::EMPTY);
-    for c in 0..nclasses as u32 {
-        let r = pts.find(c);
-        if r != c {
-            memory[r as usize] = sets.union(memory[r as usize], memory[c as usize]);
-        }
-    }
-    // Who reads each class: loads, and external calls reading through their arguments.
+    // Who reads each class: loads, and external calls reading through their arguments
+    // (every class an access touches, see `Solver::read`).
     let mut readers: Vec<Vec<FuncId>> = vec![Vec::new(); nclasses];
+    let mut touched = Vec::new();
     for (fi, func) in program.functions.iter().enumerate() {
         let f = FuncId(fi as u32);
         for &b in &func.blocks {
             for &i in &program.block(b).insts {
                 let mut read = |v: ValueId, pts: &PointsTo| {
-                    if let Some(c) = pts.existing_class(v) {
+                    touched.clear();
+                    touched_classes(program, pts, v, &mut touched);
+                    for &c in &touched {
                         let list = &mut readers[c as usize];
                         if list.last() != Some(&f) {
                             list.push(f);
@@ -510,7 +626,9 @@ pub fn analyse(
         pts: &pts,
         call_graph: &call_graph,
         sets,
-        memory,
+        whole: vec![SetId::EMPTY; nclasses],
+        all: vec![SetId::EMPTY; nclasses],
+        field_memory: FxMap::default(),
         value_taint,
         block_taint: vec![SetId::EMPTY; program.blocks.len()],
         context: vec![SetId::EMPTY; nfuncs],
@@ -521,6 +639,20 @@ pub fn analyse(
         visits: 0,
         func_names: &func_names,
     };
+    for &(ptr, s) in &seed_writes {
+        solver.write(ptr, s);
+    }
+    let seeded_classes: Vec<(u32, SetId)> = (0..nclasses as u32)
+        .filter(|&c| solver.all[c as usize] != SetId::EMPTY)
+        .map(|c| (c, solver.all[c as usize]))
+        .collect();
+    let seeded_values: Vec<(ValueId, SetId)> = solver
+        .value_taint
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| **s != SetId::EMPTY)
+        .map(|(v, s)| (ValueId(v as u32), *s))
+        .collect();
     for f in 0..nfuncs {
         if !program.functions[f].is_declaration {
             solver.enqueue(FuncId(f as u32));
@@ -538,16 +670,17 @@ pub fn analyse(
         block_taint,
         context,
         visits,
+        all,
+        ret_taint,
         ..
     } = solver;
     let mut influence = vec![SetId::EMPTY; program.insts.len()];
     let mut decisions = Vec::new();
     for (fi, func) in program.functions.iter().enumerate() {
         for &b in &func.blocks {
-            let base = sets.union(block_taint[b.index()], context[fi]);
             for &i in &program.block(b).insts {
                 let inst = program.inst(i);
-                let mut si = base;
+                let mut local = block_taint[b.index()];
                 if let Some(cond) = inst.kind.decision() {
                     let t = value_taint[cond.index()];
                     if t != SetId::EMPTY {
@@ -556,10 +689,20 @@ pub fn analyse(
                             options: t,
                             loc: inst.loc,
                         });
-                        si = sets.union(si, t);
+                        local = sets.union(local, t);
                     }
                 }
-                influence[i.index()] = si;
+                // A statement that no decision of its own function influences runs whenever
+                // its function runs: its time belongs to the region open at the call site,
+                // which carries the call's context already (§3.3: a callee's time counts in
+                // its caller's region). Only statements under a local tainted decision form
+                // regions of their own, and those also depend on whether the function runs at
+                // all, so they carry the context too (Fig. 2: foo's lines 3-4 are {A, C}).
+                influence[i.index()] = if local == SetId::EMPTY {
+                    SetId::EMPTY
+                } else {
+                    sets.union(local, context[fi])
+                };
             }
         }
     }
@@ -572,7 +715,37 @@ pub fn analyse(
         call_graph,
         classes: nclasses,
         function_visits: visits,
+        facts: TaintFacts {
+            value_class: (0..program.values.len())
+                .map(|v| pts.existing_class(ValueId(v as u32)).unwrap_or(NONE))
+                .collect(),
+            memory: all,
+            block_taint,
+            ret_taint,
+            seeded_classes,
+            seeded_values,
+        },
     }
+}
+
+/// The functions of a points-to class an indirect call with `arity` arguments may call:
+/// those with exactly that many parameters, or, when none has, those with fewer (variadic
+/// functions). A collapsed class holds every address-taken function of a program; without
+/// this filter every call through a pointer would call all of them.
+fn arity_compatible(program: &Program, funcs: &[FuncId], arity: usize) -> Vec<FuncId> {
+    let exact: Vec<FuncId> = funcs
+        .iter()
+        .copied()
+        .filter(|g| program.func(*g).params.len() == arity)
+        .collect();
+    if !exact.is_empty() {
+        return exact;
+    }
+    funcs
+        .iter()
+        .copied()
+        .filter(|g| program.func(*g).params.len() < arity)
+        .collect()
 }
 
 fn connect_call(
@@ -616,7 +789,12 @@ struct Solver<'a> {
     pts: &'a PointsTo,
     call_graph: &'a CallGraph,
     sets: SetInterner,
-    memory: Vec<SetId>,
+    /// Taint written to a class through pointers that are not field addresses.
+    whole: Vec<SetId>,
+    /// Everything written to a class: what an access to the whole object reads.
+    all: Vec<SetId>,
+    /// Taint written to field `field` of struct type `structure` in objects of a class.
+    field_memory: FxMap<(u32, StructId, u32), SetId>,
     value_taint: Vec<SetId>,
     block_taint: Vec<SetId>,
     context: Vec<SetId>,
@@ -640,27 +818,101 @@ impl Solver<'_> {
         self.value_taint[v.index()]
     }
 
-    fn class_taint(&self, v: ValueId) -> SetId {
-        match self.pts.existing_class(v) {
-            Some(c) => self.memory[c as usize],
-            None => SetId::EMPTY,
+    fn field_taint(&self, class: u32, structure: StructId, field: u32) -> SetId {
+        self.field_memory
+            .get(&(class, structure, field))
+            .copied()
+            .unwrap_or(SetId::EMPTY)
+    }
+
+    /// What a load through `ptr` may read (see [`Access`]).
+    fn read(&mut self, ptr: ValueId) -> SetId {
+        let Some(access) = access_of(self.program, self.pts, ptr) else {
+            return SetId::EMPTY;
+        };
+        match access {
+            Access::Whole(c) => self.all[c as usize],
+            Access::Field {
+                class,
+                structure,
+                field,
+                field_class,
+                base,
+            } => {
+                let mut t = self.field_taint(class, structure, field);
+                t = self.sets.union(t, self.whole[class as usize]);
+                if field_class != class {
+                    t = self.sets.union(t, self.all[field_class as usize]);
+                }
+                // Enclosing fields written as a whole (`p->inner = …` by a struct copy) hold
+                // `p->inner.x` too.
+                let mut outer = base;
+                while let Some(Access::Field {
+                    class,
+                    structure,
+                    field,
+                    base,
+                    ..
+                }) = access_of(self.program, self.pts, outer)
+                {
+                    let f = self.field_taint(class, structure, field);
+                    t = self.sets.union(t, f);
+                    t = self.sets.union(t, self.whole[class as usize]);
+                    outer = base;
+                }
+                t
+            }
         }
     }
 
-    fn store_into(&mut self, ptr: ValueId, s: SetId) {
+    /// Records that `s` may be written through `ptr`, waking the functions that read it.
+    fn write(&mut self, ptr: ValueId, s: SetId) {
         if s == SetId::EMPTY {
             return;
         }
-        let Some(c) = self.pts.existing_class(ptr) else {
+        let Some(access) = access_of(self.program, self.pts, ptr) else {
             return;
         };
-        let old = self.memory[c as usize];
+        match access {
+            Access::Whole(c) => {
+                self.whole[c as usize] = self.sets.union(self.whole[c as usize], s);
+                self.add_to_class(c, s);
+            }
+            Access::Field {
+                class,
+                structure,
+                field,
+                field_class,
+                ..
+            } => {
+                let old = self.field_taint(class, structure, field);
+                let new = self.sets.union(old, s);
+                if new != old {
+                    self.field_memory.insert((class, structure, field), new);
+                    self.wake_readers(class);
+                }
+                self.add_to_class(class, s);
+                if field_class != class {
+                    let c = field_class as usize;
+                    self.whole[c] = self.sets.union(self.whole[c], s);
+                    self.add_to_class(field_class, s);
+                }
+            }
+        }
+    }
+
+    fn add_to_class(&mut self, c: u32, s: SetId) {
+        let old = self.all[c as usize];
         let new = self.sets.union(old, s);
         if new != old {
-            self.memory[c as usize] = new;
-            for k in 0..self.readers[c as usize].len() {
-                self.enqueue(self.readers[c as usize][k]);
-            }
+            self.all[c as usize] = new;
+            self.wake_readers(c);
+        }
+    }
+
+    fn wake_readers(&mut self, c: u32) {
+        for k in 0..self.readers[c as usize].len() {
+            self.enqueue(self.readers[c as usize][k]);
         }
     }
 
@@ -728,12 +980,13 @@ impl Solver<'_> {
                         }
                         InstKind::Load { ptr } => {
                             t = self.sets.union(t, self.taint(*ptr));
-                            t = self.sets.union(t, self.class_taint(*ptr));
+                            let m = self.read(*ptr);
+                            t = self.sets.union(t, m);
                         }
                         InstKind::Store { value, ptr } => {
                             let mut s = self.sets.union(full, self.taint(*value));
                             s = self.sets.union(s, self.taint(*ptr));
-                            self.store_into(*ptr, s);
+                            self.write(*ptr, s);
                         }
                         InstKind::FieldAddr { base, .. } => {
                             t = self.sets.union(t, self.taint(*base));
@@ -754,14 +1007,15 @@ impl Solver<'_> {
                                     let mut input = SetId::EMPTY;
                                     for &a in args {
                                         input = self.sets.union(input, self.taint(a));
-                                        input = self.sets.union(input, self.class_taint(a));
+                                        let m = self.read(a);
+                                        input = self.sets.union(input, m);
                                     }
                                     t = self.sets.union(t, input);
                                     if is_copier(self.func_names[g.index()])
                                         && let Some(&dst) = args.first()
                                     {
                                         let s = self.sets.union(input, full);
-                                        self.store_into(dst, s);
+                                        self.write(dst, s);
                                     }
                                     continue;
                                 }

@@ -2,7 +2,12 @@
 //! (~250 KLOC of C, the copy bundled in the libsqlite3-sys crate, or a path given as the
 //! first argument).
 //!
-//! `cargo run --release -p frontend --example bench_sqlite [path/to/sqlite3.c]`
+//! `cargo run --release -p frontend --example bench_sqlite [path/to/sqlite3.c] [--explain N]`
+//!
+//! With `--explain N`, also prints for N sampled influenced instructions why each option
+//! reaches them (a shortest chain of taint facts back to the option's source, see
+//! `analysis::explain`) and which memory classes, call sites and functions occur most on
+//! those chains: where the analysis loses precision.
 //!
 //! Prints compile (clang + mem2reg is in translation), translation, IR size, dominance,
 //! analysis, region and instrumentation times, and the peak resident memory of this process (clang runs as a
@@ -44,9 +49,85 @@ fn peak_rss_mib() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
+/// Why options reach a sample of influenced instructions, and the facts most chains pass.
+fn explain(
+    p: &ir::Program,
+    dominance: &ProgramDominance,
+    si: &analysis::StatementInfluence,
+    samples: usize,
+) {
+    use analysis::explain::{Explainer, Fact};
+    use std::collections::HashMap;
+    let explainer = Explainer::new(p, dominance, si);
+    let tainted: Vec<usize> = (0..p.insts.len())
+        .filter(|&i| si.influence[i].0 != 0)
+        .collect();
+    let step = (tainted.len() / samples.max(1)).max(1);
+    let mut hops: HashMap<(&'static str, Fact), usize> = HashMap::new();
+    let mut first_hops: HashMap<&'static str, usize> = HashMap::new();
+    let mut chains = 0;
+    for &i in tainted.iter().step_by(step).take(samples) {
+        let i = ir::InstId(i as u32);
+        // Why the instruction has local influence at all (its context only counts then).
+        let block = p.inst(i).block;
+        let local = if p.inst(i).kind.decision().is_some() {
+            Fact::Decision(block)
+        } else {
+            Fact::Control(block)
+        };
+        for o in si.of(i).iter() {
+            let Some(chain) = explainer.explain(local, o) else {
+                continue;
+            };
+            chains += 1;
+            *first_hops.entry(chain[0].how).or_default() += 1;
+            let verbose = chains <= 12;
+            if verbose {
+                println!(
+                    "why option {} influences {}:",
+                    o.0,
+                    explainer.describe(chain[0].fact)
+                );
+            }
+            for link in &chain[1..] {
+                if verbose {
+                    println!("    <- {:<24} {}", link.how, explainer.describe(link.fact));
+                }
+                if matches!(
+                    link.fact,
+                    Fact::Context(_) | Fact::Memory(_) | Fact::Return(_)
+                ) || matches!(link.fact, Fact::Value(v) if matches!(p.value(v), ir::ValueDef::Param { .. }))
+                {
+                    *hops.entry((link.how, link.fact)).or_default() += 1;
+                }
+            }
+        }
+    }
+    println!("{chains} chains; first link: {first_hops:?}");
+    let mut top: Vec<_> = hops.into_iter().collect();
+    top.sort_by(|a, b| b.1.cmp(&a.1));
+    println!("facts on most chains:");
+    for ((how, fact), n) in top.into_iter().take(25) {
+        println!("  {n:>5}  {how:<24} {}", explainer.describe(fact));
+    }
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let source = match std::env::args_os().nth(1) {
-        Some(p) => PathBuf::from(p),
+    let mut path = None;
+    let mut explain_samples = 0usize;
+    let mut args = std::env::args_os().skip(1);
+    while let Some(a) = args.next() {
+        if a == "--explain" {
+            explain_samples = args
+                .next()
+                .and_then(|n| n.to_str()?.parse().ok())
+                .ok_or("--explain takes a number of instructions")?;
+        } else {
+            path = Some(PathBuf::from(a));
+        }
+    }
+    let source = match path {
+        Some(p) => p,
         None => find_amalgamation().ok_or("no sqlite3.c found; pass its path")?,
     };
     let lines = std::fs::read_to_string(&source)?.lines().count();
@@ -131,7 +212,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .collect::<Vec<_>>()
     );
     let tainted = si.influence.iter().filter(|s| s.0 != 0).count();
-    println!("instructions with non-empty influence: {tainted}");
+    println!(
+        "instructions with non-empty influence: {tainted} of {} ({:.1} %)",
+        p.insts.len(),
+        100.0 * tainted as f64 / p.insts.len() as f64
+    );
+    if explain_samples > 0 {
+        explain(p, &dominance, &si, explain_samples);
+    }
     let t = Instant::now();
     let plan = identify_regions(p, &dominance, &si.influence, &[]);
     println!(
