@@ -12,10 +12,10 @@
 //!    runtime (`runtime`), giving an instrumented binary and a *variant* name for the store;
 //! 3. [`measure_configurations`]: run the compressed configurations through the measurement
 //!    engine (`measure`: repetitions, timeouts, resumable store), collecting region times;
-//! 4. [`build_model`]: per region, the mean self time in each combination of the region's
-//!    options (averaged over configurations and repetitions) becomes a local model (subspace
-//!    → influence form); the global model is their sum plus the base (time outside every
-//!    region).
+//! 4. [`build_model`]: per region, the self time in each combination of the region's options
+//!    (the median over a configuration's repetitions, averaged over the configurations with
+//!    that combination) becomes a local model (subspace → influence form); the global model
+//!    is their sum plus the base (time outside every region).
 //!
 //! Architecture invariant: this crate orchestrates; it holds no analysis, instrumentation or
 //! measuring logic of its own beyond turning measured region times into models.
@@ -359,16 +359,20 @@ pub fn build_model(
         workload: Some(workload.name.clone()),
         variant: variant.to_string(),
     })?;
-    // Per configuration: the mean over its runs of each region's time (0 in runs that did
-    // not enter the region).
+    // Per configuration: the median over its runs of each region's time (0 in runs that
+    // did not enter the region). The median, not the mean: a run delayed by a busy machine
+    // should not move the model.
     let mut runs: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
-    let mut sums: BTreeMap<(&str, &str), f64> = BTreeMap::new();
+    let mut seconds: BTreeMap<(&str, &str), Vec<f64>> = BTreeMap::new();
     for (config, run, r) in &times {
         let list = runs.entry(config).or_default();
         if list.last() != Some(run) {
             list.push(*run);
         }
-        *sums.entry((config, &r.region)).or_default() += r.seconds;
+        seconds
+            .entry((config, &r.region))
+            .or_default()
+            .push(r.seconds);
     }
     if runs.is_empty() {
         return Err(Error::Invalid(
@@ -380,7 +384,9 @@ pub fn build_model(
         configs.push((spec.space.parse_configuration(config)?, config));
     }
     let mean = |config: &str, region: &str| {
-        sums.get(&(config, region)).copied().unwrap_or(0.0) / runs[config].len() as f64
+        let mut values = seconds.get(&(config, region)).cloned().unwrap_or_default();
+        values.resize(runs[config].len(), 0.0);
+        measure::Summary::of(&values).map_or(0.0, |s| s.median)
     };
 
     let program = &analysed.translation.program;
