@@ -121,6 +121,7 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
 
     let model =
         configcrusher::build_model(&store, &spec, workload, &analysed, &instrumented.variant)?;
+    report_overhead(&store, &spec, workload, &instrumented.variant)?;
     let out = args
         .out
         .clone()
@@ -159,4 +160,54 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
 /// A source file's name without its directories, for one-line region summaries.
 fn short(file: &str) -> &str {
     file.rsplit('/').next().unwrap_or(file)
+}
+
+/// Table 7 of the paper: region entries per run (RC) and the instrumented program's time
+/// against the plain program's, on the configurations both measured.
+fn report_overhead(
+    store: &Store,
+    spec: &SystemSpec,
+    workload: &measure::Workload,
+    variant: &str,
+) -> Result<()> {
+    let selection = |variant: &str| measure::Selection {
+        system: Some(spec.name.clone()),
+        spec_hash: Some(spec.hash.clone()),
+        workload: Some(workload.name.clone()),
+        variant: variant.to_string(),
+    };
+    let times = store.region_times(&selection(variant))?;
+    let runs: std::collections::BTreeSet<i64> = times.iter().map(|(_, run, _)| *run).collect();
+    let entries: u64 = times
+        .iter()
+        .filter(|(_, _, r)| r.region != configcrusher::BASE)
+        .map(|(_, _, r)| r.entries)
+        .sum();
+    let mut line = format!(
+        "region entries per run (RC): {:.0}",
+        entries as f64 / runs.len().max(1) as f64
+    );
+    let metric = spec.measure.metric;
+    let plain: std::collections::HashMap<String, f64> = store
+        .summaries(&selection(""), metric)?
+        .into_iter()
+        .filter_map(|s| Some((s.configuration, s.summary?.median)))
+        .collect();
+    let pairs: Vec<(f64, f64)> = store
+        .summaries(&selection(variant), metric)?
+        .iter()
+        .filter_map(|s| Some((s.summary.as_ref()?.median, *plain.get(&s.configuration)?)))
+        .collect();
+    if pairs.is_empty() {
+        line.push_str("; overhead unknown (measure the plain program with `knobs measure` too)");
+    } else {
+        let ratio = pairs.iter().map(|(i, p)| i / p).sum::<f64>() / pairs.len() as f64;
+        line.push_str(&format!(
+            "; instrumented / plain {}: {ratio:.3} (mean over {} configurations)",
+            metric.name(),
+            pairs.len()
+        ));
+    }
+    eprintln!("{line}");
+    Ok(())
 }

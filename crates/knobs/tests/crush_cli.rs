@@ -35,6 +35,7 @@ fn crush_models_the_running_example_and_resumes() {
             "configurations to measure: 8 of 1024 (lower bound 8)",
         ))
         .stderr(contains("8 of 8 configurations measured"))
+        .stderr(contains("region entries per run (RC): "))
         .stdout(contains("·A·B"))
         .stdout(contains("·D·E·F"))
         .stdout(contains("region r"));
