@@ -99,7 +99,12 @@ fn crush_reports_bad_input_in_one_line() {
             text.replace("main.c", "broken.c"),
             "broken.c: does not compile",
         ),
+        (
+            text.replace("sources = [\"main.c\"]", "bitcode = \"junk.bc\""),
+            "junk.bc",
+        ),
     ];
+    std::fs::write(dir.path().join("junk.bc"), "not bitcode at all").unwrap();
     std::fs::write(
         dir.path().join("broken.c"),
         "int main(void) { return undefined_name; }\n",
