@@ -1,0 +1,410 @@
+//! The iterative analysis (Algorithm 1): run a configuration, refine every region's partition
+//! with the decisions the run reached, pick the next configuration greedily to cover the most
+//! unexplored subspaces, and stop when every subspace of every region has been explored.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::fmt::Display;
+
+use biodivine_lib_bdd::Bdd;
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+use space::{Configuration, OptionId, ValidConfigurations};
+
+use crate::Error;
+use crate::partition::{Encoding, Partition, Subspace};
+use crate::record::{Decision, DecisionRecord, Granularity};
+
+/// How to choose among configurations that cover equally many unexplored subspaces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pick {
+    /// The configuration with the fewest selected options (closest to the default).
+    Fewest,
+    /// The one with the most selected options.
+    Most,
+    /// Subspaces visited in a seeded random order, the configuration drawn uniformly.
+    Random { seed: u64 },
+}
+
+#[derive(Clone, Debug)]
+pub struct ExploreSettings {
+    /// Granularities whose regions are tracked; exploration continues until every subspace
+    /// of every tracked region has been explored.
+    pub granularities: Vec<Granularity>,
+    /// The first configuration; by default the valid one [`Pick`] prefers (for
+    /// [`Pick::Fewest`], the one closest to all-off).
+    pub start: Option<Configuration>,
+    pub pick: Pick,
+    /// Give up after this many runs.
+    pub max_runs: usize,
+}
+
+impl Default for ExploreSettings {
+    fn default() -> Self {
+        ExploreSettings {
+            granularities: vec![Granularity::Method],
+            start: None,
+            pick: Pick::Fewest,
+            max_runs: 10_000,
+        }
+    }
+}
+
+/// One subspace of a region's partition and the runs (indices into
+/// [`Exploration::configurations`]) whose configuration lies in it.
+#[derive(Clone, Debug)]
+pub struct ExploredSubspace {
+    pub subspace: Subspace,
+    /// The subspace as text (see [`Encoding::describe`]).
+    pub text: String,
+    pub explored_by: Vec<usize>,
+}
+
+/// A region's final partition.
+#[derive(Clone, Debug)]
+pub struct RegionPartition {
+    pub id: String,
+    /// Every decision site of the region reached in some run.
+    pub decisions: Vec<Decision>,
+    /// Every option in some taint of the region's decisions, sorted.
+    pub options: Vec<String>,
+    /// Sorted by text.
+    pub subspaces: Vec<ExploredSubspace>,
+}
+
+impl RegionPartition {
+    pub fn texts(&self) -> Vec<&str> {
+        self.subspaces.iter().map(|s| s.text.as_str()).collect()
+    }
+}
+
+/// What the iterative analysis found.
+#[derive(Clone, Debug)]
+pub struct Exploration {
+    /// Every configuration run, in order.
+    pub configurations: Vec<Configuration>,
+    /// The distinct decision records of each run.
+    pub records: Vec<Vec<DecisionRecord>>,
+    /// Per tracked granularity, its regions sorted by id.
+    pub regions: Vec<(Granularity, Vec<RegionPartition>)>,
+}
+
+impl Exploration {
+    /// The regions at a granularity (empty if it was not tracked).
+    pub fn regions(&self, granularity: Granularity) -> &[RegionPartition] {
+        self.regions
+            .iter()
+            .find(|(g, _)| *g == granularity)
+            .map_or(&[], |(_, r)| r.as_slice())
+    }
+
+    pub fn region(&self, granularity: Granularity, id: &str) -> Option<&RegionPartition> {
+        self.regions(granularity).iter().find(|r| r.id == id)
+    }
+}
+
+/// A region while exploring: its partition, which runs lie in each part, and which decision
+/// partitions it has already absorbed (re-applying one changes nothing, so it is skipped).
+struct RegionState {
+    partition: Partition,
+    explored_by: Vec<Vec<usize>>,
+    decisions: BTreeSet<Decision>,
+    options: BTreeSet<String>,
+    applied: HashSet<(Vec<OptionId>, Vec<OptionId>, Vec<u32>)>,
+}
+
+/// Algorithm 1 one step at a time, for callers that run the program themselves (e.g. reading
+/// taint records from files): ask [`Self::next_configuration`], run it, hand the records to
+/// [`Self::record`], until there is no next configuration. [`explore`] does exactly this.
+pub struct Explorer<'v> {
+    enc: Encoding<'v>,
+    settings: ExploreSettings,
+    rng: ChaCha8Rng,
+    configurations: Vec<Configuration>,
+    records: Vec<Vec<DecisionRecord>>,
+    tracked: Vec<(Granularity, BTreeMap<String, RegionState>)>,
+}
+
+/// At most this many unexplored subspaces are tried as the seed of the greedy intersection.
+const GREEDY_SEEDS: usize = 16;
+
+impl<'v> Explorer<'v> {
+    pub fn new(valid: &'v ValidConfigurations<'v>, settings: ExploreSettings) -> Self {
+        let seed = match settings.pick {
+            Pick::Random { seed } => seed,
+            _ => 0,
+        };
+        let mut granularities = settings.granularities.clone();
+        granularities.sort();
+        granularities.dedup();
+        Explorer {
+            enc: Encoding::new(valid),
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            configurations: vec![],
+            records: vec![],
+            tracked: granularities
+                .into_iter()
+                .map(|g| (g, BTreeMap::new()))
+                .collect(),
+            settings,
+        }
+    }
+
+    pub fn encoding(&self) -> &Encoding<'v> {
+        &self.enc
+    }
+
+    /// The configuration to run next; `None` once every subspace has been explored.
+    pub fn next_configuration(&mut self) -> Result<Option<Configuration>, Error> {
+        if self.configurations.is_empty() {
+            let start = match &self.settings.start {
+                Some(c) => c.clone(),
+                None => self
+                    .pick_in(&self.enc.valid().bdd().clone())
+                    .expect("a compiled space has a valid configuration"),
+            };
+            if !self.enc.valid().is_valid(&start) {
+                return Err(Error::InvalidConfiguration(
+                    self.enc.valid().space().format_configuration(&start),
+                ));
+            }
+            return Ok(Some(start));
+        }
+        let unexplored: Vec<Bdd> = self
+            .tracked
+            .iter()
+            .flat_map(|(_, regions)| regions.values())
+            .flat_map(|r| {
+                r.partition
+                    .parts()
+                    .iter()
+                    .zip(&r.explored_by)
+                    .filter(|(_, runs)| runs.is_empty())
+                    .map(|(s, _)| s.bdd().clone())
+            })
+            .collect();
+        if unexplored.is_empty() {
+            return Ok(None);
+        }
+        if self.configurations.len() >= self.settings.max_runs {
+            return Err(Error::Budget {
+                runs: self.configurations.len(),
+                unexplored: unexplored.len(),
+            });
+        }
+        Ok(self.greedy(&unexplored))
+    }
+
+    /// A configuration in as many of `subspaces` as the greedy intersection finds: starting
+    /// from one subspace, intersect every other that still overlaps (paper §III.A, footnote
+    /// 3); the best of several starting subspaces wins.
+    fn greedy(&mut self, subspaces: &[Bdd]) -> Option<Configuration> {
+        let mut order: Vec<usize> = (0..subspaces.len()).collect();
+        if matches!(self.settings.pick, Pick::Random { .. }) {
+            order.shuffle(&mut self.rng);
+        }
+        let mut best: Option<(usize, Bdd)> = None;
+        for &seed in order.iter().take(GREEDY_SEEDS) {
+            let mut acc = subspaces[seed].clone();
+            let mut covered = 1;
+            for &j in &order {
+                if j == seed {
+                    continue;
+                }
+                let both = acc.and(&subspaces[j]);
+                if !both.is_false() {
+                    acc = both;
+                    covered += 1;
+                }
+            }
+            if best.as_ref().is_none_or(|(n, _)| covered > *n) {
+                best = Some((covered, acc));
+            }
+        }
+        let (_, acc) = best?;
+        self.pick_in(&acc)
+    }
+
+    fn pick_in(&mut self, bdd: &Bdd) -> Option<Configuration> {
+        let valid = self.enc.valid();
+        match self.settings.pick {
+            Pick::Fewest => valid.extreme_in(bdd, false),
+            Pick::Most => valid.extreme_in(bdd, true),
+            Pick::Random { .. } => valid.sample_uniform_in(bdd, &mut self.rng),
+        }
+    }
+
+    /// Absorbs one run: `config` was executed and reached these decisions.
+    pub fn record(
+        &mut self,
+        config: Configuration,
+        records: Vec<DecisionRecord>,
+    ) -> Result<(), Error> {
+        let run = self.configurations.len();
+        // Records are resolved first, so a bad record leaves the explorer unchanged.
+        let distinct: BTreeSet<DecisionRecord> = records.into_iter().collect();
+        let mut resolved = Vec::with_capacity(distinct.len());
+        for r in &distinct {
+            let names = |set: &BTreeSet<String>, kind: &str| {
+                set.iter()
+                    .map(|n| {
+                        self.enc.option_id(
+                            n,
+                            &format!(
+                                "the {kind} taint of decision {} ({}:{})",
+                                r.decision.id, r.decision.file, r.decision.line
+                            ),
+                        )
+                    })
+                    .collect::<Result<BTreeSet<_>, _>>()
+            };
+            resolved.push((
+                r,
+                names(&r.data_flow, "data-flow")?,
+                names(&r.control_flow, "control-flow")?,
+            ));
+        }
+        for (_, regions) in &mut self.tracked {
+            for state in regions.values_mut() {
+                for (part, runs) in state.partition.parts().iter().zip(&mut state.explored_by) {
+                    if self.enc.contains(part.bdd(), &config) {
+                        runs.push(run);
+                    }
+                }
+            }
+        }
+        let enc = &self.enc;
+        let earlier = &self.configurations;
+        let config_of = |r: usize| earlier.get(r).unwrap_or(&config);
+        for (granularity, regions) in &mut self.tracked {
+            for (record, data, control) in &resolved {
+                let id = granularity.region_of(&record.decision);
+                let state = regions.entry(id).or_insert_with(|| RegionState {
+                    partition: Partition::whole(enc),
+                    // Every run so far lies in the whole space.
+                    explored_by: vec![(0..=run).collect()],
+                    decisions: BTreeSet::new(),
+                    options: BTreeSet::new(),
+                    applied: HashSet::new(),
+                });
+                state.decisions.insert(record.decision.clone());
+                state.options.extend(record.data_flow.iter().cloned());
+                state.options.extend(record.control_flow.iter().cloned());
+                let key = (
+                    data.iter().copied().collect(),
+                    control.iter().copied().collect(),
+                    control.iter().map(|o| config.0[o.index()]).collect(),
+                );
+                if !state.applied.insert(key) {
+                    continue;
+                }
+                // The cross product, carrying along which runs lie in each new part.
+                let decision = Partition::of_taints(enc, data, control, &config);
+                let mut parts = Vec::new();
+                let mut explored_by = Vec::new();
+                for (p, runs) in state.partition.parts().iter().zip(&state.explored_by) {
+                    for d in decision.parts() {
+                        if let Some(both) = p.intersect(d) {
+                            explored_by.push(
+                                runs.iter()
+                                    .copied()
+                                    .filter(|r| enc.contains(d.bdd(), config_of(*r)))
+                                    .collect(),
+                            );
+                            parts.push(both);
+                        }
+                    }
+                }
+                state.partition = Partition::from_parts(parts);
+                state.explored_by = explored_by;
+            }
+        }
+        self.configurations.push(config);
+        self.records.push(distinct.into_iter().collect());
+        Ok(())
+    }
+
+    /// The regions found so far.
+    pub fn finish(self) -> Exploration {
+        let enc = &self.enc;
+        let regions = self
+            .tracked
+            .into_iter()
+            .map(|(g, regions)| {
+                let list = regions
+                    .into_iter()
+                    .map(|(id, state)| {
+                        let mut subspaces: Vec<ExploredSubspace> = state
+                            .partition
+                            .parts()
+                            .iter()
+                            .zip(state.explored_by)
+                            .map(|(s, runs)| ExploredSubspace {
+                                text: enc.describe(s.description()),
+                                subspace: s.clone(),
+                                explored_by: runs,
+                            })
+                            .collect();
+                        subspaces.sort_by(|a, b| a.text.cmp(&b.text));
+                        RegionPartition {
+                            id,
+                            decisions: state.decisions.into_iter().collect(),
+                            options: state.options.into_iter().collect(),
+                            subspaces,
+                        }
+                    })
+                    .collect();
+                (g, list)
+            })
+            .collect();
+        Exploration {
+            configurations: self.configurations,
+            records: self.records,
+            regions,
+        }
+    }
+}
+
+/// Runs Algorithm 1: `run` executes the program under taint tracking in a configuration and
+/// returns the decision records it produced.
+pub fn explore<E: Display>(
+    valid: &ValidConfigurations,
+    settings: ExploreSettings,
+    mut run: impl FnMut(&Configuration) -> Result<Vec<DecisionRecord>, E>,
+) -> Result<Exploration, Error> {
+    let mut explorer = Explorer::new(valid, settings);
+    while let Some(config) = explorer.next_configuration()? {
+        let records = run(&config).map_err(|e| Error::Run {
+            run: explorer.configurations.len() + 1,
+            configuration: valid.space().format_configuration(&config),
+            cause: e.to_string(),
+        })?;
+        explorer.record(config, records)?;
+    }
+    Ok(explorer.finish())
+}
+
+/// A small set of configurations with at least one in every subspace of every region at
+/// `granularity` (paper §III.B and Table IV): the same greedy intersection as the
+/// exploration, repeated until everything is covered, ignoring which runs were made.
+pub fn cover(
+    valid: &ValidConfigurations,
+    exploration: &Exploration,
+    granularity: Granularity,
+) -> Vec<Configuration> {
+    let mut explorer = Explorer::new(valid, ExploreSettings::default());
+    let mut uncovered: Vec<Bdd> = exploration
+        .regions(granularity)
+        .iter()
+        .flat_map(|r| r.subspaces.iter().map(|s| s.subspace.bdd().clone()))
+        .collect();
+    let mut out = Vec::new();
+    while !uncovered.is_empty() {
+        let config = explorer
+            .greedy(&uncovered)
+            .expect("subspaces are non-empty sets of valid configurations");
+        uncovered.retain(|s| !explorer.enc.contains(s, &config));
+        out.push(config);
+    }
+    out
+}

@@ -1,0 +1,59 @@
+//! `comprex`: the language-neutral core of Comprex (Velez et al., ICSE 2021), white-box
+//! performance-influence modelling by iterative dynamic taint analysis.
+//!
+//! A taint run of the program in one configuration reports, for every control-flow decision
+//! it reached, which options flowed into the condition (data-flow taint) and which decided
+//! whether it was reached (control-flow taint) — a [`DecisionRecord`], documented in
+//! `docs/comprex-records.md`. From those records each region (method, control-flow
+//! statement or the whole program: a [`Granularity`]) gets a [`Partition`] of the valid
+//! configurations into subspaces that take the same path through it; [`explore`] runs
+//! Algorithm 1, choosing configurations until every subspace of every region has been run.
+//! [`build_model`] turns per-region times measured in those configurations into local
+//! performance-influence models and composes them into the global one, and flags regions
+//! whose partitions look incomplete (§V.D).
+//!
+//! Subspaces are BDDs over the space's options (`space::ValidConfigurations`), so
+//! constraints are respected and programs with many options stay cheap when few of them
+//! matter to a region.
+//!
+//! Architecture invariant: no LLVM; works on decision records. Nothing here runs, instruments
+//! or profiles a program: runs are callbacks, times are inputs.
+//!
+//! Architecture invariant: the final partitions do not depend on the order of
+//! configurations (the cross product is commutative and every subspace is eventually run).
+
+mod explore;
+mod model;
+mod partition;
+mod record;
+
+pub use explore::{
+    Exploration, ExploreSettings, ExploredSubspace, Explorer, Pick, RegionPartition, cover, explore,
+};
+pub use model::{
+    ComprexModel, ModelSettings, RegionTimes, SuspectRegion, TrivialTerm, build_model,
+    influence_form,
+};
+pub use partition::{CubeLiteral, Encoding, Partition, Subspace};
+pub use record::{Decision, DecisionRecord, Granularity, RECORD_FORMAT, RECORD_VERSION, TaintRun};
+
+/// Everything that can go wrong; each message is one line for the user.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("unknown option `{name}` in {context}")]
+    UnknownOption { name: String, context: String },
+    #[error("configuration `{0}` is not valid under the space's constraints")]
+    InvalidConfiguration(String),
+    #[error("taint run {run} (configuration `{configuration}`) failed: {cause}")]
+    Run {
+        run: usize,
+        configuration: String,
+        cause: String,
+    },
+    #[error("gave up after {runs} runs with {unexplored} subspaces still unexplored")]
+    Budget { runs: usize, unexplored: usize },
+    #[error("region `{region}`: no measured configuration lies in subspace {subspace}")]
+    Unmeasured { region: String, subspace: String },
+    #[error("{0}")]
+    Invalid(String),
+}
