@@ -1,0 +1,239 @@
+//! Models from region times: conversion against hand computation, trivial terms, and the
+//! partition-debugging check of §V.D.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+
+use common::{Tracer, binary_space, fig2, fig2_times};
+use comprex::{
+    Encoding, ExploreSettings, Granularity, ModelSettings, RegionTimes, build_model, explore,
+    influence_form,
+};
+use space::{ConfigSpace, Configuration, ValidConfigurations};
+
+#[test]
+fn a_subspace_that_is_not_a_cube_becomes_disjoint_cubes() {
+    // `if (a && b) inner(c)`: inner's decision is reached only with A ∧ B, so its partition
+    // is ⟦¬(A ∧ B)⟧, ⟦A ∧ B ∧ C⟧, ⟦A ∧ B ∧ ¬C⟧ — the first is not a cube.
+    let space = binary_space(&["A", "B", "C"]);
+    let valid = ValidConfigurations::new(&space).unwrap();
+    let program = |c: &Configuration| {
+        let mut t = Tracer::new(&space, c);
+        let (a, b, cc) = (t.option("A"), t.option("B"), t.option("C"));
+        let ab = t.assign(a.v & b.v, &[&a, &b]);
+        if t.decide(1, "main", 1, &ab) {
+            t.enter(&ab);
+            t.decide(2, "inner", 5, &cc);
+            t.exit();
+        }
+        Ok::<_, Infallible>(t.records)
+    };
+    let ex = explore(&valid, ExploreSettings::default(), program).unwrap();
+    let inner = ex.region(Granularity::Method, "inner").unwrap();
+    assert_eq!(inner.texts(), ["A ∧ B ∧ C", "A ∧ B ∧ ¬C", "A ∧ ¬B ∨ ¬A"]);
+    // Hand computation with averages ABC = 10, AB¬C = 4, ¬(AB) = 2:
+    // 10·ABC + 4·AB(1 − C) + 2·(1 − AB) = 2 + 2·AB + 6·ABC.
+    let enc = Encoding::new(&valid);
+    let values = [10.0, 4.0, 2.0];
+    let parts: Vec<_> = inner
+        .subspaces
+        .iter()
+        .zip(values)
+        .map(|(s, v)| (s.subspace.description(), v))
+        .collect();
+    let m = influence_form(&enc, &parts);
+    assert_eq!(m.to_string(), "2.00 + 6.00·A·B·C + 2.00·A·B");
+    // The same through build_model, with times measured in every configuration.
+    let times: Vec<RegionTimes> = valid
+        .iter()
+        .map(|c| {
+            let on = |i: usize| c.0[i] == 1;
+            let t = if on(0) && on(1) {
+                if on(2) { 10.0 } else { 4.0 }
+            } else {
+                2.0
+            };
+            RegionTimes {
+                configuration: c.clone(),
+                seconds: [("inner".to_string(), t)].into(),
+            }
+        })
+        .collect();
+    let model = build_model(
+        &valid,
+        ex.regions(Granularity::Method),
+        &times,
+        &ModelSettings::default(),
+    )
+    .unwrap();
+    assert_eq!(model.file.terms.to_string(), "2.00 + 6.00·A·B·C + 2.00·A·B");
+    assert!(model.suspects.is_empty());
+}
+
+#[test]
+fn numeric_options_become_value_indicators() {
+    let mut space = ConfigSpace::new("numeric");
+    space.add_numeric("level", &[1.0, 6.0, 9.0]).unwrap();
+    space.add_binary("A", None, false).unwrap();
+    let valid = ValidConfigurations::new(&space).unwrap();
+    let ex = explore(&valid, ExploreSettings::default(), |c| {
+        let mut t = Tracer::new(&space, c);
+        let level = t.option("level");
+        t.decide(1, "f", 1, &level);
+        Ok::<_, Infallible>(t.records)
+    })
+    .unwrap();
+    assert_eq!(ex.configurations.len(), 3);
+    let cost = |c: &Configuration| [1.0, 2.0, 5.0][c.0[0] as usize];
+    let times: Vec<RegionTimes> = ex
+        .configurations
+        .iter()
+        .map(|c| RegionTimes {
+            configuration: c.clone(),
+            seconds: [("f".to_string(), cost(c))].into(),
+        })
+        .collect();
+    let m = build_model(
+        &valid,
+        ex.regions(Granularity::Method),
+        &times,
+        &ModelSettings::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        m.file.terms.to_string(),
+        "5.00·level=9 + 2.00·level=6 + 1.00·level=1"
+    );
+    let bound = m.file.bind(&["level", "A"]).unwrap();
+    for c in valid.iter() {
+        let level = space.options()[0].numeric_value(c.0[0]);
+        assert_eq!(bound.predict(&[level, c.0[1] as f64]), cost(&c));
+    }
+}
+
+#[test]
+fn small_terms_are_reported_as_trivial() {
+    let space = binary_space(&["A", "B", "C", "D"]);
+    let valid = ValidConfigurations::new(&space).unwrap();
+    let ex = explore(&valid, ExploreSettings::default(), |c| {
+        Ok::<_, Infallible>(fig2(&space, c))
+    })
+    .unwrap();
+    // foo's branch on B costs 0.5 ms more, below the 1 ms threshold.
+    let times: Vec<RegionTimes> = ex
+        .configurations
+        .iter()
+        .map(|c| {
+            let mut t = fig2_times(&space, c);
+            if let Some(foo) = t.seconds.get_mut("foo") {
+                *foo = if c.0[1] == 1 { 1.0005 } else { 1.0 };
+            }
+            t
+        })
+        .collect();
+    let m = build_model(
+        &valid,
+        ex.regions(Granularity::Method),
+        &times,
+        &ModelSettings::default(),
+    )
+    .unwrap();
+    assert_eq!(m.trivial.len(), 1, "{:?}", m.trivial);
+    assert_eq!(m.trivial[0].region.as_deref(), Some("foo"));
+    assert_eq!(m.trivial[0].term.label(), "A·B");
+    assert!((m.trivial[0].term.value - 0.0005).abs() < 1e-12);
+    assert_eq!(
+        m.file.terms.to_string(),
+        "8.00 + 30.00·A·C + 15.00·A + 10.00·C"
+    );
+}
+
+#[test]
+fn an_incomplete_partition_is_flagged_by_its_coefficient_of_variation() {
+    // bar secretly also depends on D (its taint misses it): configurations in one subspace
+    // of bar take different times. Measured in all 16 configurations.
+    let space = binary_space(&["A", "B", "C", "D"]);
+    let valid = ValidConfigurations::new(&space).unwrap();
+    let ex = explore(&valid, ExploreSettings::default(), |c| {
+        Ok::<_, Infallible>(fig2(&space, c))
+    })
+    .unwrap();
+    let times: Vec<RegionTimes> = valid
+        .iter()
+        .map(|c| {
+            let mut t = fig2_times(&space, &c);
+            if c.0[3] == 1 {
+                *t.seconds.get_mut("bar").unwrap() *= 2.0;
+            }
+            t
+        })
+        .collect();
+    let m = build_model(
+        &valid,
+        ex.regions(Granularity::Method),
+        &times,
+        &ModelSettings::default(),
+    )
+    .unwrap();
+    assert_eq!(m.suspects.len(), 1, "{:?}", m.suspects);
+    let s = &m.suspects[0];
+    assert_eq!(s.region, "bar");
+    assert_eq!(s.measurements, 4);
+    // Times 1,1,2,2 (×k) in each subspace: sd/mean = 0.577…/1.5.
+    assert!(
+        (s.cv - (1.0f64 / 3.0).sqrt() / 1.5).abs() < 1e-9,
+        "{}",
+        s.cv
+    );
+    // With the true behaviour (no D) nothing is flagged, even measured everywhere.
+    let honest: Vec<RegionTimes> = valid.iter().map(|c| fig2_times(&space, &c)).collect();
+    let m = build_model(
+        &valid,
+        ex.regions(Granularity::Method),
+        &honest,
+        &ModelSettings::default(),
+    )
+    .unwrap();
+    assert!(m.suspects.is_empty());
+}
+
+#[test]
+fn every_subspace_needs_a_measurement() {
+    let space = binary_space(&["A", "B", "C", "D"]);
+    let valid = ValidConfigurations::new(&space).unwrap();
+    let ex = explore(&valid, ExploreSettings::default(), |c| {
+        Ok::<_, Infallible>(fig2(&space, c))
+    })
+    .unwrap();
+    let times = vec![fig2_times(&space, &ex.configurations[0])];
+    let err = build_model(
+        &valid,
+        ex.regions(Granularity::Method),
+        &times,
+        &ModelSettings::default(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "region `bar`: no measured configuration lies in subspace A ∧ C"
+    );
+}
+
+#[test]
+fn a_region_without_decisions_gets_a_constant_model() {
+    let space = binary_space(&["A"]);
+    let valid = ValidConfigurations::new(&space).unwrap();
+    let times: Vec<RegionTimes> = valid
+        .iter()
+        .map(|c| RegionTimes {
+            configuration: c.clone(),
+            seconds: BTreeMap::from([("parse".to_string(), 2.0 + c.0[0] as f64 * 0.0)]),
+        })
+        .collect();
+    let m = build_model(&valid, &[], &times, &ModelSettings::default()).unwrap();
+    assert_eq!(m.file.regions.len(), 1);
+    assert_eq!(m.file.regions[0].terms.to_string(), "2.00");
+    assert_eq!(m.file.terms.to_string(), "2.00");
+}
