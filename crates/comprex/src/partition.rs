@@ -343,3 +343,68 @@ impl Partition {
         within
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use space::ConfigSpace;
+
+    fn abcd() -> ConfigSpace {
+        let mut s = ConfigSpace::new("t");
+        for n in ["A", "B", "C", "D"] {
+            s.add_binary(n, None, false).unwrap();
+        }
+        s
+    }
+
+    fn ids(space: &ConfigSpace, names: &[&str]) -> BTreeSet<OptionId> {
+        names.iter().map(|n| space.find(n).unwrap()).collect()
+    }
+
+    fn texts(enc: &Encoding, p: &Partition) -> Vec<String> {
+        let mut t: Vec<String> = p
+            .parts()
+            .iter()
+            .map(|s| enc.describe(s.description()))
+            .collect();
+        t.sort();
+        t
+    }
+
+    #[test]
+    fn get_part_follows_the_papers_foo_example() {
+        // foo's decision in {A, D}: data-flow {B}, control-flow {A} → ⟦A∧B⟧, ⟦A∧¬B⟧, ⟦¬A⟧.
+        let space = abcd();
+        let valid = ValidConfigurations::new(&space).unwrap();
+        let enc = Encoding::new(&valid);
+        let cc = space.parse_configuration("A,D").unwrap();
+        let p = Partition::of_taints(&enc, &ids(&space, &["B"]), &ids(&space, &["A"]), &cc);
+        assert_eq!(texts(&enc, &p), ["A ∧ B", "A ∧ ¬B", "¬A"]);
+        // No control-flow taint: S_reach is everything and no "outside" subspace exists.
+        let p = Partition::of_taints(&enc, &ids(&space, &["A", "B"]), &BTreeSet::new(), &cc);
+        assert_eq!(texts(&enc, &p), ["A ∧ B", "A ∧ ¬B", "¬A ∧ B", "¬A ∧ ¬B"]);
+        // Untainted: the trivial partition.
+        let p = Partition::of_taints(&enc, &BTreeSet::new(), &BTreeSet::new(), &cc);
+        assert_eq!(texts(&enc, &p), ["⊤"]);
+    }
+
+    #[test]
+    fn cross_product_is_commutative_and_drops_empty_parts() {
+        let space = abcd();
+        let valid = ValidConfigurations::new(&space).unwrap();
+        let enc = Encoding::new(&valid);
+        let with_a = space.parse_configuration("A").unwrap();
+        let without = space.parse_configuration("").unwrap();
+        let c = ids(&space, &["C"]);
+        let a = ids(&space, &["A"]);
+        let p = Partition::of_taints(&enc, &c, &a, &with_a);
+        let q = Partition::of_taints(&enc, &c, &a, &without);
+        let pq = p.cross(&q);
+        let qp = q.cross(&p);
+        assert!(pq.same_as(&qp));
+        assert_eq!(texts(&enc, &pq), ["A ∧ C", "A ∧ ¬C", "¬A ∧ C", "¬A ∧ ¬C"]);
+        // Idempotent: a partition crossed with itself is itself.
+        assert!(p.cross(&p).same_as(&p));
+        assert!(pq.parts().iter().all(|s| !s.bdd().is_false()));
+    }
+}
