@@ -22,11 +22,13 @@
 pub mod compile;
 pub mod instrument;
 mod llvm;
+pub mod taint;
 pub mod translate;
 
 pub use compile::{CompileOptions, compile_c};
 
 pub use instrument::{InstrumentStats, RegionProbe, instrument, link_instrumented};
+pub use taint::{TaintStats, instrument_taint};
 pub use translate::{FunctionShape, LlvmPositions, Translation, translate_bitcode};
 
 use std::path::PathBuf;

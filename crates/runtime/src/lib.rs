@@ -27,6 +27,8 @@
 //! Architecture invariant: knows nothing of regions' meaning, options or LLVM; ids are dense
 //! `u32`s chosen by the instrumenter.
 
+pub mod taint;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
