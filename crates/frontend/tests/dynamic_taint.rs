@@ -361,3 +361,102 @@ fn a_run_that_never_reads_an_option_has_no_tainted_decisions() {
         "{r:?}"
     );
 }
+
+/// The Comprex paper's running example (Fig. 2) in C.
+const FIG2: &str = r#"
+#include <stdlib.h>
+__attribute__((annotate("knobs:option=A"))) int A;
+__attribute__((annotate("knobs:option=B"))) int B;
+__attribute__((annotate("knobs:option=C"))) int C;
+__attribute__((annotate("knobs:option=D"))) int D;
+volatile int sink;
+void foo(int b) {
+  int x = 0;
+  if (b) /* foo */
+    x = 3;
+  sink += x;
+}
+void bar(int c) {
+  int y = 1;
+  if (c) /* bar */
+    y = 10;
+  sink += y;
+}
+int main(int argc, char **argv) {
+  A = atoi(argv[1]);
+  B = atoi(argv[2]);
+  C = atoi(argv[3]);
+  D = atoi(argv[4]);
+  int a = A, b = B, c = C, d = D;
+  int i;
+  if (a) { /* main-if */
+    foo(b);
+    i = 20;
+  } else {
+    i = 5;
+  }
+  while (i > 0) { /* main-while */
+    bar(c);
+    i--;
+  }
+  sink += d;
+  return 0;
+}
+"#;
+
+#[test]
+fn the_papers_running_example_records_its_taints() {
+    let space = space_of(&["A", "B", "C", "D"]);
+    let p = build(FIG2, &space, vec![]);
+    let line = |m: &str| common::line_of(FIG2, m);
+    for a in ["0", "1"] {
+        let r = run(&p, &[a, "1", "1", "1"]);
+        assert_eq!(
+            at_line(&r, line("/* main-if */")),
+            one(&["A"], &[]),
+            "A={a}"
+        );
+        assert_eq!(
+            at_line(&r, line("/* main-while */")),
+            one(&["A"], &[]),
+            "A={a}"
+        );
+        assert_eq!(at_line(&r, line("/* bar */")), one(&["C"], &["A"]), "A={a}");
+        let foo = if a == "1" {
+            one(&["B"], &["A"])
+        } else {
+            BTreeSet::new()
+        };
+        assert_eq!(at_line(&r, line("/* foo */")), foo, "A={a}");
+        let methods: BTreeSet<&str> = r.iter().map(|d| d.decision.method.as_str()).collect();
+        assert!(
+            methods.is_subset(&["main", "foo", "bar"].into()),
+            "{methods:?}"
+        );
+    }
+}
+
+#[test]
+fn comprex_over_real_runs_of_the_running_example_finds_the_papers_partitions() {
+    use comprex::{ExploreSettings, Granularity, explore};
+    let space = space_of(&["A", "B", "C", "D"]);
+    let valid = space::ValidConfigurations::new(&space).unwrap();
+    let p = build(FIG2, &space, vec![]);
+    let ex = explore(&valid, ExploreSettings::default(), |config| {
+        let args: Vec<String> = config.0.iter().map(|v| v.to_string()).collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut run = run_at(&p.binary, &args);
+        // The runtime leaves the configuration to the caller.
+        run.configuration = comprex::TaintRun::new(&space, config, vec![]).configuration;
+        assert_eq!(run.configuration(&space).unwrap(), *config);
+        Ok::<_, std::convert::Infallible>(run.decisions)
+    })
+    .unwrap();
+    let main = ex.region(Granularity::Method, "main").unwrap();
+    assert_eq!(main.texts(), ["A", "¬A"]);
+    let foo = ex.region(Granularity::Method, "foo").unwrap();
+    assert_eq!(foo.texts(), ["A ∧ B", "A ∧ ¬B", "¬A"]);
+    let bar = ex.region(Granularity::Method, "bar").unwrap();
+    assert_eq!(bar.texts(), ["A ∧ C", "A ∧ ¬C", "¬A ∧ C", "¬A ∧ ¬C"]);
+    assert_eq!(ex.configurations.len(), 4);
+}
