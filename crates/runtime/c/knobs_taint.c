@@ -211,6 +211,18 @@ static label_t *kt_page(uintptr_t a, int create) {
 label_t __knobs_taint_load(const void *p, uint64_t n) {
   uintptr_t a = (uintptr_t)p;
   label_t l = 0;
+  if (n <= 16 && kt_l1 && !(a >> KT_ADDR_BITS) &&
+      ((a & ((1ull << KT_PAGE_BITS) - 1)) + n <= (1ull << KT_PAGE_BITS))) {
+    label_t *pg = kt_l1[a >> KT_PAGE_BITS];
+    if (!pg)
+      return 0;
+    label_t *s = pg + (a & ((1ull << KT_PAGE_BITS) - 1));
+    l = s[0];
+    for (uint64_t i = 1; i < n; i++)
+      if (s[i] != l)
+        l = kt_union(l, s[i]);
+    return l;
+  }
   while (n) {
     uint64_t off = a & ((1ull << KT_PAGE_BITS) - 1);
     uint64_t chunk = (1ull << KT_PAGE_BITS) - off;
@@ -279,21 +291,31 @@ void __knobs_taint_strcopy(void *dst, const void *src, label_t extra) {
 struct kt_entry {
   uint32_t id, depth;
   label_t label;
+  label_t cum;  /* union of the labels of this entry and every entry below it */
+  label_t fcum; /* the same within this entry's frame */
 };
 static _Thread_local struct kt_entry *kt_stack;
 static _Thread_local uint32_t kt_depth, kt_nstack, kt_capstack;
 static _Thread_local label_t *kt_saved; /* per frame: the caller's fctrl */
 static _Thread_local uint32_t kt_capsaved;
 
-static void kt_recompute(void) {
-  label_t all = 0, frame = 0;
-  for (uint32_t i = 0; i < kt_nstack; i++) {
-    all = kt_union(all, kt_stack[i].label);
-    if (kt_stack[i].depth == kt_depth)
-      frame = kt_union(frame, kt_stack[i].label);
+/* Recomputes the cumulative labels from entry `from` up, then ctrl and fctrl. */
+static void kt_recompute(uint32_t from) {
+  for (uint32_t i = from; i < kt_nstack; i++) {
+    struct kt_entry *e = &kt_stack[i];
+    label_t below = i ? kt_stack[i - 1].cum : 0;
+    label_t fbelow = i && kt_stack[i - 1].depth == e->depth ? kt_stack[i - 1].fcum : 0;
+    e->cum = kt_union(below, e->label);
+    e->fcum = kt_union(fbelow, e->label);
   }
-  __knobs_taint_ctrl = all;
-  __knobs_taint_fctrl = frame;
+  if (kt_nstack == 0) {
+    __knobs_taint_ctrl = 0;
+    __knobs_taint_fctrl = 0;
+  } else {
+    struct kt_entry *top = &kt_stack[kt_nstack - 1];
+    __knobs_taint_ctrl = top->cum;
+    __knobs_taint_fctrl = top->depth == kt_depth ? top->fcum : 0;
+  }
 }
 
 void __knobs_taint_enter(void) {
@@ -313,13 +335,11 @@ label_t __knobs_taint_leave(label_t ret) {
   uint32_t n = kt_nstack;
   while (n && kt_stack[n - 1].depth >= kt_depth)
     n--;
-  int changed = n != kt_nstack;
   kt_nstack = n;
   if (kt_depth)
     kt_depth--;
   __knobs_taint_fctrl = kt_saved ? kt_saved[kt_depth] : 0;
-  if (changed)
-    kt_recompute();
+  __knobs_taint_ctrl = n ? kt_stack[n - 1].cum : 0;
   return ret;
 }
 
@@ -328,30 +348,26 @@ void __knobs_taint_pop(uint32_t id) {
     if (kt_stack[i - 1].id == id) {
       memmove(&kt_stack[i - 1], &kt_stack[i], (kt_nstack - i) * sizeof(struct kt_entry));
       kt_nstack--;
-      kt_recompute();
+      kt_recompute(i - 1);
       return;
     }
   }
 }
 
 static void kt_push(uint32_t id, label_t l) {
-  for (uint32_t i = kt_nstack; i > 0 && kt_stack[i - 1].depth == kt_depth; i--) {
-    if (kt_stack[i - 1].id == id) {
-      kt_stack[i - 1].label = kt_union(kt_stack[i - 1].label, l);
-      goto done;
-    }
-  }
   if (kt_nstack == kt_capstack) {
     kt_capstack = kt_capstack ? kt_capstack * 2 : 64;
     kt_stack = kt_xrealloc(kt_stack, kt_capstack * sizeof(struct kt_entry));
   }
-  kt_stack[kt_nstack].id = id;
-  kt_stack[kt_nstack].depth = kt_depth;
-  kt_stack[kt_nstack].label = l;
+  struct kt_entry *e = &kt_stack[kt_nstack];
+  e->id = id;
+  e->depth = kt_depth;
+  e->label = l;
+  e->cum = kt_union(__knobs_taint_ctrl, l);
+  e->fcum = kt_union(__knobs_taint_fctrl, l);
   kt_nstack++;
-done:
-  __knobs_taint_ctrl = kt_union(__knobs_taint_ctrl, l);
-  __knobs_taint_fctrl = kt_union(__knobs_taint_fctrl, l);
+  __knobs_taint_ctrl = e->cum;
+  __knobs_taint_fctrl = e->fcum;
 }
 
 /* ---------- decisions ---------- */
