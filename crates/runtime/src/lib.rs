@@ -27,6 +27,7 @@
 //! Architecture invariant: knows nothing of regions' meaning, options or LLVM; ids are dense
 //! `u32`s chosen by the instrumenter.
 
+pub mod profiler;
 pub mod taint;
 
 use std::collections::BTreeMap;
