@@ -355,7 +355,8 @@ static KNOBS_COLD int grow_stack(struct kp_thread *t) {
 
 KNOBS_API void __knobs_method_enter(uint32_t id) {
     struct kp_thread *t = kp_self;
-    if (unlikely(!t) && !(t = thread_init()))
+    if (unlikely(!t) && (atomic_load_explicit(&kp_state, RELAXED) == KP_DISABLED ||
+                         !(t = thread_init())))
         return;
     struct kp_slot *c = unlikely(id >= MAX_ID)
                             ? NULL
@@ -371,7 +372,8 @@ KNOBS_API void __knobs_method_enter(uint32_t id) {
 
 KNOBS_API void __knobs_method_exit(uint32_t id) {
     struct kp_thread *t = kp_self;
-    if (unlikely(!t) && !(t = thread_init()))
+    if (unlikely(!t) && (atomic_load_explicit(&kp_state, RELAXED) == KP_DISABLED ||
+                         !(t = thread_init())))
         return;
     uint32_t d = t->depth;
     if (__builtin_expect(d && t->stack[d - 1] == id, 1)) {
