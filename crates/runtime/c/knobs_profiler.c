@@ -20,7 +20,7 @@
  *     KNOBS_PROFILE_CLOCK      `wall` (default) or `cpu`
  *
  * Clocks:
- * - wall: a sampler thread (created by the constructor, all signals blocked) wakes every
+ * - wall: a sampler thread (started when the first thread registers; all signals blocked) wakes every
  *   period on CLOCK_MONOTONIC (absolute deadlines) and takes one sample of each live
  *   registered thread; a late wake-up covers several periods, and each sample weighs the
  *   covered time over the wake-ups (`weight`), so the total stays the wall time and a
