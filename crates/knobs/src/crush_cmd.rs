@@ -46,14 +46,14 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
     spec.check_cwd()?;
     let workload = spec.workload(args.workload.as_deref())?;
     spec.prepare_workload(workload)?;
-    let mut settings = configcrusher::Settings::new(
+    let mut settings = whitebox::Settings::new(
         args.work_dir
             .clone()
             .unwrap_or_else(|| beside(&args.spec, ".knobs/configcrusher")),
     );
     settings.optimise = !args.no_optimise;
 
-    let analysed = configcrusher::analyse(&spec, &settings)?;
+    let analysed = whitebox::configcrusher::analyse(&spec, &settings)?;
     let program = &analysed.translation.program;
     eprintln!(
         "built {}: {} functions, {} instructions in {:.1} s",
@@ -92,7 +92,7 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
         analysed.compression.lower_bound
     );
 
-    let instrumented = configcrusher::instrument(&spec, &analysed, &settings)?;
+    let instrumented = whitebox::configcrusher::instrument(&spec, &analysed, &settings)?;
     eprintln!(
         "instrumented: {} region entry and {} exit calls ({} split edges) → {}",
         instrumented.stats.enter_calls,
@@ -108,7 +108,7 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
     let store = Store::open(&store_path)?;
     measure::runner::kill_runs_on_interrupt();
     let report = with_progress(|on_event| {
-        Ok(configcrusher::measure_configurations(
+        Ok(whitebox::configcrusher::measure_configurations(
             &store,
             &spec,
             workload,
@@ -119,8 +119,13 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
     })?;
     print_report(&report, spec.measure.max_cv);
 
-    let model =
-        configcrusher::build_model(&store, &spec, workload, &analysed, &instrumented.variant)?;
+    let model = whitebox::configcrusher::build_model(
+        &store,
+        &spec,
+        workload,
+        &analysed,
+        &instrumented.variant,
+    )?;
     report_overhead(&store, &spec, workload, &instrumented.variant)?;
     let out = args
         .out
@@ -180,7 +185,7 @@ fn report_overhead(
     let runs: std::collections::BTreeSet<i64> = times.iter().map(|(_, run, _)| *run).collect();
     let entries: u64 = times
         .iter()
-        .filter(|(_, _, r)| r.region != configcrusher::BASE)
+        .filter(|(_, _, r)| r.region != whitebox::BASE)
         .map(|(_, _, r)| r.entries)
         .sum();
     let mut line = format!(

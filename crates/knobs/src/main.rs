@@ -5,6 +5,7 @@
 //! Exit status: 0 on success, 1 when `space check` finds an invalid configuration, 2 on an
 //! error (bad input), with a one-line message on stderr.
 
+mod comprex_cmd;
 mod crush_cmd;
 mod learn_cmd;
 mod measure_cmd;
@@ -58,6 +59,10 @@ enum Command {
     /// measure only the compressed configurations with region timers, and write the global
     /// model with a local model per code region.
     Crush(crush_cmd::CrushArgs),
+    /// Comprex (white-box): iterative dynamic taint analysis partitions the configuration
+    /// space per method; the explored configurations are measured with a sampling profiler;
+    /// writes the global model with a local model per method.
+    Comprex(comprex_cmd::ComprexArgs),
 }
 
 /// What a command reports back besides success: `Invalid` means "ran fine, but the input
@@ -86,6 +91,7 @@ fn main() -> ExitCode {
         Command::Evaluate(args) => learn_cmd::evaluate_model(args),
         Command::Experiment(cmd) => learn_cmd::experiment(cmd),
         Command::Crush(args) => crush_cmd::crush(args),
+        Command::Comprex(args) => comprex_cmd::comprex(args),
     };
     match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,

@@ -123,3 +123,33 @@ fn crush_reports_bad_input_in_one_line() {
         assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     }
 }
+
+/// `knobs comprex` on the Comprex paper's running example: the taint runs find the paper's
+/// partitions in 4 configurations and the model has its interactions.
+#[test]
+fn comprex_models_the_papers_running_example() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/comprex-example");
+    for file in ["main.c", "knobs.toml"] {
+        std::fs::copy(example.join(file), dir.path().join(file)).unwrap();
+    }
+    let spec = dir.path().join("knobs.toml");
+    knobs()
+        .args(["comprex", "--spec"])
+        .arg(&spec)
+        .assert()
+        .success()
+        .stderr(contains("4 configurations of 16"))
+        .stderr(contains("region bar: A ∧ C | A ∧ ¬C | ¬A ∧ C | ¬A ∧ ¬C"))
+        .stderr(contains("region foo: A ∧ B | A ∧ ¬B | ¬A"))
+        .stderr(contains("region main: A | ¬A"))
+        .stdout(contains("·A·C"))
+        .stdout(contains("·A·B"));
+    assert!(dir.path().join("comprex-fig2.comprex.json").exists());
+    knobs()
+        .args(["comprex", "--granularity", "sideways", "--spec"])
+        .arg(&spec)
+        .assert()
+        .code(2)
+        .stderr(contains("unknown granularity"));
+}

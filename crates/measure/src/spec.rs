@@ -670,6 +670,15 @@ impl SystemSpec {
         }
     }
 
+    /// The workload for analysis runs: the first with purpose "analysis", else the one
+    /// measured.
+    pub fn analysis_workload(&self) -> Result<&Workload, Error> {
+        match self.workloads.iter().find(|w| w.purpose == Purpose::Analysis) {
+            Some(w) => Ok(w),
+            None => self.workload(None),
+        }
+    }
+
     /// The working directory runs start in.
     pub fn cwd(&self) -> PathBuf {
         match self.run.as_ref().and_then(|r| r.cwd.as_deref()) {

@@ -79,18 +79,18 @@ fn struct_fields_and_getenv_as_option_sources() {
     let path = dir.path().join("knobs.toml");
     std::fs::write(&path, SPEC).unwrap();
     let spec = SystemSpec::load(&path).unwrap();
-    let settings = configcrusher::Settings::new(dir.path().join("work"));
-    let analysed = configcrusher::analyse(&spec, &settings).unwrap();
+    let settings = whitebox::Settings::new(dir.path().join("work"));
+    let analysed = whitebox::configcrusher::analyse(&spec, &settings).unwrap();
     assert_eq!(analysed.irrelevant, ["quiet"]);
     let mut interactions = analysed.interactions(&spec);
     interactions.sort();
     assert_eq!(interactions, [vec!["fast"], vec!["level", "turbo"]]);
     assert_eq!(analysed.compression.configurations.len(), 4, "of 16");
 
-    let instrumented = configcrusher::instrument(&spec, &analysed, &settings).unwrap();
+    let instrumented = whitebox::configcrusher::instrument(&spec, &analysed, &settings).unwrap();
     let store = Store::open(&dir.path().join("knobs.db")).unwrap();
     let workload = spec.workload(None).unwrap();
-    let report = configcrusher::measure_configurations(
+    let report = whitebox::configcrusher::measure_configurations(
         &store,
         &spec,
         workload,
@@ -100,9 +100,14 @@ fn struct_fields_and_getenv_as_option_sources() {
     )
     .unwrap();
     assert!(report.failed.is_empty(), "{:?}", report.failed);
-    let model =
-        configcrusher::build_model(&store, &spec, workload, &analysed, &instrumented.variant)
-            .unwrap();
+    let model = whitebox::configcrusher::build_model(
+        &store,
+        &spec,
+        workload,
+        &analysed,
+        &instrumented.variant,
+    )
+    .unwrap();
     let bound = model.bind(&spec.space.names()).unwrap();
     for bits in 0..16u32 {
         let on = |k: usize| f64::from(bits >> k & 1);

@@ -25,19 +25,19 @@ fn the_running_example_yields_the_papers_model() {
     let unit_ms = 10.0;
     let spec = spec(unit_ms);
     let dir = tempfile::tempdir().unwrap();
-    let settings = configcrusher::Settings::new(dir.path().join("work"));
-    let analysed = configcrusher::analyse(&spec, &settings).unwrap();
+    let settings = whitebox::Settings::new(dir.path().join("work"));
+    let analysed = whitebox::configcrusher::analyse(&spec, &settings).unwrap();
     assert_eq!(analysed.irrelevant, ["J"]);
     let measured = analysed.compression.configurations.len();
     assert!(measured <= 8, "{measured} configurations");
     assert_eq!(analysed.compression.lower_bound, 8);
     assert!(analysed.plan.regions.len() < analysed.regions_unoptimised);
 
-    let instrumented = configcrusher::instrument(&spec, &analysed, &settings).unwrap();
+    let instrumented = whitebox::configcrusher::instrument(&spec, &analysed, &settings).unwrap();
     assert!(instrumented.stats.enter_calls > 0);
     let store = Store::open(&dir.path().join("knobs.db")).unwrap();
     let workload = spec.workload(None).unwrap();
-    let report = configcrusher::measure_configurations(
+    let report = whitebox::configcrusher::measure_configurations(
         &store,
         &spec,
         workload,
@@ -47,9 +47,14 @@ fn the_running_example_yields_the_papers_model() {
     )
     .unwrap();
     assert!(report.failed.is_empty(), "{:?}", report.failed);
-    let model =
-        configcrusher::build_model(&store, &spec, workload, &analysed, &instrumented.variant)
-            .unwrap();
+    let model = whitebox::configcrusher::build_model(
+        &store,
+        &spec,
+        workload,
+        &analysed,
+        &instrumented.variant,
+    )
+    .unwrap();
 
     // Predict every one of the 1,024 configurations and compare with the known model.
     let names = spec.space.names();

@@ -1,0 +1,194 @@
+//! `knobs comprex`: Comprex end to end — iterative dynamic taint analysis on the analysis
+//! workload, method-level profiling of the explored configurations on the real workload, and
+//! the global and per-method models.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, bail};
+use clap::Args;
+use comprex::{Granularity, ModelSettings};
+use measure::{Store, SystemSpec};
+use space::ValidConfigurations;
+
+use crate::Outcome;
+use crate::measure_cmd::{print_report, with_progress};
+
+#[derive(Args)]
+pub struct ComprexArgs {
+    /// The system spec; it needs a [build] section (C sources or bitcode).
+    #[arg(long, default_value = "knobs.toml")]
+    spec: PathBuf,
+    /// The workload to measure with (default: the spec's first workload for measurement).
+    #[arg(long)]
+    workload: Option<String>,
+    /// The workload for the taint runs (default: the first with purpose "analysis").
+    #[arg(long)]
+    analysis_workload: Option<String>,
+    /// Region granularity of the iterative analysis: method, statement or program (Table IV
+    /// of the paper). Measurement with the profiler is per method.
+    #[arg(long, default_value = "method")]
+    granularity: String,
+    /// Stop the iterative analysis after this many taint runs.
+    #[arg(long, default_value_t = 256)]
+    max_runs: usize,
+    /// Terms smaller than this many seconds are reported as trivial and left out.
+    #[arg(long, default_value_t = 0.001)]
+    trivial_below: f64,
+    /// The results store (default: knobs.db beside the spec).
+    #[arg(long)]
+    store: Option<PathBuf>,
+    /// Where to write the model JSON (default: NAME.comprex.json beside the spec).
+    #[arg(long, short = 'o')]
+    out: Option<PathBuf>,
+    /// Where builds go (default: .knobs/comprex beside the spec).
+    #[arg(long)]
+    work_dir: Option<PathBuf>,
+}
+
+fn beside(spec: &Path, name: &str) -> PathBuf {
+    spec.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .join(name)
+}
+
+pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
+    let granularity = match args.granularity.as_str() {
+        "method" => Granularity::Method,
+        "statement" => Granularity::Statement,
+        "program" => Granularity::Program,
+        g => bail!("unknown granularity `{g}`; expected method, statement or program"),
+    };
+    let spec = SystemSpec::load(&args.spec)?;
+    spec.check_cwd()?;
+    let workload = spec.workload(args.workload.as_deref())?;
+    let analysis = match &args.analysis_workload {
+        Some(name) => spec.workload(Some(name))?,
+        None => spec.analysis_workload()?,
+    };
+    spec.prepare_workload(workload)?;
+    let settings = whitebox::Settings::new(
+        args.work_dir
+            .clone()
+            .unwrap_or_else(|| beside(&args.spec, ".knobs/comprex")),
+    );
+
+    let explored = whitebox::comprex::explore(
+        &spec,
+        &settings,
+        analysis,
+        granularity,
+        args.max_runs,
+        &mut |config, decisions| {
+            eprintln!(
+                "taint run: `{}`: {decisions} decision records",
+                if config.is_empty() {
+                    "(no option selected)"
+                } else {
+                    config
+                }
+            )
+        },
+    )?;
+    let exploration = &explored.exploration;
+    let total = ValidConfigurations::new(&spec.space)?.count();
+    eprintln!(
+        "dynamic taint analysis (workload `{}`): {} configurations of {total} in {:.1} s; {} decision sites instrumented",
+        analysis.name,
+        exploration.configurations.len(),
+        explored.seconds,
+        explored.stats.decisions
+    );
+    for region in exploration.regions(granularity) {
+        let subspaces: Vec<&str> = region.subspaces.iter().map(|s| s.text.as_str()).collect();
+        eprintln!("  region {}: {}", region.id, subspaces.join(" | "));
+    }
+    if granularity != Granularity::Method {
+        eprintln!(
+            "(regions at {} granularity; profiling and models are per method)",
+            args.granularity
+        );
+    }
+
+    let profiled = whitebox::comprex::instrument_methods(&spec, &settings, &explored)?;
+    let store_path = args
+        .store
+        .clone()
+        .unwrap_or_else(|| beside(&args.spec, "knobs.db"));
+    let store = Store::open(&store_path)?;
+    measure::runner::kill_runs_on_interrupt();
+    let report = with_progress(|on_event| {
+        Ok(whitebox::comprex::measure_configurations(
+            &store,
+            &spec,
+            workload,
+            &profiled,
+            &exploration.configurations,
+            on_event,
+        )?)
+    })?;
+    print_report(&report, spec.measure.max_cv);
+
+    let method_level = if granularity == Granularity::Method {
+        explored
+    } else {
+        // Models need the method partitions: explore again at method granularity (cheap
+        // next to measuring, and it reuses nothing it should not).
+        whitebox::comprex::explore(
+            &spec,
+            &settings,
+            analysis,
+            Granularity::Method,
+            args.max_runs,
+            &mut |_, _| {},
+        )?
+    };
+    let model = whitebox::comprex::build_model(
+        &store,
+        &spec,
+        workload,
+        &method_level,
+        &profiled,
+        &ModelSettings {
+            trivial_below: args.trivial_below,
+            ..ModelSettings::default()
+        },
+    )?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| beside(&args.spec, &format!("{}.comprex.json", spec.name)));
+    model.file.save(&out)?;
+    println!("{}", model.file.terms.format(4));
+    for r in &model.file.regions {
+        println!(
+            "  region {} [{}]: {}",
+            r.id,
+            r.options.join(", "),
+            r.terms.format(4)
+        );
+    }
+    if !model.trivial.is_empty() {
+        eprintln!(
+            "{} trivial terms (below {} s) left out",
+            model.trivial.len(),
+            args.trivial_below
+        );
+    }
+    for s in &model.suspects {
+        eprintln!(
+            "suspect: region {} varies within subspace {} (cv {:.0} % over {} measurements): its partition may be incomplete",
+            s.region,
+            s.subspace,
+            s.cv * 100.0,
+            s.measurements
+        );
+    }
+    eprintln!(
+        "model written to {} (measurements in {}, variant {})",
+        out.display(),
+        store_path.display(),
+        profiled.variant
+    );
+    Ok(Outcome::Done)
+}
