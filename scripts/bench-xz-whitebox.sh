@@ -101,7 +101,7 @@ overhead=$(awk -F, 'FNR == 1 { next }
 # interleaved runs.
 plain="$dir/build/xz-from-bitcode"
 [ "$plain" -nt "$dir/build/xz.bc" ] || clang-19 -O2 "$dir/build/xz.bc" -o "$plain"
-instrumented="$dir/.knobs/configcrusher/xz-whitebox.instrumented"
+instrumented=$(sed -n 's/^instrumented: .* → \(.*\)$/\1/p' "$logs/crush.log")   # as knobs crush reports it
 cpu() { # preset → "native plain instrumented": median CPU seconds of 7 interleaved runs each
     for _ in 1 2 3 4 5 6 7; do
         for b in "$dir/build/xz" "$plain" "$instrumented"; do
