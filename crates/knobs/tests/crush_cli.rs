@@ -130,13 +130,17 @@ fn crush_reports_bad_input_in_one_line() {
 fn comprex_models_the_papers_running_example() {
     let dir = tempfile::tempdir().unwrap();
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/comprex-example");
+    // In a subdirectory, named relatively: the builds' paths must not depend on where
+    // knobs was started (runs start in the spec's directory).
+    let sub = dir.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
     for file in ["main.c", "knobs.toml"] {
-        std::fs::copy(example.join(file), dir.path().join(file)).unwrap();
+        std::fs::copy(example.join(file), sub.join(file)).unwrap();
     }
-    let spec = dir.path().join("knobs.toml");
+    let spec = sub.join("knobs.toml");
     knobs()
-        .args(["comprex", "--spec"])
-        .arg(&spec)
+        .current_dir(dir.path())
+        .args(["comprex", "--spec", "sub/knobs.toml"])
         .assert()
         .success()
         .stderr(contains("4 configurations of 16"))
@@ -145,7 +149,7 @@ fn comprex_models_the_papers_running_example() {
         .stderr(contains("region main: A | ¬A"))
         .stdout(contains("·A·C"))
         .stdout(contains("·A·B"));
-    assert!(dir.path().join("comprex-fig2.comprex.json").exists());
+    assert!(sub.join("comprex-fig2.comprex.json").exists());
     knobs()
         .args(["comprex", "--granularity", "sideways", "--spec"])
         .arg(&spec)

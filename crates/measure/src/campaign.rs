@@ -158,7 +158,16 @@ impl<'a> Campaign<'a> {
         let started = std::time::Instant::now();
         let spec = self.spec;
         let metric = self.settings.metric;
-        match &self.program {
+        // Runs start in the spec's working directory: a relative program path must not be
+        // read from there.
+        let program = match &self.program {
+            Some(p) => Some(std::path::absolute(p).map_err(|cause| Error::Io {
+                path: p.display().to_string(),
+                cause,
+            })?),
+            None => None,
+        };
+        match &program {
             Some(program) if !program.is_file() => {
                 return Err(Error::Invalid(format!(
                     "program `{}` does not exist",
@@ -226,7 +235,7 @@ impl<'a> Campaign<'a> {
                 on_event(Event::Starting {
                     configuration: &text,
                 });
-                let invocation = match &self.program {
+                let invocation = match &program {
                     Some(program) => spec.invocation_of(program.clone(), config, self.workload)?,
                     None => spec.invocation(config, self.workload)?,
                 };

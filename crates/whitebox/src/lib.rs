@@ -66,7 +66,8 @@ pub struct Settings {
 impl Settings {
     pub fn new(work_dir: PathBuf) -> Settings {
         Settings {
-            work_dir,
+            // Absolute: the builds run from the spec's directory, not from knobs' own.
+            work_dir: std::path::absolute(&work_dir).unwrap_or(work_dir),
             clang: "clang-19".into(),
             llvm_link: "llvm-link-19".into(),
             optimise: true,
