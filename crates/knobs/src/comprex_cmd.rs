@@ -159,15 +159,7 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
         .clone()
         .unwrap_or_else(|| beside(&args.spec, &format!("{}.comprex.json", spec.name)));
     model.file.save(&out)?;
-    println!("{}", model.file.terms.format(4));
-    for r in &model.file.regions {
-        println!(
-            "  region {} [{}]: {}",
-            r.id,
-            r.options.join(", "),
-            r.terms.format(4)
-        );
-    }
+    crate::model_cmd::print_model(&model.file, 10);
     if !model.trivial.is_empty() {
         eprintln!(
             "{} trivial terms (below {} s) left out",

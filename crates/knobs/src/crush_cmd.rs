@@ -132,27 +132,7 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
         .clone()
         .unwrap_or_else(|| beside(&args.spec, &format!("{}.configcrusher.json", spec.name)));
     model.save(&out)?;
-    // Printed without the terms below 1 % of the largest (measurement noise); the file has
-    // them all.
-    let shown = |terms: &model::InfluenceModel| {
-        let mut t = terms.clone();
-        t.prune(model::Threshold::Relative(0.01));
-        t.format(4)
-    };
-    println!("{}", shown(&model.terms));
-    for r in &model.regions {
-        let at = r
-            .location
-            .as_ref()
-            .map(|l| format!(" {}:{}-{}", short(&l.file), l.lines[0], l.lines[1]))
-            .unwrap_or_default();
-        println!(
-            "  region {}{at} [{}]: {}",
-            r.id,
-            r.options.join(", "),
-            shown(&r.terms)
-        );
-    }
+    crate::model_cmd::print_model(&model, 10);
     eprintln!(
         "model written to {} (measurements in {}, variant {})",
         out.display(),
@@ -160,11 +140,6 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
         instrumented.variant
     );
     Ok(Outcome::Done)
-}
-
-/// A source file's name without its directories, for one-line region summaries.
-fn short(file: &str) -> &str {
-    file.rsplit('/').next().unwrap_or(file)
 }
 
 /// Table 7 of the paper: region entries per run (RC) and the instrumented program's time

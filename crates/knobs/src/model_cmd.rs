@@ -115,16 +115,7 @@ pub fn run(cmd: ModelCommand) -> Result<Outcome> {
                 println!("({dropped} terms below the threshold pruned)");
             }
             for r in &file.regions {
-                let place = r.location.as_ref().map_or(String::new(), |l| {
-                    format!(" {}:{}-{}", l.file, l.lines[0], l.lines[1])
-                });
-                println!(
-                    "region {}{} [{}]: {}",
-                    r.id,
-                    place,
-                    r.options.join(", "),
-                    r.terms.format(precision)
-                );
+                println!("{}", region_line(r, &r.terms.format(precision)));
             }
             Ok(Outcome::Done)
         }
@@ -175,4 +166,54 @@ fn print_trees(file: &ModelFile, precision: usize) {
             println!("  {option:<24} {:.prec$}", share, prec = precision.max(2));
         }
     }
+}
+
+/// Prints the global model and the regions that matter most, leaving out terms below 1 % of
+/// the largest global term (measurement noise); the file has everything.
+pub fn print_model(model: &model::ModelFile, most_regions: usize) {
+    let largest = model
+        .terms
+        .terms()
+        .iter()
+        .map(|t| t.value.abs())
+        .fold(0.0, f64::max);
+    let limit = 0.01 * largest;
+    let shown = |terms: &model::InfluenceModel| {
+        // `prune` keeps the intercept; a region's near-zero intercept is noise too.
+        let kept = terms
+            .terms()
+            .iter()
+            .filter(|t| t.value.abs() >= limit)
+            .cloned();
+        model::InfluenceModel::from_terms(kept).format(4)
+    };
+    println!("{}", shown(&model.terms));
+    // Regions by the size of their local model.
+    let weight = |r: &model::Region| r.terms.terms().iter().map(|t| t.value.abs()).sum::<f64>();
+    let mut regions: Vec<&model::Region> = model
+        .regions
+        .iter()
+        .filter(|r| weight(r) >= 0.01 * largest)
+        .collect();
+    regions.sort_by(|a, b| weight(b).total_cmp(&weight(a)));
+    let hidden = model.regions.len() - regions.len().min(most_regions);
+    for r in regions.into_iter().take(most_regions) {
+        println!("  {}", region_line(r, &shown(&r.terms)));
+    }
+    if hidden > 0 {
+        println!("  ({hidden} more regions, smaller: knobs model show FILE)");
+    }
+}
+
+/// `region ID FILE:FIRST-LAST [OPTIONS]: TERMS`, the file without its directories.
+fn region_line(r: &model::Region, terms: &str) -> String {
+    let place = r.location.as_ref().map_or(String::new(), |l| {
+        format!(" {}:{}-{}", short(&l.file), l.lines[0], l.lines[1])
+    });
+    format!("region {}{place} [{}]: {terms}", r.id, r.options.join(", "))
+}
+
+/// A source file's name without its directories, for one-line region summaries.
+fn short(file: &str) -> &str {
+    file.rsplit('/').next().unwrap_or(file)
 }
