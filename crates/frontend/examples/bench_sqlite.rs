@@ -141,7 +141,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let linked = compile_c(std::slice::from_ref(&source), &options, &work)?;
     println!(
-        "compile (clang-19 -O0 -g -emit-llvm): {:.2} s",
+        "compile (clang-19 -O2 -disable-llvm-passes -g -emit-llvm): {:.2} s",
         t.elapsed().as_secs_f64()
     );
 

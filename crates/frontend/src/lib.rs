@@ -2,7 +2,7 @@
 //! back into the bitcode to instrument it.
 //!
 //! The white-box approaches read programs through this crate. It compiles a system's C
-//! sources with clang 19 ([`compile::compile_c`]: one `clang-19 -O0 -g -emit-llvm` per file,
+//! sources with clang 19 ([`compile::compile_c`]: one `clang-19 -O2 -Xclang -disable-llvm-passes -g -emit-llvm` per file,
 //! `llvm-link-19` into one module) or takes the bitcode the system's own build produced,
 //! promotes stack slots to SSA (`mem2reg`), and translates the module into an `ir::Program`
 //! ([`translate::translate_bitcode`]) following the rules of `docs/ir.md`. The translation
