@@ -105,7 +105,7 @@ fn explain(
     }
     println!("{chains} chains; first link: {first_hops:?}");
     let mut top: Vec<_> = hops.into_iter().collect();
-    top.sort_by(|a, b| b.1.cmp(&a.1));
+    top.sort_by_key(|t| std::cmp::Reverse(t.1));
     println!("facts on most chains:");
     for ((how, fact), n) in top.into_iter().take(25) {
         println!("  {n:>5}  {how:<24} {}", explainer.describe(fact));
