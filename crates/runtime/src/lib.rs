@@ -121,13 +121,25 @@ fn archivers(clang: &Path) -> Vec<PathBuf> {
 /// and returns that path. The hash covers the source, the flags and the clang path, so a
 /// built library is reused as is; concurrent builds are safe (temporary names, then rename).
 pub fn build(clang: &Path, out_dir: &Path) -> Result<PathBuf, Error> {
+    build_library(clang, out_dir, "runtime", SOURCE, CFLAGS)
+}
+
+/// Compiles one C source into `out_dir/knobs-NAME-<hash>/libknobs_NAME.a` (the region timers,
+/// the profiler, the taint runtime), cached by the hash of source, flags and clang.
+pub(crate) fn build_library(
+    clang: &Path,
+    out_dir: &Path,
+    name: &str,
+    source: &str,
+    cflags: &[&str],
+) -> Result<PathBuf, Error> {
     let hash = fnv1a(&[
-        SOURCE.as_bytes(),
-        CFLAGS.join(" ").as_bytes(),
+        source.as_bytes(),
+        cflags.join(" ").as_bytes(),
         clang.as_os_str().as_encoded_bytes(),
     ]);
-    let dir = out_dir.join(format!("knobs-runtime-{hash:016x}"));
-    let lib = dir.join("libknobs_runtime.a");
+    let dir = out_dir.join(format!("knobs-{name}-{hash:016x}"));
+    let lib = dir.join(format!("libknobs_{name}.a"));
     if lib.is_file() {
         return Ok(lib);
     }
@@ -140,10 +152,10 @@ pub fn build(clang: &Path, out_dir: &Path) -> Result<PathBuf, Error> {
             .map(|d| d.as_nanos())
             .unwrap_or(0)
     );
-    let object = dir.join(format!("knobs_runtime.{unique}.o"));
+    let object = dir.join(format!("knobs_{name}.{unique}.o"));
     let tool = clang.display().to_string();
     let mut child = Command::new(clang)
-        .args(CFLAGS)
+        .args(cflags)
         .args(["-x", "c", "-c", "-", "-o"])
         .arg(&object)
         .stdin(Stdio::piped())
@@ -158,7 +170,7 @@ pub fn build(clang: &Path, out_dir: &Path) -> Result<PathBuf, Error> {
         use std::io::Write;
         let mut stdin = child.stdin.take().expect("piped stdin");
         stdin
-            .write_all(SOURCE.as_bytes())
+            .write_all(source.as_bytes())
             .map_err(|e| Error::Compile {
                 tool: tool.clone(),
                 message: e.to_string(),
@@ -176,7 +188,7 @@ pub fn build(clang: &Path, out_dir: &Path) -> Result<PathBuf, Error> {
         });
     }
 
-    let staged = dir.join(format!("libknobs_runtime.{unique}.a"));
+    let staged = dir.join(format!("libknobs_{name}.{unique}.a"));
     let mut last_missing = None;
     let mut archived = false;
     for ar in archivers(clang) {

@@ -28,9 +28,8 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
-use crate::{CFLAGS, Error, RegionTime, RegionTimes, archivers, first_line, fnv1a, io};
+use crate::{CFLAGS, Error, RegionTime, RegionTimes, io};
 
 /// The profiler's C source, compiled by [`build`].
 pub const SOURCE: &str = include_str!("../c/knobs_profiler.c");
@@ -57,87 +56,7 @@ pub const LINK_FLAGS: &[&str] = &["-Wl,-u,__knobs_method_enter"];
 /// and returns that path; cached by content hash like [`crate::build`], concurrent builds
 /// safe (temporary names, then rename).
 pub fn build(clang: &Path, out_dir: &Path) -> Result<PathBuf, Error> {
-    let hash = fnv1a(&[
-        SOURCE.as_bytes(),
-        CFLAGS.join(" ").as_bytes(),
-        clang.as_os_str().as_encoded_bytes(),
-    ]);
-    let dir = out_dir.join(format!("knobs-profiler-{hash:016x}"));
-    let lib = dir.join("libknobs_profiler.a");
-    if lib.is_file() {
-        return Ok(lib);
-    }
-    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-    let unique = format!(
-        "{}.{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    );
-    let object = dir.join(format!("knobs_profiler.{unique}.o"));
-    let tool = clang.display().to_string();
-    let compile_err = |message: String| Error::Compile {
-        tool: tool.clone(),
-        message,
-    };
-    let mut child = Command::new(clang)
-        .args(CFLAGS)
-        .args(["-x", "c", "-c", "-", "-o"])
-        .arg(&object)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| Error::ToolMissing {
-            tool: tool.clone(),
-            message: e.to_string(),
-        })?;
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().expect("piped stdin");
-        stdin
-            .write_all(SOURCE.as_bytes())
-            .map_err(|e| compile_err(e.to_string()))?;
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| compile_err(e.to_string()))?;
-    if !out.status.success() {
-        let _ = std::fs::remove_file(&object);
-        return Err(compile_err(first_line(&out.stderr)));
-    }
-    let staged = dir.join(format!("libknobs_profiler.{unique}.a"));
-    let mut last_missing = None;
-    for ar in archivers(clang) {
-        match Command::new(&ar)
-            .arg("rcs")
-            .arg(&staged)
-            .arg(&object)
-            .output()
-        {
-            Ok(o) if o.status.success() => {
-                let _ = std::fs::remove_file(&object);
-                std::fs::rename(&staged, &lib).map_err(io(&lib))?;
-                return Ok(lib);
-            }
-            Ok(o) => {
-                let _ = std::fs::remove_file(&object);
-                return Err(Error::Archive {
-                    tool: ar.display().to_string(),
-                    message: first_line(&o.stderr),
-                });
-            }
-            Err(e) => last_missing = Some((ar, e)),
-        }
-    }
-    let _ = std::fs::remove_file(&object);
-    let (ar, e) = last_missing.expect("at least one archiver was tried");
-    Err(Error::ToolMissing {
-        tool: ar.display().to_string(),
-        message: e.to_string(),
-    })
+    crate::build_library(clang, out_dir, "profiler", SOURCE, CFLAGS)
 }
 
 /// Which clock the profiler sampled.
