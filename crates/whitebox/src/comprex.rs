@@ -25,7 +25,7 @@ use frontend::{RegionProbe, TaintStats};
 use ir::InstKind;
 use measure::campaign::{CampaignReport, Event, RegionOutput};
 use measure::runner;
-use measure::store::{RegionMeasurement, Selection, Store};
+use measure::store::{RegionMeasurement, Store};
 use measure::{SystemSpec, Workload};
 use space::{Configuration, ValidConfigurations};
 
@@ -223,18 +223,7 @@ pub fn build_model(
     profiled: &Profiled,
     settings: &ModelSettings,
 ) -> Result<ComprexModel, Error> {
-    let times = store.region_times(&Selection {
-        system: Some(spec.name.clone()),
-        spec_hash: Some(spec.hash.clone()),
-        workload: Some(workload.name.clone()),
-        variant: profiled.variant.clone(),
-    })?;
-    let medians = crate::median_region_times(&times);
-    if medians.is_empty() {
-        return Err(Error::Invalid(
-            "no profiles measured: every configuration failed (see `knobs results show --variant …`)".into(),
-        ));
-    }
+    let medians = crate::median_region_times(store, spec, workload, &profiled.variant)?;
     let mut region_times = Vec::new();
     for (config, regions) in medians {
         let configuration = spec.space.parse_configuration(&config)?;

@@ -23,7 +23,7 @@ use std::time::Instant;
 use analysis::{Compression, OptionSet, ProgramDominance, RegionPlan, StatementInfluence};
 use frontend::{RegionProbe, Translation};
 use measure::campaign::{CampaignReport, Event, RegionOutput};
-use measure::store::{RegionMeasurement, Selection, Store};
+use measure::store::{RegionMeasurement, Store};
 use measure::{SystemSpec, Workload};
 use model::{InfluenceModel, ModelFile, Region, SourceSpan, Term};
 use space::{Configuration, OptionId, ValidConfigurations};
@@ -207,18 +207,7 @@ pub fn build_model(
     analysed: &Analysed,
     variant: &str,
 ) -> Result<ModelFile, Error> {
-    let times = store.region_times(&Selection {
-        system: Some(spec.name.clone()),
-        spec_hash: Some(spec.hash.clone()),
-        workload: Some(workload.name.clone()),
-        variant: variant.to_string(),
-    })?;
-    let medians = crate::median_region_times(&times);
-    if medians.is_empty() {
-        return Err(Error::Invalid(
-            "no region times measured: every configuration failed (see `knobs results show --variant …`)".into(),
-        ));
-    }
+    let medians = crate::median_region_times(store, spec, workload, variant)?;
     let mut configs: Vec<(Configuration, &str)> = Vec::new();
     for config in medians.keys() {
         configs.push((spec.space.parse_configuration(config)?, config));

@@ -242,16 +242,25 @@ fn region_measurements(times: &runtime::RegionTimes) -> Vec<RegionMeasurement> {
 /// The region id of time spent outside every region.
 pub const BASE: &str = "base";
 
-/// Per configuration (in the store's text form), the median over its runs of each region's
-/// time, 0 in runs that did not enter the region. The median, not the mean: a run delayed
+/// Per configuration (in the store's text form) of a variant's measurements, the median over
+/// its runs of each region's time, 0 in runs that did not enter the region. The median, not the mean: a run delayed
 /// by a busy machine should not move the model.
 fn median_region_times(
-    times: &[(String, i64, RegionMeasurement)],
-) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>> {
+    store: &Store,
+    spec: &SystemSpec,
+    workload: &Workload,
+    variant: &str,
+) -> Result<std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>>, Error> {
     use std::collections::BTreeMap;
+    let times = store.region_times(&measure::Selection {
+        system: Some(spec.name.clone()),
+        spec_hash: Some(spec.hash.clone()),
+        workload: Some(workload.name.clone()),
+        variant: variant.to_string(),
+    })?;
     let mut runs: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
     let mut seconds: BTreeMap<(&str, &str), Vec<f64>> = BTreeMap::new();
-    for (config, run, r) in times {
+    for (config, run, r) in &times {
         let list = runs.entry(config).or_default();
         if list.last() != Some(run) {
             list.push(*run);
@@ -269,5 +278,10 @@ fn median_region_times(
             .or_default()
             .insert(region.to_string(), median);
     }
-    out
+    if out.is_empty() {
+        return Err(Error::Invalid(format!(
+            "no region times measured: every configuration failed (see `knobs results show --variant {variant}`)"
+        )));
+    }
+    Ok(out)
 }
