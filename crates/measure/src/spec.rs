@@ -673,7 +673,11 @@ impl SystemSpec {
     /// The workload for analysis runs: the first with purpose "analysis", else the one
     /// measured.
     pub fn analysis_workload(&self) -> Result<&Workload, Error> {
-        match self.workloads.iter().find(|w| w.purpose == Purpose::Analysis) {
+        match self
+            .workloads
+            .iter()
+            .find(|w| w.purpose == Purpose::Analysis)
+        {
             Some(w) => Ok(w),
             None => self.workload(None),
         }
