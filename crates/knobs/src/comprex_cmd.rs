@@ -43,6 +43,9 @@ pub struct ComprexArgs {
     /// Where builds go (default: .knobs/comprex beside the spec).
     #[arg(long)]
     work_dir: Option<PathBuf>,
+    /// Run configurations whose earlier runs failed again.
+    #[arg(long)]
+    retry_failed: bool,
 }
 
 fn beside(spec: &Path, name: &str) -> PathBuf {
@@ -67,11 +70,12 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
         None => spec.analysis_workload()?,
     };
     spec.prepare_workload(workload)?;
-    let settings = whitebox::Settings::new(
+    let mut settings = whitebox::Settings::new(
         args.work_dir
             .clone()
             .unwrap_or_else(|| beside(&args.spec, ".knobs/comprex")),
     );
+    settings.retry_failed = args.retry_failed;
 
     let explored = whitebox::comprex::explore(
         &spec,
@@ -120,6 +124,7 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
     let report = with_progress(|on_event| {
         Ok(whitebox::comprex::measure_configurations(
             &store,
+            &settings,
             &spec,
             workload,
             &profiled,

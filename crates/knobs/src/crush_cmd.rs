@@ -32,6 +32,9 @@ pub struct CrushArgs {
     /// Place regions without the propagation optimisations (Algorithms 3 and 4).
     #[arg(long)]
     no_optimise: bool,
+    /// Run configurations whose earlier runs failed again.
+    #[arg(long)]
+    retry_failed: bool,
 }
 
 fn beside(spec: &Path, name: &str) -> PathBuf {
@@ -52,6 +55,7 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
             .unwrap_or_else(|| beside(&args.spec, ".knobs/configcrusher")),
     );
     settings.optimise = !args.no_optimise;
+    settings.retry_failed = args.retry_failed;
 
     let analysed = whitebox::configcrusher::analyse(&spec, &settings)?;
     let program = &analysed.translation.program;
@@ -110,6 +114,7 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
     let report = with_progress(|on_event| {
         Ok(whitebox::configcrusher::measure_configurations(
             &store,
+            &settings,
             &spec,
             workload,
             &instrumented,

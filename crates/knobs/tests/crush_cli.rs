@@ -77,6 +77,38 @@ fn crush_models_the_running_example_and_resumes() {
         .success()
         .stderr(contains("(8 already in the store), 0 new runs"));
     crush_reports_bad_input_in_one_line();
+    failed_runs_are_kept_until_retried();
+}
+
+/// Runs that time out are stored as failures; a rerun keeps them, `--retry-failed` measures
+/// them again (the timeout is not part of what a measurement means).
+fn failed_runs_are_kept_until_retried() {
+    let (_dir, spec) = running_example();
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(&spec, text.replace("timeout = 30", "timeout = 0.001")).unwrap();
+    let out = knobs()
+        .args(["crush", "--spec"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "no model without measurements");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("timed out"), "{stderr}");
+    std::fs::write(&spec, &text).unwrap();
+    knobs()
+        .args(["crush", "--spec"])
+        .arg(&spec)
+        .assert()
+        .code(2)
+        .stderr(contains(
+            "0 of 8 configurations measured (8 already in the store)",
+        ));
+    knobs()
+        .args(["crush", "--retry-failed", "--spec"])
+        .arg(&spec)
+        .assert()
+        .success()
+        .stderr(contains("8 of 8 configurations measured"));
 }
 
 /// Run after the model test, not beside it: compiling C next to timed runs disturbs them.

@@ -611,9 +611,11 @@ impl SystemSpec {
             // Whole workloads: a changed `prepare` command may change the input too.
             workloads: &'a [Workload],
         }
+        // How long a run may take does not change what it measures.
+        let run = self.run.clone().map(|r| RunSpec { timeout: None, ..r });
         let meaning = Meaning {
             system: &self.name,
-            run: &self.run,
+            run: &run,
             options: self
                 .space
                 .options()
@@ -928,7 +930,12 @@ env = { LEVEL = "{value}" }
     #[test]
     fn hash_tracks_meaning_not_repetitions() {
         let a = parse(SPEC).unwrap();
-        let b = parse(&SPEC.replace("repetitions = 2", "repetitions = 7")).unwrap();
+        let b = parse(
+            &SPEC
+                .replace("repetitions = 2", "repetitions = 7")
+                .replace("timeout = 5", "timeout = 50"),
+        )
+        .unwrap();
         let c = parse(&SPEC.replace("\"-{value}\"", "\"--level={value}\"")).unwrap();
         assert_eq!(a.hash, b.hash);
         assert_ne!(a.hash, c.hash);

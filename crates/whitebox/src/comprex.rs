@@ -193,6 +193,7 @@ fn read_profile(path: &Path) -> Result<Vec<RegionMeasurement>, String> {
 /// Stage 3: measure configurations with the profiled build and the real workload.
 pub fn measure_configurations(
     store: &Store,
+    settings: &Settings,
     spec: &SystemSpec,
     workload: &Workload,
     profiled: &Profiled,
@@ -201,6 +202,7 @@ pub fn measure_configurations(
 ) -> Result<CampaignReport, Error> {
     crate::measure_instrumented(
         store,
+        settings,
         spec,
         workload,
         &profiled.binary,

@@ -178,6 +178,7 @@ fn read_region_times(path: &Path) -> Result<Vec<RegionMeasurement>, String> {
 /// Stage 3: measure the configurations with the instrumented binary.
 pub fn measure_configurations(
     store: &Store,
+    settings: &Settings,
     spec: &SystemSpec,
     workload: &Workload,
     instrumented: &Instrumented,
@@ -186,6 +187,7 @@ pub fn measure_configurations(
 ) -> Result<CampaignReport, Error> {
     crate::measure_instrumented(
         store,
+        settings,
         spec,
         workload,
         &instrumented.binary,

@@ -61,6 +61,8 @@ pub struct Settings {
     pub optimise: bool,
     /// Largest number of combinations one interaction may ask for.
     pub combination_limit: u128,
+    /// Measure configurations whose earlier runs failed again (default: keep the failure).
+    pub retry_failed: bool,
 }
 
 impl Settings {
@@ -72,6 +74,7 @@ impl Settings {
             llvm_link: "llvm-link-19".into(),
             optimise: true,
             combination_limit: 1 << 16,
+            retry_failed: false,
         }
     }
 }
@@ -207,6 +210,7 @@ fn link(
 #[allow(clippy::too_many_arguments)]
 pub fn measure_instrumented(
     store: &Store,
+    settings: &Settings,
     spec: &SystemSpec,
     workload: &Workload,
     binary: &Path,
@@ -219,6 +223,7 @@ pub fn measure_instrumented(
         variant: variant.to_string(),
         program: Some(binary.to_path_buf()),
         regions: Some(output),
+        retry_failed: settings.retry_failed,
         ..Campaign::new(spec, workload)
     };
     Ok(campaign.run(store, configurations, on_event)?)

@@ -52,6 +52,7 @@ fn comprex_on_the_papers_running_example() {
     let real = spec.workload(None).unwrap();
     let report = whitebox::comprex::measure_configurations(
         &store,
+        &settings,
         &spec,
         real,
         &profiled,

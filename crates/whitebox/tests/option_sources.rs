@@ -92,6 +92,7 @@ fn struct_fields_and_getenv_as_option_sources() {
     let workload = spec.workload(None).unwrap();
     let report = whitebox::configcrusher::measure_configurations(
         &store,
+        &settings,
         &spec,
         workload,
         &instrumented,

@@ -39,6 +39,7 @@ fn the_running_example_yields_the_papers_model() {
     let workload = spec.workload(None).unwrap();
     let report = whitebox::configcrusher::measure_configurations(
         &store,
+        &settings,
         &spec,
         workload,
         &instrumented,
