@@ -2,7 +2,7 @@
 //! workload, method-level profiling of the explored configurations on the real workload, and
 //! the global and per-method models.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 use clap::Args;
@@ -11,7 +11,7 @@ use measure::{Store, SystemSpec};
 use space::ValidConfigurations;
 
 use crate::Outcome;
-use crate::measure_cmd::{print_report, with_progress};
+use crate::measure_cmd::{beside, print_report, with_progress};
 
 #[derive(Args)]
 pub struct ComprexArgs {
@@ -46,13 +46,6 @@ pub struct ComprexArgs {
     /// Run configurations whose earlier runs failed again.
     #[arg(long)]
     retry_failed: bool,
-}
-
-fn beside(spec: &Path, name: &str) -> PathBuf {
-    spec.parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .join(name)
 }
 
 pub fn comprex(args: ComprexArgs) -> Result<Outcome> {

@@ -1,7 +1,7 @@
 //! `knobs crush`: ConfigCrusher end to end — analyse the program's sources, compress the
 //! configurations, instrument regions, measure, and write the global and per-region models.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
@@ -9,7 +9,7 @@ use measure::{Store, SystemSpec};
 use space::ValidConfigurations;
 
 use crate::Outcome;
-use crate::measure_cmd::{print_report, with_progress};
+use crate::measure_cmd::{beside, print_report, with_progress};
 
 #[derive(Args)]
 pub struct CrushArgs {
@@ -35,13 +35,6 @@ pub struct CrushArgs {
     /// Run configurations whose earlier runs failed again.
     #[arg(long)]
     retry_failed: bool,
-}
-
-fn beside(spec: &Path, name: &str) -> PathBuf {
-    spec.parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .join(name)
 }
 
 pub fn crush(args: CrushArgs) -> Result<Outcome> {

@@ -84,11 +84,12 @@ pub struct MeasureArgs {
     retry_failed: bool,
 }
 
-fn default_store(spec: &Path) -> PathBuf {
+/// A file beside the spec: where the store, builds and models go by default.
+pub fn beside(spec: &Path, name: &str) -> PathBuf {
     spec.parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."))
-        .join("knobs.db")
+        .join(name)
 }
 
 pub fn measure(args: MeasureArgs) -> Result<Outcome> {
@@ -109,7 +110,7 @@ pub fn measure(args: MeasureArgs) -> Result<Outcome> {
     let strategy: Strategy = args.sample.parse()?;
     let valid = ValidConfigurations::new(&spec.space)?;
     let plan = sample(&valid, &strategy, args.seed)?;
-    let store_path = args.store.unwrap_or_else(|| default_store(&args.spec));
+    let store_path = args.store.unwrap_or_else(|| beside(&args.spec, "knobs.db"));
     let store = Store::open(&store_path)?;
     measure::runner::kill_runs_on_interrupt();
     let campaign = Campaign {
