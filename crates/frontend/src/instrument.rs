@@ -151,6 +151,8 @@ pub fn instrument(
                 .map(|&i| nearest_debug_loc(i))
                 .find(|l| !l.is_null())
                 .unwrap_or(std::ptr::null_mut());
+            // Never the builder's stale location from an earlier position (another function).
+            c::LLVMSetCurrentDebugLocation2(builder, loc);
             for &(is_enter, id) in site_calls {
                 let mut args = [c::LLVMConstInt(i32t, id as u64, 0)];
                 let callee = if is_enter { enter } else { exit };
@@ -293,6 +295,9 @@ unsafe fn split_edge(
             }
         }
         c::LLVMPositionBuilderAtEnd(builder, middle);
+        // Positioning before an instruction earlier made its location the builder's current
+        // one, possibly in another function: new instructions must not inherit it.
+        c::LLVMSetCurrentDebugLocation2(builder, std::ptr::null_mut());
         let br = c::LLVMBuildBr(builder, to);
         let loc = llvm_sys::debuginfo::LLVMInstructionGetDebugLoc(term);
         if !loc.is_null() {
@@ -305,6 +310,10 @@ unsafe fn split_edge(
             let ty: LLVMTypeRef = c::LLVMTypeOf(phi);
             c::LLVMPositionBuilderBefore(builder, phi);
             let rebuilt = c::LLVMBuildPhi(builder, ty, c"".as_ptr());
+            llvm_sys::debuginfo::LLVMInstructionSetDebugLoc(
+                rebuilt,
+                llvm_sys::debuginfo::LLVMInstructionGetDebugLoc(phi),
+            );
             let mut from_done = false;
             for k in 0..c::LLVMCountIncoming(phi) {
                 let mut value = c::LLVMGetIncomingValue(phi, k);
