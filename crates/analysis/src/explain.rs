@@ -17,7 +17,7 @@ use space::OptionId;
 
 use crate::ProgramDominance;
 use crate::options::{FxMap, SetId};
-use crate::taint::StatementInfluence;
+use crate::taint::{Access, StatementInfluence, access_through, is_copier};
 
 const NONE: u32 = u32::MAX;
 
@@ -34,8 +34,13 @@ pub enum Fact {
     Decision(BlockId),
     /// The context taint of a function (the control taint of its call sites).
     Context(FuncId),
-    /// The contents of a points-to class.
+    /// The contents of a points-to class, however written.
     Memory(u32),
+    /// What was written to a points-to class through whole-object accesses.
+    WholeMemory(u32),
+    /// What was written to a struct field of the objects of a class (`p->field` with `p`
+    /// pointing into the class).
+    FieldMemory(u32, ir::StructId, u32),
     /// The return value of a function.
     Return(FuncId),
 }
@@ -55,9 +60,11 @@ pub struct Explainer<'a> {
     program: &'a Program,
     dominance: &'a ProgramDominance,
     si: &'a StatementInfluence,
-    /// Stores and copying external calls writing each points-to class.
-    writers: FxMap<u32, Vec<InstId>>,
-    seeded_classes: FxMap<u32, SetId>,
+    /// Stores and copying external calls with the access they write through, by every class
+    /// that access writes (see [`Explainer::writes`]).
+    writers: FxMap<u32, Vec<(InstId, Access)>>,
+    /// The option sources' memory, as accesses.
+    seeds: Vec<(Access, SetId)>,
     seeded_values: FxMap<ValueId, SetId>,
 }
 
@@ -67,28 +74,117 @@ impl<'a> Explainer<'a> {
         dominance: &'a ProgramDominance,
         si: &'a StatementInfluence,
     ) -> Self {
-        let class = |v: ValueId| si.facts.value_class[v.index()];
-        let mut writers: FxMap<u32, Vec<InstId>> = FxMap::default();
+        let class = |v: ValueId| {
+            let c = si.facts.value_class[v.index()];
+            (c != NONE).then_some(c)
+        };
+        let mut writers: FxMap<u32, Vec<(InstId, Access)>> = FxMap::default();
         for (k, inst) in program.insts.iter().enumerate() {
+            let i = InstId(k as u32);
             let written = match &inst.kind {
                 InstKind::Store { ptr, .. } => Some(*ptr),
-                InstKind::Call { args, .. } => args.first().copied(),
+                InstKind::Call { args, .. }
+                    if si.call_graph.targets_of(i).iter().any(|&g| {
+                        program.func(g).is_declaration && is_copier(&program.func(g).name)
+                    }) =>
+                {
+                    args.first().copied()
+                }
                 _ => None,
             };
-            if let Some(p) = written
-                && class(p) != NONE
-            {
-                writers.entry(class(p)).or_default().push(InstId(k as u32));
+            if let Some(access) = written.and_then(|p| access_through(program, class, p)) {
+                let (a, b) = match access {
+                    Access::Whole(c) => (c, c),
+                    Access::Field {
+                        class, field_class, ..
+                    } => (class, field_class),
+                };
+                writers.entry(a).or_default().push((i, access));
+                if b != a {
+                    writers.entry(b).or_default().push((i, access));
+                }
             }
         }
+        let seeds = si
+            .facts
+            .seed_writes
+            .iter()
+            .filter_map(|&(p, s)| Some((access_through(program, class, p)?, s)))
+            .collect();
         Explainer {
             program,
             dominance,
             si,
             writers,
-            seeded_classes: si.facts.seeded_classes.iter().copied().collect(),
+            seeds,
             seeded_values: si.facts.seeded_values.iter().copied().collect(),
         }
+    }
+
+    /// Whether a write through `access` adds to the memory `fact` (the solver's `write`).
+    fn writes(access: Access, fact: Fact) -> bool {
+        match (access, fact) {
+            (Access::Whole(c), Fact::Memory(m) | Fact::WholeMemory(m)) => c == m,
+            (
+                Access::Field {
+                    class, field_class, ..
+                },
+                Fact::Memory(m),
+            ) => class == m || field_class == m,
+            (
+                Access::Field {
+                    class, field_class, ..
+                },
+                Fact::WholeMemory(m),
+            ) => field_class == m && field_class != class,
+            (
+                Access::Field {
+                    class,
+                    structure,
+                    field,
+                    ..
+                },
+                Fact::FieldMemory(c, s, f),
+            ) => class == c && structure == s && field == f,
+            _ => false,
+        }
+    }
+
+    /// The memory facts a read through `ptr` consults (the solver's `read`).
+    fn reads(&self, ptr: ValueId) -> Vec<Fact> {
+        let class = |v: ValueId| self.class(v);
+        let mut out = Vec::new();
+        match access_through(self.program, class, ptr) {
+            None => {}
+            Some(Access::Whole(c)) => out.push(Fact::Memory(c)),
+            Some(Access::Field {
+                class: c,
+                structure,
+                field,
+                field_class,
+                base,
+            }) => {
+                out.push(Fact::FieldMemory(c, structure, field));
+                out.push(Fact::WholeMemory(c));
+                if field_class != c {
+                    out.push(Fact::Memory(field_class));
+                }
+                let mut outer = base;
+                while let Some(Access::Field {
+                    class: c,
+                    structure,
+                    field,
+                    base,
+                    ..
+                }) = access_through(self.program, class, outer)
+                {
+                    out.push(Fact::FieldMemory(c, structure, field));
+                    out.push(Fact::WholeMemory(c));
+                    outer = base;
+                }
+            }
+        }
+        out
     }
 
     /// The options a fact holds in the final fixpoint.
@@ -104,6 +200,13 @@ impl<'a> Explainer<'a> {
             }
             Fact::Context(f) => si.context[f.index()],
             Fact::Memory(c) => si.facts.memory.get(c as usize).copied().unwrap_or_default(),
+            Fact::WholeMemory(c) => si.facts.whole.get(c as usize).copied().unwrap_or_default(),
+            Fact::FieldMemory(c, st, f) => si
+                .facts
+                .fields
+                .get(&(c, st, f))
+                .copied()
+                .unwrap_or_default(),
             Fact::Return(f) => si.facts.ret_taint[f.index()],
         }
     }
@@ -127,7 +230,10 @@ impl<'a> Explainer<'a> {
     fn is_source(&self, fact: Fact, o: OptionId) -> bool {
         let has = |s: Option<&SetId>| s.is_some_and(|s| self.si.sets.get(*s).contains(o));
         match fact {
-            Fact::Memory(c) => has(self.seeded_classes.get(&c)),
+            Fact::Memory(_) | Fact::WholeMemory(_) | Fact::FieldMemory(..) => self
+                .seeds
+                .iter()
+                .any(|&(a, s)| Self::writes(a, fact) && has(Some(&s))),
             Fact::Value(v) => has(self.seeded_values.get(&v)),
             _ => false,
         }
@@ -167,8 +273,8 @@ impl<'a> Explainer<'a> {
                         }
                         InstKind::Load { ptr } => {
                             push(Fact::Value(*ptr), Some(*i), "load address");
-                            if let Some(c) = self.class(*ptr) {
-                                push(Fact::Memory(c), Some(*i), "loads from");
+                            for m in self.reads(*ptr) {
+                                push(m, Some(*i), "loads from");
                             }
                         }
                         InstKind::Call { args, callee } => {
@@ -179,8 +285,8 @@ impl<'a> Explainer<'a> {
                                 if p.func(g).is_declaration {
                                     for &a in args {
                                         push(Fact::Value(a), Some(*i), "external call argument");
-                                        if let Some(c) = self.class(a) {
-                                            push(Fact::Memory(c), Some(*i), "external call reads");
+                                        for m in self.reads(a) {
+                                            push(m, Some(*i), "external call reads");
                                         }
                                     }
                                 } else {
@@ -233,8 +339,12 @@ impl<'a> Explainer<'a> {
                     }
                 }
             }
-            Fact::Memory(class) => {
-                for &w in self.writers.get(&class).map_or(&[][..], |v| &v[..]) {
+            Fact::Memory(c) | Fact::WholeMemory(c) | Fact::FieldMemory(c, ..) => {
+                let writers = self.writers.get(&c).map_or(&[][..], |v| &v[..]);
+                for &(w, access) in writers {
+                    if !Self::writes(access, fact) {
+                        continue;
+                    }
                     let inst = p.inst(w);
                     match &inst.kind {
                         InstKind::Store { value, ptr } => {
@@ -244,10 +354,10 @@ impl<'a> Explainer<'a> {
                         InstKind::Call { args, .. } => {
                             for &a in args {
                                 push(Fact::Value(a), Some(w), "copied value");
-                                if let Some(c) = self.class(a)
-                                    && c != class
-                                {
-                                    push(Fact::Memory(c), Some(w), "copied from");
+                                for m in self.reads(a) {
+                                    if m != fact {
+                                        push(m, Some(w), "copied from");
+                                    }
                                 }
                             }
                         }
@@ -336,6 +446,23 @@ impl<'a> Explainer<'a> {
             },
             Fact::Context(f) => format!("context of {}", p.func(f).name),
             Fact::Memory(c) => format!("memory class #{c} ({})", self.describe_class(c)),
+            Fact::WholeMemory(c) => format!(
+                "memory class #{c} written as a whole ({})",
+                self.describe_class(c)
+            ),
+            Fact::FieldMemory(c, st, f) => {
+                let st = &p.structs[st.index()];
+                let field = st
+                    .fields
+                    .get(f as usize)
+                    .filter(|n| !n.is_empty())
+                    .map_or_else(|| f.to_string(), |n| n.clone());
+                format!(
+                    "field {}.{field} of memory class #{c} ({})",
+                    st.name,
+                    self.describe_class(c)
+                )
+            }
             Fact::Return(f) => format!("return value of {}", p.func(f).name),
         }
     }

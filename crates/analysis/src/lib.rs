@@ -22,6 +22,7 @@ pub mod options;
 pub mod regions;
 pub mod sources;
 pub mod taint;
+pub mod wrappers;
 
 use ir::{FuncId, Program};
 

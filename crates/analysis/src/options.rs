@@ -100,7 +100,7 @@ impl SetId {
 
 /// FxHash: the sets and pairs hashed here are small integers; SipHash would dominate.
 #[derive(Default, Clone, Copy)]
-pub(crate) struct FxHasher(u64);
+pub struct FxHasher(u64);
 
 impl Hasher for FxHasher {
     fn finish(&self) -> u64 {
@@ -122,7 +122,7 @@ impl Hasher for FxHasher {
     }
 }
 
-pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// Interns option sets; unions are cached, so propagating taint is mostly table look-ups.
 #[derive(Clone, Debug)]

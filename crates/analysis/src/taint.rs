@@ -55,7 +55,7 @@ const COPIERS: &[&str] = &[
     "memset",
 ];
 
-fn is_copier(name: &str) -> bool {
+pub(crate) fn is_copier(name: &str) -> bool {
     COPIERS.contains(&name) || name.starts_with("llvm.memcpy") || name.starts_with("llvm.memmove")
 }
 
@@ -68,9 +68,56 @@ struct PointsTo {
     funcs: Vec<Vec<FuncId>>,
     val_class: Vec<u32>,
     ret_class: Vec<u32>,
+    /// (destination, source) classes of block copies (`memcpy`, struct assignment).
+    copies: Vec<(u32, u32)>,
 }
 
 impl PointsTo {
+    /// Makes each copy's destination hold what its source holds: the contents are unified,
+    /// and so are the two objects' fields (their sub-objects: a struct nested in a copied
+    /// struct is one class for both sides), until nothing changes — unifying may add fields
+    /// an earlier copy must pair too. The copied objects themselves stay apart.
+    fn settle_copies(&mut self) {
+        // Classes are only created and merged, so (classes, merged classes) grows until
+        // a pass changes nothing.
+        let state = |pts: &PointsTo| {
+            let merged = pts
+                .parent
+                .iter()
+                .enumerate()
+                .filter(|&(c, &p)| c as u32 != p)
+                .count();
+            (pts.parent.len(), merged)
+        };
+        loop {
+            let before = state(self);
+            for k in 0..self.copies.len() {
+                let (a, b) = self.copies[k];
+                let (a, b) = (self.find(a), self.find(b));
+                if a == b {
+                    continue;
+                }
+                let (ca, cb) = (self.content(a), self.content(b));
+                self.unify(ca, cb);
+                let (a, b) = (self.find(a), self.find(b));
+                let mut indices: Vec<u32> = self.fields[a as usize]
+                    .iter()
+                    .chain(&self.fields[b as usize])
+                    .map(|(i, _)| *i)
+                    .collect();
+                indices.sort_unstable();
+                indices.dedup();
+                for i in indices {
+                    let (fa, fb) = (self.field(a, i), self.field(b, i));
+                    self.unify(fa, fb);
+                }
+            }
+            if state(self) == before {
+                break;
+            }
+        }
+    }
+
     fn fresh(&mut self) -> u32 {
         let id = self.parent.len() as u32;
         self.parent.push(id);
@@ -196,7 +243,7 @@ fn is_constant(program: &Program, v: ValueId) -> bool {
 /// of a program's heap; keying memory taint by the struct type and field an access goes
 /// through keeps `cfg->szLookaside` apart from `cfg->mutex` even inside such a class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Access {
+pub(crate) enum Access {
     /// Through a pointer that is not a field address: the whole object (of this class).
     Whole(u32),
     /// Through `&base->field` (possibly indexed further: an array field), where `base`
@@ -213,7 +260,17 @@ enum Access {
 /// The access a pointer makes: a field address (looking through array indexing into the
 /// field), or the whole object of its class. `None` for values without a class (constants).
 fn access_of(program: &Program, pts: &PointsTo, ptr: ValueId) -> Option<Access> {
-    let own = pts.existing_class(ptr)?;
+    access_through(program, |v| pts.existing_class(v), ptr)
+}
+
+/// [`access_of`] with the root class of each value given by `class` (also used by
+/// [`crate::explain`] on the solver's final classes).
+pub(crate) fn access_through(
+    program: &Program,
+    class: impl Fn(ValueId) -> Option<u32>,
+    ptr: ValueId,
+) -> Option<Access> {
+    let own = class(ptr)?;
     let mut p = ptr;
     // Bounded: index chains are short at -O0.
     for _ in 0..8 {
@@ -230,7 +287,7 @@ fn access_of(program: &Program, pts: &PointsTo, ptr: ValueId) -> Option<Access> 
                 structure,
                 field,
             } => {
-                return Some(match pts.existing_class(*base) {
+                return Some(match class(*base) {
                     Some(class) => Access::Field {
                         class,
                         structure: *structure,
@@ -324,14 +381,18 @@ pub struct StatementInfluence {
 pub struct TaintFacts {
     /// Root points-to class of each value (`u32::MAX`: none).
     pub value_class: Vec<u32>,
-    /// Taint of the contents of each points-to class (indexed by root class).
+    /// Taint of the contents of each points-to class (indexed by root class), however written.
     pub memory: Vec<SetId>,
+    /// Taint written to each class through whole-object accesses (not field addresses).
+    pub whole: Vec<SetId>,
+    /// Taint written through field addresses, by (class of the base, struct, field).
+    pub fields: FxMap<(u32, StructId, u32), SetId>,
     /// Local control taint of each block (the decisions it is control dependent on).
     pub block_taint: Vec<SetId>,
     /// Taint of each function's return value.
     pub ret_taint: Vec<SetId>,
-    /// Classes holding an option source's value, and what they hold.
-    pub seeded_classes: Vec<(u32, SetId)>,
+    /// The option sources' memory: addresses written with the options they hold.
+    pub seed_writes: Vec<(ValueId, SetId)>,
     /// Values seeded directly (results of option-returning calls).
     pub seeded_values: Vec<(ValueId, SetId)>,
 }
@@ -382,12 +443,14 @@ pub fn analyse(
         funcs: Vec::new(),
         val_class: vec![NONE; program.values.len()],
         ret_class: Vec::new(),
+        copies: Vec::new(),
     };
     for _ in &program.functions {
         let c = pts.fresh();
         pts.ret_class.push(c);
     }
     let func_names: Vec<&str> = program.functions.iter().map(|f| f.name.as_str()).collect();
+    let wrappers = crate::wrappers::Wrappers::find(program);
 
     // Phase 1: points-to.
     for g in &program.globals {
@@ -456,7 +519,7 @@ pub fn analyse(
                     }
                     InstKind::Call { callee, args } => match callee {
                         Callee::Direct(g) => {
-                            connect_call(program, &mut pts, &func_names, *g, res, args);
+                            connect_call(program, &mut pts, &func_names, &wrappers, *g, res, args);
                         }
                         Callee::Indirect(_) => indirect.push(i),
                     },
@@ -474,6 +537,7 @@ pub fn analyse(
     // classes and reveal more targets).
     let mut connected: FxMap<InstId, Vec<FuncId>> = FxMap::default();
     loop {
+        pts.settle_copies();
         let mut grew = false;
         for &i in &indirect {
             let InstKind::Call {
@@ -494,6 +558,7 @@ pub fn analyse(
                         program,
                         &mut pts,
                         &func_names,
+                        &wrappers,
                         g,
                         program.inst(i).result,
                         args,
@@ -642,10 +707,6 @@ pub fn analyse(
     for &(ptr, s) in &seed_writes {
         solver.write(ptr, s);
     }
-    let seeded_classes: Vec<(u32, SetId)> = (0..nclasses as u32)
-        .filter(|&c| solver.all[c as usize] != SetId::EMPTY)
-        .map(|c| (c, solver.all[c as usize]))
-        .collect();
     let seeded_values: Vec<(ValueId, SetId)> = solver
         .value_taint
         .iter()
@@ -671,6 +732,8 @@ pub fn analyse(
         context,
         visits,
         all,
+        whole,
+        field_memory,
         ret_taint,
         ..
     } = solver;
@@ -720,9 +783,11 @@ pub fn analyse(
                 .map(|v| pts.existing_class(ValueId(v as u32)).unwrap_or(NONE))
                 .collect(),
             memory: all,
+            whole,
+            fields: field_memory,
             block_taint,
             ret_taint,
-            seeded_classes,
+            seed_writes,
             seeded_values,
         },
     }
@@ -752,6 +817,7 @@ fn connect_call(
     program: &Program,
     pts: &mut PointsTo,
     names: &[&str],
+    wrappers: &crate::wrappers::Wrappers,
     g: FuncId,
     result: Option<ValueId>,
     args: &[ValueId],
@@ -766,17 +832,35 @@ fn connect_call(
         {
             pts.unify_values(program, r, a);
         }
-        if (name.starts_with("llvm.mem") || name == "memcpy" || name == "memmove")
+        if (name.starts_with("llvm.memcpy")
+            || name.starts_with("llvm.memmove")
+            || name == "memcpy"
+            || name == "memmove")
             && args.len() >= 2
+            && !is_constant(program, args[0])
+            && !is_constant(program, args[1])
         {
-            pts.unify_values(program, args[0], args[1]);
+            // A copy makes the destination's contents (field by field) those of the source;
+            // the two objects stay apart (unifying them glued every struct copied anywhere
+            // into one class). Fields may appear later, so the copy is settled at the end.
+            let (d, s) = (
+                pts.class_of(program, args[0]),
+                pts.class_of(program, args[1]),
+            );
+            pts.copies.push((d, s));
         }
         return;
     }
-    for (&p, &a) in callee.params.iter().zip(args) {
-        pts.unify_values(program, p, a);
+    // Pointers a wrapper only frees flow nowhere; a wrapper's call site is an allocation
+    // site of its own (`crate::wrappers`).
+    for (k, (&p, &a)) in callee.params.iter().zip(args).enumerate() {
+        if !wrappers.only_frees(g, k) {
+            pts.unify_values(program, p, a);
+        }
     }
-    if let Some(r) = result {
+    if let Some(r) = result
+        && !wrappers.allocates(g)
+    {
         let rc = pts.class_of(program, r);
         let fc = pts.ret_class[g.index()];
         pts.unify(rc, fc);

@@ -201,3 +201,58 @@ fn options_through_heap_memory_calls_and_returns() {
         "field sensitivity keeps the other field clean"
     );
 }
+
+/// Two kinds of state allocated through one allocation wrapper and released through one
+/// deallocation wrapper, as real programs do (`xmalloc`, `lzma_alloc`, `lzma_free`): the
+/// wrapper's call sites are separate objects, so an option stored in one does not reach
+/// decisions on the other.
+const WRAPPERS: &str = r#"
+#include <stdlib.h>
+#include <string.h>
+extern void work(int);
+int fast, check;
+struct hook { void *(*alloc)(size_t); void (*release)(void *); };
+struct hook *custom;
+static void *xmalloc(size_t n) {
+    void *p;
+    if (custom && custom->alloc) p = custom->alloc(n); else p = malloc(n);
+    if (!p) abort();
+    return p;
+}
+static void xfree(void *p) {
+    if (custom && custom->release) custom->release(p); else free(p);
+}
+struct state { int value; int pad; };
+int main(void) {
+    struct state *e = xmalloc(sizeof *e);
+    struct state *c = xmalloc(sizeof *c);
+    int *scratch = xmalloc(16);
+    e->value = fast;
+    c->value = check;
+    struct state copy;
+    memcpy(&copy, e, sizeof copy);
+    if (e->value) work(1);    /* w1 */
+    if (c->value) work(2);    /* w2 */
+    if (copy.value) work(3);  /* w3 */
+    xfree(e);
+    xfree(c);
+    xfree(scratch);
+    return 0;
+}
+"#;
+
+#[test]
+fn allocation_and_deallocation_wrappers_keep_objects_apart() {
+    let sources = [global(0, "fast"), global(1, "check")];
+    let (p, si) = run(WRAPPERS, &sources);
+    let wrappers = analysis::wrappers::Wrappers::find(&p);
+    let func =
+        |name: &str| ir::FuncId(p.functions.iter().position(|f| f.name == name).unwrap() as u32);
+    assert!(wrappers.allocates(func("xmalloc")));
+    assert!(!wrappers.allocates(func("main")));
+    assert!(wrappers.only_frees(func("xfree"), 0));
+    assert_eq!(work_influence(&p, &si, WRAPPERS, "/* w1 */"), set(&[0]));
+    assert_eq!(work_influence(&p, &si, WRAPPERS, "/* w2 */"), set(&[1]));
+    // A copy carries what the source holds, and only that.
+    assert_eq!(work_influence(&p, &si, WRAPPERS, "/* w3 */"), set(&[0]));
+}

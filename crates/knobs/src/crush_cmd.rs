@@ -35,6 +35,11 @@ pub struct CrushArgs {
     /// Run configurations whose earlier runs failed again.
     #[arg(long)]
     retry_failed: bool,
+    /// Only analyse, then explain why these options (comma-separated, e.g. `sha256,blocks`)
+    /// influence the same decisions: for a few decisions they all reach, the chain of facts
+    /// (loads, stores, memory classes, call sites) that brings each option there.
+    #[arg(long, value_name = "OPTIONS")]
+    explain: Option<String>,
 }
 
 pub fn crush(args: CrushArgs) -> Result<Outcome> {
@@ -89,6 +94,11 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
         analysed.compression.lower_bound
     );
 
+    if let Some(names) = &args.explain {
+        explain(&spec, &analysed, names)?;
+        return Ok(Outcome::Done);
+    }
+
     let instrumented = whitebox::configcrusher::instrument(&spec, &analysed, &settings)?;
     eprintln!(
         "instrumented: {} region entry and {} exit calls ({} split edges) → {}",
@@ -138,6 +148,75 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
         instrumented.variant
     );
     Ok(Outcome::Done)
+}
+
+/// How many decisions `--explain` shows chains for.
+const EXPLAINED_DECISIONS: usize = 3;
+
+/// Prints why the named options reach the same tainted decisions (`--explain`).
+fn explain(
+    spec: &SystemSpec,
+    analysed: &whitebox::configcrusher::Analysed,
+    names: &str,
+) -> Result<()> {
+    use analysis::explain::{Explainer, Fact};
+    let mut options = Vec::new();
+    for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let Some(o) = spec
+            .space
+            .ids()
+            .find(|&o| spec.space.option(o).name == name)
+        else {
+            anyhow::bail!("--explain: the space has no option `{name}`");
+        };
+        options.push(o);
+    }
+    if options.is_empty() {
+        anyhow::bail!("--explain needs option names, e.g. --explain sha256,blocks");
+    }
+    let program = &analysed.translation.program;
+    let si = &analysed.influence;
+    let shared: Vec<&analysis::TaintedDecision> = si
+        .decisions
+        .iter()
+        .filter(|d| {
+            let set = si.of(d.inst);
+            options.iter().all(|o| set.contains(*o))
+        })
+        .collect();
+    println!(
+        "{} of {} tainted decisions are influenced by all of {{{names}}}",
+        shared.len(),
+        si.decisions.len()
+    );
+    let dominance = analysis::ProgramDominance::new(program);
+    let explainer = Explainer::new(program, &dominance, si);
+    for d in shared.iter().take(EXPLAINED_DECISIONS) {
+        let fact = Fact::Decision(program.inst(d.inst).block);
+        println!("\n{}", explainer.describe(fact));
+        for &o in &options {
+            println!("  why {}:", spec.space.option(o).name);
+            match explainer.explain(fact, o) {
+                Some(chain) => {
+                    // A link says how its fact got the option from the next one, and
+                    // through which instruction.
+                    for pair in chain.windows(2) {
+                        let via = pair[0].via.map_or(String::new(), |i| {
+                            format!(" at {}", program.describe_loc(program.inst(i).loc))
+                        });
+                        println!(
+                            "    <- {}{via}: {}",
+                            pair[0].how,
+                            explainer.describe(pair[1].fact)
+                        );
+                    }
+                }
+                // The decision's own block is not where the option arrives: its context is.
+                None => println!("    (through the function's context: its callers' decisions)"),
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Table 7 of the paper: region entries per run (RC) and the instrumented program's time
