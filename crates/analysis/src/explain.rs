@@ -17,7 +17,7 @@ use space::OptionId;
 
 use crate::ProgramDominance;
 use crate::options::{FxMap, SetId};
-use crate::taint::{Access, StatementInfluence, access_through, is_copier};
+use crate::taint::{Access, StatementInfluence, access_through, is_block_copy, is_copier};
 
 const NONE: u32 = u32::MAX;
 
@@ -148,6 +148,22 @@ impl<'a> Explainer<'a> {
             ) => class == c && structure == s && field == f,
             _ => false,
         }
+    }
+
+    /// Whether `w`, writing through `access`, is a block copy between whole objects that
+    /// copies the source's field `fact` (the solver's `copy_block`).
+    fn copies_fields(&self, w: InstId, access: Access, fact: Fact) -> bool {
+        let (Access::Whole(d), Fact::FieldMemory(c, ..)) = (access, fact) else {
+            return false;
+        };
+        let p = self.program;
+        d == c
+            && matches!(&p.inst(w).kind, InstKind::Call { args, .. }
+            if args.len() >= 2
+                && matches!(access_through(p, |v| self.class(v), args[1]), Some(Access::Whole(_)))
+                && self.si.call_graph.targets_of(w).iter().any(|&g| {
+                    p.func(g).is_declaration && is_block_copy(&p.func(g).name)
+                }))
     }
 
     /// The memory facts a read through `ptr` consults (the solver's `read`).
@@ -342,7 +358,7 @@ impl<'a> Explainer<'a> {
             Fact::Memory(c) | Fact::WholeMemory(c) | Fact::FieldMemory(c, ..) => {
                 let writers = self.writers.get(&c).map_or(&[][..], |v| &v[..]);
                 for &(w, access) in writers {
-                    if !Self::writes(access, fact) {
+                    if !Self::writes(access, fact) && !self.copies_fields(w, access, fact) {
                         continue;
                     }
                     let inst = p.inst(w);
@@ -350,6 +366,14 @@ impl<'a> Explainer<'a> {
                         InstKind::Store { value, ptr } => {
                             push(Fact::Value(*value), Some(w), "stored value");
                             push(Fact::Value(*ptr), Some(w), "store address");
+                        }
+                        InstKind::Call { args, .. } if self.copies_fields(w, access, fact) => {
+                            // Field by field from the source object.
+                            if let (Fact::FieldMemory(_, st, f), Some(src)) =
+                                (fact, args.get(1).and_then(|&a| self.class(a)))
+                            {
+                                push(Fact::FieldMemory(src, st, f), Some(w), "copied from");
+                            }
                         }
                         InstKind::Call { args, .. } => {
                             for &a in args {

@@ -55,6 +55,13 @@ const COPIERS: &[&str] = &[
     "memset",
 ];
 
+/// Copies of memory blocks, which keep the source's layout (`memcpy`, struct assignment).
+pub(crate) fn is_block_copy(name: &str) -> bool {
+    matches!(name, "memcpy" | "memmove")
+        || name.starts_with("llvm.memcpy")
+        || name.starts_with("llvm.memmove")
+}
+
 pub(crate) fn is_copier(name: &str) -> bool {
     COPIERS.contains(&name) || name.starts_with("llvm.memcpy") || name.starts_with("llvm.memmove")
 }
@@ -694,6 +701,7 @@ pub fn analyse(
         whole: vec![SetId::EMPTY; nclasses],
         all: vec![SetId::EMPTY; nclasses],
         field_memory: FxMap::default(),
+        class_fields: FxMap::default(),
         value_taint,
         block_taint: vec![SetId::EMPTY; program.blocks.len()],
         context: vec![SetId::EMPTY; nfuncs],
@@ -879,6 +887,8 @@ struct Solver<'a> {
     all: Vec<SetId>,
     /// Taint written to field `field` of struct type `structure` in objects of a class.
     field_memory: FxMap<(u32, StructId, u32), SetId>,
+    /// The (struct, field) keys of `field_memory` per class, for block copies.
+    class_fields: FxMap<u32, Vec<(StructId, u32)>>,
     value_taint: Vec<SetId>,
     block_taint: Vec<SetId>,
     context: Vec<SetId>,
@@ -907,6 +917,49 @@ impl Solver<'_> {
             .get(&(class, structure, field))
             .copied()
             .unwrap_or(SetId::EMPTY)
+    }
+
+    fn set_field(&mut self, class: u32, structure: StructId, field: u32, new: SetId) {
+        if self
+            .field_memory
+            .insert((class, structure, field), new)
+            .is_none()
+        {
+            self.class_fields
+                .entry(class)
+                .or_default()
+                .push((structure, field));
+        }
+        self.wake_readers(class);
+    }
+
+    /// A block copy (`memcpy(dst, src, n)`, struct assignment) between whole objects: the
+    /// destination gets the source's memory field by field, plus `scalar` (the taint of the
+    /// pointers, the size and the control) as a whole. Returns false when either side is not
+    /// a whole object (then the caller copies everything as a whole).
+    fn copy_block(&mut self, dst: ValueId, src: ValueId, scalar: SetId) -> bool {
+        let (Some(Access::Whole(d)), Some(Access::Whole(s))) = (
+            access_of(self.program, self.pts, dst),
+            access_of(self.program, self.pts, src),
+        ) else {
+            return false;
+        };
+        let whole = self.sets.union(scalar, self.whole[s as usize]);
+        self.whole[d as usize] = self.sets.union(self.whole[d as usize], whole);
+        let all = self.sets.union(scalar, self.all[s as usize]);
+        self.add_to_class(d, all);
+        if d != s {
+            let keys = self.class_fields.get(&s).cloned().unwrap_or_default();
+            for (structure, field) in keys {
+                let from = self.field_taint(s, structure, field);
+                let old = self.field_taint(d, structure, field);
+                let new = self.sets.union(old, from);
+                if new != old {
+                    self.set_field(d, structure, field, new);
+                }
+            }
+        }
+        true
     }
 
     /// What a load through `ptr` may read (see [`Access`]).
@@ -972,8 +1025,7 @@ impl Solver<'_> {
                 let old = self.field_taint(class, structure, field);
                 let new = self.sets.union(old, s);
                 if new != old {
-                    self.field_memory.insert((class, structure, field), new);
-                    self.wake_readers(class);
+                    self.set_field(class, structure, field, new);
                 }
                 self.add_to_class(class, s);
                 if field_class != class {
@@ -1088,6 +1140,17 @@ impl Solver<'_> {
                             for &g in self.call_graph.targets_of(i) {
                                 let callee = program.func(g);
                                 if callee.is_declaration {
+                                    if is_block_copy(self.func_names[g.index()]) && args.len() >= 2
+                                    {
+                                        let mut scalar = full;
+                                        for &a in args {
+                                            scalar = self.sets.union(scalar, self.taint(a));
+                                        }
+                                        if self.copy_block(args[0], args[1], scalar) {
+                                            t = self.sets.union(t, scalar);
+                                            continue;
+                                        }
+                                    }
                                     let mut input = SetId::EMPTY;
                                     for &a in args {
                                         input = self.sets.union(input, self.taint(a));

@@ -191,7 +191,9 @@ fn explain(
     );
     let dominance = analysis::ProgramDominance::new(program);
     let explainer = Explainer::new(program, &dominance, si);
-    for d in shared.iter().take(EXPLAINED_DECISIONS) {
+    // Spread over the program rather than the first few (often all in argument parsing).
+    let step = shared.len().div_ceil(EXPLAINED_DECISIONS).max(1);
+    for d in shared.iter().step_by(step) {
         let fact = Fact::Decision(program.inst(d.inst).block);
         println!("\n{}", explainer.describe(fact));
         for &o in &options {

@@ -212,7 +212,10 @@ fn crush_explains_why_options_interact_without_measuring() {
         .assert()
         .success()
         .stdout(contains("0 of "));
-    assert!(!dir.path().join("knobs.db").exists(), "--explain measures nothing");
+    assert!(
+        !dir.path().join("knobs.db").exists(),
+        "--explain measures nothing"
+    );
     knobs()
         .args(["crush", "--explain", "A,Z", "--spec"])
         .arg(&spec)

@@ -99,10 +99,22 @@ pub fn analyse(spec: &SystemSpec, settings: &Settings) -> Result<Analysed, Error
     let valid = ValidConfigurations::new(&spec.space)?;
     let compression = analysis::compress(&valid, &interactions, settings.combination_limit)?;
     let relevant = influence.relevant_options();
+    // An option selected in every configuration (mandatory up to the root: a grouping such as
+    // "level") cannot change anything; it is not reported as irrelevant either.
+    let constant = |mut o: space::OptionId| loop {
+        let option = spec.space.option(o);
+        if !option.mandatory {
+            break false;
+        }
+        match option.parent {
+            None => break true,
+            Some(p) => o = p,
+        }
+    };
     let irrelevant = spec
         .space
         .ids()
-        .filter(|o| !relevant.contains(*o))
+        .filter(|o| !relevant.contains(*o) && !constant(*o))
         .map(|o| spec.space.option(o).name.clone())
         .collect();
     let analysis_seconds = started.elapsed().as_secs_f64();
