@@ -22,7 +22,9 @@ pub use file::{
     BoundModelFile, FORMAT, ModelFile, Region, SourceSpan, Transform, VERSION, predict_csv,
 };
 pub use influence::{BoundModel, Factor, InfluenceModel, Term, Threshold};
-pub use subspace::{MAX_OPTIONS, influence_from_subspaces, subspaces_from_influence};
+pub use subspace::{
+    MAX_OPTIONS, influence_from_levels, influence_from_subspaces, subspaces_from_influence,
+};
 pub use tree::{Node, Tree, importances};
 
 /// Errors of this crate; each message is one line for the user.

@@ -73,6 +73,71 @@ pub fn influence_from_subspaces<S: AsRef<str>>(
     ))
 }
 
+/// Influence form of a table over options with any number of values: `levels[j]` is the
+/// factor of each non-baseline value of option `j` (`A` for a binary option, `level=5` and
+/// `level=9` for a numeric option whose first value is the baseline), so
+/// option `j` has `levels[j].len() + 1` values. Cells are in mixed radix, option 0 varying
+/// fastest. Each value is an indicator, and the Möbius transform is taken per option:
+/// `β(d) = Σ_{t_j ∈ {0, d_j}} (−1)^{#{j: t_j ≠ d_j}} cell(t)`. With binary options only this
+/// is [`influence_from_subspaces`].
+pub fn influence_from_levels(
+    levels: &[Vec<Factor>],
+    cells: &[f64],
+) -> Result<InfluenceModel, Error> {
+    let arities: Vec<usize> = levels.iter().map(|l| l.len() + 1).collect();
+    let needed = arities
+        .iter()
+        .try_fold(1usize, |acc, a| acc.checked_mul(*a))
+        .filter(|n| *n <= 1 << MAX_OPTIONS)
+        .ok_or_else(|| Error::Invalid("too many value combinations for one table".into()))?;
+    if cells.len() != needed {
+        return Err(Error::Invalid(format!(
+            "{} options with {arities:?} values need {needed} cells, got {}",
+            levels.len(),
+            cells.len()
+        )));
+    }
+    if let Some(bad) = cells.iter().find(|c| !c.is_finite()) {
+        return Err(Error::Invalid(format!(
+            "cell value `{bad}` is not a finite number"
+        )));
+    }
+    let digits = |mut m: usize| -> Vec<usize> {
+        arities
+            .iter()
+            .map(|a| {
+                let d = m % a;
+                m /= a;
+                d
+            })
+            .collect()
+    };
+    let mut beta = cells.to_vec();
+    let mut stride = 1;
+    for &a in &arities {
+        for m in 0..beta.len() {
+            if (m / stride) % a != 0 {
+                beta[m] -= beta[m - ((m / stride) % a) * stride];
+            }
+        }
+        stride *= a;
+    }
+    Ok(InfluenceModel::from_terms(
+        beta.into_iter()
+            .enumerate()
+            .filter(|(_, b)| *b != 0.0)
+            .map(|(m, b)| {
+                let factors: Vec<Factor> = digits(m)
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, d)| **d != 0)
+                    .map(|(j, d)| levels[j][d - 1].clone())
+                    .collect();
+                Term::from_factors(factors, b)
+            }),
+    ))
+}
+
 /// Subspace table of an influence model over the given binary options (cell order as
 /// above). The model may only mention these options.
 pub fn subspaces_from_influence<S: AsRef<str>>(
@@ -131,6 +196,39 @@ mod tests {
         ]);
         assert_eq!(m.to_string(), expected.to_string());
         assert_eq!(m.to_string(), "1.00 + 5.00·X + 3.00·Y + 1.00·X·Y");
+    }
+
+    #[test]
+    fn levels_generalise_subspaces_to_numeric_options() {
+        // Binary options only: the same model as the subspace form.
+        let cells = [1.0, 6.0, 4.0, 10.0];
+        let a = influence_from_subspaces(&["X", "Y"], &cells).unwrap();
+        let f = |s: &str| s.parse::<Factor>().unwrap();
+        let b = influence_from_levels(&[vec![f("X")], vec![f("Y")]], &cells).unwrap();
+        assert_eq!(a.to_string(), b.to_string());
+        // A binary X and a numeric level with values 1, 5, 9 (1 the baseline): time is
+        // 2 + level-dependent extra (0, 3, 7) + X adds 1, and 4 more with level 9.
+        let mut cells = Vec::new();
+        for level in 0..3 {
+            for x in 0..2 {
+                let extra = [0.0, 3.0, 7.0][level];
+                cells.push(2.0 + extra + x as f64 * (1.0 + if level == 2 { 4.0 } else { 0.0 }));
+            }
+        }
+        let levels = [vec![f("X")], vec![f("level=5"), f("level=9")]];
+        let m = influence_from_levels(&levels, &cells).unwrap();
+        let term = |fs: &[&str], v| Term::from_factors(fs.iter().map(|s| f(s)).collect(), v);
+        assert_eq!(
+            m.to_string(),
+            InfluenceModel::from_terms([
+                term(&[], 2.0),
+                term(&["X"], 1.0),
+                term(&["level=5"], 3.0),
+                term(&["level=9"], 7.0),
+                term(&["X", "level=9"], 4.0),
+            ])
+            .to_string()
+        );
     }
 
     #[test]

@@ -233,26 +233,49 @@ pub fn build_model(
     for (i, region) in analysed.plan.regions.iter().enumerate() {
         let id = format!("r{i}");
         let options: Vec<OptionId> = analysed.influence.sets.get(region.options).iter().collect();
-        if let Some(o) = options.iter().find(|o| !spec.space.option(**o).is_binary()) {
-            return Err(Error::Invalid(format!(
-                "region {id} depends on numeric option `{}`; ConfigCrusher models binary options only so far",
-                spec.space.option(*o).name
-            )));
-        }
         let names: Vec<String> = options
             .iter()
             .map(|o| spec.space.option(*o).name.clone())
             .collect();
-        // One cell per combination of the region's options (bit j: option j selected).
-        let cells: Vec<f64> = (0..1usize << options.len())
+        // Each non-baseline value of an option is a factor: the option itself when binary,
+        // `name=value` (a value indicator) when numeric.
+        let levels: Vec<Vec<model::Factor>> = options
+            .iter()
+            .map(|o| {
+                let option = spec.space.option(*o);
+                if option.is_binary() {
+                    vec![model::Factor::Option(option.name.clone())]
+                } else {
+                    (1..option.arity() as u32)
+                        .map(|v| {
+                            model::Factor::Equals(option.name.clone(), option.numeric_value(v))
+                        })
+                        .collect()
+                }
+            })
+            .collect();
+        let arities: Vec<usize> = levels.iter().map(|l| l.len() + 1).collect();
+        // One cell per combination of the region's option values (mixed radix, the first
+        // option varying fastest).
+        let ncells: usize = arities.iter().product();
+        let cells: Vec<f64> = (0..ncells)
             .map(|cell| {
+                let mut rest = cell;
+                let digits: Vec<u32> = arities
+                    .iter()
+                    .map(|a| {
+                        let d = rest % a;
+                        rest /= a;
+                        d as u32
+                    })
+                    .collect();
                 let matching: Vec<f64> = configs
                     .iter()
                     .filter(|(c, _)| {
                         options
                             .iter()
-                            .enumerate()
-                            .all(|(j, o)| (c.0[o.index()] == 1) == (cell >> j & 1 == 1))
+                            .zip(&digits)
+                            .all(|(o, d)| c.0[o.index()] == *d)
                     })
                     .map(|(_, text)| mean(text, &id))
                     .collect();
@@ -265,7 +288,7 @@ pub fn build_model(
                 }
             })
             .collect();
-        let terms = model::influence_from_subspaces(&names, &cells)?;
+        let terms = model::influence_from_levels(&levels, &cells)?;
         let func = program.func(region.function);
         let file = func
             .file
