@@ -3,7 +3,9 @@
 //! use value indicators (`level=3`, `level=5`), and the compressed configurations cover
 //! {fast, level} in 6 of the 12 configurations.
 
-use measure::{Store, SystemSpec};
+mod common;
+
+use measure::SystemSpec;
 
 const PROGRAM: &str = r#"
 #include <stdlib.h>
@@ -78,28 +80,7 @@ fn a_numeric_option_gets_value_indicator_terms() {
     assert_eq!(analysed.compression.lower_bound, 6);
     assert_eq!(analysed.compression.configurations.len(), 6, "of 12");
 
-    let instrumented = whitebox::configcrusher::instrument(&spec, &analysed, &settings).unwrap();
-    let store = Store::open(&dir.path().join("knobs.db")).unwrap();
-    let workload = spec.workload(None).unwrap();
-    let report = whitebox::configcrusher::measure_configurations(
-        &store,
-        &settings,
-        &spec,
-        workload,
-        &instrumented,
-        &analysed.compression.configurations,
-        &mut |_| {},
-    )
-    .unwrap();
-    assert!(report.failed.is_empty(), "{:?}", report.failed);
-    let model = whitebox::configcrusher::build_model(
-        &store,
-        &spec,
-        workload,
-        &analysed,
-        &instrumented.variant,
-    )
-    .unwrap();
+    let (_, model) = common::instrument_measure_model(dir.path(), &spec, &settings, &analysed);
     let text = model.terms.format(4);
     assert!(text.contains("level=5"), "value indicators in {text}");
     let bound = model.bind(&spec.space.names()).unwrap();

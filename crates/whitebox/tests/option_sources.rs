@@ -3,7 +3,9 @@
 //! program is compiled, analysed, instrumented and run; the model must be
 //! `5 + 10·fast + 5·level + 20·level·turbo` ms, with `quiet` irrelevant.
 
-use measure::{Store, SystemSpec};
+mod common;
+
+use measure::SystemSpec;
 
 const PROGRAM: &str = r#"
 #include <stdlib.h>
@@ -87,28 +89,7 @@ fn struct_fields_and_getenv_as_option_sources() {
     assert_eq!(interactions, [vec!["fast"], vec!["level", "turbo"]]);
     assert_eq!(analysed.compression.configurations.len(), 4, "of 16");
 
-    let instrumented = whitebox::configcrusher::instrument(&spec, &analysed, &settings).unwrap();
-    let store = Store::open(&dir.path().join("knobs.db")).unwrap();
-    let workload = spec.workload(None).unwrap();
-    let report = whitebox::configcrusher::measure_configurations(
-        &store,
-        &settings,
-        &spec,
-        workload,
-        &instrumented,
-        &analysed.compression.configurations,
-        &mut |_| {},
-    )
-    .unwrap();
-    assert!(report.failed.is_empty(), "{:?}", report.failed);
-    let model = whitebox::configcrusher::build_model(
-        &store,
-        &spec,
-        workload,
-        &analysed,
-        &instrumented.variant,
-    )
-    .unwrap();
+    let (_, model) = common::instrument_measure_model(dir.path(), &spec, &settings, &analysed);
     let bound = model.bind(&spec.space.names()).unwrap();
     for bits in 0..16u32 {
         let on = |k: usize| f64::from(bits >> k & 1);

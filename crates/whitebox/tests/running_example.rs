@@ -5,7 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use measure::{Store, SystemSpec};
+mod common;
+
+use measure::SystemSpec;
 
 fn spec(unit_ms: f64) -> SystemSpec {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -33,29 +35,9 @@ fn the_running_example_yields_the_papers_model() {
     assert_eq!(analysed.compression.lower_bound, 8);
     assert!(analysed.plan.regions.len() < analysed.regions_unoptimised);
 
-    let instrumented = whitebox::configcrusher::instrument(&spec, &analysed, &settings).unwrap();
+    let (instrumented, model) =
+        common::instrument_measure_model(dir.path(), &spec, &settings, &analysed);
     assert!(instrumented.stats.enter_calls > 0);
-    let store = Store::open(&dir.path().join("knobs.db")).unwrap();
-    let workload = spec.workload(None).unwrap();
-    let report = whitebox::configcrusher::measure_configurations(
-        &store,
-        &settings,
-        &spec,
-        workload,
-        &instrumented,
-        &analysed.compression.configurations,
-        &mut |_| {},
-    )
-    .unwrap();
-    assert!(report.failed.is_empty(), "{:?}", report.failed);
-    let model = whitebox::configcrusher::build_model(
-        &store,
-        &spec,
-        workload,
-        &analysed,
-        &instrumented.variant,
-    )
-    .unwrap();
 
     // Predict every one of the 1,024 configurations and compare with the known model.
     let names = spec.space.names();
