@@ -128,6 +128,9 @@ pub fn instrument_taint(
         stats.decisions = pass.sites.len();
         pass.init_in_main(options);
         c::LLVMDisposeBuilder(pass.b);
+        // The sites have their locations; the binary needs no debug information, and without
+        // it clang compiles the (larger) instrumented module faster.
+        llvm_sys::debuginfo::LLVMStripModuleDebugInfo(m);
     }
     if let Err(e) = module.verify() {
         return Err(Error::Verify(crate::first_line(e.to_str().unwrap_or("?"))));
@@ -264,6 +267,12 @@ fn address_roots(
     (globals, fields)
 }
 
+/// A function with decisions whose frame union (see [`Frame`]) would read more slots than this
+/// in total keeps its slots in memory, and recomputes the union with one call: slots in SSA
+/// cost code (and registers) per read, and one xz function (lzma_decode: 242 decisions in a
+/// loop) needs 38,000 reads, which made clang take minutes.
+const MAX_SLOT_READS: usize = 1024;
+
 /// Accesses of up to this many bytes (and of exactly 32) get an inline shadow access.
 const INLINE_ACCESS: u64 = 16;
 
@@ -273,7 +282,8 @@ const INLINE_ACCESS: u64 = 16;
 /// before recording a decision. Labels with bit 31 clear are bit sets of options (the runtime's
 /// header), so a union is an `or` unless a side is an interned set. The shadow layout is the
 /// runtime's: `__knobs_taint_l1[addr >> 20]` is null or a page of 2^20 labels. Shadow accesses
-/// carry a TBAA type of their own under clang's root: the program never touches shadow memory.
+/// carry TBAA types of their own under clang's root (labels, the first level's pointer, its
+/// entries): the program never touches shadow memory, and label stores do not move the table.
 fn helpers_ir() -> String {
     let mut ir = String::from(
         r#"
@@ -322,7 +332,7 @@ done:
         let prologue = format!(
             r#"entry:
   %a = ptrtoint ptr %p to i64
-  %l1 = load ptr, ptr @__knobs_taint_l1, align 8, !tbaa !2
+  %l1 = load ptr, ptr @__knobs_taint_l1, align 8, !tbaa !5
   %off = and i64 %a, 1048575
   %cross = icmp ugt i64 %off, {limit}
   %high = icmp uge i64 %a, 140737488355328
@@ -333,7 +343,7 @@ done:
 fast:
   %i = lshr i64 %a, 20
   %slot = getelementptr inbounds ptr, ptr %l1, i64 %i
-  %pg = load ptr, ptr %slot, align 8, !tbaa !2
+  %pg = load ptr, ptr %slot, align 8, !tbaa !7
   %none = icmp eq ptr %pg, null
   %s = getelementptr inbounds i32, ptr %pg, i64 %off"#,
             limit = (1u64 << 20) - n
@@ -384,6 +394,10 @@ done:
 !2 = !{!3, !3, i64 0}
 !3 = !{!"knobs taint shadow", !4, i64 0}
 !4 = !{!"Simple C/C++ TBAA"}
+!5 = !{!6, !6, i64 0}
+!6 = !{!"knobs taint shadow table", !4, i64 0}
+!7 = !{!8, !8, i64 0}
+!8 = !{!"knobs taint shadow page table", !4, i64 0}
 "#,
     );
     ir
@@ -434,6 +448,10 @@ struct Pass {
     /// sites is known, see [`Pass::init_in_main`]).
     last: LLVMValueRef,
     union: (LLVMTypeRef, LLVMValueRef),
+    union_slow: (LLVMTypeRef, LLVMValueRef),
+    union_all: (LLVMTypeRef, LLVMValueRef),
+    /// `__knobs_taint_union_<n>` by `n` ([`Pass::union_n`]).
+    unions: std::cell::RefCell<HashMap<usize, (LLVMTypeRef, LLVMValueRef)>>,
     decide: (LLVMTypeRef, LLVMValueRef),
     /// `__knobs_taint_load_<n>` and `__knobs_taint_store_<n>` by `n`.
     inline_loads: HashMap<u64, (LLVMTypeRef, LLVMValueRef)>,
@@ -472,6 +490,9 @@ impl DecisionSet {
     fn insert(&mut self, k: usize) {
         self.0[k / 64] |= 1 << (k % 64);
     }
+    fn contains(&self, k: usize) -> bool {
+        self.0[k / 64] & (1 << (k % 64)) != 0
+    }
     fn remove(&mut self, k: usize) {
         self.0[k / 64] &= !(1 << (k % 64));
     }
@@ -490,13 +511,20 @@ impl DecisionSet {
 }
 
 /// The control taint of one instrumented function with decisions (a frame): the caller's
-/// control taint at entry and, per decision of the function, a stack slot holding the label
-/// of its open entry (0 when not open), which the optimiser promotes to SSA values.
+/// control taint at entry, per decision of the function a stack slot holding the label of its
+/// open entry (0 when not open), and a slot holding the union of the open entries; the
+/// optimiser promotes the slots to SSA values.
 struct Frame {
     /// `__knobs_taint_ctrl` at entry.
     base: LLVMValueRef,
     /// Per decision of the function (by index): its slot.
     slots: Vec<LLVMValueRef>,
+    /// The union of the slots (kept up to date at decisions and pops).
+    open: LLVMValueRef,
+    /// In functions where recomputing the union from the open slots would take more than
+    /// [`MAX_SLOT_READS`] reads, the slots are the elements of this array in memory, and the
+    /// runtime's `__knobs_taint_union_all` unions them all (closed slots are 0).
+    array: Option<LLVMValueRef>,
     /// Per block: the decisions that may be open after its pops (their slots may be non-zero).
     open_in: Vec<DecisionSet>,
     /// Per block: the decision ending it (its index), if any.
@@ -561,6 +589,9 @@ impl Pass {
                 ctrl,
                 last,
                 union: declare(c"__knobs_taint_union", i32t, &[i32t, i32t]),
+                union_slow: declare(c"__knobs_taint_union_slow", i32t, &[i32t, i32t]),
+                union_all: declare(c"__knobs_taint_union_all", i32t, &[ptrt, i64t]),
+                unions: Default::default(),
                 decide: declare(c"__knobs_taint_decide", voidt, &[ptrt, i32t, i32t, i32t]),
                 inline_loads,
                 inline_stores,
@@ -611,6 +642,10 @@ impl Pass {
 
     unsafe fn load_tls(&self, g: LLVMValueRef) -> LLVMValueRef {
         unsafe { c::LLVMBuildLoad2(self.b, self.i32t, g, c"".as_ptr()) }
+    }
+
+    unsafe fn load_i32(&self, slot: LLVMValueRef) -> LLVMValueRef {
+        unsafe { c::LLVMBuildLoad2(self.b, self.i32t, slot, c"".as_ptr()) }
     }
 
     /// The label of the `n` bytes at `ptr` in shadow memory.
@@ -675,12 +710,97 @@ impl Pass {
     /// The union of the open entries of `frame` among `set` (the frame's control taint), at
     /// the builder's position.
     unsafe fn frame_label(&self, frame: &Frame, set: &DecisionSet, except: Option<usize>) -> Label {
-        let mut l = None;
-        for k in set.iter().filter(|&k| Some(k) != except) {
-            let v = unsafe { c::LLVMBuildLoad2(self.b, self.i32t, frame.slots[k], c"".as_ptr()) };
-            l = unsafe { self.union(l, Some(v)) };
+        unsafe {
+            if let Some(array) = frame.array {
+                // The closed slots are 0: the union of all but `except`'s (which its decision
+                // is about to replace).
+                if let Some(d) = except {
+                    c::LLVMBuildStore(self.b, self.konst(0), frame.slots[d]);
+                }
+                let n = self.size(frame.slots.len() as u64);
+                return Some(self.call(self.union_all, &[array, n]));
+            }
+            let labels: Vec<LLVMValueRef> = set
+                .iter()
+                .filter(|&k| Some(k) != except)
+                .map(|k| self.load_i32(frame.slots[k]))
+                .collect();
+            match labels.len() {
+                0 => None,
+                1 => Some(labels[0]),
+                n => Some(self.call(self.union_n(n), &labels)),
+            }
         }
-        l
+    }
+
+    /// `internal i32 @__knobs_taint_union_<n>(i32 × n)` (always inlined): the union of `n`
+    /// labels, an `or` of them all unless one is an interned set (then a chain of the
+    /// runtime's unions, out of line). One branch for any `n`, where a chain of
+    /// [`Pass::union`]s has one per label: frames of functions with hundreds of decisions
+    /// union many slots.
+    unsafe fn union_n(&self, n: usize) -> (LLVMTypeRef, LLVMValueRef) {
+        if let Some(&f) = self.unions.borrow().get(&n) {
+            return f;
+        }
+        unsafe {
+            let b = c::LLVMCreateBuilderInContext(self.ctx);
+            let mut params = vec![self.i32t; n];
+            let ty = c::LLVMFunctionType(self.i32t, params.as_mut_ptr(), n as u32, 0);
+            let name = CString::new(format!("__knobs_taint_union_{n}")).unwrap();
+            let f = c::LLVMAddFunction(self.m, name.as_ptr(), ty);
+            c::LLVMSetLinkage(f, llvm_sys::LLVMLinkage::LLVMInternalLinkage);
+            let kind = c::LLVMGetEnumAttributeKindForName(c"alwaysinline".as_ptr(), 12);
+            let attr = c::LLVMCreateEnumAttribute(self.ctx, kind, 0);
+            c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, attr);
+            let entry = c::LLVMAppendBasicBlockInContext(self.ctx, f, c"entry".as_ptr());
+            let done = c::LLVMAppendBasicBlockInContext(self.ctx, f, c"done".as_ptr());
+            let slow = c::LLVMAppendBasicBlockInContext(self.ctx, f, c"slow".as_ptr());
+            c::LLVMPositionBuilderAtEnd(b, entry);
+            let labels: Vec<LLVMValueRef> = (0..n).map(|k| c::LLVMGetParam(f, k as u32)).collect();
+            let mut or = labels[0];
+            for &l in &labels[1..] {
+                or = c::LLVMBuildOr(b, or, l, c"".as_ptr());
+            }
+            let big = c::LLVMBuildICmp(
+                b,
+                llvm_sys::LLVMIntPredicate::LLVMIntSLT,
+                or,
+                self.konst(0),
+                c"".as_ptr(),
+            );
+            let br = c::LLVMBuildCondBr(b, big, slow, done);
+            let mut weights = [
+                c::LLVMMDStringInContext2(self.ctx, c"branch_weights".as_ptr(), 14),
+                c::LLVMValueAsMetadata(self.konst(1)),
+                c::LLVMValueAsMetadata(self.konst(2000)),
+            ];
+            let prof = c::LLVMMDNodeInContext2(self.ctx, weights.as_mut_ptr(), 3);
+            c::LLVMSetMetadata(
+                br,
+                c::LLVMGetMDKindIDInContext(self.ctx, c"prof".as_ptr(), 4),
+                c::LLVMMetadataAsValue(self.ctx, prof),
+            );
+            c::LLVMPositionBuilderAtEnd(b, done);
+            c::LLVMBuildRet(b, or);
+            c::LLVMPositionBuilderAtEnd(b, slow);
+            let slow_union = self.union_slow;
+            let mut l = labels[0];
+            for &x in &labels[1..] {
+                let mut args = [l, x];
+                l = c::LLVMBuildCall2(
+                    b,
+                    slow_union.0,
+                    slow_union.1,
+                    args.as_mut_ptr(),
+                    2,
+                    c"".as_ptr(),
+                );
+            }
+            c::LLVMBuildRet(b, l);
+            c::LLVMDisposeBuilder(b);
+            self.unions.borrow_mut().insert(n, (ty, f));
+            (ty, f)
+        }
     }
 
     unsafe fn function(&mut self, f: LLVMValueRef) {
@@ -743,17 +863,55 @@ impl Pass {
                 shadow.insert(c::LLVMGetParam(f, k), l);
             }
             let frame = (ndecisions > 0).then(|| {
-                let slots: Vec<LLVMValueRef> = (0..ndecisions)
-                    .map(|_| c::LLVMBuildAlloca(self.b, self.i32t, c"".as_ptr()))
-                    .collect();
-                for &s in &slots {
-                    c::LLVMBuildStore(self.b, self.konst(0), s);
-                }
-                let base = self.load_tls(self.ctrl);
                 let open_in = open_decisions(&dom, &preds, &decision, &pops, ndecisions);
+                // The slot reads recomputing the union: at pops and at decisions that may
+                // replace their own entry.
+                let reads: usize = (0..n)
+                    .filter(|&k| {
+                        !pops[k].is_empty() || decision[k].is_some_and(|d| open_in[k].contains(d))
+                    })
+                    .map(|k| open_in[k].iter().count())
+                    .sum();
+                let array = (reads > MAX_SLOT_READS).then(|| {
+                    let ty = c::LLVMArrayType2(self.i32t, ndecisions as u64);
+                    let a = c::LLVMBuildAlloca(self.b, ty, c"".as_ptr());
+                    c::LLVMBuildMemSet(
+                        self.b,
+                        a,
+                        c::LLVMConstInt(c::LLVMInt8TypeInContext(self.ctx), 0, 0),
+                        self.size(4 * ndecisions as u64),
+                        4,
+                    );
+                    a
+                });
+                let slots: Vec<LLVMValueRef> = (0..ndecisions)
+                    .map(|d| match array {
+                        Some(a) => {
+                            let mut idx = [self.size(d as u64)];
+                            c::LLVMBuildInBoundsGEP2(
+                                self.b,
+                                self.i32t,
+                                a,
+                                idx.as_mut_ptr(),
+                                1,
+                                c"".as_ptr(),
+                            )
+                        }
+                        None => {
+                            let s = c::LLVMBuildAlloca(self.b, self.i32t, c"".as_ptr());
+                            c::LLVMBuildStore(self.b, self.konst(0), s);
+                            s
+                        }
+                    })
+                    .collect();
+                let open = c::LLVMBuildAlloca(self.b, self.i32t, c"".as_ptr());
+                c::LLVMBuildStore(self.b, self.konst(0), open);
+                let base = self.load_tls(self.ctrl);
                 Frame {
                     base,
                     slots,
+                    array,
+                    open,
                     open_in,
                     decision: decision.clone(),
                 }
@@ -799,6 +957,7 @@ impl Pass {
                         c::LLVMBuildStore(self.b, self.konst(0), frame.slots[d]);
                     }
                     let open = self.frame_label(frame, &frame.open_in[k as usize], None);
+                    c::LLVMBuildStore(self.b, open.unwrap_or_else(|| self.konst(0)), frame.open);
                     let ctrl = self.union(Some(frame.base), open).unwrap();
                     c::LLVMBuildStore(self.b, ctrl, self.ctrl);
                 }
@@ -825,14 +984,9 @@ impl Pass {
                             let term = c::LLVMGetBasicBlockTerminator(pred);
                             c::LLVMPositionBuilderBefore(self.b, term);
                             let fc = match &frame {
-                                Some(frame) => *edge_ctrl.entry(pred).or_insert_with(|| {
-                                    let p = index[&pred] as usize;
-                                    let mut open = frame.open_in[p].clone();
-                                    if let Some(d) = frame.decision[p] {
-                                        open.insert(d);
-                                    }
-                                    self.frame_label(frame, &open, None)
-                                }),
+                                Some(frame) => *edge_ctrl
+                                    .entry(pred)
+                                    .or_insert_with(|| Some(self.load_i32(frame.open))),
                                 None => None,
                             };
                             self.union(label(&shadow, v), fc)
@@ -914,10 +1068,10 @@ impl Pass {
                     // A value returned under this frame's open tainted decisions carries them;
                     // the caller's control taint is restored.
                     let l = match frame {
-                        Some((frame, k)) => {
-                            let open = self.frame_label(frame, &frame.open_in[k], None);
+                        Some((frame, _)) => {
+                            let open = self.load_i32(frame.open);
                             c::LLVMBuildStore(self.b, frame.base, self.ctrl);
-                            self.union(v, open)
+                            self.union(v, Some(open))
                         }
                         None => v,
                     };
@@ -937,7 +1091,13 @@ impl Pass {
                         before();
                         let id = (first_id + d) as u64;
                         let cond = label(c::LLVMGetOperand(i, 0)).unwrap_or_else(|| self.konst(0));
-                        let others = self.frame_label(frame, &frame.open_in[k], Some(d));
+                        // The union of the other open entries: the frame's union, unless this
+                        // decision's own entry may be open.
+                        let others = if frame.open_in[k].contains(d) {
+                            self.frame_label(frame, &frame.open_in[k], Some(d))
+                        } else {
+                            Some(self.load_i32(frame.open))
+                        };
                         let ctrl = self.union(Some(frame.base), others).unwrap();
                         let mut idx = [self.size(id)];
                         let last = c::LLVMBuildInBoundsGEP2(
@@ -950,6 +1110,8 @@ impl Pass {
                         );
                         self.call(self.decide, &[last, self.konst(id), cond, ctrl]);
                         c::LLVMBuildStore(self.b, cond, frame.slots[d]);
+                        let open = self.union(others, Some(cond)).unwrap();
+                        c::LLVMBuildStore(self.b, open, frame.open);
                         let now = self.union(Some(ctrl), Some(cond)).unwrap();
                         c::LLVMBuildStore(self.b, now, self.ctrl);
                     }

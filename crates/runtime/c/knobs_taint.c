@@ -204,6 +204,20 @@ static inline label_t kt_union(label_t a, label_t b) {
   return __knobs_taint_union_slow(a, b);
 }
 
+/* The union of the `n` labels at `l`: the control taint of a function with many decisions,
+ * whose entries (0 when closed) the instrumented code keeps in an array. */
+label_t __knobs_taint_union_all(const label_t *l, uint64_t n) {
+  label_t or = 0;
+  for (uint64_t i = 0; i < n; i++)
+    or |= l[i];
+  if (!(or & KT_BIG))
+    return or;
+  label_t u = 0;
+  for (uint64_t i = 0; i < n; i++)
+    u = kt_union(u, l[i]);
+  return u;
+}
+
 /* ---------- shadow memory ---------- */
 
 #define KT_PAGE_BITS 20
@@ -227,7 +241,7 @@ static void kt_map_l1(void) {
 /* Before the program's own constructors (priority 101 is the first one not reserved). */
 __attribute__((constructor(101))) static void kt_construct(void) { kt_map_l1(); }
 
-static label_t *kt_page(uintptr_t a, int create) {
+static inline label_t *kt_page(uintptr_t a, int create) {
   if (a >> KT_ADDR_BITS)
     return NULL;
   if (!__knobs_taint_l1) {
@@ -320,9 +334,21 @@ static void kt_copy_chunk(uintptr_t d, uintptr_t s, uint64_t n, label_t extra) {
     return;
   }
   memmove(dd, sp + (s & (KT_PAGE - 1)), n * sizeof(label_t));
-  if (extra)
+  if (!extra)
+    return;
+  if (!(extra & KT_BIG)) {
+    /* Bit sets only (the usual case): an or, in loops the compiler vectorises. */
+    label_t any = 0;
     for (uint64_t i = 0; i < n; i++)
-      dd[i] = kt_union(dd[i], extra);
+      any |= dd[i];
+    if (!(any & KT_BIG)) {
+      for (uint64_t i = 0; i < n; i++)
+        dd[i] |= extra;
+      return;
+    }
+  }
+  for (uint64_t i = 0; i < n; i++)
+    dd[i] = kt_union(dd[i], extra);
 }
 
 /* Copies the shadow of `n` bytes from `src` to `dst` (memcpy, memmove), unioned with `extra`
