@@ -17,7 +17,9 @@
  * non-empty store; a load of an unmapped page is the empty label. A load's label is the union
  * of its bytes' labels.
  *
- * Control taint: kept by the instrumented code (per-function SSA values, see frontend::taint);
+ * Control taint: kept by the instrumented code (per function, one slot per decision in SSA
+ * values or, for functions with many decisions, in an array __knobs_taint_union_all unions;
+ * see frontend::taint);
  * the thread-local __knobs_taint_ctrl is the control taint of the running code (the union of
  * the open tainted decisions of every frame), which callees inherit and stores union in.
  *
