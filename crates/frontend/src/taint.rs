@@ -3,15 +3,20 @@
 //! with its data-flow and control-flow taint (`docs/comprex-records.md`).
 //!
 //! Design, in short (the runtime's C header states the runtime side):
-//! - Labels: every SSA value gets an `i32` shadow label (0 = no option; `k + 1` = option `k`;
-//!   larger ids are sets interned by the runtime). Unions go through an inlined helper
-//!   (`__knobs_taint_union`: equal labels or an empty side inline, otherwise the runtime's
-//!   cached union), constants are label 0 and cost nothing. Operations, casts, comparisons,
-//!   selects and GEPs take the union of their operands' labels; a load takes the union of the
-//!   shadow of the bytes it reads and its pointer's label (so table lookups indexed by an option
-//!   are tainted).
+//! - Labels: every SSA value gets an `i32` shadow label: a bit set of options 0..30 when bit 31
+//!   is clear (option `k` alone is `1 << k`), else a set the runtime interned (every set holding
+//!   an option from 31 on; option `k` alone is `1 << 31 | (k - 30)`). Unions go through an
+//!   inlined helper (`__knobs_taint_union`: a bitwise or unless a side is interned, then the
+//!   runtime's cached union); constants are label 0 and cost nothing. Operations, casts,
+//!   comparisons, selects and GEPs take the union of their operands' labels; a load takes the
+//!   union of the shadow of the bytes it reads and its pointer's label (so table lookups indexed
+//!   by an option are tainted).
 //! - Memory: stores write `label(value) ∪ control taint` into the runtime's byte-granular
 //!   shadow memory (globals, stack and heap alike); allocas and `malloc` results are cleared.
+//!   Accesses of up to 16 bytes (and of 32) read and write the shadow inline (helpers written
+//!   in LLVM IR, [`helpers_ir`], linked in and always inlined): the page table lookup, a vector
+//!   load or store of the labels, and a call to the runtime only for accesses that cross a
+//!   shadow page or meet an interned label.
 //! - Calls: the caller writes argument labels to the thread-local `__knobs_taint_args` (64
 //!   slots; further arguments are unlabelled) and reads the result's label from
 //!   `__knobs_taint_ret`, which the callee's `ret` writes. Calls to external (uninstrumented)
@@ -20,21 +25,28 @@
 //!   functions return label 0, everything else returns the union of its arguments' labels.
 //!   Indirect calls set both: the argument slots and a default result (the union), which an
 //!   instrumented callee overwrites.
-//! - Control taint (implicit flows): a conditional branch or switch calls
-//!   `__knobs_taint_decision(id, label(cond))`, which records the decision and pushes the label;
-//!   the start of the branch's immediate post-dominator pops it; functions with decisions open a
-//!   frame at entry and close it at `ret` (dropping the frame's entries). Stores union the whole
-//!   stack's taint (callees inherit their callers'); a phi's incoming value is unioned with the
-//!   taint of the current frame's open decisions at the end of the incoming block (the SSA form
-//!   of "a variable assigned under a tainted branch"), and so is a returned value. Values that
-//!   stay inside the controlled code keep only their data taint, so a decision under a tainted
-//!   branch reports the branch in its control taint, not its data taint.
+//! - Control taint (implicit flows): a conditional branch or switch opens an entry with its
+//!   condition's label, closed at the start of the branch's immediate post-dominator; executing
+//!   again (a loop header) replaces its own entry. The entries live in the function: one stack
+//!   slot per decision (its open entry's label, 0 when closed), which the optimiser turns into
+//!   SSA values, and a static data-flow pass ([`open_decisions`]) says which decisions may be
+//!   open at each block, so only those are read. The thread-local `__knobs_taint_ctrl` is the
+//!   control taint of the running code: a function reads its caller's at entry (its base),
+//!   sets it to base ∪ its open entries at every decision and pop, and restores the base at
+//!   `ret`; so callees inherit it and stores union it. A phi's incoming value is unioned with
+//!   the function's open entries at the end of the incoming block (the SSA form of "a variable
+//!   assigned under a tainted branch"), and so is a returned value. Values that stay inside the
+//!   controlled code keep only their data taint, so a decision under a tainted branch reports
+//!   the branch in its control taint, not its data taint.
 //! - Sources (`analysis::ResolvedSources` on the translated program): a load from an option
 //!   global (any address inside it) or from an option struct field, and the result of a selected
 //!   call (e.g. `getenv("X")`), get the option's label added.
 //! - Decisions: ids number the conditional branches and switches in module order (stable for one
-//!   build); each reports its function, file, line and column. Untainted decisions are reported
-//!   too, with empty taints (they make their region known to Comprex).
+//!   build); each reports its function, file, line and column. A decision records its (data,
+//!   control) taint pair through the runtime only when it differs from the site's last recorded
+//!   pair (`__knobs_taint_last`, one key per site, checked inline), so a decision executed again
+//!   with the same taints costs a compare. Untainted decisions are reported too, with empty
+//!   taints (they make their region known to Comprex).
 //!
 //! The runtime is initialised at the start of `main` (a program without `main` records nothing).
 
@@ -116,6 +128,9 @@ pub fn instrument_taint(
         stats.decisions = pass.sites.len();
         pass.init_in_main(options);
         c::LLVMDisposeBuilder(pass.b);
+        // The sites have their locations; the binary needs no debug information, and without
+        // it clang compiles the (larger) instrumented module faster.
+        llvm_sys::debuginfo::LLVMStripModuleDebugInfo(m);
     }
     if let Err(e) = module.verify() {
         return Err(Error::Verify(crate::first_line(e.to_str().unwrap_or("?"))));
@@ -252,6 +267,171 @@ fn address_roots(
     (globals, fields)
 }
 
+/// A function with decisions whose frame union (see [`Frame`]) would read more slots than this
+/// in total keeps its slots in memory, and recomputes the union with one call: slots in SSA
+/// cost code (and registers) per read, and one xz function (lzma_decode: 242 decisions in a
+/// loop) needs 38,000 reads, which made clang take minutes.
+const MAX_SLOT_READS: usize = 1024;
+
+/// Accesses of up to this many bytes (and of exactly 32) get an inline shadow access.
+const INLINE_ACCESS: u64 = 16;
+
+/// The helpers the instrumented code calls, in LLVM IR (linked into the module; all internal
+/// and always inlined): the fast paths of the runtime's label union, shadow loads and stores
+/// of `n` bytes (`__knobs_taint_load_<n>`, `__knobs_taint_store_<n>`) and the per-site check
+/// before recording a decision. Labels with bit 31 clear are bit sets of options (the runtime's
+/// header), so a union is an `or` unless a side is an interned set. The shadow layout is the
+/// runtime's: `__knobs_taint_l1[addr >> 20]` is null or a page of 2^20 labels. Shadow accesses
+/// carry TBAA types of their own under clang's root (labels, the first level's pointer, its
+/// entries): the program never touches shadow memory, and label stores do not move the table.
+fn helpers_ir() -> String {
+    let mut ir = String::from(
+        r#"
+@__knobs_taint_l1 = external global ptr
+
+declare i32 @__knobs_taint_union_slow(i32, i32)
+declare i32 @__knobs_taint_load(ptr, i64)
+declare void @__knobs_taint_store(ptr, i64, i32)
+declare void @__knobs_taint_record(i32, i32, i32)
+
+define i32 @__knobs_taint_union(i32 %a, i32 %b) alwaysinline {
+entry:
+  %u = or i32 %a, %b
+  %big = icmp slt i32 %u, 0
+  br i1 %big, label %slow, label %done, !prof !0
+slow:
+  %r = call i32 @__knobs_taint_union_slow(i32 %a, i32 %b)
+  br label %done
+done:
+  %l = phi i32 [ %u, %entry ], [ %r, %slow ]
+  ret i32 %l
+}
+
+define void @__knobs_taint_decide(ptr %last, i32 %id, i32 %data, i32 %ctrl) alwaysinline {
+entry:
+  %d = zext i32 %data to i64
+  %c = zext i32 %ctrl to i64
+  %h = shl i64 %d, 32
+  %k = or i64 %h, %c
+  %key = add i64 %k, 1
+  %old = load i64, ptr %last, align 8
+  %same = icmp eq i64 %old, %key
+  br i1 %same, label %done, label %new, !prof !1
+new:
+  call void @__knobs_taint_record(i32 %id, i32 %data, i32 %ctrl)
+  br label %done
+done:
+  ret void
+}
+"#,
+    );
+    let sizes = (1..=INLINE_ACCESS).chain([32]);
+    for n in sizes {
+        // The checks shared by loads and stores: the access lies in one shadow page, below
+        // 2^47, and the first level exists; then the page (null: all labels 0).
+        let prologue = format!(
+            r#"entry:
+  %a = ptrtoint ptr %p to i64
+  %l1 = load ptr, ptr @__knobs_taint_l1, align 8, !tbaa !5
+  %off = and i64 %a, 1048575
+  %cross = icmp ugt i64 %off, {limit}
+  %high = icmp uge i64 %a, 140737488355328
+  %nol1 = icmp eq ptr %l1, null
+  %x = or i1 %cross, %high
+  %bad = or i1 %x, %nol1
+  br i1 %bad, label %slow, label %fast, !prof !0
+fast:
+  %i = lshr i64 %a, 20
+  %slot = getelementptr inbounds ptr, ptr %l1, i64 %i
+  %pg = load ptr, ptr %slot, align 8, !tbaa !7
+  %none = icmp eq ptr %pg, null
+  %s = getelementptr inbounds i32, ptr %pg, i64 %off"#,
+            limit = (1u64 << 20) - n
+        );
+        ir.push_str(&format!(
+            r#"
+define i32 @__knobs_taint_load_{n}(ptr %p) alwaysinline {{
+{prologue}
+  br i1 %none, label %done, label %mapped
+mapped:
+  %v = load <{n} x i32>, ptr %s, align 4, !tbaa !2
+  %or = call i32 @llvm.vector.reduce.or.v{n}i32(<{n} x i32> %v)
+  %big = icmp slt i32 %or, 0
+  br i1 %big, label %slow, label %done, !prof !0
+slow:
+  %r = call i32 @__knobs_taint_load(ptr %p, i64 {n})
+  br label %done
+done:
+  %l = phi i32 [ 0, %fast ], [ %or, %mapped ], [ %r, %slow ]
+  ret i32 %l
+}}
+declare i32 @llvm.vector.reduce.or.v{n}i32(<{n} x i32>)
+
+define void @__knobs_taint_store_{n}(ptr %p, i32 %l) alwaysinline {{
+{prologue}
+  br i1 %none, label %unmapped, label %mapped
+unmapped:
+  %zero = icmp eq i32 %l, 0
+  br i1 %zero, label %done, label %slow
+mapped:
+  %one = insertelement <{n} x i32> poison, i32 %l, i64 0
+  %v = shufflevector <{n} x i32> %one, <{n} x i32> poison, <{n} x i32> zeroinitializer
+  store <{n} x i32> %v, ptr %s, align 4, !tbaa !2
+  br label %done
+slow:
+  call void @__knobs_taint_store(ptr %p, i64 {n}, i32 %l)
+  br label %done
+done:
+  ret void
+}}
+"#
+        ));
+    }
+    ir.push_str(
+        r#"
+!0 = !{!"branch_weights", i32 1, i32 2000}
+!1 = !{!"branch_weights", i32 2000, i32 1}
+!2 = !{!3, !3, i64 0}
+!3 = !{!"knobs taint shadow", !4, i64 0}
+!4 = !{!"Simple C/C++ TBAA"}
+!5 = !{!6, !6, i64 0}
+!6 = !{!"knobs taint shadow table", !4, i64 0}
+!7 = !{!8, !8, i64 0}
+!8 = !{!"knobs taint shadow page table", !4, i64 0}
+"#,
+    );
+    ir
+}
+
+/// Parses [`helpers_ir`] and links it into `m`.
+unsafe fn link_helpers(m: LLVMModuleRef, ctx: LLVMContextRef) {
+    unsafe {
+        let text = helpers_ir();
+        let buf = c::LLVMCreateMemoryBufferWithMemoryRangeCopy(
+            text.as_ptr() as *const _,
+            text.len(),
+            c"knobs-taint-helpers".as_ptr(),
+        );
+        let mut helpers: LLVMModuleRef = std::ptr::null_mut();
+        let mut message: *mut std::ffi::c_char = std::ptr::null_mut();
+        if llvm_sys::ir_reader::LLVMParseIRInContext(ctx, buf, &mut helpers, &mut message) != 0 {
+            let text = std::ffi::CStr::from_ptr(message).to_string_lossy();
+            panic!("the taint helpers do not parse: {text}");
+        }
+        c::LLVMSetDataLayout(helpers, c::LLVMGetDataLayoutStr(m));
+        c::LLVMSetTarget(helpers, c::LLVMGetTarget(m));
+        if llvm_sys::linker::LLVMLinkModules2(m, helpers) != 0 {
+            panic!("the taint helpers do not link");
+        }
+        // Defined external so the linker keeps them; internal now (inlined, then dropped).
+        for f in llvm::functions(m) {
+            if c::LLVMCountBasicBlocks(f) > 0 && llvm::value_name(f).starts_with("__knobs_taint_") {
+                c::LLVMSetLinkage(f, llvm_sys::LLVMLinkage::LLVMInternalLinkage);
+            }
+        }
+    }
+}
+
 /// Runtime declarations and the state of the pass.
 struct Pass {
     m: LLVMModuleRef,
@@ -264,16 +444,22 @@ struct Pass {
     args: LLVMValueRef,
     ret: LLVMValueRef,
     ctrl: LLVMValueRef,
-    fctrl: LLVMValueRef,
+    /// Per decision id: the last (data, ctrl) key recorded (a placeholder until the number of
+    /// sites is known, see [`Pass::init_in_main`]).
+    last: LLVMValueRef,
     union: (LLVMTypeRef, LLVMValueRef),
+    union_slow: (LLVMTypeRef, LLVMValueRef),
+    union_all: (LLVMTypeRef, LLVMValueRef),
+    /// `__knobs_taint_union_<n>` by `n` ([`Pass::union_n`]).
+    unions: std::cell::RefCell<HashMap<usize, (LLVMTypeRef, LLVMValueRef)>>,
+    decide: (LLVMTypeRef, LLVMValueRef),
+    /// `__knobs_taint_load_<n>` and `__knobs_taint_store_<n>` by `n`.
+    inline_loads: HashMap<u64, (LLVMTypeRef, LLVMValueRef)>,
+    inline_stores: HashMap<u64, (LLVMTypeRef, LLVMValueRef)>,
     load: (LLVMTypeRef, LLVMValueRef),
     store: (LLVMTypeRef, LLVMValueRef),
     copy: (LLVMTypeRef, LLVMValueRef),
     strcopy: (LLVMTypeRef, LLVMValueRef),
-    decision: (LLVMTypeRef, LLVMValueRef),
-    pop: (LLVMTypeRef, LLVMValueRef),
-    enter: (LLVMTypeRef, LLVMValueRef),
-    leave: (LLVMTypeRef, LLVMValueRef),
     init: (LLVMTypeRef, LLVMValueRef),
     sources: HashMap<LLVMValueRef, Vec<u32>>,
     /// Per decision id: "method\tfile\tline\tcolumn".
@@ -282,6 +468,68 @@ struct Pass {
 
 /// A value's shadow label: `None` when it is known to be 0 (constants).
 type Label = Option<LLVMValueRef>;
+
+/// Option `k`'s label (the runtime's encoding): bit `k` for the first 31 options, an interned
+/// singleton (bit 31 set) for the rest.
+fn option_label(k: u32) -> u32 {
+    if k < 31 {
+        1 << k
+    } else {
+        0x8000_0000 | (k - 30)
+    }
+}
+
+/// A set of a function's decisions (by their index in the function), as bits.
+#[derive(Clone, PartialEq, Eq)]
+struct DecisionSet(Vec<u64>);
+
+impl DecisionSet {
+    fn new(n: usize) -> DecisionSet {
+        DecisionSet(vec![0; n.div_ceil(64)])
+    }
+    fn insert(&mut self, k: usize) {
+        self.0[k / 64] |= 1 << (k % 64);
+    }
+    fn contains(&self, k: usize) -> bool {
+        self.0[k / 64] & (1 << (k % 64)) != 0
+    }
+    fn remove(&mut self, k: usize) {
+        self.0[k / 64] &= !(1 << (k % 64));
+    }
+    fn union_with(&mut self, other: &DecisionSet) {
+        for (a, b) in self.0.iter_mut().zip(&other.0) {
+            *a |= b;
+        }
+    }
+    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.0.iter().enumerate().flat_map(|(w, &bits)| {
+            (0..64)
+                .filter(move |b| bits & (1 << b) != 0)
+                .map(move |b| w * 64 + b)
+        })
+    }
+}
+
+/// The control taint of one instrumented function with decisions (a frame): the caller's
+/// control taint at entry, per decision of the function a stack slot holding the label of its
+/// open entry (0 when not open), and a slot holding the union of the open entries; the
+/// optimiser promotes the slots to SSA values.
+struct Frame {
+    /// `__knobs_taint_ctrl` at entry.
+    base: LLVMValueRef,
+    /// Per decision of the function (by index): its slot.
+    slots: Vec<LLVMValueRef>,
+    /// The union of the slots (kept up to date at decisions and pops).
+    open: LLVMValueRef,
+    /// In functions where recomputing the union from the open slots would take more than
+    /// [`MAX_SLOT_READS`] reads, the slots are the elements of this array in memory, and the
+    /// runtime's `__knobs_taint_union_all` unions them all (closed slots are 0).
+    array: Option<LLVMValueRef>,
+    /// Per block: the decisions that may be open after its pops (their slots may be non-zero).
+    open_in: Vec<DecisionSet>,
+    /// Per block: the decision ending it (its index), if any.
+    decision: Vec<Option<usize>>,
+}
 
 impl Pass {
     unsafe fn new(m: LLVMModuleRef, sources: HashMap<LLVMValueRef, Vec<u32>>) -> Pass {
@@ -292,6 +540,7 @@ impl Pass {
             let ptrt = c::LLVMPointerTypeInContext(ctx, 0);
             let voidt = c::LLVMVoidTypeInContext(ctx);
             let td = llvm_sys::target::LLVMGetModuleDataLayout(m);
+            link_helpers(m, ctx);
             let tls = |name: &std::ffi::CStr, ty: LLVMTypeRef| {
                 let g = c::LLVMAddGlobal(m, ty, name.as_ptr());
                 c::LLVMSetThreadLocal(g, 1);
@@ -318,14 +567,19 @@ impl Pass {
             );
             let ret = tls(c"__knobs_taint_ret", i32t);
             let ctrl = tls(c"__knobs_taint_ctrl", i32t);
-            let fctrl = tls(c"__knobs_taint_fctrl", i32t);
-            let slow = declare(c"__knobs_taint_union_slow", i32t, &[i32t, i32t]);
-            let b = c::LLVMCreateBuilderInContext(ctx);
-            let union = Self::union_helper(ctx, m, b, i32t, slow);
+            let last = c::LLVMAddGlobal(m, c::LLVMArrayType2(i64t, 0), c"".as_ptr());
+            let mut inline_loads = HashMap::new();
+            let mut inline_stores = HashMap::new();
+            for n in (1..=INLINE_ACCESS).chain([32]) {
+                let load = CString::new(format!("__knobs_taint_load_{n}")).unwrap();
+                let store = CString::new(format!("__knobs_taint_store_{n}")).unwrap();
+                inline_loads.insert(n, declare(&load, i32t, &[ptrt]));
+                inline_stores.insert(n, declare(&store, voidt, &[ptrt, i32t]));
+            }
             Pass {
                 m,
                 ctx,
-                b,
+                b: c::LLVMCreateBuilderInContext(ctx),
                 td,
                 i32t,
                 i64t,
@@ -333,82 +587,26 @@ impl Pass {
                 args,
                 ret,
                 ctrl,
-                fctrl,
-                union,
+                last,
+                union: declare(c"__knobs_taint_union", i32t, &[i32t, i32t]),
+                union_slow: declare(c"__knobs_taint_union_slow", i32t, &[i32t, i32t]),
+                union_all: declare(c"__knobs_taint_union_all", i32t, &[ptrt, i64t]),
+                unions: Default::default(),
+                decide: declare(c"__knobs_taint_decide", voidt, &[ptrt, i32t, i32t, i32t]),
+                inline_loads,
+                inline_stores,
                 load: declare(c"__knobs_taint_load", i32t, &[ptrt, i64t]),
                 store: declare(c"__knobs_taint_store", voidt, &[ptrt, i64t, i32t]),
                 copy: declare(c"__knobs_taint_copy", voidt, &[ptrt, ptrt, i64t, i32t]),
                 strcopy: declare(c"__knobs_taint_strcopy", voidt, &[ptrt, ptrt, i32t]),
-                decision: declare(c"__knobs_taint_decision", voidt, &[i32t, i32t]),
-                pop: declare(c"__knobs_taint_pop", voidt, &[i32t]),
-                enter: declare(c"__knobs_taint_enter", voidt, &[]),
-                leave: declare(c"__knobs_taint_leave", i32t, &[i32t]),
-                init: declare(c"__knobs_taint_init", voidt, &[i32t, ptrt, i32t, ptrt]),
+                init: declare(
+                    c"__knobs_taint_init",
+                    voidt,
+                    &[i32t, ptrt, i32t, ptrt, ptrt],
+                ),
                 sources,
                 sites: Vec::new(),
             }
-        }
-    }
-
-    /// `internal i32 @__knobs_taint_union(i32 a, i32 b)` (always inlined): the trivial cases
-    /// inline, the rest in the runtime.
-    unsafe fn union_helper(
-        ctx: LLVMContextRef,
-        m: LLVMModuleRef,
-        b: LLVMBuilderRef,
-        i32t: LLVMTypeRef,
-        slow: (LLVMTypeRef, LLVMValueRef),
-    ) -> (LLVMTypeRef, LLVMValueRef) {
-        unsafe {
-            let mut params = [i32t, i32t];
-            let ty = c::LLVMFunctionType(i32t, params.as_mut_ptr(), 2, 0);
-            let f = c::LLVMAddFunction(m, c"__knobs_taint_union".as_ptr(), ty);
-            c::LLVMSetLinkage(f, llvm_sys::LLVMLinkage::LLVMInternalLinkage);
-            let kind = c::LLVMGetEnumAttributeKindForName(c"alwaysinline".as_ptr(), 12);
-            let attr = c::LLVMCreateEnumAttribute(ctx, kind, 0);
-            c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, attr);
-            let entry = c::LLVMAppendBasicBlockInContext(ctx, f, c"entry".as_ptr());
-            let ret_a = c::LLVMAppendBasicBlockInContext(ctx, f, c"a".as_ptr());
-            let check = c::LLVMAppendBasicBlockInContext(ctx, f, c"check".as_ptr());
-            let ret_b = c::LLVMAppendBasicBlockInContext(ctx, f, c"b".as_ptr());
-            let slow_bb = c::LLVMAppendBasicBlockInContext(ctx, f, c"slow".as_ptr());
-            let (a, bv) = (c::LLVMGetParam(f, 0), c::LLVMGetParam(f, 1));
-            let zero = c::LLVMConstInt(i32t, 0, 0);
-            c::LLVMPositionBuilderAtEnd(b, entry);
-            let eq = c::LLVMBuildICmp(
-                b,
-                llvm_sys::LLVMIntPredicate::LLVMIntEQ,
-                a,
-                bv,
-                c"".as_ptr(),
-            );
-            let bz = c::LLVMBuildICmp(
-                b,
-                llvm_sys::LLVMIntPredicate::LLVMIntEQ,
-                bv,
-                zero,
-                c"".as_ptr(),
-            );
-            let either = c::LLVMBuildOr(b, eq, bz, c"".as_ptr());
-            c::LLVMBuildCondBr(b, either, ret_a, check);
-            c::LLVMPositionBuilderAtEnd(b, ret_a);
-            c::LLVMBuildRet(b, a);
-            c::LLVMPositionBuilderAtEnd(b, check);
-            let az = c::LLVMBuildICmp(
-                b,
-                llvm_sys::LLVMIntPredicate::LLVMIntEQ,
-                a,
-                zero,
-                c"".as_ptr(),
-            );
-            c::LLVMBuildCondBr(b, az, ret_b, slow_bb);
-            c::LLVMPositionBuilderAtEnd(b, ret_b);
-            c::LLVMBuildRet(b, bv);
-            c::LLVMPositionBuilderAtEnd(b, slow_bb);
-            let mut call_args = [a, bv];
-            let r = c::LLVMBuildCall2(b, slow.0, slow.1, call_args.as_mut_ptr(), 2, c"".as_ptr());
-            c::LLVMBuildRet(b, r);
-            (ty, f)
         }
     }
 
@@ -446,6 +644,30 @@ impl Pass {
         unsafe { c::LLVMBuildLoad2(self.b, self.i32t, g, c"".as_ptr()) }
     }
 
+    unsafe fn load_i32(&self, slot: LLVMValueRef) -> LLVMValueRef {
+        unsafe { c::LLVMBuildLoad2(self.b, self.i32t, slot, c"".as_ptr()) }
+    }
+
+    /// The label of the `n` bytes at `ptr` in shadow memory.
+    unsafe fn shadow_load(&self, ptr: LLVMValueRef, n: u64) -> LLVMValueRef {
+        unsafe {
+            match self.inline_loads.get(&n) {
+                Some(&f) => self.call(f, &[ptr]),
+                None => self.call(self.load, &[ptr, self.size(n)]),
+            }
+        }
+    }
+
+    /// Sets the label of the `n` bytes at `ptr` in shadow memory to `l`.
+    unsafe fn shadow_store(&self, ptr: LLVMValueRef, n: u64, l: LLVMValueRef) {
+        unsafe {
+            match self.inline_stores.get(&n) {
+                Some(&f) => self.call(f, &[ptr, l]),
+                None => self.call(self.store, &[ptr, self.size(n), l]),
+            };
+        }
+    }
+
     unsafe fn arg_slot(&self, k: u32) -> LLVMValueRef {
         unsafe {
             let mut idx = [self.konst(0), self.konst(u64::from(k))];
@@ -469,13 +691,116 @@ impl Pass {
         }
     }
 
-    /// Label ids `opts` (each `k + 1`) as one label.
+    /// Option indices + 1 `opts` (as the sources map holds them) as one label.
     unsafe fn options_label(&self, opts: &[u32]) -> Label {
+        let mut small = 0u32;
         let mut l = None;
         for &o in opts {
-            l = unsafe { self.union(l, Some(self.konst(u64::from(o)))) };
+            match option_label(o - 1) {
+                bits if bits & 0x8000_0000 == 0 => small |= bits,
+                big => l = unsafe { self.union(l, Some(self.konst(u64::from(big)))) },
+            }
+        }
+        if small != 0 {
+            l = unsafe { self.union(Some(self.konst(u64::from(small))), l) };
         }
         l
+    }
+
+    /// The union of the open entries of `frame` among `set` (the frame's control taint), at
+    /// the builder's position.
+    unsafe fn frame_label(&self, frame: &Frame, set: &DecisionSet, except: Option<usize>) -> Label {
+        unsafe {
+            if let Some(array) = frame.array {
+                // The closed slots are 0: the union of all but `except`'s (which its decision
+                // is about to replace).
+                if let Some(d) = except {
+                    c::LLVMBuildStore(self.b, self.konst(0), frame.slots[d]);
+                }
+                let n = self.size(frame.slots.len() as u64);
+                return Some(self.call(self.union_all, &[array, n]));
+            }
+            let labels: Vec<LLVMValueRef> = set
+                .iter()
+                .filter(|&k| Some(k) != except)
+                .map(|k| self.load_i32(frame.slots[k]))
+                .collect();
+            match labels.len() {
+                0 => None,
+                1 => Some(labels[0]),
+                n => Some(self.call(self.union_n(n), &labels)),
+            }
+        }
+    }
+
+    /// `internal i32 @__knobs_taint_union_<n>(i32 × n)` (always inlined): the union of `n`
+    /// labels, an `or` of them all unless one is an interned set (then a chain of the
+    /// runtime's unions, out of line). One branch for any `n`, where a chain of
+    /// [`Pass::union`]s has one per label: frames of functions with hundreds of decisions
+    /// union many slots.
+    unsafe fn union_n(&self, n: usize) -> (LLVMTypeRef, LLVMValueRef) {
+        if let Some(&f) = self.unions.borrow().get(&n) {
+            return f;
+        }
+        unsafe {
+            let b = c::LLVMCreateBuilderInContext(self.ctx);
+            let mut params = vec![self.i32t; n];
+            let ty = c::LLVMFunctionType(self.i32t, params.as_mut_ptr(), n as u32, 0);
+            let name = CString::new(format!("__knobs_taint_union_{n}")).unwrap();
+            let f = c::LLVMAddFunction(self.m, name.as_ptr(), ty);
+            c::LLVMSetLinkage(f, llvm_sys::LLVMLinkage::LLVMInternalLinkage);
+            let kind = c::LLVMGetEnumAttributeKindForName(c"alwaysinline".as_ptr(), 12);
+            let attr = c::LLVMCreateEnumAttribute(self.ctx, kind, 0);
+            c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, attr);
+            let entry = c::LLVMAppendBasicBlockInContext(self.ctx, f, c"entry".as_ptr());
+            let done = c::LLVMAppendBasicBlockInContext(self.ctx, f, c"done".as_ptr());
+            let slow = c::LLVMAppendBasicBlockInContext(self.ctx, f, c"slow".as_ptr());
+            c::LLVMPositionBuilderAtEnd(b, entry);
+            let labels: Vec<LLVMValueRef> = (0..n).map(|k| c::LLVMGetParam(f, k as u32)).collect();
+            let mut or = labels[0];
+            for &l in &labels[1..] {
+                or = c::LLVMBuildOr(b, or, l, c"".as_ptr());
+            }
+            let big = c::LLVMBuildICmp(
+                b,
+                llvm_sys::LLVMIntPredicate::LLVMIntSLT,
+                or,
+                self.konst(0),
+                c"".as_ptr(),
+            );
+            let br = c::LLVMBuildCondBr(b, big, slow, done);
+            let mut weights = [
+                c::LLVMMDStringInContext2(self.ctx, c"branch_weights".as_ptr(), 14),
+                c::LLVMValueAsMetadata(self.konst(1)),
+                c::LLVMValueAsMetadata(self.konst(2000)),
+            ];
+            let prof = c::LLVMMDNodeInContext2(self.ctx, weights.as_mut_ptr(), 3);
+            c::LLVMSetMetadata(
+                br,
+                c::LLVMGetMDKindIDInContext(self.ctx, c"prof".as_ptr(), 4),
+                c::LLVMMetadataAsValue(self.ctx, prof),
+            );
+            c::LLVMPositionBuilderAtEnd(b, done);
+            c::LLVMBuildRet(b, or);
+            c::LLVMPositionBuilderAtEnd(b, slow);
+            let slow_union = self.union_slow;
+            let mut l = labels[0];
+            for &x in &labels[1..] {
+                let mut args = [l, x];
+                l = c::LLVMBuildCall2(
+                    b,
+                    slow_union.0,
+                    slow_union.1,
+                    args.as_mut_ptr(),
+                    2,
+                    c"".as_ptr(),
+                );
+            }
+            c::LLVMBuildRet(b, l);
+            c::LLVMDisposeBuilder(b);
+            self.unions.borrow_mut().insert(n, (ty, f));
+            (ty, f)
+        }
     }
 
     unsafe fn function(&mut self, f: LLVMValueRef) {
@@ -506,9 +831,11 @@ impl Pass {
                 }
             }
             let dom = FunctionDominance::from_graph(&succs, &preds);
-            // Decision sites, numbered now (module order, block order).
-            let mut decision_of: HashMap<u32, u32> = HashMap::new();
-            let mut pops: Vec<Vec<u32>> = vec![Vec::new(); n];
+            // Decision sites, numbered now (module order, block order); each is popped at the
+            // start of its branch's immediate post-dominator.
+            let first_id = self.sites.len();
+            let mut decision: Vec<Option<usize>> = vec![None; n];
+            let mut pops: Vec<Vec<usize>> = vec![Vec::new(); n];
             for (k, &bb) in blocks.iter().enumerate() {
                 if !dom.dom.is_reachable(k as u32) {
                     continue;
@@ -517,14 +844,14 @@ impl Pass {
                 if term.is_null() || !is_decision(term) {
                     continue;
                 }
-                let id = self.sites.len() as u32;
+                let d = self.sites.len() - first_id;
                 self.sites.push(site_text(&name, term));
-                decision_of.insert(k as u32, id);
+                decision[k] = Some(d);
                 if let Some(p) = dom.ipdom(k as u32) {
-                    pops[p as usize].push(id);
+                    pops[p as usize].push(d);
                 }
             }
-            let framed = !decision_of.is_empty();
+            let ndecisions = self.sites.len() - first_id;
             let mut shadow: HashMap<LLVMValueRef, LLVMValueRef> = HashMap::new();
 
             // Entry: argument labels, then the frame.
@@ -535,9 +862,60 @@ impl Pass {
                 let l = c::LLVMBuildLoad2(self.b, self.i32t, slot, c"".as_ptr());
                 shadow.insert(c::LLVMGetParam(f, k), l);
             }
-            if framed {
-                self.call(self.enter, &[]);
-            }
+            let frame = (ndecisions > 0).then(|| {
+                let open_in = open_decisions(&dom, &preds, &decision, &pops, ndecisions);
+                // The slot reads recomputing the union: at pops and at decisions that may
+                // replace their own entry.
+                let reads: usize = (0..n)
+                    .filter(|&k| {
+                        !pops[k].is_empty() || decision[k].is_some_and(|d| open_in[k].contains(d))
+                    })
+                    .map(|k| open_in[k].iter().count())
+                    .sum();
+                let array = (reads > MAX_SLOT_READS).then(|| {
+                    let ty = c::LLVMArrayType2(self.i32t, ndecisions as u64);
+                    let a = c::LLVMBuildAlloca(self.b, ty, c"".as_ptr());
+                    c::LLVMBuildMemSet(
+                        self.b,
+                        a,
+                        c::LLVMConstInt(c::LLVMInt8TypeInContext(self.ctx), 0, 0),
+                        self.size(4 * ndecisions as u64),
+                        4,
+                    );
+                    a
+                });
+                let slots: Vec<LLVMValueRef> = (0..ndecisions)
+                    .map(|d| match array {
+                        Some(a) => {
+                            let mut idx = [self.size(d as u64)];
+                            c::LLVMBuildInBoundsGEP2(
+                                self.b,
+                                self.i32t,
+                                a,
+                                idx.as_mut_ptr(),
+                                1,
+                                c"".as_ptr(),
+                            )
+                        }
+                        None => {
+                            let s = c::LLVMBuildAlloca(self.b, self.i32t, c"".as_ptr());
+                            c::LLVMBuildStore(self.b, self.konst(0), s);
+                            s
+                        }
+                    })
+                    .collect();
+                let open = c::LLVMBuildAlloca(self.b, self.i32t, c"".as_ptr());
+                c::LLVMBuildStore(self.b, self.konst(0), open);
+                let base = self.load_tls(self.ctrl);
+                Frame {
+                    base,
+                    slots,
+                    array,
+                    open,
+                    open_in,
+                    decision: decision.clone(),
+                }
+            });
 
             // Shadow phis first (their incoming values are filled at the end).
             let mut phis: Vec<(LLVMValueRef, LLVMValueRef)> = Vec::new();
@@ -569,19 +947,29 @@ impl Pass {
                 if body.is_empty() {
                     continue;
                 }
-                // Pops at the block's start (after the phis).
-                c::LLVMPositionBuilderBefore(self.b, body[0]);
-                for &id in &pops[k as usize] {
-                    self.call(self.pop, &[self.konst(u64::from(id))]);
+                // Pops at the block's start (after the phis): the entries are cleared, the
+                // control taint is the frame's remaining open entries over the caller's.
+                if let Some(frame) = &frame
+                    && !pops[k as usize].is_empty()
+                {
+                    c::LLVMPositionBuilderBefore(self.b, body[0]);
+                    for &d in &pops[k as usize] {
+                        c::LLVMBuildStore(self.b, self.konst(0), frame.slots[d]);
+                    }
+                    let open = self.frame_label(frame, &frame.open_in[k as usize], None);
+                    c::LLVMBuildStore(self.b, open.unwrap_or_else(|| self.konst(0)), frame.open);
+                    let ctrl = self.union(Some(frame.base), open).unwrap();
+                    c::LLVMBuildStore(self.b, ctrl, self.ctrl);
                 }
                 for (j, &i) in body.iter().enumerate() {
                     let next = body.get(j + 1).copied();
-                    self.instruction(i, next, &mut shadow, framed, decision_of.get(&k).copied());
+                    let at = frame.as_ref().map(|f| (f, k as usize));
+                    self.instruction(i, next, &mut shadow, at, first_id);
                 }
             }
 
             // Phi incoming values: the value's label ∪ the frame's control taint at the end of
-            // the incoming block.
+            // the incoming block (after its own decision).
             let mut edge_ctrl: HashMap<LLVMBasicBlockRef, Label> = HashMap::new();
             for (phi, sp) in phis {
                 let mut done: HashMap<LLVMBasicBlockRef, LLVMValueRef> = HashMap::new();
@@ -595,12 +983,11 @@ impl Pass {
                         let l = if reachable {
                             let term = c::LLVMGetBasicBlockTerminator(pred);
                             c::LLVMPositionBuilderBefore(self.b, term);
-                            let fc = if framed {
-                                *edge_ctrl
+                            let fc = match &frame {
+                                Some(frame) => *edge_ctrl
                                     .entry(pred)
-                                    .or_insert_with(|| Some(self.load_tls(self.fctrl)))
-                            } else {
-                                None
+                                    .or_insert_with(|| Some(self.load_i32(frame.open))),
+                                None => None,
                             };
                             self.union(label(&shadow, v), fc)
                                 .unwrap_or_else(|| self.konst(0))
@@ -618,14 +1005,16 @@ impl Pass {
     }
 
     /// Instruments one non-phi instruction: its label goes into `shadow`. Code for before it
-    /// goes before `i`, code after it before `next` (the next original instruction).
+    /// goes before `i`, code after it before `next` (the next original instruction). `frame`:
+    /// the function's frame and the instruction's block, when the function has decisions
+    /// (numbered from `first_id`).
     unsafe fn instruction(
         &self,
         i: LLVMValueRef,
         next: Option<LLVMValueRef>,
         shadow: &mut HashMap<LLVMValueRef, LLVMValueRef>,
-        framed: bool,
-        decision: Option<u32>,
+        frame: Option<(&Frame, usize)>,
+        first_id: usize,
     ) {
         unsafe {
             let label = |v: LLVMValueRef| -> Label { shadow.get(&v).copied() };
@@ -641,7 +1030,7 @@ impl Pass {
                     after();
                     let ptr = c::LLVMGetOperand(i, 0);
                     let size = self.store_size(c::LLVMTypeOf(i));
-                    let mem = self.call(self.load, &[ptr, self.size(size)]);
+                    let mem = self.shadow_load(ptr, size);
                     let l = self.union(Some(mem), label(ptr));
                     let s = self.options_label(&source);
                     self.union(l, s)
@@ -653,7 +1042,7 @@ impl Pass {
                     let size = self.store_size(c::LLVMTypeOf(v));
                     let ctrl = self.load_tls(self.ctrl);
                     let l = self.union(label(v), Some(ctrl)).unwrap();
-                    self.call(self.store, &[ptr, self.size(size), l]);
+                    self.shadow_store(ptr, size, l);
                     None
                 }
                 Op::LLVMAlloca => {
@@ -664,7 +1053,7 @@ impl Pass {
                     } else {
                         let n = c::LLVMConstIntGetZExtValue(count) * self.store_size(ty);
                         after();
-                        self.call(self.store, &[i, self.size(n), self.konst(0)]);
+                        self.shadow_store(i, n, self.konst(0));
                         None
                     }
                 }
@@ -676,10 +1065,15 @@ impl Pass {
                     } else {
                         None
                     };
-                    let l = if framed {
-                        Some(self.call(self.leave, &[v.unwrap_or_else(|| self.konst(0))]))
-                    } else {
-                        v
+                    // A value returned under this frame's open tainted decisions carries them;
+                    // the caller's control taint is restored.
+                    let l = match frame {
+                        Some((frame, _)) => {
+                            let open = self.load_i32(frame.open);
+                            c::LLVMBuildStore(self.b, frame.base, self.ctrl);
+                            self.union(v, Some(open))
+                        }
+                        None => v,
                     };
                     if c::LLVMGetNumOperands(i) > 0 {
                         c::LLVMBuildStore(self.b, l.unwrap_or_else(|| self.konst(0)), self.ret);
@@ -687,10 +1081,39 @@ impl Pass {
                     None
                 }
                 Op::LLVMBr | Op::LLVMSwitch => {
-                    if let Some(id) = decision {
+                    if let Some((frame, k)) = frame
+                        && let Some(d) = frame.decision[k]
+                    {
+                        // The decision replaces its own open entry (a loop header is not
+                        // control dependent on its previous outcome): its control taint is
+                        // the other open entries over the caller's. Recorded unless the site's
+                        // last record has the same taints; then its entry is open.
                         before();
+                        let id = (first_id + d) as u64;
                         let cond = label(c::LLVMGetOperand(i, 0)).unwrap_or_else(|| self.konst(0));
-                        self.call(self.decision, &[self.konst(u64::from(id)), cond]);
+                        // The union of the other open entries: the frame's union, unless this
+                        // decision's own entry may be open.
+                        let others = if frame.open_in[k].contains(d) {
+                            self.frame_label(frame, &frame.open_in[k], Some(d))
+                        } else {
+                            Some(self.load_i32(frame.open))
+                        };
+                        let ctrl = self.union(Some(frame.base), others).unwrap();
+                        let mut idx = [self.size(id)];
+                        let last = c::LLVMBuildInBoundsGEP2(
+                            self.b,
+                            self.i64t,
+                            self.last,
+                            idx.as_mut_ptr(),
+                            1,
+                            c"".as_ptr(),
+                        );
+                        self.call(self.decide, &[last, self.konst(id), cond, ctrl]);
+                        c::LLVMBuildStore(self.b, cond, frame.slots[d]);
+                        let open = self.union(others, Some(cond)).unwrap();
+                        c::LLVMBuildStore(self.b, open, frame.open);
+                        let now = self.union(Some(ctrl), Some(cond)).unwrap();
+                        c::LLVMBuildStore(self.b, now, self.ctrl);
                     }
                     None
                 }
@@ -828,9 +1251,16 @@ impl Pass {
         }
     }
 
-    /// Calls `__knobs_taint_init` first thing in `main`.
+    /// Defines the per-site array of last recorded keys (replacing the placeholder the
+    /// decisions index) and calls `__knobs_taint_init` first thing in `main`.
     unsafe fn init_in_main(&self, options: &[String]) {
         unsafe {
+            let ty = c::LLVMArrayType2(self.i64t, self.sites.len() as u64);
+            let last = c::LLVMAddGlobal(self.m, ty, c"__knobs_taint_last".as_ptr());
+            c::LLVMSetInitializer(last, c::LLVMConstNull(ty));
+            c::LLVMSetLinkage(last, llvm_sys::LLVMLinkage::LLVMInternalLinkage);
+            c::LLVMReplaceAllUsesWith(self.last, last);
+            c::LLVMDeleteGlobal(self.last);
             let main = c::LLVMGetNamedFunction(self.m, c"main".as_ptr());
             if main.is_null() || c::LLVMCountBasicBlocks(main) == 0 {
                 return;
@@ -848,6 +1278,7 @@ impl Pass {
                     names,
                     self.konst(self.sites.len() as u64),
                     sites,
+                    last,
                 ],
             );
         }
@@ -866,6 +1297,42 @@ impl Pass {
             g
         }
     }
+}
+
+/// Per block: the decisions (of `decision`, by block) that may be open after the block's pops
+/// (`pops`): those with a path from their branch to the block that does not enter the block
+/// that pops them. A forward data-flow fixpoint over the reachable blocks.
+fn open_decisions(
+    dom: &FunctionDominance,
+    preds: &[Vec<u32>],
+    decision: &[Option<usize>],
+    pops: &[Vec<usize>],
+    ndecisions: usize,
+) -> Vec<DecisionSet> {
+    let mut open_in = vec![DecisionSet::new(ndecisions); preds.len()];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &k in dom.dom.reverse_post_order() {
+            let k = k as usize;
+            let mut s = DecisionSet::new(ndecisions);
+            for &p in &preds[k] {
+                let p = p as usize;
+                s.union_with(&open_in[p]);
+                if let Some(d) = decision[p] {
+                    s.insert(d);
+                }
+            }
+            for &d in &pops[k] {
+                s.remove(d);
+            }
+            if s != open_in[k] {
+                open_in[k] = s;
+                changed = true;
+            }
+        }
+    }
+    open_in
 }
 
 /// A conditional branch or a switch.

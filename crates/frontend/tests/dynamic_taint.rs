@@ -460,3 +460,137 @@ fn comprex_over_real_runs_of_the_running_example_finds_the_papers_partitions() {
     assert_eq!(bar.texts(), ["A ∧ C", "A ∧ ¬C", "¬A ∧ C", "¬A ∧ ¬C"]);
     assert_eq!(ex.configurations.len(), 4);
 }
+
+/// A loop of early exits: every `goto out` decision stays open until `out` (its immediate
+/// post-dominator), so later decisions, and the same decisions in the next iteration, run
+/// under the earlier ones' control taint. `fillers` untainted exits in between: with many,
+/// the instrumenter keeps the function's open entries in memory (more than 1024 slot reads to
+/// recompute their union), with few in SSA values; the records must be the same.
+fn early_exits(fillers: usize) -> String {
+    let mut s = String::from(
+        r#"#include <stdlib.h>
+__attribute__((annotate("knobs:option=A"))) int A;
+__attribute__((annotate("knobs:option=B"))) int B;
+int main(int argc, char **argv) {
+  A = atoi(argv[1]);
+  B = atoi(argv[2]);
+  int x = argc + 1000, s = 0;
+  for (int i = 0; i < 3; i++) { /* header */
+    if (A > 5) /* a */
+      goto out;
+    if (B > 5) /* b */
+      goto out;
+"#,
+    );
+    for k in 0..fillers {
+        s.push_str(&format!("    if (x == {k})\n      goto out;\n"));
+    }
+    s.push_str(
+        r#"    if (x == -1) /* last */
+      goto out;
+    s++;
+  }
+out:
+  if (s > 2) /* after */
+    return 1;
+  return 0;
+}
+"#,
+    );
+    s
+}
+
+#[test]
+fn early_exits_in_a_loop_keep_their_control_taint_open() {
+    let space = space_of(&["A", "B"]);
+    for fillers in [2, 40] {
+        let source = early_exits(fillers);
+        let p = build(&source, &space, vec![]);
+        let r = run(&p, &["1", "1"]);
+        let line = |m: &str| common::line_of(&source, m);
+        let pair = |d: &[&str], c: &[&str]| (set(d), set(c));
+        let ab = ["A", "B"];
+        // From the second iteration on, every exit of the previous one is open, and `i` was
+        // assigned under them.
+        assert_eq!(
+            at_line(&r, line("/* header */")),
+            [pair(&[], &[]), pair(&ab, &ab)].into(),
+            "{fillers} fillers"
+        );
+        // A decision executing again replaces its own entry: `a` is not under itself in the
+        // first iteration; later it is under the header's and b's entries (which hold A).
+        assert_eq!(
+            at_line(&r, line("/* a */")),
+            [pair(&["A"], &[]), pair(&["A"], &ab)].into(),
+            "{fillers} fillers"
+        );
+        assert_eq!(
+            at_line(&r, line("/* b */")),
+            [pair(&["B"], &["A"]), pair(&["B"], &ab)].into(),
+            "{fillers} fillers"
+        );
+        assert_eq!(
+            at_line(&r, line("/* last */")),
+            [pair(&[], &ab)].into(),
+            "{fillers} fillers"
+        );
+        // `s` is assigned under the open exits.
+        let after = at_line(&r, line("/* after */"));
+        assert!(
+            !after.is_empty() && after.iter().all(|(d, _)| *d == set(&ab)),
+            "{fillers} fillers: {after:?}"
+        );
+    }
+}
+
+const COPIES: &str = r#"
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+__attribute__((annotate("knobs:option=A"))) int A;
+__attribute__((annotate("knobs:option=B"))) int B;
+int main(int argc, char **argv) {
+  A = atoi(argv[1]);
+  B = atoi(argv[2]);
+  char *buf = malloc(3 << 20);
+  /* 8 bytes before a 1 MiB boundary of the address space (one shadow page ends there). */
+  char *p = (char *)((((uintptr_t)buf + (1 << 20)) & ~(uintptr_t)((1 << 20) - 1)) - 8);
+  char src[16] = {0};
+  src[4] = (char)A;
+  src[12] = (char)B;
+  memcpy(p, src, 16);
+  int r = 0;
+  if (p[4]) /* four */
+    r++;
+  if (p[12]) /* twelve */
+    r++;
+  memmove(p + 1, p, 15);
+  if (p[5]) /* five */
+    r++;
+  if (p[13]) /* thirteen */
+    r++;
+  if (p[4] == 7) /* moved */
+    r++;
+  char zeros[8] = {0}, q[8] = {0};
+  if (A) /* guard */
+    memcpy(q, zeros, sizeof q);
+  if (q[0]) /* copied */
+    r++;
+  free(buf);
+  return r > 100;
+}
+"#;
+
+#[test]
+fn copies_move_byte_labels_across_shadow_pages_and_carry_control_taint() {
+    let space = space_of(&["A", "B"]);
+    let p = build(COPIES, &space, vec![]);
+    let r = run(&p, &["1", "1"]);
+    let line = |m: &str| common::line_of(COPIES, m);
+    assert_eq!(at_line(&r, line("/* four */")), one(&["A"], &[]));
+    assert_eq!(at_line(&r, line("/* twelve */")), one(&["B"], &[]));
+    assert_eq!(at_line(&r, line("/* five */")), one(&["A"], &[]));
+    assert_eq!(at_line(&r, line("/* thirteen */")), one(&["B"], &[]));
+    assert_eq!(at_line(&r, line("/* moved */")), one(&[], &[]));
+    assert_eq!(at_line(&r, line("/* copied */")), one(&["A"], &[]));
+}

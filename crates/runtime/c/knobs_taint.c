@@ -1,24 +1,27 @@
-/* knobs dynamic taint runtime (Comprex §III–§IV): label sets, shadow memory, the control-taint
- * stack and the decision records, linked into programs instrumented by `frontend::taint`.
+/* knobs dynamic taint runtime (Comprex §III–§IV): label sets, shadow memory and the decision
+ * records, linked into programs instrumented by `frontend::taint`. The hot paths (unions,
+ * shadow loads and stores of up to 32 bytes, the per-site "already recorded" check, the
+ * control taint) are inlined by the instrumenter; this file has their slow paths.
  *
- * Labels: a label is a 32-bit id of a set of options. 0 is the empty set; 1..=N are the
- * singletons {option k-1} of the N options the instrumenter registered; larger ids are sets
- * interned here (sorted option arrays in a hash table), so a program may have any number of
- * options. Unions go through a direct-mapped cache keyed by the (ordered) pair of labels; the
- * instrumented code handles the trivial cases (equal labels, an empty side) inline.
+ * Labels: a label is a 32-bit id of a set of options. With bit 31 clear it is a bit set of the
+ * options 0..30 (0 is the empty set; option k < 31 alone is 1 << k), so the union of two such
+ * labels is their bitwise or. With bit 31 set it is KT_BIG | i, the set kt_sets[i] interned
+ * here (sorted option arrays in a hash table); every interned set holds an option >= 31, so
+ * each set has exactly one label. The singletons {k} of options k >= 31 are interned first at
+ * init: option k alone is KT_BIG | (k - 30). Unions involving interned sets go through a
+ * direct-mapped cache keyed by the (ordered) pair of labels.
  *
  * Shadow memory: one label per byte of application memory, in a two-level page table keyed
- * by address (2^27 first-level slots of 2^20-byte pages; addresses at or above 2^47 have no
- * shadow). Pages are mmap'ed on the first non-empty store; a load of an unmapped page is the
- * empty label. A load's label is the union of its bytes' labels.
+ * by address: __knobs_taint_l1 (2^27 slots, mapped by a constructor) points to pages of
+ * 2^20 labels; addresses at or above 2^47 have no shadow. Pages are mmap'ed on the first
+ * non-empty store; a load of an unmapped page is the empty label. A load's label is the union
+ * of its bytes' labels.
  *
- * Control taint: a per-thread stack of (decision id, frame depth, label) entries. A decision
- * with a non-empty condition label pushes its entry (replacing the entry of the same id in the
- * current frame: a loop header's previous iteration); the instrumenter pops it at the decision's immediate
- * post-dominator and drops every entry of a frame when the function returns. `ctrl` is the union
- * of the whole stack (callees inherit their callers' control taint); `fctrl` the union of the
- * current frame's entries (used for phis and returns: implicit flows out of this frame's
- * branches).
+ * Control taint: kept by the instrumented code (per function, one slot per decision in SSA
+ * values or, for functions with many decisions, in an array __knobs_taint_union_all unions;
+ * see frontend::taint);
+ * the thread-local __knobs_taint_ctrl is the control taint of the running code (the union of
+ * the open tainted decisions of every frame), which callees inherit and stores union in.
  *
  * Calls: instrumented callers store argument labels in the thread-local `__knobs_taint_args`
  * and read the result's label from `__knobs_taint_ret`.
@@ -28,7 +31,7 @@
  * names, and one decision per distinct (site, data label, control label) of the run.
  *
  * Architecture invariant: no dependencies beyond libc; never prints. Label interning, shadow
- * memory and the record table are not locked: the control stack and call labels are
+ * memory and the record table are not locked: the control taint and call labels are
  * thread-local, but programs that create threads are not supported.
  */
 #define _DEFAULT_SOURCE
@@ -41,11 +44,12 @@
 typedef uint32_t label_t;
 
 #define KT_MAX_ARGS 64
+#define KT_BIG 0x80000000u
+#define KT_SMALL_OPTS 31
 
 _Thread_local label_t __knobs_taint_args[KT_MAX_ARGS];
 _Thread_local label_t __knobs_taint_ret;
 _Thread_local label_t __knobs_taint_ctrl;
-_Thread_local label_t __knobs_taint_fctrl;
 
 /* ---------- label sets ---------- */
 
@@ -57,9 +61,9 @@ struct kt_set {
 
 static uint32_t kt_nopts;
 static char **kt_names;
-static struct kt_set *kt_sets;
+static struct kt_set *kt_sets; /* by index i of label KT_BIG | i; index 0 unused */
 static uint32_t kt_nsets, kt_capsets;
-static label_t *kt_table; /* open addressing: set hash -> label (0 = free) */
+static uint32_t *kt_table; /* open addressing: set hash -> index (0 = free) */
 static uint64_t kt_table_cap;
 
 static void *kt_xrealloc(void *p, size_t n) {
@@ -78,30 +82,33 @@ static uint64_t kt_hash(const uint32_t *opts, uint32_t n) {
   return h ^ n;
 }
 
-static void kt_table_insert(label_t l) {
+static void kt_table_insert(uint32_t k) {
   uint64_t mask = kt_table_cap - 1;
-  uint64_t i = kt_sets[l].hash & mask;
+  uint64_t i = kt_sets[k].hash & mask;
   while (kt_table[i])
     i = (i + 1) & mask;
-  kt_table[i] = l;
+  kt_table[i] = k;
 }
 
 static void kt_table_grow(void) {
   uint64_t cap = kt_table_cap ? kt_table_cap * 2 : 1024;
   free(kt_table);
-  kt_table = calloc(cap, sizeof(label_t));
+  kt_table = calloc(cap, sizeof(uint32_t));
   if (!kt_table)
     abort();
   kt_table_cap = cap;
-  for (label_t l = 1; l < kt_nsets; l++)
-    kt_table_insert(l);
+  for (uint32_t k = 1; k < kt_nsets; k++)
+    kt_table_insert(k);
 }
 
 /* The label of the set `opts[0..n]` (sorted, distinct); takes ownership of `opts`. */
 static label_t kt_intern(uint32_t *opts, uint32_t n) {
-  if (n == 0) {
+  if (n == 0 || opts[n - 1] < KT_SMALL_OPTS) {
+    label_t l = 0;
+    for (uint32_t i = 0; i < n; i++)
+      l |= 1u << opts[i];
     free(opts);
-    return 0;
+    return l;
   }
   uint64_t h = kt_hash(opts, n);
   if (kt_table_cap) {
@@ -110,7 +117,7 @@ static label_t kt_intern(uint32_t *opts, uint32_t n) {
       struct kt_set *s = &kt_sets[kt_table[i]];
       if (s->hash == h && s->n == n && memcmp(s->opts, opts, n * sizeof(uint32_t)) == 0) {
         free(opts);
-        return kt_table[i];
+        return KT_BIG | kt_table[i];
       }
     }
   }
@@ -118,15 +125,37 @@ static label_t kt_intern(uint32_t *opts, uint32_t n) {
     kt_capsets = kt_capsets ? kt_capsets * 2 : 256;
     kt_sets = kt_xrealloc(kt_sets, kt_capsets * sizeof(struct kt_set));
   }
-  label_t l = kt_nsets++;
-  kt_sets[l].n = n;
-  kt_sets[l].opts = opts;
-  kt_sets[l].hash = h;
+  uint32_t k = kt_nsets++;
+  if (kt_nsets >= KT_BIG)
+    abort(); /* 2^31 distinct sets */
+  kt_sets[k].n = n;
+  kt_sets[k].opts = opts;
+  kt_sets[k].hash = h;
   if ((uint64_t)kt_nsets * 2 > kt_table_cap)
     kt_table_grow();
   else
-    kt_table_insert(l);
-  return l;
+    kt_table_insert(k);
+  return KT_BIG | k;
+}
+
+/* The options of label `l` (sorted) into `buf` (room for 31), or a pointer into kt_sets;
+ * their number in `*n`. */
+static const uint32_t *kt_decode(label_t l, uint32_t *buf, uint32_t *n) {
+  if (l & KT_BIG) {
+    uint32_t k = l & ~KT_BIG;
+    if (k >= kt_nsets) { /* cannot happen */
+      *n = 0;
+      return buf;
+    }
+    *n = kt_sets[k].n;
+    return kt_sets[k].opts;
+  }
+  uint32_t m = 0;
+  for (uint32_t k = 0; k < KT_SMALL_OPTS; k++)
+    if (l & (1u << k))
+      buf[m++] = k;
+  *n = m;
+  return buf;
 }
 
 #define KT_CACHE_BITS 16
@@ -139,27 +168,28 @@ label_t __knobs_taint_union_slow(label_t a, label_t b) {
     return a;
   if (a == 0)
     return b;
+  if (!((a | b) & KT_BIG))
+    return a | b;
   if (a > b) {
     label_t t = a;
     a = b;
     b = t;
   }
-  if (a >= kt_nsets || b >= kt_nsets)
-    return a < kt_nsets ? a : 0; /* labels from before init: cannot happen in practice */
   uint32_t slot = (uint32_t)(((uint64_t)a * 0x9e3779b1u) ^ ((uint64_t)b * 0x85ebca6bu)) &
                   ((1u << KT_CACHE_BITS) - 1);
   if (kt_cache[slot].a == a && kt_cache[slot].b == b)
     return kt_cache[slot].r;
-  struct kt_set *x = &kt_sets[a], *y = &kt_sets[b];
-  uint32_t *out = kt_xrealloc(NULL, (x->n + y->n) * sizeof(uint32_t));
+  uint32_t xb[KT_SMALL_OPTS], yb[KT_SMALL_OPTS], xn, yn;
+  const uint32_t *x = kt_decode(a, xb, &xn), *y = kt_decode(b, yb, &yn);
+  uint32_t *out = kt_xrealloc(NULL, (xn + yn) * sizeof(uint32_t));
   uint32_t i = 0, j = 0, n = 0;
-  while (i < x->n || j < y->n) {
-    if (j >= y->n || (i < x->n && x->opts[i] < y->opts[j]))
-      out[n++] = x->opts[i++];
-    else if (i >= x->n || y->opts[j] < x->opts[i])
-      out[n++] = y->opts[j++];
+  while (i < xn || j < yn) {
+    if (j >= yn || (i < xn && x[i] < y[j]))
+      out[n++] = x[i++];
+    else if (i >= xn || y[j] < x[i])
+      out[n++] = y[j++];
     else {
-      out[n++] = x->opts[i++];
+      out[n++] = x[i++];
       j++;
     }
   }
@@ -171,35 +201,59 @@ label_t __knobs_taint_union_slow(label_t a, label_t b) {
 }
 
 static inline label_t kt_union(label_t a, label_t b) {
-  if (a == b || b == 0)
-    return a;
-  if (a == 0)
-    return b;
+  if (!((a | b) & KT_BIG))
+    return a | b;
   return __knobs_taint_union_slow(a, b);
+}
+
+/* The union of the `n` labels at `l`: the control taint of a function with many decisions,
+ * whose entries (0 when closed) the instrumented code keeps in an array. */
+label_t __knobs_taint_union_all(const label_t *l, uint64_t n) {
+  label_t or = 0;
+  for (uint64_t i = 0; i < n; i++)
+    or |= l[i];
+  if (!(or & KT_BIG))
+    return or;
+  label_t u = 0;
+  for (uint64_t i = 0; i < n; i++)
+    u = kt_union(u, l[i]);
+  return u;
 }
 
 /* ---------- shadow memory ---------- */
 
 #define KT_PAGE_BITS 20
+#define KT_PAGE (1ull << KT_PAGE_BITS)
 #define KT_ADDR_BITS 47
 #define KT_L1 (1ull << (KT_ADDR_BITS - KT_PAGE_BITS))
-static label_t **kt_l1;
+/* The first level, read by the instrumented code's inline shadow accesses (null until the
+ * constructor below runs: those go to the functions here then). */
+label_t **__knobs_taint_l1;
 
-static label_t *kt_page(uintptr_t a, int create) {
+static void kt_map_l1(void) {
+  if (__knobs_taint_l1)
+    return;
+  void *m = mmap(NULL, KT_L1 * sizeof(label_t *), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED)
+    abort();
+  __knobs_taint_l1 = m;
+}
+
+/* Before the program's own constructors (priority 101 is the first one not reserved). */
+__attribute__((constructor(101))) static void kt_construct(void) { kt_map_l1(); }
+
+static inline label_t *kt_page(uintptr_t a, int create) {
   if (a >> KT_ADDR_BITS)
     return NULL;
-  if (!kt_l1) {
+  if (!__knobs_taint_l1) {
     if (!create)
       return NULL;
-    void *m = mmap(NULL, KT_L1 * sizeof(label_t *), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED)
-      abort();
-    kt_l1 = m;
+    kt_map_l1();
   }
-  label_t **slot = &kt_l1[a >> KT_PAGE_BITS];
+  label_t **slot = &__knobs_taint_l1[a >> KT_PAGE_BITS];
   if (!*slot && create) {
-    void *m = mmap(NULL, (1ull << KT_PAGE_BITS) * sizeof(label_t), PROT_READ | PROT_WRITE,
+    void *m = mmap(NULL, KT_PAGE * sizeof(label_t), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
       abort();
@@ -208,75 +262,129 @@ static label_t *kt_page(uintptr_t a, int create) {
   return *slot;
 }
 
+/* The bytes from `a` to the end of its shadow page, at most `n`. */
+static uint64_t kt_chunk(uintptr_t a, uint64_t n) {
+  uint64_t chunk = KT_PAGE - (a & (KT_PAGE - 1));
+  return chunk < n ? chunk : n;
+}
+
 label_t __knobs_taint_load(const void *p, uint64_t n) {
   uintptr_t a = (uintptr_t)p;
-  label_t l = 0;
-  if (n <= 16 && kt_l1 && !(a >> KT_ADDR_BITS) &&
-      ((a & ((1ull << KT_PAGE_BITS) - 1)) + n <= (1ull << KT_PAGE_BITS))) {
-    label_t *pg = kt_l1[a >> KT_PAGE_BITS];
-    if (!pg)
-      return 0;
-    label_t *s = pg + (a & ((1ull << KT_PAGE_BITS) - 1));
-    l = s[0];
-    for (uint64_t i = 1; i < n; i++)
-      if (s[i] != l)
-        l = kt_union(l, s[i]);
-    return l;
-  }
+  label_t small = 0, big = 0;
   while (n) {
-    uint64_t off = a & ((1ull << KT_PAGE_BITS) - 1);
-    uint64_t chunk = (1ull << KT_PAGE_BITS) - off;
-    if (chunk > n)
-      chunk = n;
+    uint64_t chunk = kt_chunk(a, n);
     label_t *pg = kt_page(a, 0);
     if (pg) {
-      label_t *s = pg + off;
-      for (uint64_t i = 0; i < chunk; i++)
-        if (s[i] != l)
-          l = kt_union(l, s[i]);
+      label_t *s = pg + (a & (KT_PAGE - 1));
+      for (uint64_t i = 0; i < chunk; i++) {
+        if (s[i] & KT_BIG) {
+          if (s[i] != big)
+            big = kt_union(big, s[i]);
+        } else
+          small |= s[i];
+      }
     }
     a += chunk;
     n -= chunk;
   }
-  return l;
+  return kt_union(small, big);
 }
 
 void __knobs_taint_store(void *p, uint64_t n, label_t l) {
   uintptr_t a = (uintptr_t)p;
   while (n) {
-    uint64_t off = a & ((1ull << KT_PAGE_BITS) - 1);
-    uint64_t chunk = (1ull << KT_PAGE_BITS) - off;
-    if (chunk > n)
-      chunk = n;
+    uint64_t chunk = kt_chunk(a, n);
     label_t *pg = kt_page(a, l != 0);
     if (pg) {
-      label_t *s = pg + off;
-      for (uint64_t i = 0; i < chunk; i++)
-        s[i] = l;
+      label_t *s = pg + (a & (KT_PAGE - 1));
+      if (l == 0)
+        memset(s, 0, chunk * sizeof(label_t));
+      else
+        for (uint64_t i = 0; i < chunk; i++)
+          s[i] = l;
     }
     a += chunk;
     n -= chunk;
   }
 }
 
-/* Copies the shadow of `n` bytes from `src` to `dst` (memcpy, memmove), unioned with `extra`
- * (the control taint). Overlap-safe (goes through a temporary buffer when needed). */
-void __knobs_taint_copy(void *dst, const void *src, uint64_t n, label_t extra) {
-  uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
-  if (n == 0 || d == s) {
-    if (extra && n)
-      for (uint64_t i = 0; i < n; i++) {
-        label_t l = __knobs_taint_load((void *)(d + i), 1);
-        __knobs_taint_store((void *)(d + i), 1, kt_union(l, extra));
-      }
+/* Unions `extra` into the shadow of `n` bytes at `a`. */
+static void kt_taint_range(uintptr_t a, uint64_t n, label_t extra) {
+  while (n) {
+    uint64_t chunk = kt_chunk(a, n);
+    label_t *pg = kt_page(a, 1);
+    if (pg) {
+      label_t *s = pg + (a & (KT_PAGE - 1));
+      for (uint64_t i = 0; i < chunk; i++)
+        s[i] = kt_union(s[i], extra);
+    }
+    a += chunk;
+    n -= chunk;
+  }
+}
+
+/* One chunk of a copy: `n` bytes that lie in one shadow page at both ends. */
+static void kt_copy_chunk(uintptr_t d, uintptr_t s, uint64_t n, label_t extra) {
+  label_t *sp = kt_page(s, 0);
+  label_t *dp = kt_page(d, sp != NULL || extra != 0);
+  if (!dp)
+    return; /* every label is 0 and so is the destination's shadow */
+  label_t *dd = dp + (d & (KT_PAGE - 1));
+  if (!sp) {
+    for (uint64_t i = 0; i < n; i++)
+      dd[i] = extra;
     return;
   }
-  int backwards = d > s && d < s + n;
-  for (uint64_t k = 0; k < n; k++) {
-    uint64_t i = backwards ? n - 1 - k : k;
-    label_t l = kt_union(__knobs_taint_load((void *)(s + i), 1), extra);
-    if (l || kt_page(d + i, 0))
-      __knobs_taint_store((void *)(d + i), 1, l);
+  memmove(dd, sp + (s & (KT_PAGE - 1)), n * sizeof(label_t));
+  if (!extra)
+    return;
+  if (!(extra & KT_BIG)) {
+    /* Bit sets only (the usual case): an or, in loops the compiler vectorises. */
+    label_t any = 0;
+    for (uint64_t i = 0; i < n; i++)
+      any |= dd[i];
+    if (!(any & KT_BIG)) {
+      for (uint64_t i = 0; i < n; i++)
+        dd[i] |= extra;
+      return;
+    }
+  }
+  for (uint64_t i = 0; i < n; i++)
+    dd[i] = kt_union(dd[i], extra);
+}
+
+/* Copies the shadow of `n` bytes from `src` to `dst` (memcpy, memmove), unioned with `extra`
+ * (the control taint). Overlap-safe: copies chunk by chunk, from the end when `dst` lies
+ * inside the source. */
+void __knobs_taint_copy(void *dst, const void *src, uint64_t n, label_t extra) {
+  uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
+  if (n == 0)
+    return;
+  if (d == s) {
+    if (extra)
+      kt_taint_range(d, n, extra);
+    return;
+  }
+  if (!(d > s && d < s + n)) {
+    while (n) {
+      uint64_t chunk = kt_chunk(d, kt_chunk(s, n));
+      kt_copy_chunk(d, s, chunk, extra);
+      d += chunk;
+      s += chunk;
+      n -= chunk;
+    }
+    return;
+  }
+  while (n) {
+    /* The last bytes: back to the start of the page of the last byte, at both ends. */
+    uintptr_t ds = d + n - 1, ss = s + n - 1;
+    uint64_t chunk = n;
+    if ((ds & (KT_PAGE - 1)) + 1 < chunk)
+      chunk = (ds & (KT_PAGE - 1)) + 1;
+    if ((ss & (KT_PAGE - 1)) + 1 < chunk)
+      chunk = (ss & (KT_PAGE - 1)) + 1;
+    kt_copy_chunk(d + n - chunk, s + n - chunk, chunk, extra);
+    n -= chunk;
   }
 }
 
@@ -284,90 +392,6 @@ void __knobs_taint_copy(void *dst, const void *src, uint64_t n, label_t extra) {
 void __knobs_taint_strcopy(void *dst, const void *src, label_t extra) {
   if (dst && src)
     __knobs_taint_copy(dst, src, strlen((const char *)src) + 1, extra);
-}
-
-/* ---------- control taint ---------- */
-
-struct kt_entry {
-  uint32_t id, depth;
-  label_t label;
-  label_t cum;  /* union of the labels of this entry and every entry below it */
-  label_t fcum; /* the same within this entry's frame */
-};
-static _Thread_local struct kt_entry *kt_stack;
-static _Thread_local uint32_t kt_depth, kt_nstack, kt_capstack;
-static _Thread_local label_t *kt_saved; /* per frame: the caller's fctrl */
-static _Thread_local uint32_t kt_capsaved;
-
-/* Recomputes the cumulative labels from entry `from` up, then ctrl and fctrl. */
-static void kt_recompute(uint32_t from) {
-  for (uint32_t i = from; i < kt_nstack; i++) {
-    struct kt_entry *e = &kt_stack[i];
-    label_t below = i ? kt_stack[i - 1].cum : 0;
-    label_t fbelow = i && kt_stack[i - 1].depth == e->depth ? kt_stack[i - 1].fcum : 0;
-    e->cum = kt_union(below, e->label);
-    e->fcum = kt_union(fbelow, e->label);
-  }
-  if (kt_nstack == 0) {
-    __knobs_taint_ctrl = 0;
-    __knobs_taint_fctrl = 0;
-  } else {
-    struct kt_entry *top = &kt_stack[kt_nstack - 1];
-    __knobs_taint_ctrl = top->cum;
-    __knobs_taint_fctrl = top->depth == kt_depth ? top->fcum : 0;
-  }
-}
-
-void __knobs_taint_enter(void) {
-  if (kt_depth + 1 >= kt_capsaved) {
-    kt_capsaved = kt_capsaved ? kt_capsaved * 2 : 256;
-    kt_saved = kt_xrealloc(kt_saved, kt_capsaved * sizeof(label_t));
-  }
-  kt_saved[kt_depth] = __knobs_taint_fctrl;
-  kt_depth++;
-  __knobs_taint_fctrl = 0;
-}
-
-/* Leaves the current frame: returns `ret` unioned with the frame's control taint (a value
- * returned under this frame's tainted branches carries them), drops the frame's entries. */
-label_t __knobs_taint_leave(label_t ret) {
-  ret = kt_union(ret, __knobs_taint_fctrl);
-  uint32_t n = kt_nstack;
-  while (n && kt_stack[n - 1].depth >= kt_depth)
-    n--;
-  kt_nstack = n;
-  if (kt_depth)
-    kt_depth--;
-  __knobs_taint_fctrl = kt_saved ? kt_saved[kt_depth] : 0;
-  __knobs_taint_ctrl = n ? kt_stack[n - 1].cum : 0;
-  return ret;
-}
-
-void __knobs_taint_pop(uint32_t id) {
-  for (uint32_t i = kt_nstack; i > 0 && kt_stack[i - 1].depth == kt_depth; i--) {
-    if (kt_stack[i - 1].id == id) {
-      memmove(&kt_stack[i - 1], &kt_stack[i], (kt_nstack - i) * sizeof(struct kt_entry));
-      kt_nstack--;
-      kt_recompute(i - 1);
-      return;
-    }
-  }
-}
-
-static void kt_push(uint32_t id, label_t l) {
-  if (kt_nstack == kt_capstack) {
-    kt_capstack = kt_capstack ? kt_capstack * 2 : 64;
-    kt_stack = kt_xrealloc(kt_stack, kt_capstack * sizeof(struct kt_entry));
-  }
-  struct kt_entry *e = &kt_stack[kt_nstack];
-  e->id = id;
-  e->depth = kt_depth;
-  e->label = l;
-  e->cum = kt_union(__knobs_taint_ctrl, l);
-  e->fcum = kt_union(__knobs_taint_fctrl, l);
-  kt_nstack++;
-  __knobs_taint_ctrl = e->cum;
-  __knobs_taint_fctrl = e->fcum;
 }
 
 /* ---------- decisions ---------- */
@@ -429,22 +453,15 @@ static void kt_record(uint32_t id, label_t d, label_t c) {
   }
 }
 
-/* A decision site `id` executes with condition label `data`: record it, then push. */
-void __knobs_taint_decision(uint32_t id, label_t data) {
-  /* A decision executing again in the same frame (a loop header) replaces its entry: it is
-   * not control dependent on its own previous outcome. */
-  if (kt_nstack && kt_stack[kt_nstack - 1].depth == kt_depth)
-    __knobs_taint_pop(id);
-  label_t c = __knobs_taint_ctrl;
-  if (id < kt_nsites) {
-    uint64_t key = (((uint64_t)data << 32) | c) + 1;
-    if (kt_last[id] != key) {
-      kt_last[id] = key;
-      kt_record(id, data, c);
-    }
-  }
-  if (data)
-    kt_push(id, data);
+/* Decision site `id` executes with condition label `data` under control taint `ctrl`. The
+ * instrumented code calls this only when (data, ctrl) differs from the site's last entry in
+ * the array given to __knobs_taint_init (its key is ((data << 32) | ctrl) + 1). Decisions
+ * before init (in constructors) are not recorded. */
+void __knobs_taint_record(uint32_t id, label_t data, label_t ctrl) {
+  if (id >= kt_nsites)
+    return;
+  kt_last[id] = (((uint64_t)data << 32) | ctrl) + 1;
+  kt_record(id, data, ctrl);
 }
 
 /* ---------- output ---------- */
@@ -464,14 +481,18 @@ static void kt_json_string(FILE *f, const char *s, size_t n) {
 }
 
 static void kt_json_set(FILE *f, label_t l) {
+  uint32_t buf[KT_SMALL_OPTS], n;
+  const uint32_t *opts = kt_decode(l, buf, &n);
   fputc('[', f);
-  if (l < kt_nsets)
-    for (uint32_t i = 0; i < kt_sets[l].n; i++) {
-      if (i)
-        fputc(',', f);
-      const char *name = kt_names[kt_sets[l].opts[i]];
-      kt_json_string(f, name, strlen(name));
-    }
+  for (uint32_t i = 0, first = 1; i < n; i++) {
+    if (opts[i] >= kt_nopts)
+      continue; /* cannot happen */
+    if (!first)
+      fputc(',', f);
+    first = 0;
+    const char *name = kt_names[opts[i]];
+    kt_json_string(f, name, strlen(name));
+  }
   fputc(']', f);
 }
 
@@ -529,10 +550,13 @@ static void kt_write(void) {
   fclose(f);
 }
 
-/* Called once at the start of `main`: the options ("name\n" each) and the decision sites. */
-void __knobs_taint_init(uint32_t nopts, const char *names, uint32_t nsites, const char *sites) {
+/* Called once at the start of `main`: the options ("name\n" each), the decision sites, and
+ * the per-site array of last recorded keys the instrumented code checks (`nsites` entries). */
+void __knobs_taint_init(uint32_t nopts, const char *names, uint32_t nsites, const char *sites,
+                        uint64_t *last) {
   if (kt_names)
     return;
+  kt_map_l1();
   kt_nopts = nopts;
   kt_names = kt_xrealloc(NULL, (nopts + 1) * sizeof(char *));
   const char *p = names;
@@ -545,21 +569,19 @@ void __knobs_taint_init(uint32_t nopts, const char *names, uint32_t nsites, cons
     if (*p)
       p++;
   }
-  kt_nsets = 1; /* label 0: the empty set */
+  kt_nsets = 1; /* index 0 is unused */
   kt_capsets = nopts + 256;
   kt_sets = kt_xrealloc(NULL, kt_capsets * sizeof(struct kt_set));
   kt_sets[0].n = 0;
   kt_sets[0].opts = NULL;
   kt_sets[0].hash = 0;
-  for (uint32_t k = 0; k < nopts; k++) {
+  for (uint32_t k = KT_SMALL_OPTS; k < nopts; k++) {
     uint32_t *one = kt_xrealloc(NULL, sizeof(uint32_t));
     one[0] = k;
-    kt_intern(one, 1); /* label k + 1 */
+    kt_intern(one, 1); /* label KT_BIG | (k - 30) */
   }
   kt_nsites = nsites;
   kt_sites_text = sites;
-  kt_last = calloc(nsites + 1, sizeof(uint64_t));
-  if (!kt_last)
-    abort();
+  kt_last = last;
   atexit(kt_write);
 }
