@@ -46,6 +46,29 @@ pub struct ComprexArgs {
     /// Run configurations whose earlier runs failed again.
     #[arg(long)]
     retry_failed: bool,
+    /// Put a profiler probe on every method region, even hot tiny ones (default: methods
+    /// entered at least --probe-min-entries times in a calibration run whose self time per
+    /// call is below --probe-min-ns get no probe; their time and decisions go to their
+    /// innermost probed callers).
+    #[arg(long)]
+    all_probes: bool,
+    /// Self time per call (ns) below which a hot method gets no probe.
+    #[arg(long, default_value_t = 100.0)]
+    probe_min_ns: f64,
+    /// Entries in one calibration run (analysis workload) from which a method counts as hot.
+    #[arg(long, default_value_t = 1000)]
+    probe_min_entries: u64,
+    /// §V.A's overhead correction: measure this many of the explored configurations also
+    /// without the profiler and correct the model by the fitted line (0: no correction).
+    #[arg(long, default_value_t = 5)]
+    overhead_correction: usize,
+    /// How the overhead correction is fitted: `ratio` (profiled = a · native, a the median
+    /// ratio: robust to a disturbed pair) or `line` (profiled = a · native + b, least squares).
+    #[arg(long, default_value = "ratio")]
+    overhead_fit: String,
+    /// Seed choosing the configurations of the overhead correction.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 }
 
 pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
@@ -54,6 +77,12 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
         "statement" => Granularity::Statement,
         "program" => Granularity::Program,
         g => bail!("unknown granularity `{g}`; expected method, statement or program"),
+    };
+    let Some(overhead_fit) = whitebox::comprex::OverheadFit::parse(&args.overhead_fit) else {
+        bail!(
+            "unknown overhead fit `{}`; expected ratio or line",
+            args.overhead_fit
+        );
     };
     let spec = SystemSpec::load(&args.spec)?;
     spec.check_cwd()?;
@@ -107,7 +136,90 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
         );
     }
 
-    let profiled = whitebox::comprex::instrument_methods(&spec, &settings, &explored)?;
+    let mut method_level = if granularity == Granularity::Method {
+        explored
+    } else {
+        // Profiling and models need the method partitions: explore again at method
+        // granularity (cheap next to measuring, and it reuses nothing it should not).
+        whitebox::comprex::explore(
+            &spec,
+            &settings,
+            analysis,
+            Granularity::Method,
+            args.max_runs,
+            &mut |_, _| {},
+        )?
+    };
+    let selection = if args.all_probes {
+        whitebox::comprex::ProbeSelection::all(&method_level)
+    } else {
+        let selection = whitebox::comprex::select_probes(
+            &spec,
+            &settings,
+            analysis,
+            &method_level,
+            &whitebox::comprex::ProbeSettings {
+                min_ns_per_entry: args.probe_min_ns,
+                min_entries: args.probe_min_entries,
+                ..Default::default()
+            },
+        )?;
+        eprintln!(
+            "probes: {} of {} method regions (calibration on `{}`: {}); {} hot methods below {} ns per call left unprobed{}",
+            selection.probed.len(),
+            selection.probed.len() + selection.dropped.len(),
+            analysis.name,
+            match selection.calibration_runs {
+                0 => "cached".to_string(),
+                n => format!("{n} runs"),
+            },
+            selection.dropped.len(),
+            args.probe_min_ns,
+            if selection.kept.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", {} kept (reachable from an entry point without a probed caller): {}",
+                    selection.kept.len(),
+                    selection.kept.join(", ")
+                )
+            }
+        );
+        for d in &selection.dropped {
+            eprintln!(
+                "  unprobed {}: {} entries, {:.0} ns per call → {}",
+                d.method,
+                d.entries,
+                d.ns_per_entry,
+                d.into.join(", ")
+            );
+        }
+        let new = whitebox::comprex::fold(
+            &spec,
+            analysis,
+            &mut method_level,
+            selection.fold(),
+            args.max_runs,
+            &mut |config, decisions| {
+                eprintln!("taint run: `{config}`: {decisions} decision records")
+            },
+        )?;
+        if !selection.dropped.is_empty() {
+            eprintln!(
+                "partitions with unprobed methods folded into their callers: {} configurations ({new} more taint runs)",
+                method_level.exploration.configurations.len()
+            );
+        }
+        selection
+    };
+    let exploration = &method_level.exploration;
+
+    let profiled = whitebox::comprex::instrument_methods(
+        &spec,
+        &settings,
+        &method_level,
+        Some(&selection.probed),
+    )?;
     let store_path = args
         .store
         .clone()
@@ -127,20 +239,39 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
     })?;
     print_report(&report, spec.measure.max_cv);
 
-    let method_level = if granularity == Granularity::Method {
-        explored
+    let correction = if args.overhead_correction > 0 {
+        let mut correction = None;
+        with_progress(|on_event| {
+            correction = whitebox::comprex::overhead_correction(
+                &store,
+                &settings,
+                &spec,
+                workload,
+                &profiled,
+                &exploration.configurations,
+                args.overhead_correction,
+                args.seed,
+                overhead_fit,
+                on_event,
+            )?;
+            Ok(measure::campaign::CampaignReport::default())
+        })?;
+        match &correction {
+            Some(c) => eprintln!(
+                "overhead correction (§V.A, {} configurations with and without the profiler, {} fit): profiled = {:.4} · native {} {:.4} s",
+                c.pairs.len(),
+                c.fit.name(),
+                c.line.slope,
+                if c.line.intercept < 0.0 { "−" } else { "+" },
+                c.line.intercept.abs()
+            ),
+            None => eprintln!("overhead correction: no fit (no configuration measured natively)"),
+        }
+        correction
     } else {
-        // Models need the method partitions: explore again at method granularity (cheap
-        // next to measuring, and it reuses nothing it should not).
-        whitebox::comprex::explore(
-            &spec,
-            &settings,
-            analysis,
-            Granularity::Method,
-            args.max_runs,
-            &mut |_, _| {},
-        )?
+        None
     };
+
     let model = whitebox::comprex::build_model(
         &store,
         &spec,
@@ -151,6 +282,7 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
             trivial_below: args.trivial_below,
             ..ModelSettings::default()
         },
+        correction.as_ref(),
     )?;
     let out = args
         .out
