@@ -150,9 +150,7 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
             &mut |_, _| {},
         )?
     };
-    let selection = if args.all_probes {
-        whitebox::comprex::ProbeSelection::all(&method_level)
-    } else {
+    if !args.all_probes {
         let selection = whitebox::comprex::select_probes(
             &spec,
             &settings,
@@ -210,16 +208,10 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
                 method_level.exploration.configurations.len()
             );
         }
-        selection
-    };
+    }
     let exploration = &method_level.exploration;
 
-    let profiled = whitebox::comprex::instrument_methods(
-        &spec,
-        &settings,
-        &method_level,
-        Some(&selection.probed),
-    )?;
+    let profiled = whitebox::comprex::instrument_methods(&spec, &settings, &method_level)?;
     let store_path = args
         .store
         .clone()
@@ -240,7 +232,7 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
     print_report(&report, spec.measure.max_cv);
 
     let correction = if args.overhead_correction > 0 {
-        let mut correction = None;
+        let mut correction = Err(String::new());
         with_progress(|on_event| {
             correction = whitebox::comprex::overhead_correction(
                 &store,
@@ -257,7 +249,7 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
             Ok(measure::campaign::CampaignReport::default())
         })?;
         match &correction {
-            Some(c) => eprintln!(
+            Ok(c) => eprintln!(
                 "overhead correction (§V.A, {} configurations with and without the profiler, {} fit): profiled = {:.4} · native {} {:.4} s",
                 c.pairs.len(),
                 c.fit.name(),
@@ -265,14 +257,14 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
                 if c.line.intercept < 0.0 { "−" } else { "+" },
                 c.line.intercept.abs()
             ),
-            None => eprintln!("overhead correction: no fit (no configuration measured natively)"),
+            Err(why) => eprintln!("overhead correction: none ({why})"),
         }
-        correction
+        correction.ok()
     } else {
         None
     };
 
-    let model = whitebox::comprex::build_model(
+    let model = whitebox::comprex::build_model_corrected(
         &store,
         &spec,
         workload,

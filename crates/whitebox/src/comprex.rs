@@ -7,14 +7,20 @@
 //!    Algorithm 1) with the spec's *analysis* workload: each run reports its decisions' taints,
 //!    which refine the partition of the configuration space per region, until every subspace
 //!    of every region has been explored;
-//! 2. [`instrument_methods`]: the regions' methods get enter/exit calls, linked with the
+//! 2. [`select_probes`] and [`fold`] (optional): methods that are hot and tiny in calibration
+//!    runs get no profiler probe, and their decisions refine the partitions of the probed
+//!    methods their time goes to (`docs/profiler.md`, "Which methods get a probe");
+//! 3. [`instrument_methods`]: the regions' methods get enter/exit calls, linked with the
 //!    sampling profiler (`runtime::profiler`): self time is charged to the innermost open
 //!    region, everything else to the base;
-//! 3. [`measure_configurations`]: the explored configurations are measured with the real
+//! 4. [`measure_configurations`]: the explored configurations are measured with the real
 //!    workload through the results store (repetitions, timeouts, resumable);
-//! 4. [`build_model`]: per region, the measured times grouped by subspace and averaged become
-//!    local models (`comprex::build_model`), composed into the global model; trivial terms
-//!    and regions whose partition may be incomplete (§V.D) are reported.
+//! 5. [`overhead_correction`] (optional, §V.A): k of them also natively, and a line from
+//!    profiled to native time;
+//! 6. [`build_model`] / [`build_model_corrected`]: per region, the measured times grouped by
+//!    subspace and averaged become local models (`comprex::build_model`), composed into the
+//!    global model; trivial terms and regions whose partition may be incomplete (§V.D) are
+//!    reported.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -150,44 +156,29 @@ pub struct Profiled {
     pub methods: BTreeMap<u32, String>,
 }
 
-/// Stage 2: enter/exit calls around `methods` (functions of the program; by default every
-/// method region of the exploration, [`ProbeSelection::probed`] after [`select_probes`]),
-/// linked with the sampling profiler. Time in methods without a probe is charged to the
-/// innermost probed method on the call stack, or to the base.
+/// Stage 2: enter/exit calls around the methods of the explored regions, linked with the
+/// sampling profiler. Time in methods without a probe is charged to the innermost probed
+/// method on the call stack, or to the base. After [`fold`], the methods left unprobed by
+/// [`select_probes`] are no longer regions, so they get no probe.
 pub fn instrument_methods(
     spec: &SystemSpec,
     settings: &Settings,
     explored: &Explored,
-    methods: Option<&[String]>,
 ) -> Result<Profiled, Error> {
-    instrument_named(spec, settings, explored, methods, "comprex")
+    instrument_named(spec, settings, explored, "comprex")
 }
 
 fn instrument_named(
     spec: &SystemSpec,
     settings: &Settings,
     explored: &Explored,
-    methods: Option<&[String]>,
     approach: &str,
 ) -> Result<Profiled, Error> {
     let program = &explored.built.translation.program;
-    let all: Vec<String>;
-    let methods = match methods {
-        Some(m) => m,
-        None => {
-            all = explored
-                .exploration
-                .regions(Granularity::Method)
-                .iter()
-                .map(|r| r.id.clone())
-                .collect();
-            &all
-        }
-    };
     let mut probes = Vec::new();
     let mut ids = BTreeMap::new();
-    for name in methods {
-        let Some(f) = program.function_named(name) else {
+    for region in explored.exploration.regions(Granularity::Method) {
+        let Some(f) = program.function_named(&region.id) else {
             continue;
         };
         let func = program.func(f);
@@ -331,7 +322,7 @@ pub fn select_probes(
     explored: &Explored,
     probe: &ProbeSettings,
 ) -> Result<ProbeSelection, Error> {
-    let calibration = instrument_named(spec, settings, explored, None, "comprex-calibrate")?;
+    let calibration = instrument_named(spec, settings, explored, "comprex-calibrate")?;
     let configurations = &explored.exploration.configurations;
     // The calibration is cached beside the builds, keyed by the calibration binary, the
     // workload, the period and the configurations: a rerun then chooses the same probes
@@ -673,7 +664,7 @@ fn splitmix(x: u64) -> u64 {
 /// e.g. from a brute-force `knobs measure`, are reused) and fits the correction (§V.A; the
 /// paper uses k = 5 random configurations and a "linear correction"; knobs' default fit is
 /// the median ratio, [`OverheadFit`]). `None` when no pair was measured or the fit has no
-/// positive slope.
+/// positive slope (the inner error says why, e.g. the native program could not be run).
 #[allow(clippy::too_many_arguments)]
 pub fn overhead_correction(
     store: &Store,
@@ -686,13 +677,17 @@ pub fn overhead_correction(
     seed: u64,
     fit: OverheadFit,
     on_event: &mut dyn FnMut(Event),
-) -> Result<Option<OverheadCorrection>, Error> {
+) -> Result<Result<OverheadCorrection, String>, Error> {
+    if let Err(why) = spec.program() {
+        // E.g. the spec's program is built separately and was not: nothing to compare with.
+        return Ok(Err(format!("the program as the spec runs it: {why}")));
+    }
     let chosen = choose(configurations, k, seed);
     let campaign = measure::Campaign {
         retry_failed: settings.retry_failed,
         ..measure::Campaign::new(spec, workload)
     };
-    campaign.run(store, &chosen, on_event)?;
+    let report = campaign.run(store, &chosen, on_event)?;
     let medians = |variant: &str| -> Result<BTreeMap<String, f64>, Error> {
         Ok(store
             .summaries(
@@ -724,11 +719,39 @@ pub fn overhead_correction(
         OverheadFit::Ratio => runtime::profiler::overhead_ratio(&points),
         OverheadFit::Line => runtime::profiler::overhead_correction(&points),
     };
-    Ok(line.map(|line| OverheadCorrection { fit, line, pairs }))
+    Ok(match line {
+        Some(line) => Ok(OverheadCorrection { fit, line, pairs }),
+        None if pairs.is_empty() => Err(match report.failed.first() {
+            Some((config, why)) => {
+                format!("the program as the spec runs it could not be measured (`{config}`: {why})")
+            }
+            None => "no configuration was measured without the profiler".into(),
+        }),
+        None => Err(format!(
+            "no positive {} fit to {} pairs",
+            fit.name(),
+            pairs.len()
+        )),
+    })
 }
 
 /// Stage 4: local models per region from the stored profiles, and the global model.
 pub fn build_model(
+    store: &Store,
+    spec: &SystemSpec,
+    workload: &Workload,
+    explored: &Explored,
+    profiled: &Profiled,
+    settings: &ModelSettings,
+) -> Result<ComprexModel, Error> {
+    build_model_corrected(store, spec, workload, explored, profiled, settings, None)
+}
+
+/// [`build_model`] with §V.A's overhead correction applied to the region times: each
+/// region's time over the slope, the intercept over the slope taken off the base, so the
+/// global model predicts `(profiled − b) / a`. The correction is recorded in the model's
+/// provenance (`overhead_correction`).
+pub fn build_model_corrected(
     store: &Store,
     spec: &SystemSpec,
     workload: &Workload,
