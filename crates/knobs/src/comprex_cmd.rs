@@ -58,8 +58,9 @@ pub struct ComprexArgs {
     /// Entries in one calibration run (analysis workload) from which a method counts as hot.
     #[arg(long, default_value_t = 1000)]
     probe_min_entries: u64,
-    /// §V.A's overhead correction: measure this many of the explored configurations also
-    /// without the profiler and correct the model by the fitted line (0: no correction).
+    /// §V.A's overhead correction: measure this many of the explored configurations with and
+    /// without the profiler (interleaved runs, not stored) and correct the model by the fitted
+    /// line (0: no correction).
     #[arg(long, default_value_t = 5)]
     overhead_correction: usize,
     /// How the overhead correction is fitted: `ratio` (profiled = a · native, a the median
@@ -232,22 +233,26 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
     print_report(&report, spec.measure.max_cv);
 
     let correction = if args.overhead_correction > 0 {
-        let mut correction = Err(String::new());
-        with_progress(|on_event| {
-            correction = whitebox::comprex::overhead_correction(
-                &store,
-                &settings,
-                &spec,
-                workload,
-                &profiled,
-                &exploration.configurations,
-                args.overhead_correction,
-                args.seed,
-                overhead_fit,
-                on_event,
-            )?;
-            Ok(measure::campaign::CampaignReport::default())
-        })?;
+        let correction = whitebox::comprex::overhead_correction(
+            &spec,
+            &settings,
+            workload,
+            &profiled,
+            &exploration.configurations,
+            args.overhead_correction,
+            args.seed,
+            overhead_fit,
+            &mut |config, p, n| {
+                eprintln!(
+                    "overhead: `{}`: {p:.4} s profiled, {n:.4} s native (medians, interleaved)",
+                    if config.is_empty() {
+                        "(no option selected)"
+                    } else {
+                        config
+                    }
+                )
+            },
+        )?;
         match &correction {
             Ok(c) => eprintln!(
                 "overhead correction (§V.A, {} configurations with and without the profiler, {} fit): profiled = {:.4} · native {} {:.4} s",

@@ -659,61 +659,65 @@ fn splitmix(x: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Measures `k` of the profiled configurations (chosen by [`choose`] with `seed`) with the
-/// native program as the spec runs it (the store's default variant, so runs already there,
-/// e.g. from a brute-force `knobs measure`, are reused) and fits the correction (§V.A; the
-/// paper uses k = 5 random configurations and a "linear correction"; knobs' default fit is
-/// the median ratio, [`OverheadFit`]). `None` when no pair was measured or the fit has no
-/// positive slope (the inner error says why, e.g. the native program could not be run).
+/// Measures `k` of the profiled configurations (chosen by [`choose`] with `seed`) with and
+/// without the profiler and fits the correction (§V.A; the paper uses k = 5 random
+/// configurations and a "linear correction"; knobs' default fit is the median ratio,
+/// [`OverheadFit`]). Per configuration, one warm-up each, then `repetitions` (the spec's, at
+/// least 3) rounds alternating the native program as the spec runs it and the profiled build,
+/// profiling on: the two medians of a pair are taken under the same conditions, so the drift
+/// of a shared machine between a brute-force campaign and the profiled one does not become
+/// the "overhead". These runs are not stored. `on_pair` hears of each pair (configuration,
+/// profiled, native). The inner error says why there is no correction (e.g. the spec's
+/// program does not exist, or it failed).
 #[allow(clippy::too_many_arguments)]
 pub fn overhead_correction(
-    store: &Store,
-    settings: &Settings,
     spec: &SystemSpec,
+    settings: &Settings,
     workload: &Workload,
     profiled: &Profiled,
     configurations: &[Configuration],
     k: usize,
     seed: u64,
     fit: OverheadFit,
-    on_event: &mut dyn FnMut(Event),
+    on_pair: &mut dyn FnMut(&str, f64, f64),
 ) -> Result<Result<OverheadCorrection, String>, Error> {
-    if let Err(why) = spec.program() {
+    let native = match spec.program() {
+        Ok(p) => std::path::absolute(&p).unwrap_or(p),
         // E.g. the spec's program is built separately and was not: nothing to compare with.
-        return Ok(Err(format!("the program as the spec runs it: {why}")));
+        Err(why) => return Ok(Err(format!("the program as the spec runs it: {why}"))),
+    };
+    spec.prepare_workload(workload)?;
+    let out = settings.work_dir.join("overhead-run.tsv");
+    let rounds = (spec.measure.repetitions as usize).max(3);
+    let metric = spec.measure.metric;
+    let mut pairs = Vec::new();
+    for config in choose(configurations, k, seed) {
+        let text = spec.space.format_configuration(&config);
+        let plain = spec.invocation_of(native.clone(), &config, workload)?;
+        let mut with = spec.invocation_of(profiled.binary.clone(), &config, workload)?;
+        with.env
+            .push((runtime::profiler::ENV_VAR.into(), out.display().to_string()));
+        let (mut p, mut n) = (Vec::new(), Vec::new());
+        for round in 0..=rounds {
+            for (invocation, into) in [(&plain, &mut n), (&with, &mut p)] {
+                let result = runner::run(invocation);
+                if !result.outcome.is_ok() {
+                    return Ok(Err(format!(
+                        "`{text}`: {} {}",
+                        invocation.program.display(),
+                        result.outcome.describe()
+                    )));
+                }
+                if round > 0 {
+                    into.push(result.metric(metric));
+                }
+            }
+        }
+        let median = |v: &[f64]| measure::Summary::of(v).map_or(f64::NAN, |s| s.median);
+        let (p, n) = (median(&p), median(&n));
+        on_pair(&text, p, n);
+        pairs.push((text, p, n));
     }
-    let chosen = choose(configurations, k, seed);
-    let campaign = measure::Campaign {
-        retry_failed: settings.retry_failed,
-        ..measure::Campaign::new(spec, workload)
-    };
-    let report = campaign.run(store, &chosen, on_event)?;
-    let medians = |variant: &str| -> Result<BTreeMap<String, f64>, Error> {
-        Ok(store
-            .summaries(
-                &measure::Selection {
-                    system: Some(spec.name.clone()),
-                    spec_hash: Some(spec.hash.clone()),
-                    workload: Some(workload.name.clone()),
-                    variant: variant.to_string(),
-                },
-                spec.measure.metric,
-            )?
-            .into_iter()
-            .filter_map(|c| Some((c.configuration, c.summary?.median)))
-            .collect())
-    };
-    let native = medians("")?;
-    let instrumented = medians(&profiled.variant)?;
-    let pairs: Vec<(String, f64, f64)> = chosen
-        .iter()
-        .map(|c| spec.space.format_configuration(c))
-        .filter_map(|c| {
-            let p = *instrumented.get(&c)?;
-            let n = *native.get(&c)?;
-            Some((c, p, n))
-        })
-        .collect();
     let points: Vec<(f64, f64)> = pairs.iter().map(|(_, p, n)| (*p, *n)).collect();
     let line = match fit {
         OverheadFit::Ratio => runtime::profiler::overhead_ratio(&points),
@@ -721,12 +725,7 @@ pub fn overhead_correction(
     };
     Ok(match line {
         Some(line) => Ok(OverheadCorrection { fit, line, pairs }),
-        None if pairs.is_empty() => Err(match report.failed.first() {
-            Some((config, why)) => {
-                format!("the program as the spec runs it could not be measured (`{config}`: {why})")
-            }
-            None => "no configuration was measured without the profiler".into(),
-        }),
+        None if pairs.is_empty() => Err("no configuration to measure".into()),
         None => Err(format!(
             "no positive {} fit to {} pairs",
             fit.name(),

@@ -237,21 +237,26 @@ fn hot_tiny_methods_get_no_probe_and_the_overhead_correction_is_applied_and_stor
     .unwrap();
     assert!(report.failed.is_empty(), "{:?}", report.failed);
 
-    // §V.A: two configurations natively and profiled; the model corrected by the fit.
+    // §V.A: two configurations natively and profiled, interleaved; the model corrected by
+    // the fit.
+    let mut heard = 0;
     let correction = whitebox::comprex::overhead_correction(
-        &store,
-        &settings,
         &spec,
+        &settings,
         real,
         &profiled,
         &configurations,
         2,
         1,
         OverheadFit::Ratio,
-        &mut |_| {},
+        &mut |_, p, n| {
+            assert!(p > 0.0 && n > 0.0);
+            heard += 1;
+        },
     )
     .unwrap()
     .unwrap();
+    assert_eq!(heard, 2);
     assert_eq!(correction.pairs.len(), 2);
     assert_eq!(correction.line.intercept, 0.0);
     // The profiled build is the native one plus three probes: same speed within noise.
