@@ -734,6 +734,70 @@ pub fn overhead_correction(
     })
 }
 
+/// Per configuration, the median over its profiled runs of the measured time (the spec's
+/// metric) minus the profile's total: what the profiler cannot see — the process starting
+/// before the profiler's constructor and ending after its destructor (xz: 6–10 ms per run, a
+/// quarter of a 30 ms run). It is time outside every region, so it belongs to the base: then
+/// the model predicts what is measured. `None` when the metric is not the profiler's clock
+/// (wall time and the default wall clock, or cpu and `KNOBS_PROFILE_CLOCK=cpu`).
+fn outside_the_profile(
+    store: &Store,
+    spec: &SystemSpec,
+    workload: &Workload,
+    profiled: &Profiled,
+    some: Option<&Configuration>,
+) -> Result<Option<BTreeMap<String, f64>>, Error> {
+    let Some(config) = some else {
+        return Ok(None);
+    };
+    let env = spec
+        .invocation_of(profiled.binary.clone(), config, workload)?
+        .env;
+    let cpu_clock = env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == runtime::profiler::CLOCK_VAR)
+        .is_some_and(|(_, v)| v == "cpu");
+    let metric = spec.measure.metric;
+    let matches = match metric {
+        measure::Metric::Wall => !cpu_clock,
+        measure::Metric::Cpu => cpu_clock,
+        _ => false,
+    };
+    if !matches {
+        return Ok(None);
+    }
+    let selection = measure::Selection {
+        system: Some(spec.name.clone()),
+        spec_hash: Some(spec.hash.clone()),
+        workload: Some(workload.name.clone()),
+        variant: profiled.variant.clone(),
+    };
+    let mut profiled_total: BTreeMap<i64, f64> = BTreeMap::new();
+    for (_, run, r) in store.region_times(&selection)? {
+        *profiled_total.entry(run).or_default() += r.seconds;
+    }
+    let mut per_config: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for run in store.runs(&selection)? {
+        if let (true, Some(total)) = (run.is_ok(), profiled_total.get(&run.id)) {
+            let measured = match metric {
+                measure::Metric::Cpu => run.user + run.system_time,
+                _ => run.wall,
+            };
+            per_config
+                .entry(run.configuration.clone())
+                .or_default()
+                .push((measured - total).max(0.0));
+        }
+    }
+    Ok(Some(
+        per_config
+            .into_iter()
+            .filter_map(|(c, v)| Some((c, measure::Summary::of(&v)?.median)))
+            .collect(),
+    ))
+}
+
 /// Stage 4: local models per region from the stored profiles, and the global model.
 pub fn build_model(
     store: &Store,
@@ -760,9 +824,19 @@ pub fn build_model_corrected(
     correction: Option<&OverheadCorrection>,
 ) -> Result<ComprexModel, Error> {
     let medians = crate::median_region_times(store, spec, workload, &profiled.variant)?;
+    let outside = outside_the_profile(
+        store,
+        spec,
+        workload,
+        profiled,
+        explored.exploration.configurations.first(),
+    )?;
     let mut region_times = Vec::new();
-    for (config, regions) in medians {
+    for (config, mut regions) in medians {
         let configuration = spec.space.parse_configuration(&config)?;
+        if let Some(extra) = outside.as_ref().and_then(|o| o.get(&config)) {
+            *regions.entry(BASE.to_string()).or_default() += extra;
+        }
         let seconds = regions
             .into_iter()
             .map(|(region, s)| {
@@ -803,6 +877,9 @@ pub fn build_model_corrected(
         "configurations".into(),
         explored.exploration.configurations.len().into(),
     );
+    if outside.is_some() {
+        provenance.insert("base_includes_time_outside_the_profile".into(), true.into());
+    }
     if let Some(c) = correction {
         provenance.insert("overhead_correction".into(), c.to_json());
         model.file.metric = Some(
