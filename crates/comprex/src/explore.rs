@@ -123,6 +123,9 @@ pub struct Explorer<'v> {
     configurations: Vec<Configuration>,
     records: Vec<Vec<DecisionRecord>>,
     tracked: Vec<(Granularity, BTreeMap<String, RegionState>)>,
+    /// Method regions whose decisions count toward other method regions (see
+    /// [`Self::fold_methods`]).
+    fold: BTreeMap<String, Vec<String>>,
 }
 
 /// At most this many unexplored subspaces are tried as the seed of the greedy intersection.
@@ -147,7 +150,36 @@ impl<'v> Explorer<'v> {
                 .map(|g| (g, BTreeMap::new()))
                 .collect(),
             settings,
+            fold: BTreeMap::new(),
         }
+    }
+
+    /// Maps the decisions of some methods to other method regions: a decision in method `m`
+    /// with `fold[m] = [a, b]` refines the partitions of regions `a` and `b` instead of
+    /// creating region `m` (method granularity only; an empty list drops the decisions).
+    ///
+    /// This is how a method that is not timed on its own is handled: a sampling profiler
+    /// charges its time to the innermost timed method on the call stack (paper §IV, "map the
+    /// performance of methods to the closest regions on the calling stack"), so that
+    /// method's partition must also distinguish what the untimed method's decisions
+    /// distinguish. Set it before the first [`Self::record`]; [`Self::replay`] re-applies
+    /// earlier runs under a new mapping without running anything.
+    pub fn fold_methods(&mut self, fold: BTreeMap<String, Vec<String>>) {
+        assert!(
+            self.configurations.is_empty(),
+            "fold_methods before the first record"
+        );
+        self.fold = fold;
+    }
+
+    /// Re-applies the runs of an earlier exploration (its configurations and records, in
+    /// order), e.g. under a different [`Self::fold_methods`] mapping; [`Self::next_configuration`]
+    /// then says whether more runs are needed.
+    pub fn replay(&mut self, earlier: &Exploration) -> Result<(), Error> {
+        for (config, records) in earlier.configurations.iter().zip(&earlier.records) {
+            self.record(config.clone(), records.clone())?;
+        }
+        Ok(())
     }
 
     pub fn encoding(&self) -> &Encoding<'v> {
@@ -276,9 +308,16 @@ impl<'v> Explorer<'v> {
         let enc = &self.enc;
         let earlier = &self.configurations;
         let config_of = |r: usize| earlier.get(r).unwrap_or(&config);
+        let fold = &self.fold;
         for (granularity, regions) in &mut self.tracked {
-            for (record, data, control) in &resolved {
-                let id = granularity.region_of(&record.decision);
+            for ((record, data, control), id) in resolved.iter().flat_map(|r| {
+                let id = granularity.region_of(&r.0.decision);
+                let ids = match fold.get(&id) {
+                    Some(targets) if *granularity == Granularity::Method => targets.clone(),
+                    _ => vec![id],
+                };
+                ids.into_iter().map(move |id| (r, id))
+            }) {
                 let state = regions.entry(id).or_insert_with(|| RegionState {
                     partition: Partition::whole(enc),
                     // Every run so far lies in the whole space.

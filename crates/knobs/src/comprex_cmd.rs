@@ -46,6 +46,30 @@ pub struct ComprexArgs {
     /// Run configurations whose earlier runs failed again.
     #[arg(long)]
     retry_failed: bool,
+    /// Put a profiler probe on every method region, even hot tiny ones (default: methods
+    /// entered at least --probe-min-entries times in a calibration run whose self time per
+    /// call is below --probe-min-ns get no probe; their time and decisions go to their
+    /// innermost probed callers).
+    #[arg(long)]
+    all_probes: bool,
+    /// Self time per call (ns) below which a hot method gets no probe.
+    #[arg(long, default_value_t = 100.0)]
+    probe_min_ns: f64,
+    /// Entries in one calibration run (analysis workload) from which a method counts as hot.
+    #[arg(long, default_value_t = 1000)]
+    probe_min_entries: u64,
+    /// §V.A's overhead correction: measure this many of the explored configurations with and
+    /// without the profiler (interleaved runs, not stored) and correct the model by the fitted
+    /// line (0: no correction).
+    #[arg(long, default_value_t = 5)]
+    overhead_correction: usize,
+    /// How the overhead correction is fitted: `ratio` (profiled = a · native, a the median
+    /// ratio: robust to a disturbed pair) or `line` (profiled = a · native + b, least squares).
+    #[arg(long, default_value = "ratio")]
+    overhead_fit: String,
+    /// Seed choosing the configurations of the overhead correction.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 }
 
 pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
@@ -54,6 +78,12 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
         "statement" => Granularity::Statement,
         "program" => Granularity::Program,
         g => bail!("unknown granularity `{g}`; expected method, statement or program"),
+    };
+    let Some(overhead_fit) = whitebox::comprex::OverheadFit::parse(&args.overhead_fit) else {
+        bail!(
+            "unknown overhead fit `{}`; expected ratio or line",
+            args.overhead_fit
+        );
     };
     let spec = SystemSpec::load(&args.spec)?;
     spec.check_cwd()?;
@@ -107,7 +137,82 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
         );
     }
 
-    let profiled = whitebox::comprex::instrument_methods(&spec, &settings, &explored)?;
+    let mut method_level = if granularity == Granularity::Method {
+        explored
+    } else {
+        // Profiling and models need the method partitions: explore again at method
+        // granularity (cheap next to measuring, and it reuses nothing it should not).
+        whitebox::comprex::explore(
+            &spec,
+            &settings,
+            analysis,
+            Granularity::Method,
+            args.max_runs,
+            &mut |_, _| {},
+        )?
+    };
+    if !args.all_probes {
+        let selection = whitebox::comprex::select_probes(
+            &spec,
+            &settings,
+            analysis,
+            &method_level,
+            &whitebox::comprex::ProbeSettings {
+                min_ns_per_entry: args.probe_min_ns,
+                min_entries: args.probe_min_entries,
+                ..Default::default()
+            },
+        )?;
+        eprintln!(
+            "probes: {} of {} method regions (calibration on `{}`: {}); {} hot methods below {} ns per call left unprobed{}",
+            selection.probed.len(),
+            selection.probed.len() + selection.dropped.len(),
+            analysis.name,
+            match selection.calibration_runs {
+                0 => "cached".to_string(),
+                n => format!("{n} runs"),
+            },
+            selection.dropped.len(),
+            args.probe_min_ns,
+            if selection.kept.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", {} kept (reachable from an entry point without a probed caller): {}",
+                    selection.kept.len(),
+                    selection.kept.join(", ")
+                )
+            }
+        );
+        for d in &selection.dropped {
+            eprintln!(
+                "  unprobed {}: {} entries, {:.0} ns per call → {}",
+                d.method,
+                d.entries,
+                d.ns_per_entry,
+                d.into.join(", ")
+            );
+        }
+        let new = whitebox::comprex::fold(
+            &spec,
+            analysis,
+            &mut method_level,
+            selection.fold(),
+            args.max_runs,
+            &mut |config, decisions| {
+                eprintln!("taint run: `{config}`: {decisions} decision records")
+            },
+        )?;
+        if !selection.dropped.is_empty() {
+            eprintln!(
+                "partitions with unprobed methods folded into their callers: {} configurations ({new} more taint runs)",
+                method_level.exploration.configurations.len()
+            );
+        }
+    }
+    let exploration = &method_level.exploration;
+
+    let profiled = whitebox::comprex::instrument_methods(&spec, &settings, &method_level)?;
     let store_path = args
         .store
         .clone()
@@ -127,21 +232,44 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
     })?;
     print_report(&report, spec.measure.max_cv);
 
-    let method_level = if granularity == Granularity::Method {
-        explored
-    } else {
-        // Models need the method partitions: explore again at method granularity (cheap
-        // next to measuring, and it reuses nothing it should not).
-        whitebox::comprex::explore(
+    let correction = if args.overhead_correction > 0 {
+        let correction = whitebox::comprex::overhead_correction(
             &spec,
             &settings,
-            analysis,
-            Granularity::Method,
-            args.max_runs,
-            &mut |_, _| {},
-        )?
+            workload,
+            &profiled,
+            &exploration.configurations,
+            args.overhead_correction,
+            args.seed,
+            overhead_fit,
+            &mut |config, p, n| {
+                eprintln!(
+                    "overhead: `{}`: {p:.4} s profiled, {n:.4} s native (medians, interleaved)",
+                    if config.is_empty() {
+                        "(no option selected)"
+                    } else {
+                        config
+                    }
+                )
+            },
+        )?;
+        match &correction {
+            Ok(c) => eprintln!(
+                "overhead correction (§V.A, {} configurations with and without the profiler, {} fit): profiled = {:.4} · native {} {:.4} s",
+                c.pairs.len(),
+                c.fit.name(),
+                c.line.slope,
+                if c.line.intercept < 0.0 { "−" } else { "+" },
+                c.line.intercept.abs()
+            ),
+            Err(why) => eprintln!("overhead correction: none ({why})"),
+        }
+        correction.ok()
+    } else {
+        None
     };
-    let model = whitebox::comprex::build_model(
+
+    let model = whitebox::comprex::build_model_corrected(
         &store,
         &spec,
         workload,
@@ -151,6 +279,7 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
             trivial_below: args.trivial_below,
             ..ModelSettings::default()
         },
+        correction.as_ref(),
     )?;
     let out = args
         .out

@@ -206,6 +206,34 @@ pub fn overhead_correction(pairs: &[(f64, f64)]) -> Option<Linear> {
     (fit.slope.is_finite() && fit.slope > 0.0).then_some(fit)
 }
 
+/// The robust variant of [`overhead_correction`]: `profiled = a · native` with `a` the median
+/// of the per-configuration ratios `profiled / native` (the mean of the two middle ones for
+/// an even count). A line fitted to k = 5 noisy pairs can come out far from the truth (one
+/// native run slowed down by a busy machine tilts both slope and intercept); the median
+/// ratio ignores up to ⌊(k − 1)/2⌋ such outliers. `None` for no pairs or a pair that is
+/// not positive and finite.
+pub fn overhead_ratio(pairs: &[(f64, f64)]) -> Option<Linear> {
+    if pairs.is_empty()
+        || pairs
+            .iter()
+            .any(|&(p, x)| !(p.is_finite() && x.is_finite() && p > 0.0 && x > 0.0))
+    {
+        return None;
+    }
+    let mut ratios: Vec<f64> = pairs.iter().map(|&(p, x)| p / x).collect();
+    ratios.sort_by(f64::total_cmp);
+    let n = ratios.len();
+    let slope = if n % 2 == 1 {
+        ratios[n / 2]
+    } else {
+        (ratios[n / 2 - 1] + ratios[n / 2]) / 2.0
+    };
+    Some(Linear {
+        slope,
+        intercept: 0.0,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,6 +308,24 @@ mod tests {
         for &(y, x) in &exact {
             assert!((fit.correct(y) - x).abs() < 1e-12);
         }
+    }
+
+    #[test]
+    fn overhead_ratio_is_the_median_ratio() {
+        // Ratios 1.10, 1.20, 3.00 (an outlier), 1.05, 1.15: median 1.15.
+        let pairs = [(1.1, 1.0), (2.4, 2.0), (0.9, 0.3), (4.2, 4.0), (0.575, 0.5)];
+        let fit = overhead_ratio(&pairs).unwrap();
+        assert!(
+            (fit.slope - 1.15).abs() < 1e-12 && fit.intercept == 0.0,
+            "{fit:?}"
+        );
+        assert!((fit.correct(2.3) - 2.0).abs() < 1e-12);
+        // Even count: the mean of the middle two (1.10 and 1.20).
+        let fit = overhead_ratio(&pairs[..4]).unwrap();
+        assert!((fit.slope - 1.15).abs() < 1e-12, "{fit:?}");
+        assert_eq!(overhead_ratio(&[]), None);
+        assert_eq!(overhead_ratio(&[(1.0, 0.0)]), None);
+        assert_eq!(overhead_ratio(&[(f64::NAN, 1.0)]), None);
     }
 
     #[test]
