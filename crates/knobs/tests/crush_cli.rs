@@ -183,6 +183,16 @@ fn comprex_models_the_papers_running_example() {
         .stdout(contains("·A·C"))
         .stdout(contains("·A·B"));
     assert!(sub.join("comprex-fig2.comprex.json").exists());
+    // Table IV: coarser regions need more configurations (program: one region, the cross
+    // product of all decisions), finer ones no fewer than the paper's per-method 4.
+    knobs()
+        .current_dir(dir.path())
+        .args(["comprex", "--granularity-table", "--spec", "sub/knobs.toml"])
+        .assert()
+        .success()
+        .stdout(contains("| program | 1 | 6 |"))
+        .stdout(contains("| method | 3 | 4 |"))
+        .stdout(contains("| statement | 10 | 4 |"));
     knobs()
         .args(["comprex", "--granularity", "sideways", "--spec"])
         .arg(&spec)
