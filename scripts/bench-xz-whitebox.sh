@@ -2,13 +2,16 @@
 # ConfigCrusher and Comprex on a real C program (XZ Utils 5.4.1 from Debian's source package)
 # against a brute-force ground truth and two black-box baselines, side by side in the form of
 # the ConfigCrusher paper's Tables 5/6 (configurations measured, measurement time, MAPE),
-# plus ConfigCrusher's analysis time, regions before/after propagation (R), region entries
-# per run (RC) and instrumentation overhead, and Comprex's taint-run slowdown, probes,
+# plus ConfigCrusher's analysis time and peak memory and its Table 7 (regions R, region
+# entries per run RC and instrumented / native time, before and after the propagation
+# optimisation; scripts/bench-crush-overhead.sh), and Comprex's taint-run slowdown, probes,
 # profiler overhead and §V.A overhead correction.
 #
 #   bash scripts/bench-xz-whitebox.sh                     # builds target/release/knobs
 #   KNOBS=/path/to/knobs bash scripts/bench-xz-whitebox.sh  # uses that binary
 #   ALL_PROBES=0 bash scripts/bench-xz-whitebox.sh        # skip the `--all-probes` Comprex row
+#   OVERHEAD_CONFIGS=all bash scripts/bench-xz-whitebox.sh  # Table 7 on all 48 configurations
+#                                                           # (default 8: about 2 minutes)
 #
 # scripts/bench-xz-comprex.sh runs the same.
 #
@@ -51,6 +54,7 @@ grep -E '^(built|analysed|regions|instrumented|[0-9]+ of [0-9]+ configurations)'
 variant=$(grep -o 'variant configcrusher:[0-9a-f]*' "$logs/crush.log" | cut -d' ' -f2)
 build_s=$(sed -n 's/^built .* in \([0-9.]*\) s$/\1/p' "$logs/crush.log")
 analysis_s=$(sed -n 's/^analysed in \([0-9.]*\) s.*/\1/p' "$logs/crush.log")
+peak_mib=$(sed -n 's/^analysed in .*(peak memory \([0-9]*\) MiB).*/\1/p' "$logs/crush.log")
 interactions=$(sed -n 's/^analysed .*interactions: \(.*\)$/\1/p' "$logs/crush.log")
 irrelevant=$(sed -n 's/^analysed .*irrelevant options: \([^;]*\);.*/\1/p' "$logs/crush.log")
 r_after=$(sed -n 's/^regions: \([0-9]*\) (\([0-9]*\) before.*/\1/p' "$logs/crush.log")
@@ -134,6 +138,8 @@ read -r fw_n fw_t fw_mape < <(bb featurewise)
 read -r pw_n pw_t pw_mape < <(bb twise:2)
 
 echo "== 7. overhead: region entries per run, instrumented vs native on every configuration"
+# From the runs above: the optimised placement only, and the native and instrumented medians
+# measured minutes apart.
 rc=$(sqlite3 "$store" "select round(avg(e)) from (select sum(rt.entries) e from region_times rt join runs r on r.id = rt.run where r.variant = '$variant' group by r.id)")
 rc_max=$(sqlite3 "$store" "select max(e) from (select sum(rt.entries) e from region_times rt join runs r on r.id = rt.run where r.variant = '$variant' group by r.id)")
 # Geometric mean over configurations of instrumented median / native median.
@@ -150,6 +156,11 @@ entries() { sqlite3 "$store" "select round(avg(e)) from (select sum(rt.entries) 
 cx_rc=$(entries "$cx_variant")
 cx_all_rc=""
 [ -n "${cx_all_variant:-}" ] && cx_all_rc=$(entries "$cx_all_variant")
+
+echo "== 7b. Table 7: before and after optimisation, native and both instrumented builds interleaved"
+KNOBS="$knobs" CONFIGS="${OVERHEAD_CONFIGS:-8}" bash "$root/scripts/bench-crush-overhead.sh" "$spec" \
+    > "$logs/overhead.log" 2>&1 || { tail -5 "$logs/overhead.log"; exit 1; }
+sed -n '/^|/p' "$logs/overhead.log"
 
 echo "== 8. Comprex: taint runs vs the native program on the analysis workload"
 # The taint-instrumented build knobs comprex ran (its exploration), against the native build,
@@ -210,11 +221,14 @@ echo "| Comprex | $cx_configs + $cx_native_k native (correction) | $cx_t (profil
 echo "| feature-wise + stepwise | $fw_n | $fw_t | $fw_mape |"
 echo "| pair-wise + stepwise | $pw_n | $pw_t | $pw_mape |"
 echo
-echo "ConfigCrusher: build $build_s s, analysis $analysis_s s; irrelevant: $irrelevant; interactions: $interactions"
+echo "ConfigCrusher: build $build_s s, analysis $analysis_s s (peak memory $peak_mib MiB); irrelevant: $irrelevant; interactions: $interactions"
 echo "regions R: $r_before before propagation, $r_after after; region entries per run RC: mean $rc, max $rc_max"
-echo "instrumented / native wall time (geometric mean over the $cc_n configurations): $overhead"
+echo "instrumented / native wall time from the runs above (geometric mean over the $cc_n configurations, measured minutes apart): $overhead"
 echo "CPU s native / bitcode -O2 without probes / instrumented${decomp}"
 echo "Comprex: taint analysis $cx_taint_s s ($cx_explored configurations on small.txt, $cx_sites decision sites); probes on $cx_probes method regions, unprobed: $cx_unprobed"
 echo "Comprex: profiled / native wall time (geometric mean over the $cx_n configurations): $cx_overhead, region entries per run $cx_rc${cx_all_overhead:+ (every method probed: $cx_all_overhead, $cx_all_rc entries per run)}; overhead correction: profiled = ${cx_correction:-none} · native"
 echo "Comprex: taint run vs native, wall, median of 5 on small.txt${taint_slowdown}; one run on input.txt at -6: $taint_real"
 echo "elapsed: knobs crush $(printf %.0f "$crush_elapsed") s, knobs comprex $(printf %.0f "$cx_elapsed") s, knobs measure --sample all $(printf %.0f "$measure_elapsed") s (0 when everything was already in the store)"
+echo
+# Last: the Table 7 block of bench-crush-overhead.sh, as it printed it.
+sed -n '/^Table 7/,$p' "$logs/overhead.log"
