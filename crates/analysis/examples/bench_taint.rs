@@ -146,10 +146,10 @@ fn main() {
         .filter(|s| **s != analysis::SetId::EMPTY)
         .count();
     println!(
-        "taint: {:.2?}; {} points-to classes, {} function visits, {} interned sets, \
+        "taint: {:.2?}; {} memory cells, {} function visits, {} interned sets, \
          {} tainted decisions, {}/{} instructions influenced, {} relevant options",
         t.elapsed(),
-        si.classes,
+        si.cells,
         si.function_visits,
         si.sets.len(),
         si.decisions.len(),

@@ -17,9 +17,8 @@ use space::OptionId;
 
 use crate::ProgramDominance;
 use crate::options::{FxMap, SetId};
-use crate::taint::{Access, StatementInfluence, access_through, is_block_copy, is_copier};
-
-const NONE: u32 = u32::MAX;
+use crate::pointsto::{CellId, is_block_copy};
+use crate::taint::{StatementInfluence, is_copier};
 
 /// A fact of the fixpoint that can hold options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -34,13 +33,8 @@ pub enum Fact {
     Decision(BlockId),
     /// The context taint of a function (the control taint of its call sites).
     Context(FuncId),
-    /// The contents of a points-to class, however written.
-    Memory(u32),
-    /// What was written to a points-to class through whole-object accesses.
-    WholeMemory(u32),
-    /// What was written to a struct field of the objects of a class (`p->field` with `p`
-    /// pointing into the class).
-    FieldMemory(u32, ir::StructId, u32),
+    /// The contents of a memory cell (an object, or a struct field of one).
+    Memory(CellId),
     /// The return value of a function.
     Return(FuncId),
 }
@@ -60,11 +54,10 @@ pub struct Explainer<'a> {
     program: &'a Program,
     dominance: &'a ProgramDominance,
     si: &'a StatementInfluence,
-    /// Stores and copying external calls with the access they write through, by every class
-    /// that access writes (see [`Explainer::writes`]).
-    writers: FxMap<u32, Vec<(InstId, Access)>>,
-    /// The option sources' memory, as accesses.
-    seeds: Vec<(Access, SetId)>,
+    /// Stores and copying external calls, by every cell they write.
+    writers: FxMap<CellId, Vec<InstId>>,
+    /// Block copies, by every object (root) they copy fields into.
+    block_copies: FxMap<u32, Vec<InstId>>,
     seeded_values: FxMap<ValueId, SetId>,
 }
 
@@ -74,132 +67,58 @@ impl<'a> Explainer<'a> {
         dominance: &'a ProgramDominance,
         si: &'a StatementInfluence,
     ) -> Self {
-        let class = |v: ValueId| {
-            let c = si.facts.value_class[v.index()];
-            (c != NONE).then_some(c)
-        };
-        let mut writers: FxMap<u32, Vec<(InstId, Access)>> = FxMap::default();
+        let pts = &si.facts.points_to;
+        let mut writers: FxMap<CellId, Vec<InstId>> = FxMap::default();
+        let mut block_copies: FxMap<u32, Vec<InstId>> = FxMap::default();
         for (k, inst) in program.insts.iter().enumerate() {
             let i = InstId(k as u32);
+            let external = |pred: fn(&str) -> bool| {
+                si.call_graph
+                    .targets_of(i)
+                    .iter()
+                    .any(|&g| program.func(g).is_declaration && pred(&program.func(g).name))
+            };
             let written = match &inst.kind {
                 InstKind::Store { ptr, .. } => Some(*ptr),
-                InstKind::Call { args, .. }
-                    if si.call_graph.targets_of(i).iter().any(|&g| {
-                        program.func(g).is_declaration && is_copier(&program.func(g).name)
-                    }) =>
-                {
+                InstKind::Call { args, .. } if external(is_copier) => {
+                    if external(is_block_copy) && args.len() >= 2 {
+                        for &c in pts.of(args[0]) {
+                            block_copies.entry(pts.cell(c).root).or_default().push(i);
+                        }
+                    }
                     args.first().copied()
                 }
                 _ => None,
             };
-            if let Some(access) = written.and_then(|p| access_through(program, class, p)) {
-                let (a, b) = match access {
-                    Access::Whole(c) => (c, c),
-                    Access::Field {
-                        class, field_class, ..
-                    } => (class, field_class),
-                };
-                writers.entry(a).or_default().push((i, access));
-                if b != a {
-                    writers.entry(b).or_default().push((i, access));
-                }
+            for &c in written.map_or(&[][..], |p| pts.of(p)) {
+                writers.entry(c).or_default().push(i);
             }
         }
-        let seeds = si
-            .facts
-            .seed_writes
-            .iter()
-            .filter_map(|&(p, s)| Some((access_through(program, class, p)?, s)))
-            .collect();
         Explainer {
             program,
             dominance,
             si,
             writers,
-            seeds,
+            block_copies,
             seeded_values: si.facts.seeded_values.iter().copied().collect(),
         }
     }
 
-    /// Whether a write through `access` adds to the memory `fact` (the solver's `write`).
-    fn writes(access: Access, fact: Fact) -> bool {
-        match (access, fact) {
-            (Access::Whole(c), Fact::Memory(m) | Fact::WholeMemory(m)) => c == m,
-            (
-                Access::Field {
-                    class, field_class, ..
-                },
-                Fact::Memory(m),
-            ) => class == m || field_class == m,
-            (
-                Access::Field {
-                    class, field_class, ..
-                },
-                Fact::WholeMemory(m),
-            ) => field_class == m && field_class != class,
-            (
-                Access::Field {
-                    class,
-                    structure,
-                    field,
-                    ..
-                },
-                Fact::FieldMemory(c, s, f),
-            ) => class == c && structure == s && field == f,
-            _ => false,
-        }
-    }
-
-    /// Whether `w`, writing through `access`, is a block copy between whole objects that
-    /// copies the source's field `fact` (the solver's `copy_block`).
-    fn copies_fields(&self, w: InstId, access: Access, fact: Fact) -> bool {
-        let (Access::Whole(d), Fact::FieldMemory(c, ..)) = (access, fact) else {
-            return false;
-        };
-        let p = self.program;
-        d == c
-            && matches!(&p.inst(w).kind, InstKind::Call { args, .. }
-            if args.len() >= 2
-                && matches!(access_through(p, |v| self.class(v), args[1]), Some(Access::Whole(_)))
-                && self.si.call_graph.targets_of(w).iter().any(|&g| {
-                    p.func(g).is_declaration && is_block_copy(&p.func(g).name)
-                }))
-    }
-
-    /// The memory facts a read through `ptr` consults (the solver's `read`).
+    /// The memory facts a load through `ptr` consults (the solver's `read`).
     fn reads(&self, ptr: ValueId) -> Vec<Fact> {
-        let class = |v: ValueId| self.class(v);
-        let mut out = Vec::new();
-        match access_through(self.program, class, ptr) {
-            None => {}
-            Some(Access::Whole(c)) => out.push(Fact::Memory(c)),
-            Some(Access::Field {
-                class: c,
-                structure,
-                field,
-                field_class,
-                base,
-            }) => {
-                out.push(Fact::FieldMemory(c, structure, field));
-                out.push(Fact::WholeMemory(c));
-                if field_class != c {
-                    out.push(Fact::Memory(field_class));
-                }
-                let mut outer = base;
-                while let Some(Access::Field {
-                    class: c,
-                    structure,
-                    field,
-                    base,
-                    ..
-                }) = access_through(self.program, class, outer)
-                {
-                    out.push(Fact::FieldMemory(c, structure, field));
-                    out.push(Fact::WholeMemory(c));
-                    outer = base;
-                }
-            }
-        }
+        let pts = &self.si.facts.points_to;
+        pts.of(ptr).iter().map(|&c| Fact::Memory(c)).collect()
+    }
+
+    /// The memory facts an external call reads through `ptr` (the solver's `read_objects`).
+    fn reads_objects(&self, ptr: ValueId) -> Vec<Fact> {
+        let pts = &self.si.facts.points_to;
+        let mut out: Vec<Fact> = pts
+            .of(ptr)
+            .iter()
+            .flat_map(|&c| pts.object_cells(c).iter().map(|&f| Fact::Memory(f)))
+            .collect();
+        out.dedup();
         out
     }
 
@@ -215,14 +134,7 @@ impl<'a> Explainer<'a> {
                 si.facts.block_taint[b.index()]
             }
             Fact::Context(f) => si.context[f.index()],
-            Fact::Memory(c) => si.facts.memory.get(c as usize).copied().unwrap_or_default(),
-            Fact::WholeMemory(c) => si.facts.whole.get(c as usize).copied().unwrap_or_default(),
-            Fact::FieldMemory(c, st, f) => si
-                .facts
-                .fields
-                .get(&(c, st, f))
-                .copied()
-                .unwrap_or_default(),
+            Fact::Memory(c) => si.facts.memory[c.index()],
             Fact::Return(f) => si.facts.ret_taint[f.index()],
         }
     }
@@ -246,18 +158,15 @@ impl<'a> Explainer<'a> {
     fn is_source(&self, fact: Fact, o: OptionId) -> bool {
         let has = |s: Option<&SetId>| s.is_some_and(|s| self.si.sets.get(*s).contains(o));
         match fact {
-            Fact::Memory(_) | Fact::WholeMemory(_) | Fact::FieldMemory(..) => self
-                .seeds
+            Fact::Memory(c) => self
+                .si
+                .facts
+                .seed_writes
                 .iter()
-                .any(|&(a, s)| Self::writes(a, fact) && has(Some(&s))),
+                .any(|&(p, s)| self.si.facts.points_to.of(p).contains(&c) && has(Some(&s))),
             Fact::Value(v) => has(self.seeded_values.get(&v)),
             _ => false,
         }
-    }
-
-    fn class(&self, v: ValueId) -> Option<u32> {
-        let c = self.si.facts.value_class[v.index()];
-        (c != NONE).then_some(c)
     }
 
     /// The facts that may have given `fact` its options, with the instruction and the kind of
@@ -301,7 +210,7 @@ impl<'a> Explainer<'a> {
                                 if p.func(g).is_declaration {
                                     for &a in args {
                                         push(Fact::Value(a), Some(*i), "external call argument");
-                                        for m in self.reads(a) {
+                                        for m in self.reads_objects(a) {
                                             push(m, Some(*i), "external call reads");
                                         }
                                     }
@@ -355,32 +264,56 @@ impl<'a> Explainer<'a> {
                     }
                 }
             }
-            Fact::Memory(c) | Fact::WholeMemory(c) | Fact::FieldMemory(c, ..) => {
-                let writers = self.writers.get(&c).map_or(&[][..], |v| &v[..]);
-                for &(w, access) in writers {
-                    if !Self::writes(access, fact) && !self.copies_fields(w, access, fact) {
-                        continue;
-                    }
+            Fact::Memory(c) => {
+                let pts = &self.si.facts.points_to;
+                let mut writes: Vec<InstId> = self.writers.get(&c).cloned().unwrap_or_default();
+                // A field of an object gets the same field of the objects block-copied into it.
+                let field = pts.cell(c).field;
+                if field.is_some() {
+                    writes.extend(
+                        self.block_copies
+                            .get(&pts.cell(c).root)
+                            .into_iter()
+                            .flatten(),
+                    );
+                }
+                for w in writes {
                     let inst = p.inst(w);
                     match &inst.kind {
                         InstKind::Store { value, ptr } => {
                             push(Fact::Value(*value), Some(w), "stored value");
                             push(Fact::Value(*ptr), Some(w), "store address");
                         }
-                        InstKind::Call { args, .. } if self.copies_fields(w, access, fact) => {
-                            // Field by field from the source object.
-                            if let (Fact::FieldMemory(_, st, f), Some(src)) =
-                                (fact, args.get(1).and_then(|&a| self.class(a)))
-                            {
-                                push(Fact::FieldMemory(src, st, f), Some(w), "copied from");
-                            }
-                        }
                         InstKind::Call { args, .. } => {
                             for &a in args {
                                 push(Fact::Value(a), Some(w), "copied value");
-                                for m in self.reads(a) {
-                                    if m != fact {
-                                        push(m, Some(w), "copied from");
+                            }
+                            let block = self.si.call_graph.targets_of(w).iter().any(|&g| {
+                                p.func(g).is_declaration && is_block_copy(&p.func(g).name)
+                            });
+                            let into_cell = args.first().is_some_and(|&d| pts.of(d).contains(&c));
+                            match (block, args.get(1)) {
+                                (true, Some(&src)) => {
+                                    if into_cell {
+                                        for m in self.reads(src) {
+                                            push(m, Some(w), "copied from");
+                                        }
+                                    }
+                                    if let Some((st, f)) = field {
+                                        for &s in pts.of(src) {
+                                            if let Some(sf) = pts.field_cell(s, st, f) {
+                                                push(Fact::Memory(sf), Some(w), "copied from");
+                                            }
+                                        }
+                                    }
+                                }
+                                _ => {
+                                    for &a in args {
+                                        for m in self.reads_objects(a) {
+                                            if m != fact {
+                                                push(m, Some(w), "copied from");
+                                            }
+                                        }
                                     }
                                 }
                             }
@@ -469,66 +402,11 @@ impl<'a> Explainer<'a> {
                 None => format!("decision of {b}"),
             },
             Fact::Context(f) => format!("context of {}", p.func(f).name),
-            Fact::Memory(c) => format!("memory class #{c} ({})", self.describe_class(c)),
-            Fact::WholeMemory(c) => format!(
-                "memory class #{c} written as a whole ({})",
-                self.describe_class(c)
+            Fact::Memory(c) => format!(
+                "memory {}",
+                self.si.facts.points_to.describe(self.program, c)
             ),
-            Fact::FieldMemory(c, st, f) => {
-                let st = &p.structs[st.index()];
-                let field = st
-                    .fields
-                    .get(f as usize)
-                    .filter(|n| !n.is_empty())
-                    .map_or_else(|| f.to_string(), |n| n.clone());
-                format!(
-                    "field {}.{field} of memory class #{c} ({})",
-                    st.name,
-                    self.describe_class(c)
-                )
-            }
             Fact::Return(f) => format!("return value of {}", p.func(f).name),
-        }
-    }
-
-    /// Up to three objects of a points-to class (globals, allocation sites) and how many more.
-    pub fn describe_class(&self, class: u32) -> String {
-        let p = self.program;
-        let mut names = Vec::new();
-        let mut count = 0;
-        for g in &p.globals {
-            if self.class(g.address) == Some(class) {
-                count += 1;
-                if names.len() < 3 {
-                    names.push(format!("@{}", g.name));
-                }
-            }
-        }
-        for inst in &p.insts {
-            let is_site = matches!(inst.kind, InstKind::Alloca { .. })
-                || matches!(&inst.kind, InstKind::Call { callee: Callee::Direct(g), .. }
-                    if crate::taint::ALLOCATORS.contains(&p.func(*g).name.as_str()));
-            if is_site
-                && let Some(r) = inst.result
-                && self.class(r) == Some(class)
-            {
-                count += 1;
-                if names.len() < 3 {
-                    names.push(format!(
-                        "alloc in {} {}",
-                        p.func(p.block(inst.block).func).name,
-                        p.describe_loc(inst.loc)
-                    ));
-                }
-            }
-        }
-        if count > names.len() {
-            names.push(format!("… {} objects", count));
-        }
-        if names.is_empty() {
-            "no named object; a field or pointee".into()
-        } else {
-            names.join(", ")
         }
     }
 }

@@ -19,6 +19,7 @@ pub mod compress;
 pub mod dom;
 pub mod explain;
 pub mod options;
+pub mod pointsto;
 pub mod regions;
 pub mod sources;
 pub mod taint;

@@ -123,6 +123,7 @@ impl Hasher for FxHasher {
 }
 
 pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+pub type FxSet<K> = std::collections::HashSet<K, BuildHasherDefault<FxHasher>>;
 
 /// Interns option sets; unions are cached, so propagating taint is mostly table look-ups.
 #[derive(Clone, Debug)]

@@ -1,14 +1,13 @@
 //! Static option-taint analysis: which options may influence whether and how each
 //! instruction executes (the statement-influence map SI of ConfigCrusher §3.1).
 //!
-//! Two phases, both linear-ish in program size:
-//! 1. Points-to, Steensgaard-style (unification, almost linear): every pointer value points
-//!    into one *class* of abstract objects (allocation sites, globals, heap calls); a class has
-//!    one class for its pointed-to contents and one per struct field (field sensitivity), and
-//!    the functions whose addresses it holds (indirect calls). Arrays collapse to their base.
+//! Two phases:
+//! 1. Points-to ([`crate::pointsto`]): inclusion-based, over field-sensitive memory cells
+//!    (globals, stack slots, allocation sites and their struct fields); it also resolves
+//!    indirect calls.
 //! 2. Taint, a monotone fixpoint with a function-level worklist: value taints (SSA, phi,
-//!    select, loads from classes, arguments → parameters, returns → call results), memory
-//!    taints per class (stores), local control taint per block (the decisions it is control
+//!    select, loads from cells, arguments → parameters, returns → call results), memory
+//!    taints per cell (stores), local control taint per block (the decisions it is control
 //!    dependent on, transitively, with their data taint), and a context taint per function
 //!    (the union over call sites of the control taint there). Implicit flows: values defined
 //!    and stores made under a tainted decision carry its taint; a phi at a join carries the
@@ -24,315 +23,33 @@
 //! carry the callee's context (each call site adds its own control taint), stores do.
 //!
 //! Precision choices (see `analysis::explain` and the sqlite benchmark's `--explain`):
-//! - Memory taint is kept per points-to class *and* per (struct type, field) for accesses
-//!   through a field address ([`Access`]): unification collapses a struct with its fields as
-//!   soon as one pointer variable may hold both, and on real programs one class then holds
-//!   most of the heap. Whole-object accesses (other pointers, external calls such as memcpy)
-//!   read everything written to the class and write the whole class. Field 0 shares its
-//!   struct's address and counts as the whole object. Not seen: a field written through one
-//!   struct type and read through another at the same offset (type punning), and a struct
-//!   copied as a whole into a field then read through a pointer that no longer shows the
-//!   enclosing field address.
-//! - Indirect calls reach only the class's functions of the call's arity (or, when none has
-//!   it, those with fewer parameters: variadic functions).
+//! - Memory taint is kept per cell: a load reads the cells its pointer may point to, a store
+//!   writes them all (weak updates). A load through a plain pointer into a struct reads its
+//!   root cell (field 0), not the other fields: not seen is a field read as bytes through a
+//!   `char *` into the struct (type punning). External functions that read through their
+//!   arguments (`write`, `strcmp`, …) read the whole objects, fields included; block copies
+//!   (`memcpy`, struct assignment) copy field by field.
+//! - Indirect calls reach the functions whose addresses flow to the called pointer and that
+//!   take at most as many parameters as the call passes (variadic functions take fewer).
 
 use std::collections::VecDeque;
 
-use ir::{Callee, FuncId, InstId, InstKind, Program, StructId, ValueDef, ValueId};
+use ir::{Callee, FuncId, InstId, InstKind, Program, ValueDef, ValueId};
 use space::OptionId;
 
 use crate::ProgramDominance;
 use crate::options::{FxMap, SetId, SetInterner};
+use crate::pointsto::{CellId, PointsTo, is_block_copy};
 use crate::sources::{ResolvedSource, ResolvedSources};
 
-const NONE: u32 = u32::MAX;
-
-/// Allocation functions: their result is a fresh heap object per call site.
-pub const ALLOCATORS: &[&str] = &["malloc", "calloc", "realloc", "strdup", "strndup"];
 /// External functions that copy data from their other arguments into the first one's object.
 const COPIERS: &[&str] = &[
     "memcpy", "memmove", "strcpy", "strncpy", "strcat", "strncat", "sprintf", "snprintf", "sscanf",
     "memset",
 ];
 
-/// Copies of memory blocks, which keep the source's layout (`memcpy`, struct assignment).
-pub(crate) fn is_block_copy(name: &str) -> bool {
-    matches!(name, "memcpy" | "memmove")
-        || name.starts_with("llvm.memcpy")
-        || name.starts_with("llvm.memmove")
-}
-
 pub(crate) fn is_copier(name: &str) -> bool {
     COPIERS.contains(&name) || name.starts_with("llvm.memcpy") || name.starts_with("llvm.memmove")
-}
-
-/// Unification-based points-to classes.
-struct PointsTo {
-    parent: Vec<u32>,
-    size: Vec<u32>,
-    content: Vec<u32>,
-    fields: Vec<Vec<(u32, u32)>>,
-    funcs: Vec<Vec<FuncId>>,
-    val_class: Vec<u32>,
-    ret_class: Vec<u32>,
-    /// (destination, source) classes of block copies (`memcpy`, struct assignment).
-    copies: Vec<(u32, u32)>,
-}
-
-impl PointsTo {
-    /// Makes each copy's destination hold what its source holds: the contents are unified,
-    /// and so are the two objects' fields (their sub-objects: a struct nested in a copied
-    /// struct is one class for both sides), until nothing changes — unifying may add fields
-    /// an earlier copy must pair too. The copied objects themselves stay apart.
-    fn settle_copies(&mut self) {
-        // Classes are only created and merged, so (classes, merged classes) grows until
-        // a pass changes nothing.
-        let state = |pts: &PointsTo| {
-            let merged = pts
-                .parent
-                .iter()
-                .enumerate()
-                .filter(|&(c, &p)| c as u32 != p)
-                .count();
-            (pts.parent.len(), merged)
-        };
-        loop {
-            let before = state(self);
-            for k in 0..self.copies.len() {
-                let (a, b) = self.copies[k];
-                let (a, b) = (self.find(a), self.find(b));
-                if a == b {
-                    continue;
-                }
-                let (ca, cb) = (self.content(a), self.content(b));
-                self.unify(ca, cb);
-                let (a, b) = (self.find(a), self.find(b));
-                let mut indices: Vec<u32> = self.fields[a as usize]
-                    .iter()
-                    .chain(&self.fields[b as usize])
-                    .map(|(i, _)| *i)
-                    .collect();
-                indices.sort_unstable();
-                indices.dedup();
-                for i in indices {
-                    let (fa, fb) = (self.field(a, i), self.field(b, i));
-                    self.unify(fa, fb);
-                }
-            }
-            if state(self) == before {
-                break;
-            }
-        }
-    }
-
-    fn fresh(&mut self) -> u32 {
-        let id = self.parent.len() as u32;
-        self.parent.push(id);
-        self.size.push(1);
-        self.content.push(NONE);
-        self.fields.push(Vec::new());
-        self.funcs.push(Vec::new());
-        id
-    }
-
-    fn find(&mut self, mut c: u32) -> u32 {
-        while self.parent[c as usize] != c {
-            let p = self.parent[c as usize];
-            self.parent[c as usize] = self.parent[p as usize];
-            c = p;
-        }
-        c
-    }
-
-    fn find_const(&self, mut c: u32) -> u32 {
-        while self.parent[c as usize] != c {
-            c = self.parent[c as usize];
-        }
-        c
-    }
-
-    fn class_of(&mut self, program: &Program, v: ValueId) -> u32 {
-        let c = self.val_class[v.index()];
-        if c != NONE {
-            return self.find(c);
-        }
-        let c = self.fresh();
-        if let ValueDef::Function(f) = program.value(v) {
-            self.funcs[c as usize].push(*f);
-        }
-        self.val_class[v.index()] = c;
-        c
-    }
-
-    /// The class of a value if it has one, without creating it.
-    fn existing_class(&self, v: ValueId) -> Option<u32> {
-        let c = self.val_class[v.index()];
-        (c != NONE).then(|| self.find_const(c))
-    }
-
-    fn content(&mut self, c: u32) -> u32 {
-        let c = self.find(c);
-        let x = self.content[c as usize];
-        if x != NONE {
-            return self.find(x);
-        }
-        let x = self.fresh();
-        self.content[c as usize] = x;
-        x
-    }
-
-    fn field(&mut self, c: u32, index: u32) -> u32 {
-        let c = self.find(c);
-        if let Some(&(_, f)) = self.fields[c as usize].iter().find(|(i, _)| *i == index) {
-            return self.find(f);
-        }
-        let f = self.fresh();
-        self.fields[c as usize].push((index, f));
-        f
-    }
-
-    fn unify(&mut self, a: u32, b: u32) {
-        let mut pending = vec![(a, b)];
-        while let Some((a, b)) = pending.pop() {
-            let (mut a, mut b) = (self.find(a), self.find(b));
-            if a == b {
-                continue;
-            }
-            if self.size[a as usize] < self.size[b as usize] {
-                std::mem::swap(&mut a, &mut b);
-            }
-            self.parent[b as usize] = a;
-            self.size[a as usize] += self.size[b as usize];
-            let bc = self.content[b as usize];
-            if bc != NONE {
-                let ac = self.content[a as usize];
-                if ac == NONE {
-                    self.content[a as usize] = bc;
-                } else {
-                    pending.push((ac, bc));
-                }
-            }
-            for (i, bf) in std::mem::take(&mut self.fields[b as usize]) {
-                match self.fields[a as usize].iter().find(|(j, _)| *j == i) {
-                    Some(&(_, af)) => pending.push((af, bf)),
-                    None => self.fields[a as usize].push((i, bf)),
-                }
-            }
-            for f in std::mem::take(&mut self.funcs[b as usize]) {
-                if !self.funcs[a as usize].contains(&f) {
-                    self.funcs[a as usize].push(f);
-                }
-            }
-        }
-    }
-
-    /// Unifies the classes of two values unless one is a constant (a shared constant such as
-    /// `0` would otherwise glue the whole program together).
-    fn unify_values(&mut self, program: &Program, a: ValueId, b: ValueId) {
-        if is_constant(program, a) || is_constant(program, b) {
-            return;
-        }
-        let (ca, cb) = (self.class_of(program, a), self.class_of(program, b));
-        self.unify(ca, cb);
-    }
-}
-
-fn is_constant(program: &Program, v: ValueId) -> bool {
-    matches!(
-        program.value(v),
-        ValueDef::ConstInt(_) | ValueDef::ConstFloat(_) | ValueDef::ConstStr(_) | ValueDef::Undef
-    )
-}
-
-/// How a pointer reaches memory, for field-sensitive memory taint on top of the points-to
-/// classes. Unification collapses a struct object with its fields whenever one pointer
-/// variable may hold both (a `void *` helper parameter, a cast), and then one class holds most
-/// of a program's heap; keying memory taint by the struct type and field an access goes
-/// through keeps `cfg->szLookaside` apart from `cfg->mutex` even inside such a class.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Access {
-    /// Through a pointer that is not a field address: the whole object (of this class).
-    Whole(u32),
-    /// Through `&base->field` (possibly indexed further: an array field), where `base`
-    /// points into `class` and the field itself is `field_class`.
-    Field {
-        class: u32,
-        structure: StructId,
-        field: u32,
-        field_class: u32,
-        base: ValueId,
-    },
-}
-
-/// The access a pointer makes: a field address (looking through array indexing into the
-/// field), or the whole object of its class. `None` for values without a class (constants).
-fn access_of(program: &Program, pts: &PointsTo, ptr: ValueId) -> Option<Access> {
-    access_through(program, |v| pts.existing_class(v), ptr)
-}
-
-/// [`access_of`] with the root class of each value given by `class` (also used by
-/// [`crate::explain`] on the solver's final classes).
-pub(crate) fn access_through(
-    program: &Program,
-    class: impl Fn(ValueId) -> Option<u32>,
-    ptr: ValueId,
-) -> Option<Access> {
-    let own = class(ptr)?;
-    let mut p = ptr;
-    // Bounded: index chains are short at -O0.
-    for _ in 0..8 {
-        let ValueDef::Inst(i) = program.value(p) else {
-            break;
-        };
-        match &program.inst(*i).kind {
-            InstKind::IndexAddr { base, .. } => p = *base,
-            // Field 0 shares its struct's address, and the frontend turns an all-zero `getelementptr`
-            // into a plain pointer: it is accessed both ways, so it is not a field of its own.
-            InstKind::FieldAddr { field: 0, .. } => break,
-            InstKind::FieldAddr {
-                base,
-                structure,
-                field,
-            } => {
-                return Some(match class(*base) {
-                    Some(class) => Access::Field {
-                        class,
-                        structure: *structure,
-                        field: *field,
-                        field_class: own,
-                        base: *base,
-                    },
-                    None => Access::Whole(own),
-                });
-            }
-            _ => break,
-        }
-    }
-    Some(Access::Whole(own))
-}
-
-/// Every class a read through `ptr` consults (so that its function is revisited when one of
-/// them changes).
-fn touched_classes(program: &Program, pts: &PointsTo, ptr: ValueId, out: &mut Vec<u32>) {
-    let mut p = ptr;
-    while let Some(access) = access_of(program, pts, p) {
-        match access {
-            Access::Whole(c) => {
-                out.push(c);
-                break;
-            }
-            Access::Field {
-                class,
-                field_class,
-                base,
-                ..
-            } => {
-                out.push(class);
-                out.push(field_class);
-                p = base;
-            }
-        }
-    }
 }
 
 /// The resolved targets of every call instruction (direct, and indirect through points-to).
@@ -374,8 +91,8 @@ pub struct StatementInfluence {
     pub context: Vec<SetId>,
     pub decisions: Vec<TaintedDecision>,
     pub call_graph: CallGraph,
-    /// Number of points-to classes and worklist steps, for benchmarks.
-    pub classes: usize,
+    /// Number of memory cells and worklist steps, for benchmarks.
+    pub cells: usize,
     pub function_visits: usize,
     /// The solver's final facts, kept so that [`crate::explain`] can say why an option
     /// reaches an instruction.
@@ -386,14 +103,10 @@ pub struct StatementInfluence {
 /// the statement-influence map (see [`crate::explain`]).
 #[derive(Clone, Debug, Default)]
 pub struct TaintFacts {
-    /// Root points-to class of each value (`u32::MAX`: none).
-    pub value_class: Vec<u32>,
-    /// Taint of the contents of each points-to class (indexed by root class), however written.
+    /// Where each pointer points.
+    pub points_to: PointsTo,
+    /// Taint of the contents of each memory cell.
     pub memory: Vec<SetId>,
-    /// Taint written to each class through whole-object accesses (not field addresses).
-    pub whole: Vec<SetId>,
-    /// Taint written through field addresses, by (class of the base, struct, field).
-    pub fields: FxMap<(u32, StructId, u32), SetId>,
     /// Local control taint of each block (the decisions it is control dependent on).
     pub block_taint: Vec<SetId>,
     /// Taint of each function's return value.
@@ -442,156 +155,16 @@ pub fn analyse(
     dominance: &ProgramDominance,
     sources: &ResolvedSources,
 ) -> StatementInfluence {
-    let mut pts = PointsTo {
-        parent: Vec::new(),
-        size: Vec::new(),
-        content: Vec::new(),
-        fields: Vec::new(),
-        funcs: Vec::new(),
-        val_class: vec![NONE; program.values.len()],
-        ret_class: Vec::new(),
-        copies: Vec::new(),
-    };
-    for _ in &program.functions {
-        let c = pts.fresh();
-        pts.ret_class.push(c);
-    }
-    let func_names: Vec<&str> = program.functions.iter().map(|f| f.name.as_str()).collect();
-    let wrappers = crate::wrappers::Wrappers::find(program);
-
     // Phase 1: points-to.
-    for g in &program.globals {
-        for &r in &g.initializer_refs {
-            let gc = pts.class_of(program, g.address);
-            let content = pts.content(gc);
-            let rc = pts.class_of(program, r);
-            pts.unify(content, rc);
-        }
-    }
-    let mut indirect = Vec::new();
-    for (fi, func) in program.functions.iter().enumerate() {
-        for &b in &func.blocks {
-            for &i in &program.block(b).insts {
-                let inst = program.inst(i);
-                let res = inst.result;
-                match &inst.kind {
-                    InstKind::Op { op, args } => {
-                        if *op != ir::OpKind::Compare
-                            && let Some(r) = res
-                        {
-                            for &a in args {
-                                pts.unify_values(program, r, a);
-                            }
-                        }
-                    }
-                    InstKind::Phi { incoming } => {
-                        for &(v, _) in incoming {
-                            pts.unify_values(program, res.unwrap_or(v), v);
-                        }
-                    }
-                    InstKind::Select {
-                        if_true, if_false, ..
-                    } => {
-                        if let Some(r) = res {
-                            pts.unify_values(program, r, *if_true);
-                            pts.unify_values(program, r, *if_false);
-                        }
-                    }
-                    InstKind::Load { ptr } => {
-                        if let Some(r) = res {
-                            let pc = pts.class_of(program, *ptr);
-                            let content = pts.content(pc);
-                            let rc = pts.class_of(program, r);
-                            pts.unify(rc, content);
-                        }
-                    }
-                    InstKind::Store { value, ptr } if !is_constant(program, *value) => {
-                        let pc = pts.class_of(program, *ptr);
-                        let content = pts.content(pc);
-                        let vc = pts.class_of(program, *value);
-                        pts.unify(content, vc);
-                    }
-                    InstKind::FieldAddr { base, field, .. } => {
-                        if let Some(r) = res {
-                            let bc = pts.class_of(program, *base);
-                            let fc = pts.field(bc, *field);
-                            let rc = pts.class_of(program, r);
-                            pts.unify(rc, fc);
-                        }
-                    }
-                    InstKind::IndexAddr { base, .. } => {
-                        if let Some(r) = res {
-                            pts.unify_values(program, r, *base);
-                        }
-                    }
-                    InstKind::Call { callee, args } => match callee {
-                        Callee::Direct(g) => {
-                            connect_call(program, &mut pts, &func_names, &wrappers, *g, res, args);
-                        }
-                        Callee::Indirect(_) => indirect.push(i),
-                    },
-                    InstKind::Return { value: Some(v) } if !is_constant(program, *v) => {
-                        let rc = pts.ret_class[fi];
-                        let vc = pts.class_of(program, *v);
-                        pts.unify(rc, vc);
-                    }
-                    _ => {}
-                }
-            }
-        }
-    }
-    // Indirect calls: connect targets until no new ones appear (connecting may unify more
-    // classes and reveal more targets).
-    let mut connected: FxMap<InstId, Vec<FuncId>> = FxMap::default();
-    loop {
-        pts.settle_copies();
-        let mut grew = false;
-        for &i in &indirect {
-            let InstKind::Call {
-                callee: Callee::Indirect(fp),
-                args,
-            } = &program.inst(i).kind
-            else {
-                continue;
-            };
-            let c = pts.class_of(program, *fp);
-            let targets = arity_compatible(program, &pts.funcs[c as usize], args.len());
-            for g in targets {
-                let list = connected.entry(i).or_default();
-                if !list.contains(&g) {
-                    list.push(g);
-                    grew = true;
-                    connect_call(
-                        program,
-                        &mut pts,
-                        &func_names,
-                        &wrappers,
-                        g,
-                        program.inst(i).result,
-                        args,
-                    );
-                }
-            }
-        }
-        if !grew {
-            break;
-        }
-    }
+    let pts = crate::pointsto::solve(program);
+    let func_names: Vec<&str> = program.functions.iter().map(|f| f.name.as_str()).collect();
     let mut call_graph = CallGraph {
-        targets: Vec::new(),
+        targets: pts.call_targets.clone(),
         callers: vec![Vec::new(); program.functions.len()],
     };
-    for (k, inst) in program.insts.iter().enumerate() {
-        if let InstKind::Call { callee, .. } = &inst.kind {
-            let i = InstId(k as u32);
-            let targets = match callee {
-                Callee::Direct(g) => vec![*g],
-                Callee::Indirect(_) => connected.remove(&i).unwrap_or_default(),
-            };
-            for g in &targets {
-                call_graph.callers[g.index()].push(i);
-            }
-            call_graph.targets.push((i, targets));
+    for (i, targets) in &call_graph.targets {
+        for g in targets {
+            call_graph.callers[g.index()].push(*i);
         }
     }
 
@@ -605,23 +178,19 @@ pub fn analyse(
         let s = sets.singleton(*option);
         match source {
             ResolvedSource::Global(g) => {
-                let address = program.globals[g.index()].address;
-                pts.class_of(program, address);
-                seed_writes.push((address, s));
+                seed_writes.push((program.globals[g.index()].address, s));
             }
             ResolvedSource::Field(st, field) => {
                 for inst in &program.insts {
                     if let InstKind::FieldAddr {
                         structure,
                         field: f,
-                        base,
+                        ..
                     } = &inst.kind
                         && structure == st
                         && f == field
                         && let Some(r) = inst.result
                     {
-                        pts.class_of(program, *base);
-                        pts.class_of(program, r);
                         seed_writes.push((r, s));
                     }
                 }
@@ -650,35 +219,45 @@ pub fn analyse(
     for (&(_, call), &s) in &returns {
         if let Some(r) = program.inst(call).result {
             value_taint[r.index()] = sets.union(value_taint[r.index()], s);
-            pts.class_of(program, r);
             seed_writes.push((r, s));
         }
     }
     seed_writes.sort_unstable();
-    let nclasses = pts.parent.len();
-    // Who reads each class: loads, and external calls reading through their arguments
-    // (every class an access touches, see `Solver::read`).
-    let mut readers: Vec<Vec<FuncId>> = vec![Vec::new(); nclasses];
-    let mut touched = Vec::new();
+    let ncells = pts.cells.len();
+    // Who reads each cell: loads, and external calls reading through their arguments (whole
+    // objects, see `Solver::read_objects`).
+    let mut readers: Vec<Vec<FuncId>> = vec![Vec::new(); ncells];
+    let mut groups = CellGroups::new(ncells);
+    let mut read_group = vec![NO_GROUP; program.values.len()];
+    let mut object_group = vec![NO_GROUP; program.values.len()];
     for (fi, func) in program.functions.iter().enumerate() {
         let f = FuncId(fi as u32);
         for &b in &func.blocks {
             for &i in &program.block(b).insts {
-                let mut read = |v: ValueId, pts: &PointsTo| {
-                    touched.clear();
-                    touched_classes(program, pts, v, &mut touched);
-                    for &c in &touched {
-                        let list = &mut readers[c as usize];
+                let mut read = |g: u32, groups: &CellGroups| {
+                    for &c in &groups.cells[g as usize] {
+                        let list = &mut readers[c.index()];
                         if list.last() != Some(&f) {
                             list.push(f);
                         }
                     }
                 };
                 match &program.inst(i).kind {
-                    InstKind::Load { ptr } => read(*ptr, &pts),
-                    InstKind::Call { args, .. } => {
+                    InstKind::Load { ptr } => {
+                        let g = groups.group(&pts, pts.set_of(*ptr), false);
+                        read_group[ptr.index()] = g;
+                        read(g, &groups);
+                    }
+                    InstKind::Call { args, .. }
+                        if call_graph
+                            .targets_of(i)
+                            .iter()
+                            .any(|&g| program.func(g).is_declaration) =>
+                    {
                         for &a in args {
-                            read(a, &pts);
+                            let g = groups.group(&pts, pts.set_of(a), true);
+                            object_group[a.index()] = g;
+                            read(g, &groups);
                         }
                     }
                     _ => {}
@@ -698,10 +277,11 @@ pub fn analyse(
         pts: &pts,
         call_graph: &call_graph,
         sets,
-        whole: vec![SetId::EMPTY; nclasses],
-        all: vec![SetId::EMPTY; nclasses],
-        field_memory: FxMap::default(),
-        class_fields: FxMap::default(),
+        memory: vec![SetId::EMPTY; ncells],
+        groups,
+        read_group,
+        object_group,
+        written: FxMap::default(),
         value_taint,
         block_taint: vec![SetId::EMPTY; program.blocks.len()],
         context: vec![SetId::EMPTY; nfuncs],
@@ -739,9 +319,7 @@ pub fn analyse(
         block_taint,
         context,
         visits,
-        all,
-        whole,
-        field_memory,
+        memory,
         ret_taint,
         ..
     } = solver;
@@ -784,94 +362,16 @@ pub fn analyse(
         context,
         decisions,
         call_graph,
-        classes: nclasses,
+        cells: ncells,
         function_visits: visits,
         facts: TaintFacts {
-            value_class: (0..program.values.len())
-                .map(|v| pts.existing_class(ValueId(v as u32)).unwrap_or(NONE))
-                .collect(),
-            memory: all,
-            whole,
-            fields: field_memory,
+            points_to: pts,
+            memory,
             block_taint,
             ret_taint,
             seed_writes,
             seeded_values,
         },
-    }
-}
-
-/// The functions of a points-to class an indirect call with `arity` arguments may call:
-/// those with exactly that many parameters, or, when none has, those with fewer (variadic
-/// functions). A collapsed class holds every address-taken function of a program; without
-/// this filter every call through a pointer would call all of them.
-fn arity_compatible(program: &Program, funcs: &[FuncId], arity: usize) -> Vec<FuncId> {
-    let exact: Vec<FuncId> = funcs
-        .iter()
-        .copied()
-        .filter(|g| program.func(*g).params.len() == arity)
-        .collect();
-    if !exact.is_empty() {
-        return exact;
-    }
-    funcs
-        .iter()
-        .copied()
-        .filter(|g| program.func(*g).params.len() < arity)
-        .collect()
-}
-
-fn connect_call(
-    program: &Program,
-    pts: &mut PointsTo,
-    names: &[&str],
-    wrappers: &crate::wrappers::Wrappers,
-    g: FuncId,
-    result: Option<ValueId>,
-    args: &[ValueId],
-) {
-    let callee = program.func(g);
-    if callee.is_declaration {
-        let name = names[g.index()];
-        // Allocators and other externals return a fresh object (its class is created
-        // lazily); realloc returns its argument's object.
-        if name == "realloc"
-            && let (Some(r), Some(&a)) = (result, args.first())
-        {
-            pts.unify_values(program, r, a);
-        }
-        if (name.starts_with("llvm.memcpy")
-            || name.starts_with("llvm.memmove")
-            || name == "memcpy"
-            || name == "memmove")
-            && args.len() >= 2
-            && !is_constant(program, args[0])
-            && !is_constant(program, args[1])
-        {
-            // A copy makes the destination's contents (field by field) those of the source;
-            // the two objects stay apart (unifying them glued every struct copied anywhere
-            // into one class). Fields may appear later, so the copy is settled at the end.
-            let (d, s) = (
-                pts.class_of(program, args[0]),
-                pts.class_of(program, args[1]),
-            );
-            pts.copies.push((d, s));
-        }
-        return;
-    }
-    // Pointers a wrapper only frees flow nowhere; a wrapper's call site is an allocation
-    // site of its own (`crate::wrappers`).
-    for (k, (&p, &a)) in callee.params.iter().zip(args).enumerate() {
-        if !wrappers.only_frees(g, k) {
-            pts.unify_values(program, p, a);
-        }
-    }
-    if let Some(r) = result
-        && !wrappers.allocates(g)
-    {
-        let rc = pts.class_of(program, r);
-        let fc = pts.ret_class[g.index()];
-        pts.unify(rc, fc);
     }
 }
 
@@ -881,14 +381,15 @@ struct Solver<'a> {
     pts: &'a PointsTo,
     call_graph: &'a CallGraph,
     sets: SetInterner,
-    /// Taint written to a class through pointers that are not field addresses.
-    whole: Vec<SetId>,
-    /// Everything written to a class: what an access to the whole object reads.
-    all: Vec<SetId>,
-    /// Taint written to field `field` of struct type `structure` in objects of a class.
-    field_memory: FxMap<(u32, StructId, u32), SetId>,
-    /// The (struct, field) keys of `field_memory` per class, for block copies.
-    class_fields: FxMap<u32, Vec<(StructId, u32)>>,
+    /// Taint of the contents of each cell.
+    memory: Vec<SetId>,
+    groups: CellGroups,
+    /// The group a load through each pointer reads, and the one an external call reads
+    /// through each argument (`NO_GROUP`: none).
+    read_group: Vec<u32>,
+    object_group: Vec<u32>,
+    /// What was written through each points-to set already (every cell of it holds it).
+    written: FxMap<u32, SetId>,
     value_taint: Vec<SetId>,
     block_taint: Vec<SetId>,
     context: Vec<SetId>,
@@ -912,93 +413,58 @@ impl Solver<'_> {
         self.value_taint[v.index()]
     }
 
-    fn field_taint(&self, class: u32, structure: StructId, field: u32) -> SetId {
-        self.field_memory
-            .get(&(class, structure, field))
-            .copied()
-            .unwrap_or(SetId::EMPTY)
-    }
-
-    fn set_field(&mut self, class: u32, structure: StructId, field: u32, new: SetId) {
-        if self
-            .field_memory
-            .insert((class, structure, field), new)
-            .is_none()
-        {
-            self.class_fields
-                .entry(class)
-                .or_default()
-                .push((structure, field));
-        }
-        self.wake_readers(class);
-    }
-
-    /// A block copy (`memcpy(dst, src, n)`, struct assignment) between whole objects: the
-    /// destination gets the source's memory field by field, plus `scalar` (the taint of the
-    /// pointers, the size and the control) as a whole. Returns false when either side is not
-    /// a whole object (then the caller copies everything as a whole).
-    fn copy_block(&mut self, dst: ValueId, src: ValueId, scalar: SetId) -> bool {
-        let (Some(Access::Whole(d)), Some(Access::Whole(s))) = (
-            access_of(self.program, self.pts, dst),
-            access_of(self.program, self.pts, src),
-        ) else {
-            return false;
-        };
-        let whole = self.sets.union(scalar, self.whole[s as usize]);
-        self.whole[d as usize] = self.sets.union(self.whole[d as usize], whole);
-        let all = self.sets.union(scalar, self.all[s as usize]);
-        self.add_to_class(d, all);
-        if d != s {
-            let keys = self.class_fields.get(&s).cloned().unwrap_or_default();
-            for (structure, field) in keys {
-                let from = self.field_taint(s, structure, field);
-                let old = self.field_taint(d, structure, field);
-                let new = self.sets.union(old, from);
-                if new != old {
-                    self.set_field(d, structure, field, new);
+    /// A block copy (`memcpy(dst, src, n)`, struct assignment): each destination cell gets
+    /// the source cells' memory, and the destination objects' fields the source objects'
+    /// fields (the points-to phase created them), plus `scalar` (the taint of the pointers,
+    /// the size and the control).
+    fn copy_block(&mut self, dst: ValueId, src: ValueId, scalar: SetId) {
+        let pts = self.pts;
+        for &d in pts.of(dst) {
+            for &s in pts.of(src) {
+                let t = self.sets.union(scalar, self.memory[s.index()]);
+                self.add_to_cell(d, t);
+                // Merged objects share their field cells: nothing to copy.
+                if pts.merged {
+                    continue;
+                }
+                for &sf in &pts.object_cells(s)[1..] {
+                    let (structure, field) = pts.cell(sf).field.expect("a field cell");
+                    if let Some(df) = pts.field_cell(d, structure, field) {
+                        let t = self.sets.union(scalar, self.memory[sf.index()]);
+                        self.add_to_cell(df, t);
+                    }
                 }
             }
         }
-        true
     }
 
-    /// What a load through `ptr` may read (see [`Access`]).
+    /// What a load through `ptr` may read.
     fn read(&mut self, ptr: ValueId) -> SetId {
-        let Some(access) = access_of(self.program, self.pts, ptr) else {
-            return SetId::EMPTY;
-        };
-        match access {
-            Access::Whole(c) => self.all[c as usize],
-            Access::Field {
-                class,
-                structure,
-                field,
-                field_class,
-                base,
-            } => {
-                let mut t = self.field_taint(class, structure, field);
-                t = self.sets.union(t, self.whole[class as usize]);
-                if field_class != class {
-                    t = self.sets.union(t, self.all[field_class as usize]);
-                }
-                // Enclosing fields written as a whole (`p->inner = …` by a struct copy) hold
-                // `p->inner.x` too.
-                let mut outer = base;
-                while let Some(Access::Field {
-                    class,
-                    structure,
-                    field,
-                    base,
-                    ..
-                }) = access_of(self.program, self.pts, outer)
-                {
-                    let f = self.field_taint(class, structure, field);
-                    t = self.sets.union(t, f);
-                    t = self.sets.union(t, self.whole[class as usize]);
-                    outer = base;
+        match self.read_group[ptr.index()] {
+            NO_GROUP => {
+                let mut t = SetId::EMPTY;
+                for &c in self.pts.of(ptr) {
+                    t = self.sets.union(t, self.memory[c.index()]);
                 }
                 t
             }
+            g => self.groups.union[g as usize],
+        }
+    }
+
+    /// What an external function may read through `ptr`: the whole objects, fields included.
+    fn read_objects(&mut self, ptr: ValueId) -> SetId {
+        match self.object_group[ptr.index()] {
+            NO_GROUP => {
+                let mut t = SetId::EMPTY;
+                for &c in self.pts.of(ptr) {
+                    for &f in self.pts.object_cells(c) {
+                        t = self.sets.union(t, self.memory[f.index()]);
+                    }
+                }
+                t
+            }
+            g => self.groups.union[g as usize],
         }
     }
 
@@ -1007,48 +473,34 @@ impl Solver<'_> {
         if s == SetId::EMPTY {
             return;
         }
-        let Some(access) = access_of(self.program, self.pts, ptr) else {
+        let set = self.pts.set_of(ptr);
+        let done = self.written.get(&set).copied().unwrap_or(SetId::EMPTY);
+        let all = self.sets.union(done, s);
+        if all == done {
             return;
-        };
-        match access {
-            Access::Whole(c) => {
-                self.whole[c as usize] = self.sets.union(self.whole[c as usize], s);
-                self.add_to_class(c, s);
-            }
-            Access::Field {
-                class,
-                structure,
-                field,
-                field_class,
-                ..
-            } => {
-                let old = self.field_taint(class, structure, field);
-                let new = self.sets.union(old, s);
-                if new != old {
-                    self.set_field(class, structure, field, new);
-                }
-                self.add_to_class(class, s);
-                if field_class != class {
-                    let c = field_class as usize;
-                    self.whole[c] = self.sets.union(self.whole[c], s);
-                    self.add_to_class(field_class, s);
-                }
-            }
+        }
+        self.written.insert(set, all);
+        for &c in self.pts.set(set) {
+            self.add_to_cell(c, s);
         }
     }
 
-    fn add_to_class(&mut self, c: u32, s: SetId) {
-        let old = self.all[c as usize];
+    fn add_to_cell(&mut self, c: CellId, s: SetId) {
+        let old = self.memory[c.index()];
         let new = self.sets.union(old, s);
         if new != old {
-            self.all[c as usize] = new;
+            self.memory[c.index()] = new;
+            for k in 0..self.groups.groups_of[c.index()].len() {
+                let g = self.groups.groups_of[c.index()][k] as usize;
+                self.groups.union[g] = self.sets.union(self.groups.union[g], new);
+            }
             self.wake_readers(c);
         }
     }
 
-    fn wake_readers(&mut self, c: u32) {
-        for k in 0..self.readers[c as usize].len() {
-            self.enqueue(self.readers[c as usize][k]);
+    fn wake_readers(&mut self, c: CellId) {
+        for k in 0..self.readers[c.index()].len() {
+            self.enqueue(self.readers[c.index()][k]);
         }
     }
 
@@ -1146,15 +598,14 @@ impl Solver<'_> {
                                         for &a in args {
                                             scalar = self.sets.union(scalar, self.taint(a));
                                         }
-                                        if self.copy_block(args[0], args[1], scalar) {
-                                            t = self.sets.union(t, scalar);
-                                            continue;
-                                        }
+                                        self.copy_block(args[0], args[1], scalar);
+                                        t = self.sets.union(t, scalar);
+                                        continue;
                                     }
                                     let mut input = SetId::EMPTY;
                                     for &a in args {
                                         input = self.sets.union(input, self.taint(a));
-                                        let m = self.read(a);
+                                        let m = self.read_objects(a);
                                         input = self.sets.union(input, m);
                                     }
                                     t = self.sets.union(t, input);
@@ -1211,6 +662,57 @@ impl Solver<'_> {
                 break;
             }
         }
+    }
+}
+
+const NO_GROUP: u32 = u32::MAX;
+
+/// Sets of cells the program reads at once (the cells a load's pointer may point to; the
+/// objects an external call reads through an argument), each with the union of their
+/// memory kept up to date as cells change: a load then costs one look-up however many
+/// cells its pointer may point to (hundreds in a large program).
+struct CellGroups {
+    index: FxMap<(u32, bool), u32>,
+    cells: Vec<Vec<CellId>>,
+    union: Vec<SetId>,
+    /// For each cell, the groups it is in.
+    groups_of: Vec<Vec<u32>>,
+}
+
+impl CellGroups {
+    fn new(ncells: usize) -> Self {
+        CellGroups {
+            index: FxMap::default(),
+            cells: Vec::new(),
+            union: Vec::new(),
+            groups_of: vec![Vec::new(); ncells],
+        }
+    }
+
+    /// The group of a points-to set's cells, or with `objects` of every cell of the objects
+    /// they belong to.
+    fn group(&mut self, pts: &PointsTo, set: u32, objects: bool) -> u32 {
+        if let Some(&g) = self.index.get(&(set, objects)) {
+            return g;
+        }
+        let g = self.cells.len() as u32;
+        let mut cells: Vec<CellId> = if objects {
+            pts.set(set)
+                .iter()
+                .flat_map(|&c| pts.object_cells(c).iter().copied())
+                .collect()
+        } else {
+            pts.set(set).to_vec()
+        };
+        cells.sort_unstable();
+        cells.dedup();
+        for &c in &cells {
+            self.groups_of[c.index()].push(g);
+        }
+        self.cells.push(cells);
+        self.union.push(SetId::EMPTY);
+        self.index.insert((set, objects), g);
+        g
     }
 }
 

@@ -11,7 +11,7 @@
 
 use ir::{Callee, FuncId, InstKind, OpKind, Program, ValueDef, ValueId};
 
-use crate::taint::ALLOCATORS;
+use crate::pointsto::ALLOCATORS;
 
 /// External functions that release what their first argument points to.
 const DEALLOCATORS: &[&str] = &["free", "cfree"];
@@ -21,6 +21,9 @@ const DEALLOCATORS: &[&str] = &["free", "cfree"];
 pub struct Wrappers {
     /// Per function: it returns fresh memory from an allocator (or another wrapper) or null.
     pub allocates: Vec<bool>,
+    /// Per allocating function: the parameter whose object it may return resized instead
+    /// (`realloc`'s first; `xrealloc(ptr, size)` passing `ptr` on to `realloc`).
+    pub resizes: Vec<Option<u32>>,
     /// Per function and parameter: the parameter is only freed, compared or passed on to
     /// another such parameter (or to a call through a pointer: a deallocation hook).
     pub only_frees: Vec<Vec<bool>>,
@@ -33,10 +36,13 @@ impl Wrappers {
         let mut allocates: Vec<bool> = names
             .iter()
             .enumerate()
+            .map(|(k, name)| program.functions[k].is_declaration && ALLOCATORS.contains(name))
+            .collect();
+        let mut resizes: Vec<Option<u32>> = names
+            .iter()
+            .enumerate()
             .map(|(k, name)| {
-                program.functions[k].is_declaration
-                    && ALLOCATORS.contains(name)
-                    && *name != "realloc"
+                (program.functions[k].is_declaration && *name == "realloc").then_some(0)
             })
             .collect();
         let mut only_frees: Vec<Vec<bool>> = program
@@ -73,9 +79,15 @@ impl Wrappers {
                 if f.is_declaration {
                     continue;
                 }
-                if allocates[k] && !returns_fresh(program, FuncId(k as u32), &allocates, &uses) {
-                    allocates[k] = false;
-                    changed = true;
+                if allocates[k] {
+                    match returns_fresh(program, FuncId(k as u32), &allocates, &resizes, &uses) {
+                        Some(resized) => resizes[k] = resized,
+                        None => {
+                            allocates[k] = false;
+                            resizes[k] = None;
+                            changed = true;
+                        }
+                    }
                 }
                 for (j, &p) in f.params.iter().enumerate() {
                     if only_frees[k][j] && !only_freed(program, p, &uses, &only_frees) {
@@ -92,10 +104,12 @@ impl Wrappers {
         for (k, f) in program.functions.iter().enumerate() {
             if f.is_declaration {
                 allocates[k] = false;
+                resizes[k] = None;
             }
         }
         Wrappers {
             allocates,
+            resizes,
             only_frees,
         }
     }
@@ -103,6 +117,15 @@ impl Wrappers {
     /// Whether a call to `f` with these argument positions creates a fresh object.
     pub fn allocates(&self, f: FuncId) -> bool {
         self.allocates.get(f.index()).copied().unwrap_or(false)
+    }
+
+    /// For an allocation wrapper that may return its argument's object resized, which argument.
+    pub fn resizes(&self, f: FuncId) -> Option<usize> {
+        self.resizes
+            .get(f.index())
+            .copied()
+            .flatten()
+            .map(|k| k as usize)
     }
 
     /// Whether the `index`th parameter of `f` is only freed.
@@ -134,15 +157,19 @@ fn for_each_return(program: &Program, f: FuncId, mut each: impl FnMut(ValueId)) 
 /// Every value `f` returns is fresh memory (through casts, phis and selects) or null, at
 /// least one comes from an allocator or wrapper called directly, and the wrapper does nothing
 /// with the memory but check it for null and zero it (a constructor that stores into the new
-/// object is not a wrapper: its call sites must see those stores).
+/// object is not a wrapper: its call sites must see those stores). `Some(resized)` if so,
+/// with the parameter of `f` passed on as the object to resize (`realloc(ptr, …)`), if any;
+/// resizing anything else (a global buffer) is not a wrapper.
 fn returns_fresh(
     program: &Program,
     f: FuncId,
     allocates: &[bool],
+    resizes: &[Option<u32>],
     uses: &[Vec<(ir::InstId, usize)>],
-) -> bool {
+) -> Option<Option<u32>> {
     let mut ok = true;
     let mut direct = false;
+    let mut resized = None;
     for_each_return(program, f, |v| {
         let mut stack = vec![v];
         let mut seen = Vec::new();
@@ -159,8 +186,22 @@ fn returns_fresh(
                 ValueDef::Inst(i) => match &program.inst(*i).kind {
                     InstKind::Call {
                         callee: Callee::Direct(g),
-                        ..
-                    } if allocates[g.index()] => direct = true,
+                        args,
+                    } if allocates[g.index()] => {
+                        direct = true;
+                        if let Some(k) = resizes[g.index()] {
+                            match args.get(k as usize).map(|&a| program.value(a)) {
+                                Some(ValueDef::ConstInt(0) | ValueDef::Undef) => {}
+                                Some(ValueDef::Param { func, index }) if *func == f => {
+                                    if resized.is_some_and(|r| r != *index) {
+                                        ok = false;
+                                    }
+                                    resized = Some(*index);
+                                }
+                                _ => ok = false,
+                            }
+                        }
+                    }
                     // A custom allocation hook (`allocator->alloc(…)`), beside a direct call.
                     InstKind::Call {
                         callee: Callee::Indirect(_),
@@ -180,7 +221,7 @@ fn returns_fresh(
             }
         }
     });
-    ok && direct
+    (ok && direct).then_some(resized)
 }
 
 /// Every use of `v` is a comparison, a step towards the return (cast, phi, select, return)

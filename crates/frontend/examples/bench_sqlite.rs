@@ -6,7 +6,7 @@
 //!
 //! With `--explain N`, also prints for N sampled influenced instructions why each option
 //! reaches them (a shortest chain of taint facts back to the option's source, see
-//! `analysis::explain`) and which memory classes, call sites and functions occur most on
+//! `analysis::explain`) and which memory cells, call sites and functions occur most on
 //! those chains: where the analysis loses precision.
 //!
 //! Prints compile (clang + mem2reg is in translation), translation, IR size, dominance,
@@ -200,9 +200,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t = Instant::now();
     let si = analyse(p, &dominance, &resolved);
     println!(
-        "taint analysis: {:.2} s ({} points-to classes, {} function visits, {} tainted decisions, {} interactions, relevant options {:?})",
+        "taint analysis: {:.2} s ({} memory cells, {} function visits, {} tainted decisions, {} interactions, relevant options {:?})",
         t.elapsed().as_secs_f64(),
-        si.classes,
+        si.cells,
         si.function_visits,
         si.decisions.len(),
         si.interactions().len(),

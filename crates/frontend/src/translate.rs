@@ -783,8 +783,11 @@ impl Translator {
         self.locals.clear();
         self.blocks.clear();
         for (k, &p) in self.program.func(id).params.clone().iter().enumerate() {
-            self.locals
-                .insert(key(unsafe { c::LLVMGetParam(f, k as u32) }), p);
+            let param = unsafe { c::LLVMGetParam(f, k as u32) };
+            self.locals.insert(key(param), p);
+            if is_scalar_type(unsafe { c::LLVMTypeOf(param) }) {
+                self.program.set_scalar(p);
+            }
         }
         if llvm_blocks.is_empty() {
             return;
@@ -820,6 +823,9 @@ impl Translator {
                 if unsafe { c::LLVMGetTypeKind(ty) } != Ty::LLVMVoidTypeKind {
                     let v = self.program.add_value(ValueDef::Undef);
                     self.locals.insert(key(i), v);
+                    if is_scalar_type(ty) {
+                        self.program.set_scalar(v);
+                    }
                 }
             }
             per_block.push((b, insts));
@@ -1127,5 +1133,24 @@ impl Translator {
         };
         let result = result.unwrap_or_else(|| self.program.add_value(ValueDef::Undef));
         self.emit(InstKind::Call { callee, args }, Some(result));
+    }
+}
+
+/// Whether values of an LLVM type hold no address: integers, floating point and vectors of
+/// them (pointers, vectors of pointers and first-class aggregates may).
+fn is_scalar_type(ty: LLVMTypeRef) -> bool {
+    match unsafe { c::LLVMGetTypeKind(ty) } {
+        Ty::LLVMIntegerTypeKind
+        | Ty::LLVMHalfTypeKind
+        | Ty::LLVMBFloatTypeKind
+        | Ty::LLVMFloatTypeKind
+        | Ty::LLVMDoubleTypeKind
+        | Ty::LLVMX86_FP80TypeKind
+        | Ty::LLVMFP128TypeKind
+        | Ty::LLVMPPC_FP128TypeKind => true,
+        Ty::LLVMVectorTypeKind | Ty::LLVMScalableVectorTypeKind => {
+            is_scalar_type(unsafe { c::LLVMGetElementType(ty) })
+        }
+        _ => false,
     }
 }

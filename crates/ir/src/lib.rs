@@ -370,6 +370,11 @@ pub struct Program {
     pub blocks: Vec<Block>,
     pub insts: Vec<Inst>,
     pub values: Vec<ValueDef>,
+    /// Values whose type says they hold no address (integers, floats), indexed by `ValueId`.
+    /// A frontend with types fills it; where it is shorter than `values` (hand-built
+    /// programs), a value may hold an address. Integers made from pointers (`ptrtoint`) are
+    /// scalars too: points-to follows addresses through them only into `inttoptr`.
+    pub scalars: Vec<bool>,
     func_by_name: HashMap<String, FuncId>,
     global_by_name: HashMap<String, GlobalId>,
     struct_by_name: HashMap<String, StructId>,
@@ -386,6 +391,19 @@ impl Program {
         }
         self.files.push(name.to_string());
         FileId(self.files.len() as u32 - 1)
+    }
+
+    /// Whether `v`'s type says it holds no address (see [`Program::scalars`]).
+    pub fn is_scalar(&self, v: ValueId) -> bool {
+        self.scalars.get(v.index()).copied().unwrap_or(false)
+    }
+
+    /// Marks `v` as holding no address by its type.
+    pub fn set_scalar(&mut self, v: ValueId) {
+        if self.scalars.len() <= v.index() {
+            self.scalars.resize(v.index() + 1, false);
+        }
+        self.scalars[v.index()] = true;
     }
 
     pub fn add_value(&mut self, def: ValueDef) -> ValueId {

@@ -37,7 +37,7 @@ pub struct CrushArgs {
     retry_failed: bool,
     /// Only analyse, then explain why these options (comma-separated, e.g. `sha256,blocks`)
     /// influence the same decisions: for a few decisions they all reach, the chain of facts
-    /// (loads, stores, memory classes, call sites) that brings each option there.
+    /// (loads, stores, memory cells, call sites) that brings each option there.
     #[arg(long, value_name = "OPTIONS")]
     explain: Option<String>,
 }

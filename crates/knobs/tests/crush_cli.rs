@@ -213,8 +213,8 @@ fn crush_explains_why_options_interact_without_measuring() {
         .stdout(contains("why A:"))
         .stdout(contains("why B:"))
         // Each chain ends at the option's global.
-        .stdout(contains("memory class").and(contains("(@A")))
-        .stdout(contains("(@B"));
+        .stdout(contains("loads from").and(contains("memory @A")))
+        .stdout(contains("memory @B"));
     // D and E meet only in decisions under D (lines 23-32), never with A.
     knobs()
         .args(["crush", "--explain", "A,D", "--spec"])

@@ -1,0 +1,948 @@
+//! Where pointers point: inclusion-based (Andersen) points-to analysis over field-sensitive
+//! memory cells.
+//!
+//! Abstract memory is made of *roots*: globals, stack slots, heap allocation sites (calls of
+//! `malloc` and friends and of the program's own allocation wrappers, see
+//! [`crate::wrappers`]), objects returned by other external functions, functions (the targets
+//! of indirect calls) and one object for memory that comes from outside the program (what the
+//! parameters of functions nothing in the program calls point to, such as `main`'s `argv`).
+//! A root is divided into *cells*: the root cell, which is also field 0 and whatever plain
+//! pointers into the object reach (arrays are collapsed), and one cell per (struct type,
+//! field) accessed through a field address `&p->f`. Field cells are keyed by the root, not by
+//! the enclosing field, so `a.inner.x` is the cell (a, Inner, x) however deep `inner` is:
+//! the number of cells stays finite with nested and recursive structs, at the price of
+//! merging the same struct type embedded twice in one object.
+//!
+//! Each pointer-holding thing — a value, a function's return value, a cell's contents — has a
+//! set of cells it may point to, solved as the least fixpoint of inclusion constraints with
+//! difference propagation: copies (`p = q`, arguments to parameters), loads (`p = *q`),
+//! stores (`*p = q`), field addresses, block copies (`memcpy`, struct assignment: the
+//! destination's cells get the source's contents, field by field) and indirect calls, whose
+//! targets are found as function cells reach the called pointer.
+//!
+//! Why inclusion and not unification: C programs pass their state around as `void *` (every
+//! coder of liblzma through one `void *coder` parameter of its function-pointer table), and
+//! unification then makes all those objects one, so that an option stored in any of them is
+//! read from all of them. With inclusion a `void *` may point to many objects without the
+//! objects becoming one.
+
+use ir::{Callee, FuncId, GlobalId, InstId, InstKind, Program, StructId, ValueDef, ValueId};
+
+use crate::options::{FxMap, FxSet};
+use crate::wrappers::Wrappers;
+
+/// Allocation functions: their result is a fresh heap object per call site.
+pub const ALLOCATORS: &[&str] = &["malloc", "calloc", "realloc", "strdup", "strndup"];
+
+/// External functions whose result points into their first argument.
+const RETURNS_FIRST_ARGUMENT: &[&str] = &[
+    "realloc", "strchr", "strrchr", "strstr", "memchr", "strpbrk", "strcpy", "strncpy", "strcat",
+    "strncat", "memcpy", "memmove", "memset", "strtok",
+];
+
+/// Copies of memory blocks, which keep the source's layout (`memcpy`, struct assignment).
+pub(crate) fn is_block_copy(name: &str) -> bool {
+    matches!(name, "memcpy" | "memmove")
+        || name.starts_with("llvm.memcpy")
+        || name.starts_with("llvm.memmove")
+}
+
+/// An abstract object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Root {
+    Global(GlobalId),
+    /// A stack slot (`alloca`).
+    Stack(InstId),
+    /// A heap object allocated at this call (of an allocator or an allocation wrapper).
+    Heap(InstId),
+    /// What an external function returned at this call (`getenv`, `localtime`, …).
+    Returned(InstId),
+    Function(FuncId),
+    /// Memory from outside the program that a parameter of a function nothing in the program
+    /// calls points to (`main`'s `argv`, a callback's argument): self-referencing, one per
+    /// parameter so that unused library entry points do not share theirs.
+    Outside(FuncId, u32),
+    /// Every stack, heap and outside object at once: a program too large for per-object
+    /// points-to within the budget (see [`solve`]).
+    Merged,
+}
+
+/// A cell: a root, or one of its struct fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CellId(pub u32);
+
+impl CellId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cell {
+    pub root: u32,
+    /// `None` for the root cell.
+    pub field: Option<(StructId, u32)>,
+}
+
+/// The solved points-to relation.
+#[derive(Clone, Debug, Default)]
+pub struct PointsTo {
+    pub roots: Vec<Root>,
+    pub cells: Vec<Cell>,
+    /// The cells of each root; the first is the root cell.
+    root_cells: Vec<Vec<CellId>>,
+    field_cells: FxMap<(u32, StructId, u32), CellId>,
+    /// Interned points-to sets (sorted); set 0 is the empty set.
+    sets: Vec<Vec<CellId>>,
+    value_set: Vec<u32>,
+    /// The functions each call may call (direct calls: the callee), sorted by instruction.
+    pub call_targets: Vec<(InstId, Vec<FuncId>)>,
+    /// Whether the stack, heap and outside objects were merged into one (the budget of
+    /// per-object points-to was exceeded); then every struct field is one cell per (struct
+    /// type, field), whatever object it is in.
+    pub merged: bool,
+    merged_root: u32,
+}
+
+impl PointsTo {
+    /// The cells `v` may point to.
+    pub fn of(&self, v: ValueId) -> &[CellId] {
+        &self.sets[self.value_set[v.index()] as usize]
+    }
+
+    /// An id for the set `v` points to: values with equal sets share it.
+    pub fn set_of(&self, v: ValueId) -> u32 {
+        self.value_set[v.index()]
+    }
+
+    pub fn set(&self, id: u32) -> &[CellId] {
+        &self.sets[id as usize]
+    }
+
+    pub fn set_count(&self) -> usize {
+        self.sets.len()
+    }
+
+    pub fn cell(&self, c: CellId) -> Cell {
+        self.cells[c.index()]
+    }
+
+    /// The cells of the object `c` belongs to (its root cell first).
+    pub fn object_cells(&self, c: CellId) -> &[CellId] {
+        &self.root_cells[self.cells[c.index()].root as usize]
+    }
+
+    /// The cell of field `(structure, field)` of the object `c` belongs to, if it exists.
+    pub fn field_cell(&self, c: CellId, structure: StructId, field: u32) -> Option<CellId> {
+        let root = if self.merged {
+            self.merged_root
+        } else {
+            self.cells[c.index()].root
+        };
+        self.field_cells.get(&(root, structure, field)).copied()
+    }
+
+    /// The functions a call may call.
+    pub fn targets_of(&self, call: InstId) -> &[FuncId] {
+        match self.call_targets.binary_search_by_key(&call, |(i, _)| *i) {
+            Ok(k) => &self.call_targets[k].1,
+            Err(_) => &[],
+        }
+    }
+
+    /// The object and field of a cell, for people: `@filters`, `heap object (lzma_alloc at
+    /// common.c:40).lzma_filter.options`.
+    pub fn describe(&self, program: &Program, c: CellId) -> String {
+        let cell = self.cells[c.index()];
+        let at = |i: InstId| {
+            let inst = program.inst(i);
+            format!(
+                "{} at {}",
+                program.func(program.block(inst.block).func).name,
+                program.describe_loc(inst.loc)
+            )
+        };
+        let root = match self.roots[cell.root as usize] {
+            Root::Global(g) => format!("@{}", program.globals[g.index()].name),
+            Root::Stack(i) => format!("stack slot ({})", at(i)),
+            Root::Heap(i) => format!("heap object ({})", at(i)),
+            Root::Returned(i) => format!("object returned to {}", at(i)),
+            Root::Function(f) => format!("function {}", program.func(f).name),
+            Root::Merged => "the program's stack and heap objects (merged)".into(),
+            Root::Outside(f, k) => format!(
+                "memory from outside the program (parameter {k} of {})",
+                program.func(f).name
+            ),
+        };
+        match cell.field {
+            None => root,
+            Some((s, f)) => {
+                let st = &program.structs[s.index()];
+                let name = st
+                    .fields
+                    .get(f as usize)
+                    .filter(|n| !n.is_empty())
+                    .map_or_else(|| f.to_string(), |n| n.clone());
+                format!("{root}.{}.{name}", st.name)
+            }
+        }
+    }
+}
+
+/// The constraint solver. Nodes: one per value, one per function's return value, one per
+/// cell's contents (created with the cell).
+struct Solver<'p> {
+    program: &'p Program,
+    names: Vec<&'p str>,
+    wrappers: Wrappers,
+    nvalues: usize,
+    nfuncs: usize,
+    roots: Vec<Root>,
+    cells: Vec<Cell>,
+    root_cells: Vec<Vec<CellId>>,
+    field_cells: FxMap<(u32, StructId, u32), CellId>,
+    /// Cells every cell of a root holds (a global's initializer; the outside points to itself).
+    root_refs: Vec<Vec<CellId>>,
+    /// The roots each root is block-copied into.
+    copied_to: Vec<Vec<u32>>,
+    /// The root cell of each global, function, stack slot and allocation site.
+    root_of_value: FxMap<ValueId, CellId>,
+    root_of_call: FxMap<InstId, CellId>,
+
+    pts: Vec<CellSet>,
+    delta: Vec<Vec<CellId>>,
+    succ: Vec<Vec<u32>>,
+    edges: FxSet<(u32, u32)>,
+    /// Complex constraints on value nodes.
+    loads: Vec<Vec<u32>>,
+    stores: Vec<Vec<u32>>,
+    fields: Vec<Vec<(u32, StructId, u32)>>,
+    indirect: Vec<Vec<InstId>>,
+    /// Block copies (destination node, source node) and, per value node, those it is part of.
+    block_copies: Vec<(u32, u32)>,
+    copies_of: Vec<Vec<u32>>,
+    copy_pairs: FxSet<(CellId, CellId)>,
+
+    queue: Vec<u32>,
+    queued: Vec<bool>,
+    connected: FxMap<InstId, Vec<FuncId>>,
+    called: Vec<bool>,
+    /// Merge every stack, heap and outside object into one root (see [`solve`]).
+    merge: bool,
+    merged_root: Option<CellId>,
+    /// Points-to facts added so far, and how many are allowed (`None`: no limit).
+    facts: usize,
+    budget: Option<usize>,
+}
+
+/// The budget of per-object points-to: facts (a node pointing to a cell) per program value.
+/// A program whose heap the analysis cannot tell apart (allocation through function
+/// pointers and out-parameters, as in SQLite) makes every pointer point to hundreds of
+/// stack slots and fields; beyond this budget the analysis starts again with those objects
+/// merged into one, which is fast and keeps globals and struct fields apart. xz needs about
+/// 2.5 facts per value.
+const FACTS_PER_VALUE: usize = 10;
+
+/// Solves the points-to relation of a program: per object while that stays within a budget
+/// proportional to the program's size, else with the stack, heap and outside objects merged.
+pub fn solve(program: &Program) -> PointsTo {
+    let budget = (FACTS_PER_VALUE * program.values.len()).max(1_000_000);
+    solve_with(program, false, Some(budget))
+        .unwrap_or_else(|| solve_with(program, true, None).expect("no budget, so no early stop"))
+}
+
+fn solve_with(program: &Program, merge: bool, budget: Option<usize>) -> Option<PointsTo> {
+    let nvalues = program.values.len();
+    let nfuncs = program.functions.len();
+    let mut s = Solver {
+        program,
+        names: program.functions.iter().map(|f| f.name.as_str()).collect(),
+        wrappers: Wrappers::find(program),
+        nvalues,
+        nfuncs,
+        roots: Vec::new(),
+        cells: Vec::new(),
+        root_cells: Vec::new(),
+        field_cells: FxMap::default(),
+        root_refs: Vec::new(),
+        copied_to: Vec::new(),
+        root_of_value: FxMap::default(),
+        root_of_call: FxMap::default(),
+        pts: vec![CellSet::default(); nvalues + nfuncs],
+        delta: vec![Vec::new(); nvalues + nfuncs],
+        succ: vec![Vec::new(); nvalues + nfuncs],
+        edges: Default::default(),
+        loads: vec![Vec::new(); nvalues],
+        stores: vec![Vec::new(); nvalues],
+        fields: vec![Vec::new(); nvalues],
+        indirect: vec![Vec::new(); nvalues],
+        block_copies: Vec::new(),
+        copies_of: vec![Vec::new(); nvalues],
+        copy_pairs: Default::default(),
+        queue: Vec::new(),
+        queued: vec![false; nvalues + nfuncs],
+        connected: FxMap::default(),
+        called: vec![false; nfuncs],
+        merge,
+        merged_root: None,
+        facts: 0,
+        budget,
+    };
+    if merge {
+        s.new_root(Root::Merged);
+    }
+    s.generate();
+    if !s.run() {
+        return None;
+    }
+    // Functions nothing in the program calls are called from outside (`main`, callbacks
+    // handed to libc): their pointer parameters point to the outside. Giving them this only
+    // now keeps it out of functions that are called (through pointers) by the program.
+    for (k, f) in program.functions.iter().enumerate() {
+        if !f.is_declaration && !s.called[k] {
+            for (j, &p) in f.params.iter().enumerate() {
+                let outside = s.new_root(Root::Outside(FuncId(k as u32), j as u32));
+                let refs = &mut s.root_refs[s.cells[outside.index()].root as usize];
+                if !refs.contains(&outside) {
+                    refs.push(outside);
+                }
+                let content = s.content(outside);
+                s.add_pts(content, &[outside]);
+                s.add_pts(p.0, &[outside]);
+            }
+        }
+    }
+    if !s.run() {
+        return None;
+    }
+    Some(s.finish())
+}
+
+impl<'p> Solver<'p> {
+    fn content(&self, c: CellId) -> u32 {
+        (self.nvalues + self.nfuncs + c.index()) as u32
+    }
+
+    fn ret(&self, f: FuncId) -> u32 {
+        (self.nvalues + f.index()) as u32
+    }
+
+    fn new_cell(&mut self, root: u32, field: Option<(StructId, u32)>) -> CellId {
+        let c = CellId(self.cells.len() as u32);
+        self.cells.push(Cell { root, field });
+        self.root_cells[root as usize].push(c);
+        self.pts.push(CellSet::default());
+        self.delta.push(Vec::new());
+        self.succ.push(Vec::new());
+        self.queued.push(false);
+        c
+    }
+
+    fn new_root(&mut self, root: Root) -> CellId {
+        let root = match root {
+            Root::Stack(_)
+            | Root::Heap(_)
+            | Root::Returned(_)
+            | Root::Outside(..)
+            | Root::Merged
+                if self.merge =>
+            {
+                if let Some(c) = self.merged_root {
+                    return c;
+                }
+                Root::Merged
+            }
+            other => other,
+        };
+        let r = self.roots.len() as u32;
+        self.roots.push(root);
+        self.root_cells.push(Vec::new());
+        self.root_refs.push(Vec::new());
+        self.copied_to.push(Vec::new());
+        let c = self.new_cell(r, None);
+        if root == Root::Merged {
+            self.merged_root = Some(c);
+        }
+        c
+    }
+
+    /// The cell of field (structure, field) of the object `c` belongs to, created on first use
+    /// with what every cell of its object holds, and copied on into the objects its object is
+    /// block-copied into.
+    fn field_cell(&mut self, c: CellId, structure: StructId, field: u32) -> CellId {
+        let root = match self.merged_root {
+            Some(m) => self.cells[m.index()].root,
+            None => self.cells[c.index()].root,
+        };
+        if let Some(&f) = self.field_cells.get(&(root, structure, field)) {
+            return f;
+        }
+        let f = self.new_cell(root, Some((structure, field)));
+        self.field_cells.insert((root, structure, field), f);
+        let refs = self.root_refs[root as usize].clone();
+        let content = self.content(f);
+        self.add_pts(content, &refs);
+        for k in 0..self.copied_to[root as usize].len() {
+            let to = self.copied_to[root as usize][k];
+            let target = self.field_cell(self.root_cells[to as usize][0], structure, field);
+            let b = self.content(target);
+            self.add_edge(content, b);
+        }
+        f
+    }
+
+    /// Records that object `to` is a block copy of object `from`: every field cell of `from`
+    /// (now and later) flows into the same field cell of `to`.
+    fn copy_object(&mut self, from: u32, to: u32) {
+        // Merged, every object's field is the same cell already.
+        if self.merge || from == to || self.copied_to[from as usize].contains(&to) {
+            return;
+        }
+        self.copied_to[from as usize].push(to);
+        let cells: Vec<CellId> = self.root_cells[from as usize][1..].to_vec();
+        for c in cells {
+            let (structure, field) = self.cells[c.index()].field.expect("a field cell");
+            let target = self.field_cell(self.root_cells[to as usize][0], structure, field);
+            let (a, b) = (self.content(c), self.content(target));
+            self.add_edge(a, b);
+        }
+    }
+
+    fn enqueue(&mut self, n: u32) {
+        if !self.queued[n as usize] {
+            self.queued[n as usize] = true;
+            self.queue.push(n);
+        }
+    }
+
+    /// Adds `cells` (sorted or not) to what node `n` points to.
+    fn add_pts(&mut self, n: u32, cells: &[CellId]) {
+        let mut incoming: Vec<CellId> = cells.to_vec();
+        incoming.sort_unstable();
+        incoming.dedup();
+        let mut added = Vec::new();
+        self.pts[n as usize].insert_all(&incoming, &mut added);
+        if !added.is_empty() {
+            self.facts += added.len();
+            self.delta[n as usize].extend(added);
+            self.enqueue(n);
+        }
+    }
+
+    fn add_edge(&mut self, from: u32, to: u32) {
+        if from == to || !self.edges.insert((from, to)) {
+            return;
+        }
+        self.succ[from as usize].push(to);
+        if !self.pts[from as usize].is_empty() {
+            let cells = self.pts[from as usize].to_vec();
+            self.add_pts(to, &cells);
+        }
+    }
+
+    fn is_constant(&self, v: ValueId) -> bool {
+        matches!(
+            self.program.value(v),
+            ValueDef::ConstInt(_)
+                | ValueDef::ConstFloat(_)
+                | ValueDef::ConstStr(_)
+                | ValueDef::Undef
+        )
+    }
+
+    /// `to ⊇ from` for values (constants point nowhere). An integer (a scalar by type) holds
+    /// no address of its own; when one is turned into a pointer (`inttoptr` of pointer
+    /// arithmetic), the pointers it was computed from flow in.
+    fn copy_value(&mut self, from: ValueId, to: u32) {
+        if self.is_constant(from) {
+            return;
+        }
+        if !self.program.is_scalar(from) {
+            self.add_edge(from.0, to);
+            return;
+        }
+        let mut leaves = Vec::new();
+        self.pointers_behind(from, 8, &mut leaves);
+        for p in leaves {
+            self.add_edge(p.0, to);
+        }
+    }
+
+    /// The pointer-typed values an integer was computed from (`ptrtoint` operands), looking
+    /// through at most `depth` arithmetic operations.
+    fn pointers_behind(&self, v: ValueId, depth: u32, out: &mut Vec<ValueId>) {
+        let program = self.program;
+        if self.is_constant(v) || out.contains(&v) {
+            return;
+        }
+        if !program.is_scalar(v) {
+            out.push(v);
+            return;
+        }
+        if depth == 0 {
+            return;
+        }
+        if let ValueDef::Inst(i) = program.value(v)
+            && let InstKind::Op { op, args } = &program.inst(*i).kind
+            && *op != ir::OpKind::Compare
+        {
+            for &a in args {
+                self.pointers_behind(a, depth - 1, out);
+            }
+        }
+    }
+
+    fn call_root(&mut self, call: InstId, kind: Root) -> CellId {
+        if let Some(&c) = self.root_of_call.get(&call) {
+            return c;
+        }
+        let c = self.new_root(kind);
+        self.root_of_call.insert(call, c);
+        c
+    }
+
+    fn generate(&mut self) {
+        let program = self.program;
+        for (k, g) in program.globals.iter().enumerate() {
+            let c = self.new_root(Root::Global(GlobalId(k as u32)));
+            self.root_of_value.insert(g.address, c);
+        }
+        for (k, f) in program.functions.iter().enumerate() {
+            let c = self.new_root(Root::Function(FuncId(k as u32)));
+            self.root_of_value.insert(f.address, c);
+        }
+        for g in &program.globals {
+            let c = self.root_of_value[&g.address];
+            let refs: Vec<CellId> = g
+                .initializer_refs
+                .iter()
+                .filter_map(|r| self.root_of_value.get(r).copied())
+                .collect();
+            self.root_refs[self.cells[c.index()].root as usize] = refs.clone();
+            let content = self.content(c);
+            self.add_pts(content, &refs);
+            // Merged, a global's fields are the merged object's: they hold its initializer.
+            if let Some(m) = self.merged_root {
+                let list = &mut self.root_refs[self.cells[m.index()].root as usize];
+                for r in refs {
+                    if !list.contains(&r) {
+                        list.push(r);
+                    }
+                }
+            }
+        }
+        // Addresses of globals and functions used as operands.
+        for v in 0..self.nvalues {
+            if let Some(&c) = self.root_of_value.get(&ValueId(v as u32)) {
+                self.add_pts(v as u32, &[c]);
+            }
+        }
+        for (fi, func) in program.functions.iter().enumerate() {
+            for &b in &func.blocks {
+                for &i in &program.block(b).insts {
+                    let inst = program.inst(i);
+                    // Integers and floats hold no address.
+                    let res = inst.result.filter(|&r| !program.is_scalar(r));
+                    match &inst.kind {
+                        InstKind::Op { op, args } => {
+                            if *op != ir::OpKind::Compare
+                                && let Some(r) = res
+                            {
+                                for &a in args {
+                                    self.copy_value(a, r.0);
+                                }
+                            }
+                        }
+                        InstKind::Phi { incoming } => {
+                            if let Some(r) = res {
+                                for &(v, _) in incoming {
+                                    self.copy_value(v, r.0);
+                                }
+                            }
+                        }
+                        InstKind::Select {
+                            if_true, if_false, ..
+                        } => {
+                            if let Some(r) = res {
+                                self.copy_value(*if_true, r.0);
+                                self.copy_value(*if_false, r.0);
+                            }
+                        }
+                        InstKind::Alloca { .. } => {
+                            if let Some(r) = res {
+                                let c = self.new_root(Root::Stack(i));
+                                self.add_pts(r.0, &[c]);
+                            }
+                        }
+                        InstKind::Load { ptr } => {
+                            if let Some(r) = res
+                                && !self.is_constant(*ptr)
+                            {
+                                self.loads[ptr.index()].push(r.0);
+                            }
+                        }
+                        InstKind::Store { value, ptr }
+                            if !self.is_constant(*value)
+                                && !self.is_constant(*ptr)
+                                && !program.is_scalar(*value) =>
+                        {
+                            self.stores[ptr.index()].push(value.0);
+                        }
+                        InstKind::FieldAddr {
+                            base,
+                            structure,
+                            field,
+                        } => {
+                            if let Some(r) = res {
+                                // Field 0 shares its struct's address, and the frontend turns
+                                // an all-zero `getelementptr` into a plain pointer: it is the
+                                // root cell (or the enclosing field's cell).
+                                if *field == 0 {
+                                    self.copy_value(*base, r.0);
+                                } else if !self.is_constant(*base) {
+                                    self.fields[base.index()].push((r.0, *structure, *field));
+                                }
+                            }
+                        }
+                        InstKind::IndexAddr { base, .. } => {
+                            if let Some(r) = res {
+                                self.copy_value(*base, r.0);
+                            }
+                        }
+                        InstKind::Call { callee, .. } => match callee {
+                            Callee::Direct(g) => self.connect(i, *g),
+                            Callee::Indirect(fp) => {
+                                if !self.is_constant(*fp) {
+                                    self.indirect[fp.index()].push(i);
+                                }
+                            }
+                        },
+                        InstKind::Return { value: Some(v) } if !program.is_scalar(*v) => {
+                            let r = self.ret(FuncId(fi as u32));
+                            self.copy_value(*v, r);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// Connects call `call` to function `g`: arguments to parameters, the return value to the
+    /// result; what external functions do to pointers.
+    fn connect(&mut self, call: InstId, g: FuncId) {
+        let list = self.connected.entry(call).or_default();
+        if list.contains(&g) {
+            return;
+        }
+        list.push(g);
+        self.called[g.index()] = true;
+        let program = self.program;
+        let InstKind::Call { args, .. } = &program.inst(call).kind else {
+            return;
+        };
+        let result = program.inst(call).result.filter(|&r| !program.is_scalar(r));
+        let callee = program.func(g);
+        if callee.is_declaration {
+            let name = self.names[g.index()];
+            let Some(r) = result else {
+                if is_block_copy(name) {
+                    self.block_copy(args);
+                }
+                return;
+            };
+            if ALLOCATORS.contains(&name) {
+                let c = self.call_root(call, Root::Heap(call));
+                self.add_pts(r.0, &[c]);
+            } else if !RETURNS_FIRST_ARGUMENT.contains(&name) {
+                let c = self.call_root(call, Root::Returned(call));
+                self.add_pts(r.0, &[c]);
+            }
+            if RETURNS_FIRST_ARGUMENT.contains(&name)
+                && let Some(&a) = args.first()
+            {
+                self.copy_value(a, r.0);
+            }
+            if is_block_copy(name) {
+                self.block_copy(args);
+            }
+            return;
+        }
+        // Pointers a wrapper only frees flow nowhere; a wrapper's call site is an allocation
+        // site of its own (`crate::wrappers`).
+        for (k, (&p, &a)) in callee.params.iter().zip(args).enumerate() {
+            if !self.wrappers.only_frees(g, k) && !program.is_scalar(p) {
+                self.copy_value(a, p.0);
+            }
+        }
+        if let Some(r) = result {
+            if self.wrappers.allocates(g) {
+                let c = self.call_root(call, Root::Heap(call));
+                self.add_pts(r.0, &[c]);
+                if let Some(&a) = self.wrappers.resizes(g).and_then(|k| args.get(k)) {
+                    self.copy_value(a, r.0);
+                }
+            } else {
+                let from = self.ret(g);
+                self.add_edge(from, r.0);
+            }
+        }
+    }
+
+    fn block_copy(&mut self, args: &[ValueId]) {
+        let (Some(&d), Some(&s)) = (args.first(), args.get(1)) else {
+            return;
+        };
+        if self.is_constant(d) || self.is_constant(s) {
+            return;
+        }
+        let k = self.block_copies.len() as u32;
+        self.block_copies.push((d.0, s.0));
+        self.copies_of[d.index()].push(k);
+        if s != d {
+            self.copies_of[s.index()].push(k);
+        }
+        let (dc, sc) = (self.pts[d.index()].to_vec(), self.pts[s.index()].to_vec());
+        self.copy_cells(&dc, &sc);
+    }
+
+    /// Every destination cell holds what every source cell holds, and the destination objects
+    /// get the source objects' fields.
+    fn copy_cells(&mut self, dst: &[CellId], src: &[CellId]) {
+        let is_code = |s: &Self, c: CellId| {
+            matches!(s.roots[s.cells[c.index()].root as usize], Root::Function(_))
+        };
+        for &d in dst {
+            if is_code(self, d) {
+                continue;
+            }
+            for &s in src {
+                if is_code(self, s) {
+                    continue;
+                }
+                if !self.copy_pairs.insert((d, s)) {
+                    continue;
+                }
+                let (a, b) = (self.content(s), self.content(d));
+                self.add_edge(a, b);
+                let (from, to) = (self.cells[s.index()].root, self.cells[d.index()].root);
+                self.copy_object(from, to);
+            }
+        }
+    }
+
+    /// Solves until nothing changes (true) or the budget is spent (false).
+    fn run(&mut self) -> bool {
+        while let Some(n) = self.queue.pop() {
+            if self.budget.is_some_and(|b| self.facts > b) {
+                return false;
+            }
+            self.queued[n as usize] = false;
+            let mut d = std::mem::take(&mut self.delta[n as usize]);
+            if d.is_empty() {
+                continue;
+            }
+            d.sort_unstable();
+            let n = n as usize;
+            // Functions are cells only to be called: code has no fields and holds no pointers.
+            let data: Vec<CellId> = if n < self.nvalues {
+                d.iter()
+                    .copied()
+                    .filter(|c| {
+                        !matches!(
+                            self.roots[self.cells[c.index()].root as usize],
+                            Root::Function(_)
+                        )
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            if n < self.nvalues {
+                for k in 0..self.loads[n].len() {
+                    let dst = self.loads[n][k];
+                    for &c in &data {
+                        let content = self.content(c);
+                        self.add_edge(content, dst);
+                    }
+                }
+                for k in 0..self.stores[n].len() {
+                    let src = self.stores[n][k];
+                    for &c in &data {
+                        let content = self.content(c);
+                        self.add_edge(src, content);
+                    }
+                }
+                for k in 0..self.fields[n].len() {
+                    let (dst, structure, field) = self.fields[n][k];
+                    let cells: Vec<CellId> = data
+                        .iter()
+                        .map(|&c| self.field_cell(c, structure, field))
+                        .collect();
+                    self.add_pts(dst, &cells);
+                }
+                for k in 0..self.indirect[n].len() {
+                    let call = self.indirect[n][k];
+                    let arity = match &self.program.inst(call).kind {
+                        InstKind::Call { args, .. } => args.len(),
+                        _ => 0,
+                    };
+                    for &c in &d {
+                        if let Root::Function(g) = self.roots[self.cells[c.index()].root as usize]
+                            && self.program.func(g).params.len() <= arity
+                        {
+                            self.connect(call, g);
+                        }
+                    }
+                }
+                for k in 0..self.copies_of[n].len() {
+                    let (dn, sn) = self.block_copies[self.copies_of[n][k] as usize];
+                    if dn as usize == n {
+                        let src = self.pts[sn as usize].to_vec();
+                        self.copy_cells(&data, &src);
+                    }
+                    if sn as usize == n {
+                        let dst = self.pts[dn as usize].to_vec();
+                        self.copy_cells(&dst, &data);
+                    }
+                }
+            }
+            for k in 0..self.succ[n].len() {
+                let to = self.succ[n][k];
+                self.add_pts(to, &d);
+            }
+        }
+        true
+    }
+
+    fn finish(self) -> PointsTo {
+        let merged_root = self
+            .merged_root
+            .map_or(u32::MAX, |c| self.cells[c.index()].root);
+        let mut sets: Vec<Vec<CellId>> = vec![Vec::new()];
+        let mut ids: FxMap<Vec<CellId>, u32> = FxMap::default();
+        ids.insert(Vec::new(), 0);
+        let mut value_set = Vec::with_capacity(self.nvalues);
+        for v in 0..self.nvalues {
+            let p = &self.pts[v].to_vec();
+            let id = match ids.get(p) {
+                Some(&id) => id,
+                None => {
+                    let id = sets.len() as u32;
+                    sets.push(p.clone());
+                    ids.insert(p.clone(), id);
+                    id
+                }
+            };
+            value_set.push(id);
+        }
+        let program = self.program;
+        let mut call_targets = Vec::new();
+        let mut connected = self.connected;
+        for (k, inst) in program.insts.iter().enumerate() {
+            if let InstKind::Call { callee, .. } = &inst.kind {
+                let i = InstId(k as u32);
+                let mut targets = match callee {
+                    Callee::Direct(g) => vec![*g],
+                    Callee::Indirect(_) => connected.remove(&i).unwrap_or_default(),
+                };
+                targets.sort_unstable();
+                call_targets.push((i, targets));
+            }
+        }
+        PointsTo {
+            roots: self.roots,
+            cells: self.cells,
+            root_cells: self.root_cells,
+            field_cells: self.field_cells,
+            sets,
+            value_set,
+            call_targets,
+            merged: self.merge,
+            merged_root,
+        }
+    }
+}
+
+/// A set of cells: a sorted vector while small, a bitset once large (a merged program's
+/// pointers point to thousands of cells, and adding to a sorted vector copies it).
+#[derive(Clone, Debug, Default)]
+struct CellSet {
+    small: Vec<CellId>,
+    bits: Vec<u64>,
+    len: usize,
+}
+
+impl CellSet {
+    const SMALL: usize = 64;
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Adds `incoming` (sorted, no duplicates), appending the cells that were new to `added`.
+    fn insert_all(&mut self, incoming: &[CellId], added: &mut Vec<CellId>) {
+        if self.bits.is_empty() {
+            let old = std::mem::take(&mut self.small);
+            let mut merged = Vec::with_capacity(old.len() + incoming.len());
+            let (mut i, mut j) = (0, 0);
+            while i < old.len() || j < incoming.len() {
+                if j == incoming.len() || (i < old.len() && old[i] < incoming[j]) {
+                    merged.push(old[i]);
+                    i += 1;
+                } else if i == old.len() || incoming[j] < old[i] {
+                    merged.push(incoming[j]);
+                    added.push(incoming[j]);
+                    j += 1;
+                } else {
+                    merged.push(old[i]);
+                    i += 1;
+                    j += 1;
+                }
+            }
+            self.len = merged.len();
+            if merged.len() <= Self::SMALL {
+                self.small = merged;
+                return;
+            }
+            for c in merged {
+                self.set_bit(c);
+            }
+            return;
+        }
+        for &c in incoming {
+            if self.set_bit(c) {
+                added.push(c);
+                self.len += 1;
+            }
+        }
+    }
+
+    /// Sets a cell's bit; true if it was not set.
+    fn set_bit(&mut self, c: CellId) -> bool {
+        let (w, b) = (c.index() / 64, c.index() % 64);
+        if self.bits.len() <= w {
+            self.bits.resize(w + 1, 0);
+        }
+        let was = self.bits[w] & (1 << b) != 0;
+        self.bits[w] |= 1 << b;
+        !was
+    }
+
+    /// The cells in increasing order.
+    fn to_vec(&self) -> Vec<CellId> {
+        if self.bits.is_empty() {
+            return self.small.clone();
+        }
+        let mut out = Vec::with_capacity(self.len);
+        for (w, &word) in self.bits.iter().enumerate() {
+            let mut x = word;
+            while x != 0 {
+                let b = x.trailing_zeros() as usize;
+                out.push(CellId((w * 64 + b) as u32));
+                x &= x - 1;
+            }
+        }
+        out
+    }
+}
