@@ -241,12 +241,19 @@ struct Solver<'p> {
 /// stack slots and fields; beyond this budget the analysis starts again with those objects
 /// merged into one, which is fast and keeps globals and struct fields apart. xz needs about
 /// 2.5 facts per value.
-const FACTS_PER_VALUE: usize = 10;
+pub const FACTS_PER_VALUE: usize = 10;
 
 /// Solves the points-to relation of a program: per object while that stays within a budget
 /// proportional to the program's size, else with the stack, heap and outside objects merged.
 pub fn solve(program: &Program) -> PointsTo {
-    let budget = (FACTS_PER_VALUE * program.values.len()).max(1_000_000);
+    solve_within(
+        program,
+        (FACTS_PER_VALUE * program.values.len()).max(1_000_000),
+    )
+}
+
+/// [`solve`] with the budget of per-object points-to given as a number of facts.
+pub fn solve_within(program: &Program, budget: usize) -> PointsTo {
     solve_with(program, false, Some(budget))
         .unwrap_or_else(|| solve_with(program, true, None).expect("no budget, so no early stop"))
 }

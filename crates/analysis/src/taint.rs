@@ -155,8 +155,16 @@ pub fn analyse(
     dominance: &ProgramDominance,
     sources: &ResolvedSources,
 ) -> StatementInfluence {
-    // Phase 1: points-to.
-    let pts = crate::pointsto::solve(program);
+    analyse_with(program, dominance, sources, crate::pointsto::solve(program))
+}
+
+/// [`analyse`] over a given points-to relation (e.g. one solved with a smaller budget).
+pub fn analyse_with(
+    program: &Program,
+    dominance: &ProgramDominance,
+    sources: &ResolvedSources,
+    pts: PointsTo,
+) -> StatementInfluence {
     let func_names: Vec<&str> = program.functions.iter().map(|f| f.name.as_str()).collect();
     let mut call_graph = CallGraph {
         targets: pts.call_targets.clone(),

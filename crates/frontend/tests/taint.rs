@@ -257,3 +257,96 @@ fn allocation_and_deallocation_wrappers_keep_objects_apart() {
     // A copy carries what the source holds, field by field.
     assert_eq!(work_influence(&p, &si, WRAPPERS, "/* w3 */"), set(&[0]));
 }
+
+const VOID_POINTERS: &str = r#"
+#include <stdlib.h>
+#include <stdint.h>
+extern void work(int);
+int a_opt, b_opt;
+struct box { int value; int spare; int extra; };
+/* A helper taking any object as `void *`: unification would make every object passed to
+   it one. */
+static int present(void *p) { return p != 0; }
+/* A resizing wrapper: each call site is an allocation site. */
+static void *xrealloc(void *p, size_t n) {
+    void *q = realloc(p, n);
+    if (!q) abort();
+    return q;
+}
+int main(void) {
+    struct box *a = malloc(sizeof *a);
+    struct box *b = malloc(sizeof *b);
+    struct box *c = xrealloc(NULL, sizeof *c);
+    struct box *d = xrealloc(NULL, sizeof *d);
+    a->value = a_opt;
+    b->value = b_opt;
+    c->spare = a_opt;
+    d->spare = b_opt;
+    /* Integer arithmetic on addresses carries no address. */
+    uintptr_t distance = (uintptr_t)a - (uintptr_t)b;
+    b->spare = (int)distance;
+    a->extra = a_opt;
+    if (present(a) && present(b) && present(c) && present(d)) work(0);
+    if (a->value) work(1);   /* w1 */
+    if (b->value) work(2);   /* w2 */
+    if (c->spare) work(3);   /* w3 */
+    if (d->spare) work(4);   /* w4 */
+    if (b->extra) work(5);   /* w5 */
+    return 0;
+}
+"#;
+
+#[test]
+fn objects_passed_through_void_pointers_stay_apart() {
+    let sources = [global(0, "a_opt"), global(1, "b_opt")];
+    let (p, si) = run(VOID_POINTERS, &sources);
+    assert!(!si.facts.points_to.merged);
+    let wrappers = analysis::wrappers::Wrappers::find(&p);
+    let xrealloc = ir::FuncId(
+        p.functions
+            .iter()
+            .position(|f| f.name == "xrealloc")
+            .unwrap() as u32,
+    );
+    assert!(wrappers.allocates(xrealloc));
+    assert_eq!(wrappers.resizes(xrealloc), Some(0));
+    assert_eq!(
+        work_influence(&p, &si, VOID_POINTERS, "/* w1 */"),
+        set(&[0])
+    );
+    assert_eq!(
+        work_influence(&p, &si, VOID_POINTERS, "/* w2 */"),
+        set(&[1])
+    );
+    assert_eq!(
+        work_influence(&p, &si, VOID_POINTERS, "/* w3 */"),
+        set(&[0])
+    );
+    assert_eq!(
+        work_influence(&p, &si, VOID_POINTERS, "/* w4 */"),
+        set(&[1])
+    );
+}
+
+#[test]
+fn beyond_the_points_to_budget_objects_merge_but_fields_stay_apart() {
+    let sources = [global(0, "a_opt"), global(1, "b_opt")];
+    let c = common::compile("prog.c", VOID_POINTERS);
+    let p = c.translation.program;
+    let resolved = ResolvedSources::resolve(&p, &sources).unwrap();
+    let dominance = ProgramDominance::new(&p);
+    let pts = analysis::pointsto::solve_within(&p, 0);
+    assert!(pts.merged);
+    let si = analysis::taint::analyse_with(&p, &dominance, &resolved, pts);
+    // One object for all four boxes: their `value`s are one cell, their `spare`s another.
+    assert_eq!(
+        work_influence(&p, &si, VOID_POINTERS, "/* w1 */"),
+        set(&[0, 1])
+    );
+    assert_eq!(
+        work_influence(&p, &si, VOID_POINTERS, "/* w3 */"),
+        set(&[0, 1])
+    );
+    let value_only = analysis::pointsto::solve_within(&p, usize::MAX);
+    assert!(!value_only.merged);
+}
