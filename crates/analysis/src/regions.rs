@@ -84,6 +84,11 @@ pub fn identify_regions(
         };
         let mut cfg = None;
         for (local, &b) in func.blocks.iter().enumerate() {
+            // Dead code (clang keeps the block after a `return` inside `do { … } while (0)`)
+            // has no entry to start a region on, but would end one at every exit.
+            if !dom.dom.is_reachable(local as u32) {
+                continue;
+            }
             let stmts = statements(program, b);
             for (k, &s) in stmts.iter().enumerate() {
                 let set = influence[s.index()];
