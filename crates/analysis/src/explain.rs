@@ -215,6 +215,11 @@ impl<'a> Explainer<'a> {
                                         }
                                     }
                                 } else {
+                                    // Return values are context-sensitive: what the callee
+                                    // returns of its parameters comes from these arguments.
+                                    for &a in args {
+                                        push(Fact::Value(a), Some(*i), "argument returned");
+                                    }
                                     push(Fact::Return(g), Some(*i), "returned by");
                                 }
                             }

@@ -11,7 +11,11 @@
 //!    dependent on, transitively, with their data taint), and a context taint per function
 //!    (the union over call sites of the control taint there). Implicit flows: values defined
 //!    and stores made under a tainted decision carry its taint; a phi at a join carries the
-//!    taint of the decisions choosing its incoming edge.
+//!    taint of the decisions choosing its incoming edge. Return values are context-sensitive:
+//!    values are symbolic in their function's parameters (parameter k is a label option past
+//!    the real ones), and a call site substitutes its own arguments into the callee's return
+//!    taint (`lzma_check_is_supported(check)` no longer hands `check`'s option to every
+//!    caller); memory, contexts and influence see concrete taints.
 //!
 //! SI(instruction) = its local influence (the control taint of its block, plus the data taint
 //! of the decided value for a conditional terminator) ∪ its function's context taint — but
@@ -19,8 +23,8 @@
 //! influences runs whenever the function runs, so its time belongs to the region open at the
 //! call site (§3.3: a callee only influenced through its context counts in its caller's
 //! region); without this rule every statement of a helper called under any tainted decision
-//! would carry that decision's options. Context-insensitive data flow: return values do not
-//! carry the callee's context (each call site adds its own control taint), stores do.
+//! would carry that decision's options. Return values do not carry the callee's context
+//! (each call site adds its own control taint), stores do.
 //!
 //! Precision choices (see `analysis::explain` and the sqlite benchmark's `--explain`):
 //! - Memory taint is kept per cell: a load reads the cells its pointer may point to, a store
@@ -279,6 +283,12 @@ pub fn analyse_with(
     }
 
     let nfuncs = program.functions.len();
+    let label_base = sources
+        .sources
+        .iter()
+        .map(|(o, _)| o.0 + 1)
+        .max()
+        .unwrap_or(0);
     let mut solver = Solver {
         program,
         dominance,
@@ -294,6 +304,9 @@ pub fn analyse_with(
         block_taint: vec![SetId::EMPTY; program.blocks.len()],
         context: vec![SetId::EMPTY; nfuncs],
         ret_taint: vec![SetId::EMPTY; nfuncs],
+        param_taint: vec![SetId::EMPTY; program.values.len()],
+        label_base,
+        split: FxMap::default(),
         readers: &readers,
         queue: VecDeque::new(),
         queued: vec![false; nfuncs],
@@ -310,6 +323,13 @@ pub fn analyse_with(
         .filter(|(_, s)| **s != SetId::EMPTY)
         .map(|(v, s)| (ValueId(v as u32), *s))
         .collect();
+    // Parameters hold their own labels; call sites fill in the concrete taints.
+    for func in &program.functions {
+        for (k, &p) in func.params.iter().enumerate() {
+            let label = solver.sets.singleton(OptionId(label_base + k as u32));
+            solver.value_taint[p.index()] = label;
+        }
+    }
     for f in 0..nfuncs {
         if !program.functions[f].is_declaration {
             solver.enqueue(FuncId(f as u32));
@@ -321,6 +341,25 @@ pub fn analyse_with(
     }
 
     // The statement-influence map.
+    // Everything outside the solver sees concrete taints: parameter labels replaced by the
+    // parameters' taints (a call result keeps its call site's substitution).
+    for v in 0..program.values.len() {
+        let f = match program.value(ValueId(v as u32)) {
+            ValueDef::Inst(i) => program.func_of(*i),
+            ValueDef::Param { func, .. } => *func,
+            _ => continue,
+        };
+        let t = solver.value_taint[v];
+        solver.value_taint[v] = solver.concrete(f, t);
+    }
+    for (b, block) in program.blocks.iter().enumerate() {
+        let t = solver.block_taint[b];
+        solver.block_taint[b] = solver.concrete(block.func, t);
+    }
+    for g in 0..nfuncs {
+        let t = solver.ret_taint[g];
+        solver.ret_taint[g] = solver.concrete(FuncId(g as u32), t);
+    }
     let Solver {
         mut sets,
         value_taint,
@@ -398,10 +437,19 @@ struct Solver<'a> {
     object_group: Vec<u32>,
     /// What was written through each points-to set already (every cell of it holds it).
     written: FxMap<u32, SetId>,
+    /// Data taint per value, symbolic in the parameters of the value's function: parameter
+    /// `k` is the label option `label_base + k` (see [`Solver::concrete`]).
     value_taint: Vec<SetId>,
     block_taint: Vec<SetId>,
     context: Vec<SetId>,
+    /// Taint of each function's return value, symbolic in its parameters: a call site
+    /// substitutes its own arguments (return values are context-sensitive, the rest is not).
     ret_taint: Vec<SetId>,
+    /// The concrete taint of each parameter: the union over its call sites' arguments.
+    param_taint: Vec<SetId>,
+    label_base: u32,
+    /// Per set: its real options and the parameter labels in it.
+    split: FxMap<SetId, (SetId, Vec<u32>)>,
     readers: &'a [Vec<FuncId>],
     queue: VecDeque<FuncId>,
     queued: Vec<bool>,
@@ -419,6 +467,48 @@ impl Solver<'_> {
 
     fn taint(&self, v: ValueId) -> SetId {
         self.value_taint[v.index()]
+    }
+
+    /// A set's real options and the parameter labels in it.
+    fn split(&mut self, s: SetId) -> (SetId, Vec<u32>) {
+        if let Some(x) = self.split.get(&s) {
+            return x.clone();
+        }
+        let base = self.label_base;
+        let set = self.sets.get(s);
+        let real = crate::OptionSet::from_ids(set.iter().filter(|o| o.0 < base));
+        let labels: Vec<u32> = set
+            .iter()
+            .filter(|o| o.0 >= base)
+            .map(|o| o.0 - base)
+            .collect();
+        let real = self.sets.intern(real);
+        self.split.insert(s, (real, labels.clone()));
+        (real, labels)
+    }
+
+    /// `s` (symbolic in `f`'s parameters) with each parameter label replaced by the
+    /// parameter's concrete taint.
+    fn concrete(&mut self, f: FuncId, s: SetId) -> SetId {
+        let (mut out, labels) = self.split(s);
+        for k in labels {
+            if let Some(&p) = self.program.func(f).params.get(k as usize) {
+                out = self.sets.union(out, self.param_taint[p.index()]);
+            }
+        }
+        out
+    }
+
+    /// A callee's return taint at a call site: each parameter label replaced by the
+    /// argument's taint (symbolic in the caller's parameters).
+    fn substitute(&mut self, ret: SetId, args: &[ValueId]) -> SetId {
+        let (mut out, labels) = self.split(ret);
+        for k in labels {
+            if let Some(&a) = args.get(k as usize) {
+                out = self.sets.union(out, self.taint(a));
+            }
+        }
+        out
     }
 
     /// A block copy (`memcpy(dst, src, n)`, struct assignment): each destination cell gets
@@ -582,6 +672,7 @@ impl Solver<'_> {
                         InstKind::Store { value, ptr } => {
                             let mut s = self.sets.union(full, self.taint(*value));
                             s = self.sets.union(s, self.taint(*ptr));
+                            let s = self.concrete(f, s);
                             self.write(*ptr, s);
                         }
                         InstKind::FieldAddr { base, .. } => {
@@ -606,7 +697,8 @@ impl Solver<'_> {
                                         for &a in args {
                                             scalar = self.sets.union(scalar, self.taint(a));
                                         }
-                                        self.copy_block(args[0], args[1], scalar);
+                                        let concrete = self.concrete(f, scalar);
+                                        self.copy_block(args[0], args[1], concrete);
                                         t = self.sets.union(t, scalar);
                                         continue;
                                     }
@@ -621,25 +713,29 @@ impl Solver<'_> {
                                         && let Some(&dst) = args.first()
                                     {
                                         let s = self.sets.union(input, full);
+                                        let s = self.concrete(f, s);
                                         self.write(dst, s);
                                     }
                                     continue;
                                 }
                                 for (&p, &a) in callee.params.iter().zip(args.iter()) {
-                                    let old = self.taint(p);
-                                    let new = self.sets.union(old, self.taint(a));
+                                    let old = self.param_taint[p.index()];
+                                    let arg = self.concrete(f, self.taint(a));
+                                    let new = self.sets.union(old, arg);
                                     if new != old {
-                                        self.value_taint[p.index()] = new;
+                                        self.param_taint[p.index()] = new;
                                         self.enqueue(g);
                                     }
                                 }
                                 let old = self.context[g.index()];
+                                let site = self.concrete(f, site);
                                 let new = self.sets.union(old, site);
                                 if new != old {
                                     self.context[g.index()] = new;
                                     self.enqueue(g);
                                 }
-                                t = self.sets.union(t, self.ret_taint[g.index()]);
+                                let r = self.substitute(self.ret_taint[g.index()], args);
+                                t = self.sets.union(t, r);
                             }
                         }
                         InstKind::Return { value: Some(v) } => {

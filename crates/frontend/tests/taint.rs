@@ -350,3 +350,37 @@ fn beyond_the_points_to_budget_objects_merge_but_fields_stay_apart() {
     let value_only = analysis::pointsto::solve_within(&p, usize::MAX);
     assert!(!value_only.merged);
 }
+
+const RETURNS: &str = r#"
+extern void work(int);
+int a_opt, b_opt, c_opt;
+/* What a helper returns depends on the call site's arguments, not on every caller's. */
+static int is_on(int v) { return v != 0; }
+static int plus_c(int v) { return v + c_opt; }
+int main(void) {
+    int local = 5;
+    if (is_on(a_opt)) work(1);    /* w1 */
+    if (is_on(b_opt)) work(2);    /* w2 */
+    if (is_on(local)) work(3);    /* w3 */
+    if (plus_c(local)) work(4);   /* w4 */
+    if (plus_c(a_opt)) work(5);   /* w5 */
+    return 0;
+}
+"#;
+
+#[test]
+fn return_values_depend_on_their_call_sites_arguments() {
+    let sources = [global(0, "a_opt"), global(1, "b_opt"), global(2, "c_opt")];
+    let (p, si) = run(RETURNS, &sources);
+    assert_eq!(work_influence(&p, &si, RETURNS, "/* w1 */"), set(&[0]));
+    assert_eq!(work_influence(&p, &si, RETURNS, "/* w2 */"), set(&[1]));
+    assert_eq!(work_influence(&p, &si, RETURNS, "/* w3 */"), set(&[]));
+    assert_eq!(work_influence(&p, &si, RETURNS, "/* w4 */"), set(&[2]));
+    assert_eq!(work_influence(&p, &si, RETURNS, "/* w5 */"), set(&[0, 2]));
+    // The parameter itself carries every call site's argument.
+    let is_on = p.functions.iter().find(|f| f.name == "is_on").unwrap();
+    assert_eq!(
+        si.sets.get(si.value_taint[is_on.params[0].index()]),
+        &set(&[0, 1])
+    );
+}
