@@ -170,7 +170,7 @@ impl PointsTo {
             Root::Function(f) => format!("function {}", program.func(f).name),
             Root::Merged => "the program's stack and heap objects (merged)".into(),
             Root::Outside(f, k) => format!(
-                "memory from outside the program (parameter {k} of {})",
+                "what parameter {k} of {} points to from outside the program",
                 program.func(f).name
             ),
         };
