@@ -87,6 +87,15 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
                 .join(" ")
         }
     );
+    let pts = &analysed.influence.facts.points_to;
+    if pts.merged {
+        // Say so: the analysis is much coarser then.
+        eprintln!(
+            "points-to: {} memory cells; the program exceeded the per-object budget, so its \
+             stack and heap objects were analysed as one (fields still per struct type)",
+            pts.cells.len()
+        );
+    }
     let total = ValidConfigurations::new(&spec.space)?.count();
     eprintln!(
         "regions: {} ({} before propagation); configurations to measure: {} of {} (lower bound {})",
