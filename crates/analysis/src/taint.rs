@@ -242,11 +242,21 @@ pub fn analyse_with(
     let mut groups = CellGroups::new(ncells);
     let mut read_group = vec![NO_GROUP; program.values.len()];
     let mut object_group = vec![NO_GROUP; program.values.len()];
+    // The last function registered as a reader of each group.
+    let mut group_reader: Vec<FuncId> = Vec::new();
     for (fi, func) in program.functions.iter().enumerate() {
         let f = FuncId(fi as u32);
         for &b in &func.blocks {
             for &i in &program.block(b).insts {
                 let mut read = |g: u32, groups: &CellGroups| {
+                    // A function reading one group at many loads registers it once.
+                    if group_reader.get(g as usize) == Some(&f) {
+                        return;
+                    }
+                    if group_reader.len() <= g as usize {
+                        group_reader.resize(g as usize + 1, FuncId(u32::MAX));
+                    }
+                    group_reader[g as usize] = f;
                     for &c in &groups.cells[g as usize] {
                         let list = &mut readers[c.index()];
                         if list.last() != Some(&f) {
