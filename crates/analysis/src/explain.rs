@@ -17,7 +17,8 @@ use space::OptionId;
 
 use crate::ProgramDominance;
 use crate::options::{FxMap, SetId};
-use crate::pointsto::{CellId, is_block_copy};
+use crate::pointsto::CellId;
+use crate::wrappers::MemoryCopy;
 use crate::taint::{StatementInfluence, is_copier};
 
 /// A fact of the fixpoint that can hold options.
@@ -78,14 +79,19 @@ impl<'a> Explainer<'a> {
                     .iter()
                     .any(|&g| program.func(g).is_declaration && pred(&program.func(g).name))
             };
+            let copy = block_copy(program, si, i);
+            // The copy inside a copy wrapper: its call sites stand for it.
+            let in_copy_wrapper = |i: InstId| pts.wrappers.copies(program.func_of(i)).is_some();
             let written = match &inst.kind {
                 InstKind::Store { ptr, .. } => Some(*ptr),
-                InstKind::Call { args, .. } if external(is_copier) => {
-                    if external(is_block_copy) && args.len() >= 2 {
-                        for &c in pts.of(args[0]) {
-                            block_copies.entry(pts.cell(c).root).or_default().push(i);
-                        }
+                InstKind::Call { .. } if copy.is_some() => {
+                    let (dst, _) = copy.expect("a copy");
+                    for &c in pts.of(dst) {
+                        block_copies.entry(pts.cell(c).root).or_default().push(i);
                     }
+                    Some(dst)
+                }
+                InstKind::Call { args, .. } if external(is_copier) && !in_copy_wrapper(i) => {
                     args.first().copied()
                 }
                 _ => None,
@@ -293,12 +299,9 @@ impl<'a> Explainer<'a> {
                             for &a in args {
                                 push(Fact::Value(a), Some(w), "copied value");
                             }
-                            let block = self.si.call_graph.targets_of(w).iter().any(|&g| {
-                                p.func(g).is_declaration && is_block_copy(&p.func(g).name)
-                            });
-                            let into_cell = args.first().is_some_and(|&d| pts.of(d).contains(&c));
-                            match (block, args.get(1)) {
-                                (true, Some(&src)) => {
+                            match block_copy(p, self.si, w) {
+                                Some((dst, src)) => {
+                                    let into_cell = pts.of(dst).contains(&c);
                                     if into_cell {
                                         for m in self.reads(src) {
                                             push(m, Some(w), "copied from");
@@ -312,7 +315,7 @@ impl<'a> Explainer<'a> {
                                         }
                                     }
                                 }
-                                _ => {
+                                None => {
                                     for &a in args {
                                         for m in self.reads_objects(a) {
                                             if m != fact {
@@ -414,4 +417,17 @@ impl<'a> Explainer<'a> {
             Fact::Return(f) => format!("return value of {}", p.func(f).name),
         }
     }
+}
+
+/// The (destination, source) of the block copy a call makes, as the solvers see it: `memcpy`
+/// and friends, or a copy wrapper's call site (the copy inside the wrapper is not one).
+fn block_copy(program: &Program, si: &StatementInfluence, call: InstId) -> Option<(ValueId, ValueId)> {
+    let wrappers = &si.facts.points_to.wrappers;
+    si.call_graph
+        .targets_of(call)
+        .iter()
+        .find_map(|&g| match wrappers.copy_at(program, call, g) {
+            MemoryCopy::Block { dst, src } => Some((dst, src)),
+            _ => None,
+        })
 }

@@ -29,7 +29,7 @@
 use ir::{Callee, FuncId, GlobalId, InstId, InstKind, Program, StructId, ValueDef, ValueId};
 
 use crate::options::{FxMap, FxSet};
-use crate::wrappers::Wrappers;
+use crate::wrappers::{MemoryCopy, Wrappers};
 
 /// Allocation functions: their result is a fresh heap object per call site.
 pub const ALLOCATORS: &[&str] = &["malloc", "calloc", "realloc", "strdup", "strndup"];
@@ -102,6 +102,8 @@ pub struct PointsTo {
     /// type, field), whatever object it is in.
     pub merged: bool,
     merged_root: u32,
+    /// The program's allocation, deallocation and copy wrappers, as the solver used them.
+    pub wrappers: Wrappers,
 }
 
 impl PointsTo {
@@ -132,7 +134,8 @@ impl PointsTo {
         &self.root_cells[self.cells[c.index()].root as usize]
     }
 
-    /// The cell of field `(structure, field)` of the object `c` belongs to, if it exists.
+    /// The cell of field `(structure, field)` of the object `c` belongs to, if it exists; the
+    /// field is keyed as [`Program::field_key`] keys it (as cells are).
     pub fn field_cell(&self, c: CellId, structure: StructId, field: u32) -> Option<CellId> {
         let root = if self.merged {
             self.merged_root
@@ -201,10 +204,13 @@ struct Solver<'p> {
     cells: Vec<Cell>,
     root_cells: Vec<Vec<CellId>>,
     field_cells: FxMap<(u32, StructId, u32), CellId>,
-    /// Cells every cell of a root holds (a global's initializer; the outside points to itself).
+    /// Cells every cell of a root holds (the outside points to itself).
     root_refs: Vec<Vec<CellId>>,
     /// The roots each root is block-copied into.
     copied_to: Vec<Vec<u32>>,
+    /// The struct types each root is known to be an object of (empty: not known), which
+    /// filter field accesses at its start (see [`Solver::field_target`]).
+    root_types: Vec<Vec<StructId>>,
     /// The root cell of each global, function, stack slot and allocation site.
     root_of_value: FxMap<ValueId, CellId>,
     root_of_call: FxMap<InstId, CellId>,
@@ -273,6 +279,7 @@ fn solve_with(program: &Program, merge: bool, budget: Option<usize>) -> Option<P
         field_cells: FxMap::default(),
         root_refs: Vec::new(),
         copied_to: Vec::new(),
+        root_types: Vec::new(),
         root_of_value: FxMap::default(),
         root_of_call: FxMap::default(),
         pts: vec![CellSet::default(); nvalues + nfuncs],
@@ -366,6 +373,16 @@ impl<'p> Solver<'p> {
         self.root_cells.push(Vec::new());
         self.root_refs.push(Vec::new());
         self.copied_to.push(Vec::new());
+        let types = match root {
+            Root::Global(g) => self.program.globals[g.index()].structure.into_iter().collect(),
+            Root::Stack(i) => match self.program.inst(i).kind {
+                InstKind::Alloca { structure } => structure.into_iter().collect(),
+                _ => Vec::new(),
+            },
+            Root::Heap(call) => self.allocated_types(call),
+            _ => Vec::new(),
+        };
+        self.root_types.push(types);
         let c = self.new_cell(r, None);
         if root == Root::Merged {
             self.merged_root = Some(c);
@@ -377,6 +394,7 @@ impl<'p> Solver<'p> {
     /// with what every cell of its object holds, and copied on into the objects its object is
     /// block-copied into.
     fn field_cell(&mut self, c: CellId, structure: StructId, field: u32) -> CellId {
+        let (structure, field) = self.program.field_key(structure, field);
         let root = match self.merged_root {
             Some(m) => self.cells[m.index()].root,
             None => self.cells[c.index()].root,
@@ -396,6 +414,85 @@ impl<'p> Solver<'p> {
             self.add_edge(content, b);
         }
         f
+    }
+
+    /// The cell `&p->field` points to when `p` points to `c`, for `p` of type `structure *`.
+    /// Field 0 shares its struct's address, and the frontend turns an all-zero
+    /// `getelementptr` into a plain pointer: it is `c` itself (the root cell, or the
+    /// enclosing field's cell). None when `c` starts an object of a type that cannot be
+    /// viewed as `structure` (see [`Program::may_access_as`]): C passes every object of a
+    /// family (liblzma's coders) through one `void *` beside the function pointer that
+    /// knows its type, and the type of the access tells the objects apart again.
+    fn field_target(&mut self, c: CellId, structure: StructId, field: u32) -> Option<CellId> {
+        let cell = self.cells[c.index()];
+        if cell.field.is_none() {
+            let types = &self.root_types[cell.root as usize];
+            if !types.is_empty()
+                && !types
+                    .iter()
+                    .any(|&t| self.program.may_access_as(t, structure, field))
+            {
+                return None;
+            }
+        }
+        Some(if field == 0 {
+            c
+        } else {
+            self.field_cell(c, structure, field)
+        })
+    }
+
+    /// The struct types a heap object allocated at `call` is used as in the allocating
+    /// function: the field accesses on the call's result (through casts, phis, selects and
+    /// array indexing). Empty if there are none (a byte buffer, or an object set up
+    /// elsewhere), which means not known.
+    fn allocated_types(&self, call: InstId) -> Vec<StructId> {
+        let program = self.program;
+        let Some(result) = program.inst(call).result else {
+            return Vec::new();
+        };
+        let func = program.func(program.block(program.inst(call).block).func);
+        let mut values: FxSet<ValueId> = FxSet::default();
+        values.insert(result);
+        let mut types = Vec::new();
+        // SSA values defined before use except through phis: two passes reach a fixpoint
+        // unless phis chain through loops, which a few more passes cover.
+        for _ in 0..4 {
+            let before = values.len();
+            for &b in &func.blocks {
+                for &i in &program.block(b).insts {
+                    let inst = program.inst(i);
+                    let derived = match &inst.kind {
+                        InstKind::Op { op, args } if *op == ir::OpKind::Cast => {
+                            args.iter().any(|a| values.contains(a))
+                        }
+                        InstKind::Phi { incoming } => {
+                            incoming.iter().any(|(v, _)| values.contains(v))
+                        }
+                        InstKind::Select {
+                            if_true, if_false, ..
+                        } => values.contains(if_true) || values.contains(if_false),
+                        InstKind::IndexAddr { base, .. } => values.contains(base),
+                        InstKind::FieldAddr {
+                            base, structure, ..
+                        } => {
+                            if values.contains(base) && !types.contains(structure) {
+                                types.push(*structure);
+                            }
+                            false
+                        }
+                        _ => false,
+                    };
+                    if derived && let Some(r) = inst.result {
+                        values.insert(r);
+                    }
+                }
+            }
+            if values.len() == before {
+                break;
+            }
+        }
+        types
     }
 
     /// Records that object `to` is a block copy of object `from`: every field cell of `from`
@@ -518,24 +615,19 @@ impl<'p> Solver<'p> {
             let c = self.new_root(Root::Function(FuncId(k as u32)));
             self.root_of_value.insert(f.address, c);
         }
+        // A global's initializer puts each address in the cell of the field it is stored in.
         for g in &program.globals {
             let c = self.root_of_value[&g.address];
-            let refs: Vec<CellId> = g
-                .initializer_refs
-                .iter()
-                .filter_map(|r| self.root_of_value.get(r).copied())
-                .collect();
-            self.root_refs[self.cells[c.index()].root as usize] = refs.clone();
-            let content = self.content(c);
-            self.add_pts(content, &refs);
-            // Merged, a global's fields are the merged object's: they hold its initializer.
-            if let Some(m) = self.merged_root {
-                let list = &mut self.root_refs[self.cells[m.index()].root as usize];
-                for r in refs {
-                    if !list.contains(&r) {
-                        list.push(r);
-                    }
-                }
+            for r in &g.initializer_refs {
+                let Some(&target) = self.root_of_value.get(&r.address) else {
+                    continue;
+                };
+                let cell = match r.field {
+                    None => c,
+                    Some((structure, field)) => self.field_cell(c, structure, field),
+                };
+                let content = self.content(cell);
+                self.add_pts(content, &[target]);
             }
         }
         // Addresses of globals and functions used as operands.
@@ -600,15 +692,10 @@ impl<'p> Solver<'p> {
                             structure,
                             field,
                         } => {
-                            if let Some(r) = res {
-                                // Field 0 shares its struct's address, and the frontend turns
-                                // an all-zero `getelementptr` into a plain pointer: it is the
-                                // root cell (or the enclosing field's cell).
-                                if *field == 0 {
-                                    self.copy_value(*base, r.0);
-                                } else if !self.is_constant(*base) {
-                                    self.fields[base.index()].push((r.0, *structure, *field));
-                                }
+                            if let Some(r) = res
+                                && !self.is_constant(*base)
+                            {
+                                self.fields[base.index()].push((r.0, *structure, *field));
                             }
                         }
                         InstKind::IndexAddr { base, .. } => {
@@ -650,12 +737,13 @@ impl<'p> Solver<'p> {
         };
         let result = program.inst(call).result.filter(|&r| !program.is_scalar(r));
         let callee = program.func(g);
+        let copy = self.wrappers.copy_at(program, call, g);
+        if let MemoryCopy::Block { dst, src } = copy {
+            self.block_copy(dst, src);
+        }
         if callee.is_declaration {
             let name = self.names[g.index()];
             let Some(r) = result else {
-                if is_block_copy(name) {
-                    self.block_copy(args);
-                }
                 return;
             };
             if ALLOCATORS.contains(&name) {
@@ -669,9 +757,6 @@ impl<'p> Solver<'p> {
                 && let Some(&a) = args.first()
             {
                 self.copy_value(a, r.0);
-            }
-            if is_block_copy(name) {
-                self.block_copy(args);
             }
             return;
         }
@@ -696,10 +781,7 @@ impl<'p> Solver<'p> {
         }
     }
 
-    fn block_copy(&mut self, args: &[ValueId]) {
-        let (Some(&d), Some(&s)) = (args.first(), args.get(1)) else {
-            return;
-        };
+    fn block_copy(&mut self, d: ValueId, s: ValueId) {
         if self.is_constant(d) || self.is_constant(s) {
             return;
         }
@@ -784,7 +866,7 @@ impl<'p> Solver<'p> {
                     let (dst, structure, field) = self.fields[n][k];
                     let cells: Vec<CellId> = data
                         .iter()
-                        .map(|&c| self.field_cell(c, structure, field))
+                        .filter_map(|&c| self.field_target(c, structure, field))
                         .collect();
                     self.add_pts(dst, &cells);
                 }
@@ -867,6 +949,7 @@ impl<'p> Solver<'p> {
             call_targets,
             merged: self.merge,
             merged_root,
+            wrappers: self.wrappers,
         }
     }
 }

@@ -394,7 +394,7 @@ pub fn optimise_influence(
         inst.kind.for_each_use(&mut mark);
     }
     for g in &program.globals {
-        g.initializer_refs.iter().for_each(|v| mark(*v));
+        g.initializer_refs.iter().for_each(|r| mark(r.address));
     }
     let mut pulled = Vec::new();
     for (fi, func) in program.functions.iter().enumerate() {

@@ -43,7 +43,8 @@ use space::OptionId;
 
 use crate::ProgramDominance;
 use crate::options::{FxMap, SetId, SetInterner};
-use crate::pointsto::{CellId, PointsTo, is_block_copy};
+use crate::pointsto::{CellId, PointsTo};
+use crate::wrappers::MemoryCopy;
 use crate::sources::{ResolvedSource, ResolvedSources};
 
 /// External functions that copy data from their other arguments into the first one's object.
@@ -236,8 +237,8 @@ pub fn analyse_with(
     }
     seed_writes.sort_unstable();
     let ncells = pts.cells.len();
-    // Who reads each cell: loads, and external calls reading through their arguments (whole
-    // objects, see `Solver::read_objects`).
+    // Who reads each cell: loads, and external calls and copy wrappers reading through their
+    // arguments (whole objects, see `Solver::read_objects` and `Solver::copy_block`).
     let mut readers: Vec<Vec<FuncId>> = vec![Vec::new(); ncells];
     let mut groups = CellGroups::new(ncells);
     let mut read_group = vec![NO_GROUP; program.values.len()];
@@ -271,10 +272,9 @@ pub fn analyse_with(
                         read(g, &groups);
                     }
                     InstKind::Call { args, .. }
-                        if call_graph
-                            .targets_of(i)
-                            .iter()
-                            .any(|&g| program.func(g).is_declaration) =>
+                        if call_graph.targets_of(i).iter().any(|&g| {
+                            program.func(g).is_declaration || pts.wrappers.copies(g).is_some()
+                        }) =>
                     {
                         for &a in args {
                             let g = groups.group(&pts, pts.set_of(a), true);
@@ -700,18 +700,30 @@ impl Solver<'_> {
                             let site = self.sets.union(full, pointer_taint);
                             for &g in self.call_graph.targets_of(i) {
                                 let callee = program.func(g);
-                                if callee.is_declaration {
-                                    if is_block_copy(self.func_names[g.index()]) && args.len() >= 2
-                                    {
+                                match self.pts.wrappers.copy_at(program, i, g) {
+                                    // A copy wrapper's call sites copy instead.
+                                    MemoryCopy::InWrapper => continue,
+                                    MemoryCopy::Block { dst, src } => {
+                                        // The copied bytes also depend on the sizes and
+                                        // positions, by value or (a wrapper's) through pointers.
                                         let mut scalar = full;
                                         for &a in args {
                                             scalar = self.sets.union(scalar, self.taint(a));
+                                            if !callee.is_declaration && a != dst && a != src {
+                                                let m = self.read(a);
+                                                scalar = self.sets.union(scalar, m);
+                                            }
                                         }
                                         let concrete = self.concrete(f, scalar);
-                                        self.copy_block(args[0], args[1], concrete);
-                                        t = self.sets.union(t, scalar);
-                                        continue;
+                                        self.copy_block(dst, src, concrete);
+                                        if callee.is_declaration {
+                                            t = self.sets.union(t, scalar);
+                                            continue;
+                                        }
                                     }
+                                    MemoryCopy::None => {}
+                                }
+                                if callee.is_declaration {
                                     let mut input = SetId::EMPTY;
                                     for &a in args {
                                         input = self.sets.union(input, self.taint(a));

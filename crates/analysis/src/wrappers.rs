@@ -1,6 +1,6 @@
-//! Allocation and deallocation wrappers (`xmalloc`, `lzma_alloc`, `sqlite3Malloc`,
-//! `lzma_free`, …), found from the code so that points-to does not glue a program's heap into
-//! one class through them.
+//! Allocation, deallocation and copy wrappers (`xmalloc`, `lzma_alloc`, `sqlite3Malloc`,
+//! `lzma_free`, `lzma_bufcpy`, …), found from the code so that points-to does not glue a
+//! program's heap into one class through them.
 //!
 //! Unification points-to gives a function one class per parameter and one for its result, so
 //! every object allocated through `void *xmalloc(size_t)` would be one object, and every
@@ -8,10 +8,16 @@
 //! shapes the merge says nothing true about the program: a wrapper's call site returns a fresh
 //! object (it is an allocation site of its own), and a pointer that is only freed, compared or
 //! handed to a custom deallocation hook does not flow anywhere.
+//!
+//! A copy wrapper (`lzma_bufcpy(in, &in_pos, in_size, out, &out_pos, out_size)`: a `memcpy`
+//! between what two parameters point to, and no other pointer stored) is the same problem for
+//! an inclusion analysis that is not context-sensitive: every caller's source would be copied
+//! into every caller's destination. Its call sites are block copies of their own arguments
+//! instead, and the copy inside it is left out.
 
 use ir::{Callee, FuncId, InstKind, OpKind, Program, ValueDef, ValueId};
 
-use crate::pointsto::ALLOCATORS;
+use crate::pointsto::{ALLOCATORS, is_block_copy};
 
 /// External functions that release what their first argument points to.
 const DEALLOCATORS: &[&str] = &["free", "cfree"];
@@ -27,6 +33,21 @@ pub struct Wrappers {
     /// Per function and parameter: the parameter is only freed, compared or passed on to
     /// another such parameter (or to a call through a pointer: a deallocation hook).
     pub only_frees: Vec<Vec<bool>>,
+    /// Per function: it copies memory from what one parameter points to into what another
+    /// points to and stores no pointer, as (destination, source) parameter indices.
+    pub copies: Vec<Option<(u32, u32)>>,
+}
+
+/// How a call copies memory (see [`Wrappers::copy_at`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemoryCopy {
+    /// Not a copy.
+    None,
+    /// A block copy from what `src` points to into what `dst` points to: `memcpy` and friends,
+    /// or a call of a copy wrapper (with the wrapper's arguments).
+    Block { dst: ValueId, src: ValueId },
+    /// The copy inside a copy wrapper, which its call sites stand for.
+    InWrapper,
 }
 
 impl Wrappers {
@@ -107,11 +128,51 @@ impl Wrappers {
                 resizes[k] = None;
             }
         }
+        let copies = (0..n)
+            .map(|k| copy_shape(program, FuncId(k as u32), &names))
+            .collect();
         Wrappers {
             allocates,
             resizes,
             only_frees,
+            copies,
         }
+    }
+
+    /// How the call `call` (in a function of `program`) copies memory when it calls `g`.
+    pub fn copy_at(&self, program: &Program, call: ir::InstId, g: FuncId) -> MemoryCopy {
+        let InstKind::Call { args, .. } = &program.inst(call).kind else {
+            return MemoryCopy::None;
+        };
+        let callee = program.func(g);
+        if callee.is_declaration {
+            if !is_block_copy(&callee.name) || args.len() < 2 {
+                return MemoryCopy::None;
+            }
+            if self.copies(program.func_of(call)).is_some() {
+                return MemoryCopy::InWrapper;
+            }
+            return MemoryCopy::Block {
+                dst: args[0],
+                src: args[1],
+            };
+        }
+        match self.copies(g) {
+            Some((d, s)) if d < args.len() && s < args.len() => MemoryCopy::Block {
+                dst: args[d],
+                src: args[s],
+            },
+            _ => MemoryCopy::None,
+        }
+    }
+
+    /// For a copy wrapper, its (destination, source) parameter indices.
+    pub fn copies(&self, f: FuncId) -> Option<(usize, usize)> {
+        self.copies
+            .get(f.index())
+            .copied()
+            .flatten()
+            .map(|(d, s)| (d as usize, s as usize))
     }
 
     /// Whether a call to `f` with these argument positions creates a fresh object.
@@ -136,6 +197,63 @@ impl Wrappers {
             .copied()
             .unwrap_or(false)
     }
+}
+
+/// `Some((dst, src))` if `f` block-copies between what two of its parameters point to (at
+/// an offset), calls nothing else but intrinsics, stores only scalars and returns no pointer.
+fn copy_shape(program: &Program, f: FuncId, names: &[&str]) -> Option<(u32, u32)> {
+    let func = program.func(f);
+    if func.is_declaration {
+        return None;
+    }
+    let mut shape = None;
+    for &b in &func.blocks {
+        for &i in &program.block(b).insts {
+            match &program.inst(i).kind {
+                InstKind::Call {
+                    callee: Callee::Direct(g),
+                    args,
+                } => {
+                    let name = names[g.index()];
+                    if is_block_copy(name) && program.func(*g).is_declaration && args.len() >= 2 {
+                        let dst = parameter_behind(program, f, args[0])?;
+                        let src = parameter_behind(program, f, args[1])?;
+                        if shape.is_some_and(|s| s != (dst, src)) {
+                            return None;
+                        }
+                        shape = Some((dst, src));
+                    } else if !name.starts_with("llvm.") {
+                        return None;
+                    }
+                }
+                InstKind::Call { .. } => return None,
+                InstKind::Store { value, .. } if !program.is_scalar(*value) => return None,
+                InstKind::Return { value: Some(v) } if !program.is_scalar(*v) => return None,
+                _ => {}
+            }
+        }
+    }
+    shape.filter(|(d, s)| d != s)
+}
+
+/// The parameter of `f` a pointer is an offset of (through casts, pointer arithmetic and
+/// field addresses).
+fn parameter_behind(program: &Program, f: FuncId, mut v: ValueId) -> Option<u32> {
+    for _ in 0..16 {
+        match program.value(v) {
+            ValueDef::Param { func, index } if *func == f => return Some(*index),
+            ValueDef::Inst(i) => match &program.inst(*i).kind {
+                InstKind::IndexAddr { base, .. } | InstKind::FieldAddr { base, .. } => v = *base,
+                InstKind::Op {
+                    op: OpKind::Cast,
+                    args,
+                } if args.len() == 1 => v = args[0],
+                _ => return None,
+            },
+            _ => return None,
+        }
+    }
+    None
 }
 
 fn returns_pointer(program: &Program, f: FuncId) -> bool {

@@ -245,7 +245,12 @@ fn an_indirect_call_through_a_function_table() {
     let handler = p.add_function("handler", 1).unwrap();
     let table = p.add_global("table").unwrap();
     let addr = p.func(handler).address;
-    p.globals[table.index()].initializer_refs.push(addr);
+    p.globals[table.index()]
+        .initializer_refs
+        .push(ir::InitializerRef {
+            field: None,
+            address: addr,
+        });
     let table = p.globals[table.index()].address;
     let main = p.add_function("main", 0).unwrap();
     let mut b = p.build(handler);

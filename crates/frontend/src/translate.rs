@@ -16,7 +16,7 @@ use std::path::Path;
 
 use inkwell::context::Context;
 use ir::{
-    BlockId, Callee, DebugLoc, FileId, FuncId, Inst, InstId, InstKind, OpKind, Program, StructId,
+    BlockId, Callee, DebugLoc, FileId, FuncId, InitializerRef, Inst, InstId, InstKind, OpKind, Program, StructId,
     ValueDef, ValueId,
 };
 use llvm_sys::LLVMOpcode as Op;
@@ -383,6 +383,7 @@ impl Translator {
         for (f, id) in defined {
             self.function(f, id);
         }
+        self.struct_layouts();
         self.name_fields();
         Ok(Translation {
             program: self.program,
@@ -390,13 +391,17 @@ impl Translator {
         })
     }
 
-    /// Every global (not constant string) and function address inside a constant.
-    fn initializer_refs(&mut self, init: LLVMValueRef) -> Vec<ValueId> {
+    /// Every global (not constant string) and function address inside a constant, and the
+    /// struct field it is stored in.
+    /// Field cells are keyed by (struct, field) however deeply nested, and field 0 is its
+    /// enclosing cell, as in points-to analysis.
+    fn initializer_refs(&mut self, init: LLVMValueRef) -> Vec<InitializerRef> {
         let mut out = Vec::new();
-        let mut seen = PtrSet::default();
-        let mut stack = vec![init];
-        while let Some(v) = stack.pop() {
-            if !seen.insert(key(v)) {
+        // Constants are DAGs whose parts are shared: walk each (constant, field) once.
+        let mut seen: HashSet<(usize, Option<(StructId, u32)>)> = HashSet::new();
+        let mut stack = vec![(init, None)];
+        while let Some((v, at)) = stack.pop() {
+            if !seen.insert((key(v), at)) {
                 continue;
             }
             match unsafe { c::LLVMGetValueKind(v) } {
@@ -404,16 +409,30 @@ impl Translator {
                     if let Some(&id) = self.values.get(&key(v))
                         && !matches!(self.program.value(id), ValueDef::ConstStr(_))
                     {
-                        out.push(id);
+                        let r = InitializerRef {
+                            field: at,
+                            address: id,
+                        };
+                        if !out.contains(&r) {
+                            out.push(r);
+                        }
+                    }
+                }
+                Vk::LLVMConstantStructValueKind => {
+                    let ty = unsafe { c::LLVMTypeOf(v) };
+                    let structure = self.struct_id(ty);
+                    let n = unsafe { c::LLVMGetNumOperands(v) };
+                    for k in 0..n as u32 {
+                        let field = if k == 0 { at } else { Some((structure, k)) };
+                        stack.push((unsafe { c::LLVMGetOperand(v, k) }, field));
                     }
                 }
                 Vk::LLVMConstantArrayValueKind
-                | Vk::LLVMConstantStructValueKind
                 | Vk::LLVMConstantVectorValueKind
                 | Vk::LLVMConstantExprValueKind => {
                     let n = unsafe { c::LLVMGetNumOperands(v) };
                     for k in 0..n as u32 {
-                        stack.push(unsafe { c::LLVMGetOperand(v, k) });
+                        stack.push((unsafe { c::LLVMGetOperand(v, k) }, at));
                     }
                 }
                 _ => {}
@@ -512,6 +531,49 @@ impl Translator {
         self.structs.insert(key(ty), id);
         self.struct_types.push(ty);
         id
+    }
+
+    /// Fills the layout facts of [`ir::StructType`]: `first_field`, `punned`, and `common`:
+    /// field k of a struct is keyed by the first struct whose fields 0..=k have the same LLVM
+    /// types (and packing), found with a trie over field types (LLVM types are unique per
+    /// context, so identity is equality).
+    fn struct_layouts(&mut self) {
+        // Trie nodes: (parent node, field type) → node, and each node's first struct.
+        let mut children: HashMap<(usize, usize), usize> = HashMap::new();
+        let mut first: Vec<StructId> = Vec::new();
+        // By index: finding a first field's struct type may add struct types to the list.
+        let mut k = 0;
+        while k < self.struct_types.len() {
+            let ty = self.struct_types[k];
+            let id = StructId(k as u32);
+            let packed = unsafe { c::LLVMIsPackedStruct(ty) } != 0;
+            // Node 0 and 1: the roots of unpacked and packed structs.
+            let mut node = usize::from(packed);
+            let full = unsafe { c::LLVMGetStructName(ty) };
+            let full = (!full.is_null()).then(|| unsafe { CStr::from_ptr(full) }.to_bytes());
+            // Unions, and literal types (clang's for initializers that do not fit the type).
+            self.program.structs[k].punned = full.is_none_or(|n| n.starts_with(b"union."));
+            let n = self.program.structs[k].fields.len();
+            if n > 0 {
+                let mut head = unsafe { c::LLVMStructGetTypeAtIndex(ty, 0) };
+                while unsafe { c::LLVMGetTypeKind(head) } == Ty::LLVMArrayTypeKind {
+                    head = unsafe { c::LLVMGetElementType(head) };
+                }
+                if unsafe { c::LLVMGetTypeKind(head) } == Ty::LLVMStructTypeKind {
+                    self.program.structs[k].first_field = Some(self.struct_id(head));
+                }
+            }
+            for i in 0..n {
+                let field_ty = unsafe { c::LLVMStructGetTypeAtIndex(ty, i as u32) };
+                let next = children.len() + 2;
+                node = *children.entry((node, key(field_ty))).or_insert(next);
+                if node == first.len() + 2 {
+                    first.push(id);
+                }
+                self.program.structs[k].common[i] = first[node - 2];
+            }
+            k += 1;
+        }
     }
 
     /// Field names from debug information, matched by byte offset (a bitfield's storage unit

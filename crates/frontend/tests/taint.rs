@@ -384,3 +384,119 @@ fn return_values_depend_on_their_call_sites_arguments() {
         &set(&[0, 1])
     );
 }
+
+/// The shapes liblzma's coders have: a table of functions read through a shorter generic
+/// struct, coder objects passed around as `void *` beside the function that knows their type,
+/// and a copy helper every coder calls.
+const CODERS: &str = r#"
+#include <stdlib.h>
+#include <string.h>
+extern void work(int);
+int a_opt, b_opt;
+
+typedef int (*init_fn)(void *);
+typedef int (*usage_fn)(void *);
+struct filter_encoder { long id; init_fn init; usage_fn memusage; int props; };
+/* The generic view: the same fields up to `memusage`. */
+struct filter_coder { long id; init_fn init; usage_fn memusage; };
+
+struct next { void *coder; int (*code)(void *); };
+struct lz { struct next next; long depth; int mode; };
+struct blk { struct next next; int check; };
+
+static int lz_code(void *p) { struct lz *c = p; if (c->mode) work(1); /* w1 */ return 0; }
+static int blk_code(void *p) { struct blk *b = p; if (b->check) work(2); /* w2 */ return 0; }
+static int lz_init(void *p) { return b_opt; }
+static int lz_usage(void *p) { return a_opt; }
+static int blk_init(void *p) { return b_opt; }
+static int blk_usage(void *p) { return 1; }
+
+static const struct filter_encoder encoders[] = {
+    { 1, lz_init, lz_usage, 0 },
+    { 2, blk_init, blk_usage, 0 },
+};
+
+static const struct filter_coder *find(long id) {
+    for (int i = 0; i < 2; i++)
+        if (encoders[i].id == id) return (const struct filter_coder *)&encoders[i];
+    return 0;
+}
+
+static int run(struct next *n) { return n->code(n->coder); }
+
+/* Like lzma_bufcpy. */
+static size_t bufcpy(const unsigned char *in, size_t *in_pos, size_t in_size,
+                     unsigned char *out, size_t *out_pos, size_t out_size) {
+    size_t n = in_size - *in_pos;
+    if (n > out_size - *out_pos) n = out_size - *out_pos;
+    memcpy(out + *out_pos, in + *in_pos, n);
+    *in_pos += n;
+    *out_pos += n;
+    return n;
+}
+
+int main(int argc, char **argv) {
+    struct lz *l = malloc(sizeof *l);
+    l->mode = a_opt;
+    l->next.coder = l;
+    l->next.code = lz_code;
+    struct blk *b = malloc(sizeof *b);
+    b->check = b_opt;
+    b->next.coder = b;
+    b->next.code = blk_code;
+    run(&l->next);
+    run(&b->next);
+
+    if (find(argc)->memusage(0)) work(3);   /* w3 */
+
+    unsigned char hdr_a[4] = { 0 }, hdr_b[4] = { 0 }, out_a[4], out_b[4];
+    hdr_a[0] = (unsigned char)a_opt;
+    hdr_b[0] = (unsigned char)b_opt;
+    size_t i = 0, j = 0, o = 0, k = 0;
+    bufcpy(hdr_a, &i, 4, out_a, &o, 4);
+    bufcpy(hdr_b, &j, 4, out_b, &k, 4);
+    if (out_a[0]) work(4);   /* w4 */
+    if (out_b[0]) work(5);   /* w5 */
+    return 0;
+}
+"#;
+
+#[test]
+fn coder_tables_void_pointer_objects_and_copy_helpers_stay_apart() {
+    let sources = [global(0, "a_opt"), global(1, "b_opt")];
+    let (p, si) = run(CODERS, &sources);
+    let pts = &si.facts.points_to;
+    assert!(!pts.merged);
+    // `c->mode` in lz_code: only the lz object, although `p` may point to both coders.
+    let lz = p.struct_named("lz").expect("struct lz");
+    let lz_code = p.functions.iter().find(|f| f.name == "lz_code").unwrap();
+    let mode_addr = lz_code
+        .blocks
+        .iter()
+        .flat_map(|&b| p.block(b).insts.iter())
+        .find_map(|&i| match &p.inst(i).kind {
+            ir::InstKind::FieldAddr { structure, .. } if *structure == lz => p.inst(i).result,
+            _ => None,
+        })
+        .expect("c->mode");
+    let roots: Vec<analysis::pointsto::Root> = pts
+        .of(mode_addr)
+        .iter()
+        .map(|&c| pts.roots[pts.cell(c).root as usize])
+        .collect();
+    assert_eq!(roots.len(), 1, "{roots:?}");
+    assert_eq!(work_influence(&p, &si, CODERS, "/* w1 */"), set(&[0]));
+    assert_eq!(work_influence(&p, &si, CODERS, "/* w2 */"), set(&[1]));
+    // Through the generic view's `memusage` column: the memusage functions, not the inits.
+    assert_eq!(work_influence(&p, &si, CODERS, "/* w3 */"), set(&[0]));
+    // Each copy copies its own source.
+    let bufcpy = ir::FuncId(
+        p.functions
+            .iter()
+            .position(|f| f.name == "bufcpy")
+            .unwrap() as u32,
+    );
+    assert_eq!(pts.wrappers.copies(bufcpy), Some((3, 0)));
+    assert_eq!(work_influence(&p, &si, CODERS, "/* w4 */"), set(&[0]));
+    assert_eq!(work_influence(&p, &si, CODERS, "/* w5 */"), set(&[1]));
+}

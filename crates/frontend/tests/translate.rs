@@ -145,7 +145,7 @@ fn calls_strings_and_function_pointer_tables() {
     let targets: Vec<&str> = ops
         .initializer_refs
         .iter()
-        .filter_map(|&v| match p.value(v) {
+        .filter_map(|r| match p.value(r.address) {
             ValueDef::Function(f) => Some(p.func(*f).name.as_str()),
             _ => None,
         })

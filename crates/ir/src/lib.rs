@@ -95,6 +95,16 @@ pub struct StructType {
     pub name: String,
     /// Field names where debug information gives them; empty strings otherwise.
     pub fields: Vec<String>,
+    /// Per field, the struct whose same field this one is: C code views one object through
+    /// several struct types that share a common initial sequence (liblzma's generic
+    /// `lzma_filter_coder` over its `lzma_filter_encoder` tables), so memory analyses key a
+    /// field by the first struct with the same field types up to it. Itself by default.
+    pub common: Vec<StructId>,
+    /// The struct type of its first field (through arrays), which is at the same address.
+    pub first_field: Option<StructId>,
+    /// Objects of this type are routinely accessed as other struct types: a union, or a
+    /// literal struct type the compiler made up for one initializer.
+    pub punned: bool,
 }
 
 /// A global variable.
@@ -107,10 +117,21 @@ pub struct Global {
     pub size: Option<u64>,
     /// Source annotations, e.g. `knobs:option=LEVEL` from `__attribute__((annotate(…)))`.
     pub annotations: Vec<String>,
-    /// Addresses (globals, functions) stored in its initializer: a table of function pointers
-    /// is how C programs dispatch, so points-to analysis must see them.
-    pub initializer_refs: Vec<ValueId>,
+    /// Addresses (globals, functions) stored in its initializer, and where: a table of
+    /// function pointers is how C programs dispatch, so points-to analysis must see them.
+    pub initializer_refs: Vec<InitializerRef>,
     /// Value of the value `&global`.
+    pub address: ValueId,
+}
+
+/// An address in a global's initializer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InitializerRef {
+    /// The struct field it is stored in, keyed like a field address: (struct, field) of the
+    /// innermost struct whose field other than the first holds it, however deeply nested;
+    /// `None` at the global's start (a first field, an array element of a plain array).
+    /// A table's `.init` column then holds only the init functions.
+    pub field: Option<(StructId, u32)>,
     pub address: ValueId,
 }
 
@@ -423,6 +444,41 @@ impl Program {
         self.add_value(ValueDef::Undef)
     }
 
+    /// The key of field `field` of `structure` in memory: the same field of the first struct
+    /// with the same initial sequence of field types (see [`StructType::common`]).
+    pub fn field_key(&self, structure: StructId, field: u32) -> (StructId, u32) {
+        let common = self.structs[structure.index()]
+            .common
+            .get(field as usize)
+            .copied()
+            .unwrap_or(structure);
+        (common, field)
+    }
+
+    /// Whether field `field` of a `structure` may be accessed in an object of type `object`:
+    /// the same struct, one embedded at the start of the other, or one sharing a common
+    /// initial sequence up to the field with it. An object whose type is punned (a union)
+    /// may be accessed as anything.
+    pub fn may_access_as(&self, object: StructId, structure: StructId, field: u32) -> bool {
+        if self.field_key(object, field) == self.field_key(structure, field) {
+            return true;
+        }
+        let starts_with = |outer: StructId, inner: StructId| {
+            let mut t = Some(outer);
+            // First fields nest finitely, but guard against a malformed program anyway.
+            for _ in 0..64 {
+                let Some(s) = t else { return false };
+                let st = &self.structs[s.index()];
+                if s == inner || st.punned {
+                    return true;
+                }
+                t = st.first_field;
+            }
+            true
+        };
+        starts_with(object, structure) || starts_with(structure, object)
+    }
+
     pub fn add_struct(&mut self, name: &str, fields: &[&str]) -> Result<StructId, Error> {
         if self.struct_by_name.contains_key(name) {
             return Err(Error::Duplicate {
@@ -434,6 +490,9 @@ impl Program {
         self.structs.push(StructType {
             name: name.into(),
             fields: fields.iter().map(|f| f.to_string()).collect(),
+            common: vec![id; fields.len()],
+            first_field: None,
+            punned: false,
         });
         self.struct_by_name.insert(name.into(), id);
         Ok(id)
