@@ -18,8 +18,8 @@ use space::OptionId;
 use crate::ProgramDominance;
 use crate::options::{FxMap, SetId};
 use crate::pointsto::CellId;
-use crate::wrappers::MemoryCopy;
 use crate::taint::{StatementInfluence, is_copier};
+use crate::wrappers::MemoryCopy;
 
 /// A fact of the fixpoint that can hold options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -421,7 +421,11 @@ impl<'a> Explainer<'a> {
 
 /// The (destination, source) of the block copy a call makes, as the solvers see it: `memcpy`
 /// and friends, or a copy wrapper's call site (the copy inside the wrapper is not one).
-fn block_copy(program: &Program, si: &StatementInfluence, call: InstId) -> Option<(ValueId, ValueId)> {
+fn block_copy(
+    program: &Program,
+    si: &StatementInfluence,
+    call: InstId,
+) -> Option<(ValueId, ValueId)> {
     let wrappers = &si.facts.points_to.wrappers;
     si.call_graph
         .targets_of(call)

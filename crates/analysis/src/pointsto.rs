@@ -374,7 +374,10 @@ impl<'p> Solver<'p> {
         self.root_refs.push(Vec::new());
         self.copied_to.push(Vec::new());
         let types = match root {
-            Root::Global(g) => self.program.globals[g.index()].structure.into_iter().collect(),
+            Root::Global(g) => self.program.globals[g.index()]
+                .structure
+                .into_iter()
+                .collect(),
             Root::Stack(i) => match self.program.inst(i).kind {
                 InstKind::Alloca { structure } => structure.into_iter().collect(),
                 _ => Vec::new(),

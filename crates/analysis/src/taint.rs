@@ -44,8 +44,8 @@ use space::OptionId;
 use crate::ProgramDominance;
 use crate::options::{FxMap, SetId, SetInterner};
 use crate::pointsto::{CellId, PointsTo};
-use crate::wrappers::MemoryCopy;
 use crate::sources::{ResolvedSource, ResolvedSources};
+use crate::wrappers::MemoryCopy;
 
 /// External functions that copy data from their other arguments into the first one's object.
 const COPIERS: &[&str] = &[

@@ -16,8 +16,8 @@ use std::path::Path;
 
 use inkwell::context::Context;
 use ir::{
-    BlockId, Callee, DebugLoc, FileId, FuncId, InitializerRef, Inst, InstId, InstKind, OpKind, Program, StructId,
-    ValueDef, ValueId,
+    BlockId, Callee, DebugLoc, FileId, FuncId, InitializerRef, Inst, InstId, InstKind, OpKind,
+    Program, StructId, ValueDef, ValueId,
 };
 use llvm_sys::LLVMOpcode as Op;
 use llvm_sys::LLVMTypeKind as Ty;

@@ -490,12 +490,7 @@ fn coder_tables_void_pointer_objects_and_copy_helpers_stay_apart() {
     // Through the generic view's `memusage` column: the memusage functions, not the inits.
     assert_eq!(work_influence(&p, &si, CODERS, "/* w3 */"), set(&[0]));
     // Each copy copies its own source.
-    let bufcpy = ir::FuncId(
-        p.functions
-            .iter()
-            .position(|f| f.name == "bufcpy")
-            .unwrap() as u32,
-    );
+    let bufcpy = ir::FuncId(p.functions.iter().position(|f| f.name == "bufcpy").unwrap() as u32);
     assert_eq!(pts.wrappers.copies(bufcpy), Some((3, 0)));
     assert_eq!(work_influence(&p, &si, CODERS, "/* w4 */"), set(&[0]));
     assert_eq!(work_influence(&p, &si, CODERS, "/* w5 */"), set(&[1]));

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
+use ir::{FuncId, InstId};
 use measure::{Store, SystemSpec};
 use space::ValidConfigurations;
 
@@ -36,8 +37,10 @@ pub struct CrushArgs {
     #[arg(long)]
     retry_failed: bool,
     /// Only analyse, then explain why these options (comma-separated, e.g. `sha256,blocks`)
-    /// influence the same decisions: for a few decisions they all reach, the chain of facts
-    /// (loads, stores, memory cells, call sites) that brings each option there.
+    /// influence the same decisions: the call sites where they enter functions' calling
+    /// contexts together (every decision under such a call carries them all), and for a few
+    /// decisions they all reach, the chain of facts (loads, stores, memory cells, call sites)
+    /// that brings each option there.
     #[arg(long, value_name = "OPTIONS")]
     explain: Option<String>,
 }
@@ -211,31 +214,107 @@ fn explain(
     );
     let dominance = analysis::ProgramDominance::new(program);
     let explainer = Explainer::new(program, &dominance, si);
+    let print_chain = |fact: Fact, o: space::OptionId| {
+        println!("  why {}:", spec.space.option(o).name);
+        match explainer.explain(fact, o) {
+            Some(chain) => {
+                // A link says how its fact got the option from the next one, and through
+                // which instruction.
+                for pair in chain.windows(2) {
+                    let via = pair[0].via.map_or(String::new(), |i| {
+                        format!(" at {}", program.describe_loc(program.inst(i).loc))
+                    });
+                    println!(
+                        "    <- {}{via}: {}",
+                        pair[0].how,
+                        explainer.describe(pair[1].fact)
+                    );
+                }
+            }
+            // The decision's own block is not where the option arrives: its context is.
+            None => println!("    (through the function's context: its callers' decisions)"),
+        }
+    };
+    // A decision's influence includes its function's calling context, so options that meet
+    // in the context of a function that calls much of the program meet in all of its
+    // decisions. Show where they enter contexts together.
+    let holds_all = |s: analysis::SetId| {
+        let set = si.sets.get(s);
+        options.iter().all(|o| set.contains(*o))
+    };
+    let mut entries: Vec<(usize, InstId, FuncId)> = Vec::new();
+    let shared_in: Vec<usize> = {
+        let mut count = vec![0; program.functions.len()];
+        for d in &shared {
+            count[program.func_of(d.inst).index()] += 1;
+        }
+        count
+    };
+    for (k, f) in program.functions.iter().enumerate() {
+        if f.is_declaration || !holds_all(si.context[k]) {
+            continue;
+        }
+        let Some(&call) = si.call_graph.callers[k]
+            .iter()
+            .find(|&&c| !holds_all(si.context[program.func_of(c).index()]))
+        else {
+            continue;
+        };
+        // The shared decisions in the functions this one reaches through calls.
+        let mut seen = vec![false; program.functions.len()];
+        let mut stack = vec![FuncId(k as u32)];
+        let mut reached = 0;
+        while let Some(g) = stack.pop() {
+            if std::mem::replace(&mut seen[g.index()], true) {
+                continue;
+            }
+            reached += shared_in[g.index()];
+            for &b in &program.func(g).blocks {
+                for &i in &program.block(b).insts {
+                    stack.extend(si.call_graph.targets_of(i).iter().copied());
+                }
+            }
+        }
+        entries.push((reached, call, FuncId(k as u32)));
+    }
+    entries.sort_by(|a, b| b.0.cmp(&a.0).then(a.2.cmp(&b.2)));
+    if let Some(&(reached, call, f)) = entries.first() {
+        println!(
+            "\nall of {{{names}}} are in the calling context of {} functions; they enter it \
+             together at call sites like these (the callee, and the shared decisions it reaches):",
+            program
+                .functions
+                .iter()
+                .enumerate()
+                .filter(|(k, g)| !g.is_declaration && holds_all(si.context[*k]))
+                .count()
+        );
+        for &(reached, call, f) in entries.iter().take(EXPLAINED_DECISIONS) {
+            println!(
+                "  {} called at {} in {}: {reached} of the {} decisions",
+                program.func(f).name,
+                program.describe_loc(program.inst(call).loc),
+                program.func(program.func_of(call)).name,
+                shared.len()
+            );
+        }
+        println!(
+            "\n{} (call to {}, reaching {reached} of the {} decisions)",
+            explainer.describe(Fact::Control(program.inst(call).block)),
+            program.func(f).name,
+            shared.len()
+        );
+        for &o in &options {
+            print_chain(Fact::Control(program.inst(call).block), o);
+        }
+    }
     // Spread over the program rather than the first few (often all in argument parsing).
     let step = shared.len().div_ceil(EXPLAINED_DECISIONS).max(1);
     for d in shared.iter().step_by(step) {
         let fact = Fact::Decision(program.inst(d.inst).block);
         println!("\n{}", explainer.describe(fact));
         for &o in &options {
-            println!("  why {}:", spec.space.option(o).name);
-            match explainer.explain(fact, o) {
-                Some(chain) => {
-                    // A link says how its fact got the option from the next one, and
-                    // through which instruction.
-                    for pair in chain.windows(2) {
-                        let via = pair[0].via.map_or(String::new(), |i| {
-                            format!(" at {}", program.describe_loc(program.inst(i).loc))
-                        });
-                        println!(
-                            "    <- {}{via}: {}",
-                            pair[0].how,
-                            explainer.describe(pair[1].fact)
-                        );
-                    }
-                }
-                // The decision's own block is not where the option arrives: its context is.
-                None => println!("    (through the function's context: its callers' decisions)"),
-            }
+            print_chain(fact, o);
         }
     }
     Ok(())

@@ -233,3 +233,74 @@ fn crush_explains_why_options_interact_without_measuring() {
         .code(2)
         .stderr(contains("no option `Z`"));
 }
+
+/// Options that meet in a function's calling context meet in every decision under it; the
+/// explanation says where they enter the context together.
+#[test]
+fn crush_explains_where_options_enter_a_calling_context_together() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("main.c"),
+        r#"
+#include <string.h>
+__attribute__((annotate("knobs:option=A"))) int A;
+__attribute__((annotate("knobs:option=B"))) int B;
+__attribute__((annotate("knobs:option=C"))) int C;
+volatile int sink;
+static void encode(void) {
+    for (int i = 0; i < 100; i++)
+        if (C) sink += i;
+}
+int main(int argc, char **argv) {
+    for (int k = 1; k < argc; k++) {
+        if (!strcmp(argv[k], "-A")) A = 1;
+        if (!strcmp(argv[k], "-B")) B = 1;
+        if (!strcmp(argv[k], "-C")) C = 1;
+    }
+    if (A)
+        if (B)
+            encode();
+    return 0;
+}
+"#,
+    )
+    .unwrap();
+    let spec = dir.path().join("knobs.toml");
+    std::fs::write(
+        &spec,
+        r#"
+name = "contexts"
+[build]
+sources = ["main.c"]
+[run]
+program = "./contexts"
+args = ["{options}"]
+[[workload]]
+name = "default"
+[[option]]
+name = "A"
+on = ["-A"]
+[[option]]
+name = "B"
+on = ["-B"]
+[[option]]
+name = "C"
+on = ["-C"]
+"#,
+    )
+    .unwrap();
+    knobs()
+        .args(["crush", "--explain", "A,B", "--spec"])
+        .arg(&spec)
+        .assert()
+        .success()
+        // `if (B)` under `if (A)`, and `if (C)` in encode.
+        .stdout(contains(
+            "2 of 3 tainted decisions are influenced by all of {A,B}",
+        ))
+        .stdout(contains(
+            "all of {A,B} are in the calling context of 1 functions",
+        ))
+        .stdout(contains("main.c:19 in main: 1 of the 2 decisions"))
+        .stdout(contains("memory @A").and(contains("memory @B")));
+}
