@@ -6,11 +6,17 @@
 //! that cannot reach any exit (an infinite loop) gets a fake edge to the virtual exit from the
 //! deepest such block in reverse post-order (its latch, for a `while (1)` loop), so every
 //! block has a post-dominator and loops without exits still behave like loops.
+//!
+//! Paths that end the program are not exits (like the unexceptional control-flow graph of the
+//! ConfigCrusher paper's FlowDroid set-up): in a function that can return, a block ending in
+//! `unreachable` (after `exit`, `abort` or a `noreturn` error function such as xz's
+//! `message_fatal`) and the blocks that lead only there have no post-dominator, so
+//! `if (bad) fatal(); rest();` does not make `rest` control dependent on `bad` — the
+//! configurations that take the fatal path measure nothing. A function that never returns
+//! (`main` ending in `exit(0)`) keeps all its sinks as exits.
 //! Control dependence follows Ferrante, Ottenstein and Warren: for a CFG edge `a → b` where
 //! `b` does not post-dominate `a`, every block on the post-dominator tree path from `b` up to
 //! (excluding) `ipdom(a)` is control dependent on `a`.
-
-use ir::Cfg;
 
 const NONE: u32 = u32::MAX;
 
@@ -170,13 +176,37 @@ pub struct FunctionDominance {
 }
 
 impl FunctionDominance {
-    pub fn new(cfg: &Cfg) -> FunctionDominance {
-        Self::from_graph(&cfg.succs, &cfg.preds)
+    /// Of a function of a program, with the blocks ending in `unreachable` as program ends.
+    pub fn of_function(program: &ir::Program, f: ir::FuncId) -> FunctionDominance {
+        let cfg = program.cfg(f);
+        let ends_program: Vec<bool> = cfg
+            .blocks
+            .iter()
+            .map(|&b| {
+                program
+                    .terminator(b)
+                    .is_some_and(|t| matches!(program.inst(t).kind, ir::InstKind::Unreachable))
+            })
+            .collect();
+        Self::with_program_ends(&cfg.succs, &cfg.preds, &ends_program)
     }
 
     /// From adjacency lists; node 0 is the entry.
     pub fn from_graph(succs: &[Vec<u32>], preds: &[Vec<u32>]) -> FunctionDominance {
+        Self::with_program_ends(succs, preds, &[])
+    }
+
+    /// From adjacency lists, with the sinks that end the program marked (see the module
+    /// documentation).
+    pub fn with_program_ends(
+        succs: &[Vec<u32>],
+        preds: &[Vec<u32>],
+        ends_program: &[bool],
+    ) -> FunctionDominance {
         let n = succs.len();
+        let ends = |b: usize| ends_program.get(b).copied().unwrap_or(false);
+        // Only a function that can also return treats program ends as non-exits.
+        let returns = (0..n).any(|b| succs[b].is_empty() && !ends(b));
         let dom = DomTree::compute(succs, preds, 0);
         let exit = n as u32;
         // Reversed graph: successors are the original predecessors.
@@ -184,16 +214,27 @@ impl FunctionDominance {
         let mut rpreds: Vec<Vec<u32>> = succs.to_vec();
         rsuccs.push(Vec::new());
         rpreds.push(Vec::new());
+        let mut program_end = vec![false; n + 1];
         for b in 0..n {
-            if succs[b].is_empty() {
+            if !succs[b].is_empty() {
+                continue;
+            }
+            if returns && ends(b) {
+                // Everything that reaches it, unless it also reaches an exit (below).
+                mark_from(&rsuccs, b as u32, &mut program_end);
+            } else {
                 rsuccs[n].push(b as u32);
                 rpreds[b].push(exit);
             }
         }
         // Blocks that reach no exit: connect the deepest (in forward RPO) to the exit, then
-        // everything reaching it is covered; repeat.
+        // everything reaching it is covered; repeat. Blocks that lead only to program ends
+        // stay without a post-dominator.
         let mut reaches = vec![false; n + 1];
         mark_from(&rsuccs, exit, &mut reaches);
+        for b in 0..n {
+            reaches[b] |= program_end[b];
+        }
         if reaches.iter().any(|r| !r) {
             let mut candidates: Vec<u32> = dom.reverse_post_order().to_vec();
             candidates.extend((0..n as u32).filter(|&b| !dom.is_reachable(b)));
@@ -230,7 +271,8 @@ impl FunctionDominance {
         }
     }
 
-    /// The immediate post-dominator of a block; `None` when it is the virtual exit.
+    /// The immediate post-dominator of a block; `None` when it is the virtual exit, or when
+    /// the block leads only to program ends.
     pub fn ipdom(&self, block: u32) -> Option<u32> {
         let exit = self.control_deps.len() as u32;
         self.postdom.idom(block).filter(|&p| p != exit)

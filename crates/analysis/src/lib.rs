@@ -67,7 +67,8 @@ impl ProgramDominance {
         let per_function = (0..program.functions.len())
             .map(|f| {
                 let f = FuncId(f as u32);
-                (!program.func(f).is_declaration).then(|| FunctionDominance::new(&program.cfg(f)))
+                (!program.func(f).is_declaration)
+                    .then(|| FunctionDominance::of_function(program, f))
             })
             .collect();
         ProgramDominance { per_function }

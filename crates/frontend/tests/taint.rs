@@ -495,3 +495,41 @@ fn coder_tables_void_pointer_objects_and_copy_helpers_stay_apart() {
     assert_eq!(work_influence(&p, &si, CODERS, "/* w4 */"), set(&[0]));
     assert_eq!(work_influence(&p, &si, CODERS, "/* w5 */"), set(&[1]));
 }
+
+const FATAL: &str = r#"
+#include <stdlib.h>
+extern void work(int);
+extern void fatal(const char *) __attribute__((noreturn));
+int level, verbose;
+static void check(void) { if (level > 9) fatal("bad level"); }
+static void finish(void) {
+    if (verbose) work(4);
+    work(5);                  /* w5 */
+    exit(0);
+}
+int main(void) {
+    if (level > 9) fatal("bad level");
+    work(1);                  /* w1 */
+    check();
+    if (verbose) work(2);     /* w2 */
+    if (level < 0) {
+        work(3);              /* w3 */
+        fatal("negative");
+    }
+    if (verbose > 1) finish();
+    return 0;
+}
+"#;
+
+/// Paths that end the program (a `noreturn` error function, `exit`) are not exits: what
+/// follows a validation that may call them is not under it. A function that never returns
+/// keeps its ends as exits.
+#[test]
+fn paths_that_end_the_program_do_not_guard_what_follows() {
+    let sources = [global(0, "level"), global(1, "verbose")];
+    let (p, si) = run(FATAL, &sources);
+    assert_eq!(work_influence(&p, &si, FATAL, "/* w1 */"), set(&[]));
+    assert_eq!(work_influence(&p, &si, FATAL, "/* w2 */"), set(&[1]));
+    assert_eq!(work_influence(&p, &si, FATAL, "/* w3 */"), set(&[0]));
+    assert_eq!(work_influence(&p, &si, FATAL, "/* w5 */"), set(&[]));
+}
