@@ -306,6 +306,7 @@ pub fn analyse_with(
         call_graph: &call_graph,
         sets,
         memory: vec![SetId::EMPTY; ncells],
+        pinned: vec![false; ncells],
         groups,
         read_group,
         object_group,
@@ -323,8 +324,18 @@ pub fn analyse_with(
         visits: 0,
         func_names: &func_names,
     };
+    // A cell the spec names as where an option lives holds that option and nothing else:
+    // what the program stores there (argument parsing, under decisions on argv and on
+    // strings that a flow-insensitive analysis mixes with everything) is how the option gets
+    // there, not an influence of its own. Without this, every option global of a program
+    // that parses its arguments in one loop carries every option.
     for &(ptr, s) in &seed_writes {
         solver.write(ptr, s);
+    }
+    for &(ptr, _) in &seed_writes {
+        for &c in pts.of(ptr) {
+            solver.pinned[c.index()] = true;
+        }
     }
     let seeded_values: Vec<(ValueId, SetId)> = solver
         .value_taint
@@ -440,6 +451,9 @@ struct Solver<'a> {
     sets: SetInterner,
     /// Taint of the contents of each cell.
     memory: Vec<SetId>,
+    /// The cells an option source names (a global, a struct field, what a source call
+    /// returns): they hold exactly their options (see [`analyse_with`]).
+    pinned: Vec<bool>,
     groups: CellGroups,
     /// The group a load through each pointer reads, and the one an external call reads
     /// through each argument (`NO_GROUP`: none).
@@ -594,6 +608,9 @@ impl Solver<'_> {
     }
 
     fn add_to_cell(&mut self, c: CellId, s: SetId) {
+        if self.pinned[c.index()] {
+            return;
+        }
         let old = self.memory[c.index()];
         let new = self.sets.union(old, s);
         if new != old {
