@@ -17,7 +17,7 @@ use space::OptionId;
 
 use crate::ProgramDominance;
 use crate::options::{FxMap, SetId};
-use crate::pointsto::CellId;
+use crate::pointsto::{ALLOCATORS, CellId, libc_name};
 use crate::taint::{StatementInfluence, is_copier};
 use crate::wrappers::MemoryCopy;
 
@@ -213,7 +213,11 @@ impl<'a> Explainer<'a> {
                                 push(Fact::Value(*fp), Some(*i), "function pointer");
                             }
                             for &g in self.si.call_graph.targets_of(*i) {
-                                if p.func(g).is_declaration {
+                                // An allocator's fresh address carries none of its arguments
+                                // (the solver's rule).
+                                if p.func(g).is_declaration
+                                    && !ALLOCATORS.contains(&libc_name(&p.func(g).name))
+                                {
                                     for &a in args {
                                         push(Fact::Value(a), Some(*i), "external call argument");
                                         for m in self.reads_objects(a) {
@@ -329,7 +333,11 @@ impl<'a> Explainer<'a> {
                         _ => {}
                     }
                     push(Fact::Control(inst.block), Some(w), "stored under");
-                    push(Fact::Context(p.func_of(w)), Some(w), "stored in context");
+                    // A function that never returns stores without its context (the solver's
+                    // `ends_program`).
+                    if p.can_return(p.func_of(w)) {
+                        push(Fact::Context(p.func_of(w)), Some(w), "stored in context");
+                    }
                 }
             }
             Fact::Return(f) => {

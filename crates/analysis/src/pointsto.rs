@@ -40,8 +40,22 @@ const RETURNS_FIRST_ARGUMENT: &[&str] = &[
     "strncat", "memcpy", "memmove", "memset", "strtok",
 ];
 
+/// The C library function a name stands for: glibc's `_FORTIFY_SOURCE` checked variants
+/// (`__memcpy_chk`, `__strcpy_chk`, …) behave as the plain ones.
+pub(crate) fn libc_name(name: &str) -> &str {
+    name.strip_prefix("__")
+        .and_then(|n| n.strip_suffix("_chk"))
+        .unwrap_or(name)
+}
+
+/// An external function whose result points into its first argument.
+pub(crate) fn returns_first_argument(name: &str) -> bool {
+    RETURNS_FIRST_ARGUMENT.contains(&libc_name(name))
+}
+
 /// Copies of memory blocks, which keep the source's layout (`memcpy`, struct assignment).
 pub(crate) fn is_block_copy(name: &str) -> bool {
+    let name = libc_name(name);
     matches!(name, "memcpy" | "memmove")
         || name.starts_with("llvm.memcpy")
         || name.starts_with("llvm.memmove")
@@ -752,11 +766,11 @@ impl<'p> Solver<'p> {
             if ALLOCATORS.contains(&name) {
                 let c = self.call_root(call, Root::Heap(call));
                 self.add_pts(r.0, &[c]);
-            } else if !RETURNS_FIRST_ARGUMENT.contains(&name) {
+            } else if !returns_first_argument(name) {
                 let c = self.call_root(call, Root::Returned(call));
                 self.add_pts(r.0, &[c]);
             }
-            if RETURNS_FIRST_ARGUMENT.contains(&name)
+            if returns_first_argument(name)
                 && let Some(&a) = args.first()
             {
                 self.copy_value(a, r.0);
@@ -777,6 +791,10 @@ impl<'p> Solver<'p> {
                 if let Some(&a) = self.wrappers.resizes(g).and_then(|k| args.get(k)) {
                     self.copy_value(a, r.0);
                 }
+                // A duplicating allocator's copy is `copy` (`Wrappers::copy_at`), made above.
+            } else if let Some(&a) = self.wrappers.returns_argument(g).and_then(|k| args.get(k)) {
+                // Into this call's own argument, not every caller's.
+                self.copy_value(a, r.0);
             } else {
                 let from = self.ret(g);
                 self.add_edge(from, r.0);

@@ -43,7 +43,7 @@ use space::OptionId;
 
 use crate::ProgramDominance;
 use crate::options::{FxMap, SetId, SetInterner};
-use crate::pointsto::{CellId, PointsTo};
+use crate::pointsto::{ALLOCATORS, CellId, PointsTo};
 use crate::sources::{ResolvedSource, ResolvedSources};
 use crate::wrappers::MemoryCopy;
 
@@ -54,7 +54,9 @@ const COPIERS: &[&str] = &[
 ];
 
 pub(crate) fn is_copier(name: &str) -> bool {
-    COPIERS.contains(&name) || name.starts_with("llvm.memcpy") || name.starts_with("llvm.memmove")
+    COPIERS.contains(&crate::pointsto::libc_name(name))
+        || name.starts_with("llvm.memcpy")
+        || name.starts_with("llvm.memmove")
 }
 
 /// The resolved targets of every call instruction (direct, and indirect through points-to).
@@ -307,6 +309,12 @@ pub fn analyse_with(
         sets,
         memory: vec![SetId::EMPTY; ncells],
         pinned: vec![false; ncells],
+        ends_program: (0..nfuncs)
+            .map(|f| {
+                let f = FuncId(f as u32);
+                !program.func(f).is_declaration && !program.can_return(f)
+            })
+            .collect(),
         groups,
         read_group,
         object_group,
@@ -454,6 +462,8 @@ struct Solver<'a> {
     /// The cells an option source names (a global, a struct field, what a source call
     /// returns): they hold exactly their options (see [`analyse_with`]).
     pinned: Vec<bool>,
+    /// Per function: defined and never returns ([`Program::can_return`]).
+    ends_program: Vec<bool>,
     groups: CellGroups,
     /// The group a load through each pointer reads, and the one an external call reads
     /// through each argument (`NO_GROUP`: none).
@@ -666,6 +676,15 @@ impl Solver<'_> {
                     changed = true;
                 }
                 let full = self.sets.union(lct, self.context[f.index()]);
+                // What a function that never returns writes is read only by code that runs
+                // inside it (its callees), already under its context: the context does not
+                // go into memory, or gzip's `do_exit` (`env = NULL`, called under any option)
+                // would reach the start of `main` (see `Solver::ends_program`).
+                let store_context = if self.ends_program[f.index()] {
+                    lct
+                } else {
+                    full
+                };
                 for &i in &program.block(b).insts {
                     let inst = program.inst(i);
                     let mut t = lct;
@@ -697,7 +716,7 @@ impl Solver<'_> {
                             t = self.sets.union(t, m);
                         }
                         InstKind::Store { value, ptr } => {
-                            let mut s = self.sets.union(full, self.taint(*value));
+                            let mut s = self.sets.union(store_context, self.taint(*value));
                             s = self.sets.union(s, self.taint(*ptr));
                             let s = self.concrete(f, s);
                             self.write(*ptr, s);
@@ -723,7 +742,7 @@ impl Solver<'_> {
                                     MemoryCopy::Block { dst, src } => {
                                         // The copied bytes also depend on the sizes and
                                         // positions, by value or (a wrapper's) through pointers.
-                                        let mut scalar = full;
+                                        let mut scalar = store_context;
                                         for &a in args {
                                             scalar = self.sets.union(scalar, self.taint(a));
                                             if !callee.is_declaration && a != dst && a != src {
@@ -747,11 +766,17 @@ impl Solver<'_> {
                                         let m = self.read_objects(a);
                                         input = self.sets.union(input, m);
                                     }
-                                    t = self.sets.union(t, input);
+                                    // A fresh address does not depend on the options that chose
+                                    // the object's size (the size itself and the contents do).
+                                    let name =
+                                        crate::pointsto::libc_name(self.func_names[g.index()]);
+                                    if !ALLOCATORS.contains(&name) {
+                                        t = self.sets.union(t, input);
+                                    }
                                     if is_copier(self.func_names[g.index()])
                                         && let Some(&dst) = args.first()
                                     {
-                                        let s = self.sets.union(input, full);
+                                        let s = self.sets.union(input, store_context);
                                         let s = self.concrete(f, s);
                                         self.write(dst, s);
                                     }

@@ -9,6 +9,10 @@
 //! object (it is an allocation site of its own), and a pointer that is only freed, compared or
 //! handed to a custom deallocation hook does not flow anywhere.
 //!
+//! A function that returns a pointer into one of its arguments (`gzip_base_name(name)`,
+//! `last_component`, like `strchr`) would otherwise hand every caller's argument to every
+//! caller: its call sites' results point where their own argument does.
+//!
 //! A copy wrapper (`lzma_bufcpy(in, &in_pos, in_size, out, &out_pos, out_size)`: a `memcpy`
 //! between what two parameters point to, and no other pointer stored) is the same problem for
 //! an inclusion analysis that is not context-sensitive: every caller's source would be copied
@@ -17,7 +21,7 @@
 
 use ir::{Callee, FuncId, InstKind, OpKind, Program, ValueDef, ValueId};
 
-use crate::pointsto::{ALLOCATORS, is_block_copy};
+use crate::pointsto::{ALLOCATORS, is_block_copy, libc_name, returns_first_argument};
 
 /// External functions that release what their first argument points to.
 const DEALLOCATORS: &[&str] = &["free", "cfree"];
@@ -30,12 +34,18 @@ pub struct Wrappers {
     /// Per allocating function: the parameter whose object it may return resized instead
     /// (`realloc`'s first; `xrealloc(ptr, size)` passing `ptr` on to `realloc`).
     pub resizes: Vec<Option<u32>>,
+    /// Per allocating function: the parameter whose object it copies into the fresh one
+    /// (`xmemdup(p, n)` returning `memcpy (xmalloc (n), p, n)`, `xstrdup`).
+    pub duplicates: Vec<Option<u32>>,
     /// Per function and parameter: the parameter is only freed, compared or passed on to
     /// another such parameter (or to a call through a pointer: a deallocation hook).
     pub only_frees: Vec<Vec<bool>>,
     /// Per function: it copies memory from what one parameter points to into what another
     /// points to and stores no pointer, as (destination, source) parameter indices.
     pub copies: Vec<Option<(u32, u32)>>,
+    /// Per function: every pointer it returns is null or points into what this parameter
+    /// points to.
+    pub returns_argument: Vec<Option<u32>>,
 }
 
 /// How a call copies memory (see [`Wrappers::copy_at`]).
@@ -44,7 +54,8 @@ pub enum MemoryCopy {
     /// Not a copy.
     None,
     /// A block copy from what `src` points to into what `dst` points to: `memcpy` and friends,
-    /// or a call of a copy wrapper (with the wrapper's arguments).
+    /// a call of a copy wrapper (with the wrapper's arguments), or of a duplicating allocator
+    /// (into its result).
     Block { dst: ValueId, src: ValueId },
     /// The copy inside a copy wrapper, which its call sites stand for.
     InWrapper,
@@ -66,6 +77,15 @@ impl Wrappers {
                 (program.functions[k].is_declaration && *name == "realloc").then_some(0)
             })
             .collect();
+        // `strdup`'s fresh object holds a copy of its argument's.
+        let mut duplicates: Vec<Option<u32>> = program
+            .functions
+            .iter()
+            .map(|f| {
+                (f.is_declaration && matches!(libc_name(&f.name), "strdup" | "strndup"))
+                    .then_some(0)
+            })
+            .collect();
         let mut only_frees: Vec<Vec<bool>> = program
             .functions
             .iter()
@@ -85,6 +105,25 @@ impl Wrappers {
                 pos += 1;
             });
         }
+        let copies: Vec<Option<(u32, u32)>> = (0..n)
+            .map(|k| copy_shape(program, FuncId(k as u32), &names))
+            .collect();
+        // A least fixpoint: a function returning what such a function returns of its own
+        // parameter is one too.
+        let mut returns_argument = vec![None; n];
+        loop {
+            let mut changed = false;
+            for k in 0..n {
+                let f = FuncId(k as u32);
+                if returns_argument[k].is_none() && !program.func(f).is_declaration {
+                    returns_argument[k] = returned_parameter(program, f, &returns_argument);
+                    changed |= returns_argument[k].is_some();
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
         // Both properties are greatest fixpoints over the call graph's direct edges: start
         // optimistic for defined functions, drop until stable.
         for (k, f) in program.functions.iter().enumerate() {
@@ -101,11 +140,22 @@ impl Wrappers {
                     continue;
                 }
                 if allocates[k] {
-                    match returns_fresh(program, FuncId(k as u32), &allocates, &resizes, &uses) {
-                        Some(resized) => resizes[k] = resized,
+                    let known = Known {
+                        allocates: &allocates,
+                        resizes: &resizes,
+                        duplicates: &duplicates,
+                        returns_argument: &returns_argument,
+                        copies: &copies,
+                    };
+                    match returns_fresh(program, FuncId(k as u32), &known, &uses) {
+                        Some(fresh) => {
+                            resizes[k] = fresh.resized;
+                            duplicates[k] = fresh.duplicated;
+                        }
                         None => {
                             allocates[k] = false;
                             resizes[k] = None;
+                            duplicates[k] = None;
                             changed = true;
                         }
                     }
@@ -121,22 +171,30 @@ impl Wrappers {
                 break;
             }
         }
-        // Externals keep their own handling in the points-to phase.
+        // Externals keep their own handling in the points-to phase (`strdup` keeps its copy).
         for (k, f) in program.functions.iter().enumerate() {
             if f.is_declaration {
                 allocates[k] = false;
                 resizes[k] = None;
             }
         }
-        let copies = (0..n)
-            .map(|k| copy_shape(program, FuncId(k as u32), &names))
-            .collect();
         Wrappers {
             allocates,
             resizes,
+            duplicates,
             only_frees,
             copies,
+            returns_argument,
         }
+    }
+
+    /// For a function returning a pointer into an argument, which argument.
+    pub fn returns_argument(&self, f: FuncId) -> Option<usize> {
+        self.returns_argument
+            .get(f.index())
+            .copied()
+            .flatten()
+            .map(|k| k as usize)
     }
 
     /// How the call `call` (in a function of `program`) copies memory when it calls `g`.
@@ -145,6 +203,14 @@ impl Wrappers {
             return MemoryCopy::None;
         };
         let callee = program.func(g);
+        if let (Some(k), Some(r)) = (self.duplicates(g), program.inst(call).result)
+            && k < args.len()
+        {
+            return MemoryCopy::Block {
+                dst: r,
+                src: args[k],
+            };
+        }
         if callee.is_declaration {
             if !is_block_copy(&callee.name) || args.len() < 2 {
                 return MemoryCopy::None;
@@ -189,6 +255,16 @@ impl Wrappers {
             .map(|k| k as usize)
     }
 
+    /// For an allocating function that copies an argument's object into the fresh one,
+    /// which argument.
+    pub fn duplicates(&self, f: FuncId) -> Option<usize> {
+        self.duplicates
+            .get(f.index())
+            .copied()
+            .flatten()
+            .map(|k| k as usize)
+    }
+
     /// Whether the `index`th parameter of `f` is only freed.
     pub fn only_frees(&self, f: FuncId, index: usize) -> bool {
         self.only_frees
@@ -207,6 +283,7 @@ fn copy_shape(program: &Program, f: FuncId, names: &[&str]) -> Option<(u32, u32)
         return None;
     }
     let mut shape = None;
+    let mut returned = Vec::new();
     for &b in &func.blocks {
         for &i in &program.block(b).insts {
             match &program.inst(i).kind {
@@ -228,12 +305,80 @@ fn copy_shape(program: &Program, f: FuncId, names: &[&str]) -> Option<(u32, u32)
                 }
                 InstKind::Call { .. } => return None,
                 InstKind::Store { value, .. } if !program.is_scalar(*value) => return None,
-                InstKind::Return { value: Some(v) } if !program.is_scalar(*v) => return None,
+                // `memcpy` returns its destination; a wrapper may pass that on.
+                InstKind::Return { value: Some(v) } if !program.is_scalar(*v) => returned.push(*v),
                 _ => {}
             }
         }
     }
-    shape.filter(|(d, s)| d != s)
+    let (dst, src) = shape.filter(|(d, s)| d != s)?;
+    let known = vec![None; program.functions.len()];
+    if !returned.is_empty() && returned_parameter(program, f, &known) != Some(dst) {
+        return None;
+    }
+    Some((dst, src))
+}
+
+/// `Some(k)` if every value `f` returns is null or an offset of parameter `k` — through
+/// casts, pointer arithmetic, field addresses, phis, selects and calls of functions known
+/// (`known`) to return an offset of an argument given such a value — and it returns at
+/// least one pointer.
+fn returned_parameter(program: &Program, f: FuncId, known: &[Option<u32>]) -> Option<u32> {
+    let mut found: Option<u32> = None;
+    let mut ok = true;
+    for_each_return(program, f, |v| {
+        if program.is_scalar(v) {
+            ok = false;
+            return;
+        }
+        let mut stack = vec![v];
+        let mut seen = Vec::new();
+        while let Some(v) = stack.pop() {
+            if !ok || seen.contains(&v) {
+                continue;
+            }
+            seen.push(v);
+            match program.value(v) {
+                ValueDef::ConstInt(0) | ValueDef::Undef => {}
+                ValueDef::Param { func, index } if *func == f => {
+                    if found.is_some_and(|k| k != *index) {
+                        ok = false;
+                    }
+                    found = Some(*index);
+                }
+                ValueDef::Inst(i) => match &program.inst(*i).kind {
+                    InstKind::IndexAddr { base, .. } | InstKind::FieldAddr { base, .. } => {
+                        stack.push(*base)
+                    }
+                    InstKind::Op {
+                        op: OpKind::Cast,
+                        args,
+                    } if args.len() == 1 => stack.push(args[0]),
+                    InstKind::Phi { incoming } => stack.extend(incoming.iter().map(|(x, _)| *x)),
+                    InstKind::Select {
+                        if_true, if_false, ..
+                    } => stack.extend([*if_true, *if_false]),
+                    InstKind::Call {
+                        callee: Callee::Direct(g),
+                        args,
+                    } => match known[g.index()]
+                        .or_else(|| {
+                            let callee = program.func(*g);
+                            (callee.is_declaration && returns_first_argument(&callee.name))
+                                .then_some(0)
+                        })
+                        .and_then(|k| args.get(k as usize))
+                    {
+                        Some(&a) => stack.push(a),
+                        None => ok = false,
+                    },
+                    _ => ok = false,
+                },
+                _ => ok = false,
+            }
+        }
+    });
+    if ok { found } else { None }
 }
 
 /// The parameter of `f` a pointer is an offset of (through casts, pointer arithmetic and
@@ -281,13 +426,25 @@ fn for_each_return(program: &Program, f: FuncId, mut each: impl FnMut(ValueId)) 
 fn returns_fresh(
     program: &Program,
     f: FuncId,
-    allocates: &[bool],
-    resizes: &[Option<u32>],
+    known: &Known,
     uses: &[Vec<(ir::InstId, usize)>],
-) -> Option<Option<u32>> {
+) -> Option<Fresh> {
+    let Known {
+        allocates,
+        resizes,
+        duplicates,
+        returns_argument,
+        copies,
+    } = *known;
     let mut ok = true;
     let mut direct = false;
     let mut resized = None;
+    let mut duplicated = None;
+    // The object copied into the fresh one must be one parameter's.
+    let mut copied_from = |v: ValueId, ok: &mut bool| match parameter_behind(program, f, v) {
+        Some(p) if duplicated.is_none_or(|d| d == p) => duplicated = Some(p),
+        _ => *ok = false,
+    };
     for_each_return(program, f, |v| {
         let mut stack = vec![v];
         let mut seen = Vec::new();
@@ -296,8 +453,30 @@ fn returns_fresh(
                 continue;
             }
             seen.push(v);
-            if !only_checked_or_zeroed(program, v, uses) {
+            if !only_checked_or_zeroed(program, v, returns_argument, uses) {
                 ok = false;
+            }
+            // Filled by a copy (`memcpy (p, s, n); return p;`): from which parameter.
+            for &(i, pos) in &uses[v.index()] {
+                let InstKind::Call {
+                    callee: Callee::Direct(g),
+                    args,
+                } = &program.inst(i).kind
+                else {
+                    continue;
+                };
+                let callee = program.func(*g);
+                let from = if callee.is_declaration && is_filling_copy(&callee.name) && pos == 0 {
+                    args.get(1)
+                } else {
+                    match copies[g.index()] {
+                        Some((d, from)) if d as usize == pos => args.get(from as usize),
+                        _ => None,
+                    }
+                };
+                if let Some(&a) = from {
+                    copied_from(a, &mut ok);
+                }
             }
             match program.value(v) {
                 ValueDef::ConstInt(0) | ValueDef::Undef => {}
@@ -307,6 +486,9 @@ fn returns_fresh(
                         args,
                     } if allocates[g.index()] => {
                         direct = true;
+                        if let Some(&a) = duplicates[g.index()].and_then(|k| args.get(k as usize)) {
+                            copied_from(a, &mut ok);
+                        }
                         if let Some(k) = resizes[g.index()] {
                             match args.get(k as usize).map(|&a| program.value(a)) {
                                 Some(ValueDef::ConstInt(0) | ValueDef::Undef) => {}
@@ -325,6 +507,37 @@ fn returns_fresh(
                         callee: Callee::Indirect(_),
                         ..
                     } => {}
+                    // Filled with a copy of a parameter's object (`memcpy (xmalloc (n), p, n)`).
+                    InstKind::Call {
+                        callee: Callee::Direct(g),
+                        args,
+                    } if program.func(*g).is_declaration
+                        && is_filling_copy(&program.func(*g).name)
+                        && args.len() >= 2 =>
+                    {
+                        stack.push(args[0]);
+                        copied_from(args[1], &mut ok);
+                    }
+                    // Passed through (`nonnull (malloc (n))`).
+                    InstKind::Call {
+                        callee: Callee::Direct(g),
+                        args,
+                    } if returns_argument[g.index()].is_some() => {
+                        let k = returns_argument[g.index()].expect("checked") as usize;
+                        match args.get(k) {
+                            Some(&a) => stack.push(a),
+                            None => ok = false,
+                        }
+                        // A copy wrapper filling it (`memcpy` behind `_FORTIFY_SOURCE`).
+                        if let Some((d, from)) = copies[g.index()]
+                            && d as usize == k
+                        {
+                            match args.get(from as usize) {
+                                Some(&a) => copied_from(a, &mut ok),
+                                None => ok = false,
+                            }
+                        }
+                    }
                     InstKind::Op {
                         op: OpKind::Cast,
                         args,
@@ -339,15 +552,52 @@ fn returns_fresh(
             }
         }
     });
-    (ok && direct).then_some(resized)
+    (ok && direct).then_some(Fresh {
+        resized,
+        duplicated,
+    })
 }
 
-/// Every use of `v` is a comparison, a step towards the return (cast, phi, select, return)
-/// or zeroing the memory (`memset`).
+/// What is known of the program's functions while looking for allocation wrappers.
+#[derive(Clone, Copy)]
+struct Known<'a> {
+    allocates: &'a [bool],
+    resizes: &'a [Option<u32>],
+    duplicates: &'a [Option<u32>],
+    returns_argument: &'a [Option<u32>],
+    copies: &'a [Option<(u32, u32)>],
+}
+
+/// An allocation wrapper's shape ([`Wrappers::resizes`], [`Wrappers::duplicates`]).
+struct Fresh {
+    resized: Option<u32>,
+    duplicated: Option<u32>,
+}
+
+/// External functions that fill their first argument with a copy of what the second points
+/// to and return the first.
+fn is_filling_copy(name: &str) -> bool {
+    is_block_copy(name) || matches!(libc_name(name), "strcpy" | "stpcpy")
+}
+
+/// Every use of `v` is a comparison, a step towards the return (cast, phi, select, return),
+/// zeroing the memory (`memset`) or passing it through a function that returns it and does
+/// only these things with it (gnulib's `xmalloc` returns `nonnull (malloc (n))`).
 fn only_checked_or_zeroed(
     program: &Program,
     v: ValueId,
+    returns_argument: &[Option<u32>],
     uses: &[Vec<(ir::InstId, usize)>],
+) -> bool {
+    only_checked_within(program, v, returns_argument, uses, 4)
+}
+
+fn only_checked_within(
+    program: &Program,
+    v: ValueId,
+    returns_argument: &[Option<u32>],
+    uses: &[Vec<(ir::InstId, usize)>],
+    depth: u32,
 ) -> bool {
     uses[v.index()]
         .iter()
@@ -364,7 +614,23 @@ fn only_checked_or_zeroed(
                 ..
             } => {
                 let name = program.func(*g).name.as_str();
-                pos == 0 && (name == "memset" || name.starts_with("llvm.memset"))
+                let zeroes = pos == 0
+                    && (libc_name(name) == "memset"
+                        || name.starts_with("llvm.memset")
+                        || program.func(*g).is_declaration && is_filling_copy(name));
+                // Asking its size (`_FORTIFY_SOURCE`) or marking its lifetime.
+                let inspects =
+                    name.starts_with("llvm.objectsize") || name.starts_with("llvm.lifetime");
+                let passes_through = depth > 0
+                    && returns_argument[g.index()] == Some(pos as u32)
+                    && only_checked_within(
+                        program,
+                        program.func(*g).params[pos],
+                        returns_argument,
+                        uses,
+                        depth - 1,
+                    );
+                zeroes || inspects || passes_through
             }
             _ => false,
         })

@@ -603,6 +603,15 @@ impl Program {
         self.blocks[b.index()].insts.last().copied()
     }
 
+    /// Whether a defined function has a `return` (one that does not may only end the
+    /// program: `exit`, a `noreturn` error function, an endless loop).
+    pub fn can_return(&self, f: FuncId) -> bool {
+        self.func(f).blocks.iter().any(|&b| {
+            self.terminator(b)
+                .is_some_and(|t| matches!(self.inst(t).kind, InstKind::Return { .. }))
+        })
+    }
+
     /// Successors of a block, from its terminator.
     pub fn successors(&self, b: BlockId) -> Vec<BlockId> {
         match self.terminator(b) {
