@@ -500,8 +500,11 @@ const FATAL: &str = r#"
 #include <stdlib.h>
 extern void work(int);
 extern void fatal(const char *) __attribute__((noreturn));
-int level, verbose;
+int level, verbose, dying;
 static void check(void) { if (level > 9) fatal("bad level"); }
+/* Like gzip's do_exit: what it stores is read by nothing after it. */
+static void die(void) __attribute__((noreturn));
+static void die(void) { dying = 1; exit(1); }
 static void finish(void) {
     if (verbose) work(4);
     work(5);                  /* w5 */
@@ -517,6 +520,8 @@ int main(void) {
         fatal("negative");
     }
     if (verbose > 1) finish();
+    if (level > 100) die();
+    if (dying) work(6);       /* w6 */
     return 0;
 }
 "#;
@@ -532,6 +537,8 @@ fn paths_that_end_the_program_do_not_guard_what_follows() {
     assert_eq!(work_influence(&p, &si, FATAL, "/* w2 */"), set(&[1]));
     assert_eq!(work_influence(&p, &si, FATAL, "/* w3 */"), set(&[0]));
     assert_eq!(work_influence(&p, &si, FATAL, "/* w5 */"), set(&[]));
+    // A function that never returns stores without its calling context.
+    assert_eq!(work_influence(&p, &si, FATAL, "/* w6 */"), set(&[]));
 }
 
 const PARSER: &str = r#"
