@@ -100,7 +100,7 @@ if [ ! -f "$build/xz.bc" ] || [ "$(cat "$build/xz.bc.cflags" 2>/dev/null)" != "$
     llvm-link-19 -o "$b/xz-all.bc" "${xz_objs[@]}" "$b/lzma.bc"
     opt-19 -passes='internalize,globaldce' -internalize-public-api-list=main \
         "$b/xz-all.bc" -o "$build/xz.bc"
-    llvm-nm-19 --defined-only "$build/xz.bc" | grep -qw main \
+    llvm-nm-19 --defined-only "$build/xz.bc" | grep -w main >/dev/null \
         || { log "xz.bc has no main"; exit 1; }
     echo "$bc_cflags" > "$build/xz.bc.cflags"
 fi
