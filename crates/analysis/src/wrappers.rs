@@ -350,14 +350,9 @@ fn returned_parameter(program: &Program, f: FuncId, known: &[Option<u32>]) -> Op
                     InstKind::IndexAddr { base, .. } | InstKind::FieldAddr { base, .. } => {
                         stack.push(*base)
                     }
-                    InstKind::Op {
-                        op: OpKind::Cast,
-                        args,
-                    } if args.len() == 1 => stack.push(args[0]),
-                    InstKind::Phi { incoming } => stack.extend(incoming.iter().map(|(x, _)| *x)),
-                    InstKind::Select {
-                        if_true, if_false, ..
-                    } => stack.extend([*if_true, *if_false]),
+                    kind if copied_operands(kind).is_some() => {
+                        stack.extend(copied_operands(kind).expect("checked"))
+                    }
                     InstKind::Call {
                         callee: Callee::Direct(g),
                         args,
@@ -399,6 +394,22 @@ fn parameter_behind(program: &Program, f: FuncId, mut v: ValueId) -> Option<u32>
         }
     }
     None
+}
+
+/// The values an instruction's result is a plain copy of: a cast's operand, a phi's incoming
+/// values, a select's two values; `None` for any other instruction.
+fn copied_operands(kind: &InstKind) -> Option<Vec<ValueId>> {
+    match kind {
+        InstKind::Op {
+            op: OpKind::Cast,
+            args,
+        } if args.len() == 1 => Some(args.clone()),
+        InstKind::Phi { incoming } => Some(incoming.iter().map(|(x, _)| *x).collect()),
+        InstKind::Select {
+            if_true, if_false, ..
+        } => Some(vec![*if_true, *if_false]),
+        _ => None,
+    }
 }
 
 fn returns_pointer(program: &Program, f: FuncId) -> bool {
@@ -538,14 +549,9 @@ fn returns_fresh(
                             }
                         }
                     }
-                    InstKind::Op {
-                        op: OpKind::Cast,
-                        args,
-                    } if args.len() == 1 => stack.push(args[0]),
-                    InstKind::Phi { incoming } => stack.extend(incoming.iter().map(|(x, _)| *x)),
-                    InstKind::Select {
-                        if_true, if_false, ..
-                    } => stack.extend([*if_true, *if_false]),
+                    kind if copied_operands(kind).is_some() => {
+                        stack.extend(copied_operands(kind).expect("checked"))
+                    }
                     _ => ok = false,
                 },
                 _ => ok = false,
