@@ -108,6 +108,20 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
         total,
         analysed.compression.lower_bound
     );
+    // No compression: say why it happens and where to look.
+    if u64::try_from(&total).is_ok_and(|t| analysed.compression.configurations.len() as u64 >= t)
+        && args.explain.is_none()
+        && let Some(widest) = interactions.iter().max_by_key(|i| i.len())
+        && widest.len() >= 2
+    {
+        eprintln!(
+            "note: the analysis found {} options in one interaction, so ConfigCrusher measures \
+             every configuration, like brute force; `--explain {},{}` shows where two of them meet",
+            widest.len(),
+            widest[0],
+            widest[widest.len() - 1]
+        );
+    }
 
     if let Some(names) = &args.explain {
         explain(&spec, &analysed, names)?;

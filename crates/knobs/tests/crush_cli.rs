@@ -303,4 +303,15 @@ on = ["-C"]
         ))
         .stdout(contains("main.c:19 in main: 1 of the 2 decisions"))
         .stdout(contains("memory @A").and(contains("memory @B")));
+    // All three options meet under `encode`: nothing to compress, and crush says so.
+    knobs()
+        .args(["crush", "--spec"])
+        .arg(&spec)
+        .assert()
+        .success()
+        .stderr(contains("configurations to measure: 8 of 8"))
+        .stderr(contains(
+            "note: the analysis found 3 options in one interaction, so ConfigCrusher measures \
+             every configuration",
+        ));
 }
