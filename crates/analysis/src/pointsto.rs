@@ -460,9 +460,10 @@ impl<'p> Solver<'p> {
     }
 
     /// The struct types a heap object allocated at `call` is used as in the allocating
-    /// function: the field accesses on the call's result (through casts, phis, selects and
-    /// array indexing). Empty if there are none (a byte buffer, or an object set up
-    /// elsewhere), which means not known.
+    /// function: the field accesses on the call's result (through casts, phis and selects).
+    /// Empty — not known — if there are none (a byte buffer, or an object set up elsewhere)
+    /// or if the function indexes the pointer (an array, or a header followed by data that
+    /// is viewed as another type, `(T *)(hdr + 1)`: arrays are collapsed into one cell).
     fn allocated_types(&self, call: InstId) -> Vec<StructId> {
         let program = self.program;
         let Some(result) = program.inst(call).result else {
@@ -489,7 +490,9 @@ impl<'p> Solver<'p> {
                         InstKind::Select {
                             if_true, if_false, ..
                         } => values.contains(if_true) || values.contains(if_false),
-                        InstKind::IndexAddr { base, .. } => values.contains(base),
+                        InstKind::IndexAddr { base, .. } if values.contains(base) => {
+                            return Vec::new();
+                        }
                         InstKind::FieldAddr {
                             base, structure, ..
                         } => {
