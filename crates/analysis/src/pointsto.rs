@@ -460,10 +460,11 @@ impl<'p> Solver<'p> {
     }
 
     /// The struct types a heap object allocated at `call` is used as in the allocating
-    /// function: the field accesses on the call's result (through casts, phis and selects).
-    /// Empty — not known — if there are none (a byte buffer, or an object set up elsewhere)
-    /// or if the function indexes the pointer (an array, or a header followed by data that
-    /// is viewed as another type, `(T *)(hdr + 1)`: arrays are collapsed into one cell).
+    /// function: the field accesses on the call's result (through casts, phis and selects),
+    /// provided the call asks for exactly the size of one of them (`malloc (sizeof *p)`):
+    /// a larger object may hold data after a header that is viewed as another type,
+    /// `(T *)(hdr + 1)`, and arrays are collapsed into one cell. Empty — not known —
+    /// otherwise.
     fn allocated_types(&self, call: InstId) -> Vec<StructId> {
         let program = self.program;
         let Some(result) = program.inst(call).result else {
@@ -512,7 +513,24 @@ impl<'p> Solver<'p> {
                 break;
             }
         }
-        types
+        // Exactly one object of a found type: some constant argument is its size (`calloc
+        // (1, size)` too).
+        let InstKind::Call { args, .. } = &program.inst(call).kind else {
+            return Vec::new();
+        };
+        let sizes: Vec<u64> = args
+            .iter()
+            .filter_map(|&a| match program.value(a) {
+                ValueDef::ConstInt(v) => u64::try_from(*v).ok(),
+                _ => None,
+            })
+            .collect();
+        let exact = types.iter().any(|t| {
+            program.structs[t.index()]
+                .size
+                .is_some_and(|size| sizes.contains(&size))
+        });
+        if exact { types } else { Vec::new() }
     }
 
     /// Records that object `to` is a block copy of object `from`: every field cell of `from`

@@ -554,6 +554,10 @@ impl Translator {
             // Unions, and literal types (clang's for initializers that do not fit the type).
             self.program.structs[k].punned = full.is_none_or(|n| n.starts_with(b"union."));
             let n = self.program.structs[k].fields.len();
+            if unsafe { c::LLVMIsOpaqueStruct(ty) } == 0 {
+                self.program.structs[k].size =
+                    Some(unsafe { llvm_sys::target::LLVMABISizeOfType(self.target_data, ty) });
+            }
             if n > 0 {
                 let mut head = unsafe { c::LLVMStructGetTypeAtIndex(ty, 0) };
                 while unsafe { c::LLVMGetTypeKind(head) } == Ty::LLVMArrayTypeKind {

@@ -648,3 +648,32 @@ fn check_strings(source: &str) {
         assert_eq!(pts.of(r).len(), 1, "{:?}", pts.of(r));
     }
 }
+
+const HEADER_AND_DATA: &str = r#"
+#include <stdlib.h>
+extern void work(int);
+int a_opt;
+struct hdr { int len; char *name; };
+struct tail { long size; int opt; };
+/* The data after a header, viewed as another struct (SQLite does this). */
+static struct tail *tail_of(struct hdr *h) { return (struct tail *)(h + 1); }
+int main(void) {
+    struct hdr *h = malloc(sizeof *h + sizeof(struct tail));
+    h->len = 0;
+    tail_of(h)->opt = a_opt;
+    if (tail_of(h)->opt) work(1);   /* w1 */
+    return 0;
+}
+"#;
+
+/// Field accesses are filtered by the type an object is allocated as only when it is
+/// allocated with exactly that type's size: a larger one may hold other types after it.
+#[test]
+fn data_after_a_header_is_not_filtered_by_the_header_type() {
+    let sources = [global(0, "a_opt")];
+    let (p, si) = run(HEADER_AND_DATA, &sources);
+    assert_eq!(
+        work_influence(&p, &si, HEADER_AND_DATA, "/* w1 */"),
+        set(&[0])
+    );
+}

@@ -105,6 +105,8 @@ pub struct StructType {
     /// Objects of this type are routinely accessed as other struct types: a union, or a
     /// literal struct type the compiler made up for one initializer.
     pub punned: bool,
+    /// Size in bytes, if known.
+    pub size: Option<u64>,
 }
 
 /// A global variable.
@@ -493,6 +495,7 @@ impl Program {
             common: vec![id; fields.len()],
             first_field: None,
             punned: false,
+            size: None,
         });
         self.struct_by_name.insert(name.into(), id);
         Ok(id)
