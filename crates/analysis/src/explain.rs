@@ -229,6 +229,15 @@ impl<'a> Explainer<'a> {
                                     // returns of its parameters comes from these arguments.
                                     for &a in args {
                                         push(Fact::Value(a), Some(*i), "argument returned");
+                                        // ... and of what they point to (the solver's
+                                        // `memory_behind`).
+                                        for m in self.reads(a) {
+                                            push(
+                                                m,
+                                                Some(*i),
+                                                "read by the callee through argument",
+                                            );
+                                        }
                                     }
                                     push(Fact::Return(g), Some(*i), "returned by");
                                 }

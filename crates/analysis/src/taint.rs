@@ -238,6 +238,7 @@ pub fn analyse_with(
         }
     }
     seed_writes.sort_unstable();
+    let param_pointer = parameter_pointers(program);
     let ncells = pts.cells.len();
     // Who reads each cell: loads, and external calls and copy wrappers reading through their
     // arguments (whole objects, see `Solver::read_objects` and `Solver::copy_block`).
@@ -284,6 +285,21 @@ pub fn analyse_with(
                             read(g, &groups);
                         }
                     }
+                    // A function reading through a parameter reads, at this call, what the
+                    // argument points to (`Solver::memory_behind`).
+                    InstKind::Call { args, .. }
+                        if call_graph
+                            .targets_of(i)
+                            .iter()
+                            .any(|&g| param_pointer.loads_through[g.index()] != 0) =>
+                    {
+                        for &a in args {
+                            if !program.is_scalar(a) {
+                                let g = groups.group(&pts, pts.set_of(a), false);
+                                read(g, &groups);
+                            }
+                        }
+                    }
                     _ => {}
                 }
             }
@@ -324,6 +340,8 @@ pub fn analyse_with(
         context: vec![SetId::EMPTY; nfuncs],
         ret_taint: vec![SetId::EMPTY; nfuncs],
         param_taint: vec![SetId::EMPTY; program.values.len()],
+        param_memory: vec![SetId::EMPTY; program.values.len()],
+        param_pointer: &param_pointer,
         label_base,
         split: FxMap::default(),
         readers: &readers,
@@ -481,6 +499,10 @@ struct Solver<'a> {
     ret_taint: Vec<SetId>,
     /// The concrete taint of each parameter: the union over its call sites' arguments.
     param_taint: Vec<SetId>,
+    /// The concrete taint of what each parameter points to, as loads through it read it:
+    /// the union over its call sites of the memory behind the argument.
+    param_memory: Vec<SetId>,
+    param_pointer: &'a ParameterPointers,
     label_base: u32,
     /// Per set: its real options and the parameter labels in it.
     split: FxMap<SetId, (SetId, Vec<u32>)>,
@@ -525,21 +547,46 @@ impl Solver<'_> {
     /// parameter's concrete taint.
     fn concrete(&mut self, f: FuncId, s: SetId) -> SetId {
         let (mut out, labels) = self.split(s);
-        for k in labels {
+        let max = self.param_pointer.max_params;
+        for l in labels {
+            let (k, behind) = if l < max { (l, false) } else { (l - max, true) };
             if let Some(&p) = self.program.func(f).params.get(k as usize) {
-                out = self.sets.union(out, self.param_taint[p.index()]);
+                let t = if behind {
+                    self.param_memory[p.index()]
+                } else {
+                    self.param_taint[p.index()]
+                };
+                out = self.sets.union(out, t);
             }
         }
         out
+    }
+
+    /// What a load through `a` (an argument of a call in `f`) reads, symbolic in `f`'s
+    /// parameters when `a` points where one of them does.
+    fn memory_behind(&mut self, a: ValueId) -> SetId {
+        match self.param_pointer.of(a) {
+            Some(j) => self.sets.singleton(OptionId(
+                self.label_base + self.param_pointer.max_params + j,
+            )),
+            None => self.read(a),
+        }
     }
 
     /// A callee's return taint at a call site: each parameter label replaced by the
     /// argument's taint (symbolic in the caller's parameters).
     fn substitute(&mut self, ret: SetId, args: &[ValueId]) -> SetId {
         let (mut out, labels) = self.split(ret);
-        for k in labels {
+        let max = self.param_pointer.max_params;
+        for l in labels {
+            let (k, behind) = if l < max { (l, false) } else { (l - max, true) };
             if let Some(&a) = args.get(k as usize) {
-                out = self.sets.union(out, self.taint(a));
+                let t = if behind {
+                    self.memory_behind(a)
+                } else {
+                    self.taint(a)
+                };
+                out = self.sets.union(out, t);
             }
         }
         out
@@ -712,7 +759,14 @@ impl Solver<'_> {
                         }
                         InstKind::Load { ptr } => {
                             t = self.sets.union(t, self.taint(*ptr));
-                            let m = self.read(*ptr);
+                            // Through a parameter (`*s` of `last_component (s)`): what the
+                            // call site passes, substituted there like the parameter itself.
+                            let m = match self.param_pointer.of(*ptr) {
+                                Some(k) => self.sets.singleton(OptionId(
+                                    self.label_base + self.param_pointer.max_params + k,
+                                )),
+                                None => self.read(*ptr),
+                            };
                             t = self.sets.union(t, m);
                         }
                         InstKind::Store { value, ptr } => {
@@ -782,13 +836,26 @@ impl Solver<'_> {
                                     }
                                     continue;
                                 }
-                                for (&p, &a) in callee.params.iter().zip(args.iter()) {
+                                let loads_through = self.param_pointer.loads_through[g.index()];
+                                for (k, (&p, &a)) in
+                                    callee.params.iter().zip(args.iter()).enumerate()
+                                {
                                     let old = self.param_taint[p.index()];
                                     let arg = self.concrete(f, self.taint(a));
                                     let new = self.sets.union(old, arg);
                                     if new != old {
                                         self.param_taint[p.index()] = new;
                                         self.enqueue(g);
+                                    }
+                                    if k < 64 && loads_through & (1 << k) != 0 {
+                                        let old = self.param_memory[p.index()];
+                                        let m = self.memory_behind(a);
+                                        let m = self.concrete(f, m);
+                                        let new = self.sets.union(old, m);
+                                        if new != old {
+                                            self.param_memory[p.index()] = new;
+                                            self.enqueue(g);
+                                        }
                                     }
                                 }
                                 let old = self.context[g.index()];
@@ -891,4 +958,128 @@ pub fn irrelevant_options(
 ) -> Vec<OptionId> {
     let relevant = si.relevant_options();
     all.filter(|o| !relevant.contains(*o)).collect()
+}
+
+/// Which values point where a parameter of their function points, by pointer arithmetic and
+/// casts alone (`s`, `s + 1`, `(char *) s` in a loop over a string; not `&s->field`, whose
+/// cells points-to keeps apart). A load through such a value reads what the call site
+/// passes: its taint is a label substituted per call site, like a parameter's.
+pub(crate) struct ParameterPointers {
+    /// Per value: the parameter index, or `u32::MAX`.
+    param: Vec<u32>,
+    /// Per function: bit k set if a load reads through parameter k (k < 64).
+    pub loads_through: Vec<u64>,
+    /// The most parameters any function has: memory labels follow the parameter labels.
+    pub max_params: u32,
+}
+
+impl ParameterPointers {
+    fn of(&self, v: ValueId) -> Option<u32> {
+        let k = self.param[v.index()];
+        (k != u32::MAX).then_some(k)
+    }
+}
+
+fn parameter_pointers(program: &Program) -> ParameterPointers {
+    // A lattice per value: unknown (not yet reached) > parameter k > none.
+    const UNKNOWN: u32 = u32::MAX - 1;
+    const NONE: u32 = u32::MAX;
+    let mut param = vec![NONE; program.values.len()];
+    let max_params = program
+        .functions
+        .iter()
+        .map(|f| f.params.len() as u32)
+        .max()
+        .unwrap_or(0);
+    let mut loads_through = vec![0u64; program.functions.len()];
+    for (fi, func) in program.functions.iter().enumerate() {
+        if func.is_declaration {
+            continue;
+        }
+        for (k, &p) in func.params.iter().enumerate() {
+            if !program.is_scalar(p) {
+                param[p.index()] = k as u32;
+            }
+        }
+        let insts: Vec<ir::InstId> = func
+            .blocks
+            .iter()
+            .flat_map(|&b| program.block(b).insts.iter().copied())
+            .collect();
+        let derived = |kind: &InstKind| match kind {
+            InstKind::IndexAddr { .. } => true,
+            InstKind::Op { op, args } => *op == ir::OpKind::Cast && args.len() == 1,
+            InstKind::Phi { .. } | InstKind::Select { .. } => true,
+            _ => false,
+        };
+        for &i in &insts {
+            if let Some(r) = program.inst(i).result
+                && derived(&program.inst(i).kind)
+                && !program.is_scalar(r)
+            {
+                param[r.index()] = UNKNOWN;
+            }
+        }
+        // Meet over the sources until stable (phis of a loop over a string start unknown).
+        let meet = |a: u32, b: u32| match (a, b) {
+            (UNKNOWN, x) | (x, UNKNOWN) => x,
+            (x, y) if x == y => x,
+            _ => NONE,
+        };
+        loop {
+            let mut changed = false;
+            for &i in &insts {
+                let inst = program.inst(i);
+                let Some(r) = inst.result else { continue };
+                if param[r.index()] == NONE || !derived(&inst.kind) || program.is_scalar(r) {
+                    continue;
+                }
+                let get = |v: ValueId| match program.value(v) {
+                    ValueDef::Inst(_) | ValueDef::Param { .. } => param[v.index()],
+                    // A null or undefined incoming value points nowhere.
+                    ValueDef::ConstInt(0) | ValueDef::Undef => UNKNOWN,
+                    _ => NONE,
+                };
+                let new = match &inst.kind {
+                    InstKind::IndexAddr { base, .. } => get(*base),
+                    InstKind::Op { args, .. } => get(args[0]),
+                    InstKind::Phi { incoming } => incoming
+                        .iter()
+                        .fold(UNKNOWN, |acc, (v, _)| meet(acc, get(*v))),
+                    InstKind::Select {
+                        if_true, if_false, ..
+                    } => meet(get(*if_true), get(*if_false)),
+                    _ => NONE,
+                };
+                let new = meet(param[r.index()], new);
+                if new != param[r.index()] {
+                    param[r.index()] = new;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        for &i in &insts {
+            if let Some(r) = program.inst(i).result
+                && param[r.index()] == UNKNOWN
+            {
+                param[r.index()] = NONE;
+            }
+        }
+        for &i in &insts {
+            if let InstKind::Load { ptr } = &program.inst(i).kind
+                && let k = param[ptr.index()]
+                && k < 64
+            {
+                loads_through[fi] |= 1 << k;
+            }
+        }
+    }
+    ParameterPointers {
+        param,
+        loads_through,
+        max_params,
+    }
 }

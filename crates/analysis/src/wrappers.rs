@@ -13,7 +13,8 @@
 //! `last_component`, like `strchr`) would otherwise hand every caller's argument to every
 //! caller: its call sites' results point where their own argument does.
 //!
-//! A copy wrapper (`lzma_bufcpy(in, &in_pos, in_size, out, &out_pos, out_size)`: a `memcpy`
+//! A copy wrapper (`lzma_bufcpy(in, &in_pos, in_size, out, &out_pos, out_size)`, or the
+//! inline `strcpy` of `_FORTIFY_SOURCE` around `__strcpy_chk`: a `memcpy` or string copy
 //! between what two parameters point to, and no other pointer stored) is the same problem for
 //! an inclusion analysis that is not context-sensitive: every caller's source would be copied
 //! into every caller's destination. Its call sites are block copies of their own arguments
@@ -212,11 +213,16 @@ impl Wrappers {
             };
         }
         if callee.is_declaration {
-            if !is_block_copy(&callee.name) || args.len() < 2 {
+            let copies = is_block_copy(&callee.name) || is_string_copy(&callee.name);
+            if !copies || args.len() < 2 {
                 return MemoryCopy::None;
             }
             if self.copies(program.func_of(call)).is_some() {
                 return MemoryCopy::InWrapper;
+            }
+            // A string copy moves no pointers: it is a copier (`taint::is_copier`).
+            if !is_block_copy(&callee.name) {
+                return MemoryCopy::None;
             }
             return MemoryCopy::Block {
                 dst: args[0],
@@ -292,7 +298,10 @@ fn copy_shape(program: &Program, f: FuncId, names: &[&str]) -> Option<(u32, u32)
                     args,
                 } => {
                     let name = names[g.index()];
-                    if is_block_copy(name) && program.func(*g).is_declaration && args.len() >= 2 {
+                    if (is_block_copy(name) || is_string_copy(name))
+                        && program.func(*g).is_declaration
+                        && args.len() >= 2
+                    {
                         let dst = parameter_behind(program, f, args[0])?;
                         let src = parameter_behind(program, f, args[1])?;
                         if shape.is_some_and(|s| s != (dst, src)) {
@@ -578,6 +587,15 @@ struct Known<'a> {
 struct Fresh {
     resized: Option<u32>,
     duplicated: Option<u32>,
+}
+
+/// External functions that copy a string from what the second argument points to into
+/// what the first points to (and return the first).
+fn is_string_copy(name: &str) -> bool {
+    matches!(
+        libc_name(name),
+        "strcpy" | "strncpy" | "stpcpy" | "stpncpy" | "strcat" | "strncat"
+    )
 }
 
 /// External functions that fill their first argument with a copy of what the second points

@@ -677,3 +677,47 @@ fn data_after_a_header_is_not_filtered_by_the_header_type() {
         set(&[0])
     );
 }
+
+const SCANNERS: &str = r#"
+#define _FORTIFY_SOURCE 2
+#include <string.h>
+extern void work(int);
+int a_opt, b_opt;
+/* Like gnulib's last_component: what it returns depends on the string it scans. */
+static const char *last(const char *s) {
+    const char *b = s;
+    for (; *s; s++)
+        if (*s == '/') b = s + 1;
+    return b;
+}
+int main(void) {
+    char a[8] = { 0 }, b[8] = { 0 };
+    a[0] = (char)a_opt;
+    b[0] = (char)b_opt;
+    if (last(a) != a) work(1);   /* w1 */
+    if (last(b) != b) work(2);   /* w2 */
+    /* strcpy is an inline wrapper around __strcpy_chk here. */
+    char x[8], y[8];
+    strcpy(x, a);
+    strcpy(y, b);
+    if (x[0]) work(3);           /* w3 */
+    if (y[0]) work(4);           /* w4 */
+    return 0;
+}
+"#;
+
+/// What a helper reads through a parameter is what its call site passes (context-sensitive
+/// like the parameter's value), and `_FORTIFY_SOURCE`'s inline `strcpy` copies per call.
+#[test]
+fn helpers_read_what_their_call_site_passes() {
+    let sources = [global(0, "a_opt"), global(1, "b_opt")];
+    let (p, si) = run(SCANNERS, &sources);
+    assert!(
+        p.functions.iter().any(|f| f.name == "__strcpy_chk"),
+        "the fortified build calls __strcpy_chk"
+    );
+    assert_eq!(work_influence(&p, &si, SCANNERS, "/* w1 */"), set(&[0]));
+    assert_eq!(work_influence(&p, &si, SCANNERS, "/* w2 */"), set(&[1]));
+    assert_eq!(work_influence(&p, &si, SCANNERS, "/* w3 */"), set(&[0]));
+    assert_eq!(work_influence(&p, &si, SCANNERS, "/* w4 */"), set(&[1]));
+}

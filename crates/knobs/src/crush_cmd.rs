@@ -268,10 +268,20 @@ fn explain(
         if f.is_declaration || !holds_all(si.context[k]) {
             continue;
         }
-        let Some(&call) = si.call_graph.callers[k]
-            .iter()
-            .find(|&&c| !holds_all(si.context[program.func_of(c).index()]))
-        else {
+        // A call whose own site brings them all: its block's control holds them, or it
+        // holds those its caller's context lacks (through recursion the caller's context may
+        // hold them too, from this very site).
+        let Some(&call) = si.call_graph.callers[k].iter().find(|&&c| {
+            let caller = si.sets.get(si.context[program.func_of(c).index()]);
+            let control = si
+                .sets
+                .get(si.facts.block_taint[program.inst(c).block.index()]);
+            holds_all(si.facts.block_taint[program.inst(c).block.index()])
+                || (!holds_all(si.context[program.func_of(c).index()])
+                    && options
+                        .iter()
+                        .all(|o| caller.contains(*o) || control.contains(*o)))
+        }) else {
             continue;
         };
         // The shared decisions in the functions this one reaches through calls.
