@@ -204,8 +204,26 @@ impl<'a> Explainer<'a> {
                         }
                         InstKind::Load { ptr } => {
                             push(Fact::Value(*ptr), Some(*i), "load address");
-                            for m in self.reads(*ptr) {
-                                push(m, Some(*i), "loads from");
+                            match self.si.facts.local_definitions.of(*i) {
+                                // What this function stored there before (the solver's rule).
+                                Some(stores) => {
+                                    for &st in stores {
+                                        if let InstKind::Store { value, ptr } = &p.inst(st).kind {
+                                            push(Fact::Value(*value), Some(st), "stored before");
+                                            push(Fact::Value(*ptr), Some(st), "store address");
+                                            push(
+                                                Fact::Control(p.inst(st).block),
+                                                Some(st),
+                                                "stored before under",
+                                            );
+                                        }
+                                    }
+                                }
+                                None => {
+                                    for m in self.reads(*ptr) {
+                                        push(m, Some(*i), "loads from");
+                                    }
+                                }
                             }
                         }
                         InstKind::Call { args, callee } => {

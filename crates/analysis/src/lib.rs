@@ -20,6 +20,7 @@ pub mod dom;
 pub mod explain;
 pub mod options;
 pub mod pointsto;
+pub mod reaching;
 pub mod regions;
 pub mod sources;
 pub mod taint;

@@ -44,6 +44,7 @@ use space::OptionId;
 use crate::ProgramDominance;
 use crate::options::{FxMap, SetId, SetInterner};
 use crate::pointsto::{ALLOCATORS, CellId, PointsTo};
+use crate::reaching::LocalDefinitions;
 use crate::sources::{ResolvedSource, ResolvedSources};
 use crate::wrappers::MemoryCopy;
 
@@ -122,6 +123,8 @@ pub struct TaintFacts {
     pub seed_writes: Vec<(ValueId, SetId)>,
     /// Values seeded directly (results of option-returning calls).
     pub seeded_values: Vec<(ValueId, SetId)>,
+    /// Loads of globals that read only their own function's earlier stores.
+    pub local_definitions: LocalDefinitions,
 }
 
 impl StatementInfluence {
@@ -239,6 +242,8 @@ pub fn analyse_with(
     }
     seed_writes.sort_unstable();
     let param_pointer = parameter_pointers(program);
+    let local_definitions =
+        crate::reaching::local_definitions(program, &pts, &call_graph, dominance);
     let ncells = pts.cells.len();
     // Who reads each cell: loads, and external calls and copy wrappers reading through their
     // arguments (whole objects, see `Solver::read_objects` and `Solver::copy_block`).
@@ -342,6 +347,7 @@ pub fn analyse_with(
         param_taint: vec![SetId::EMPTY; program.values.len()],
         param_memory: vec![SetId::EMPTY; program.values.len()],
         param_pointer: &param_pointer,
+        local_definitions: &local_definitions,
         label_base,
         split: FxMap::default(),
         readers: &readers,
@@ -465,6 +471,7 @@ pub fn analyse_with(
             ret_taint,
             seed_writes,
             seeded_values,
+            local_definitions,
         },
     }
 }
@@ -503,6 +510,7 @@ struct Solver<'a> {
     /// the union over its call sites of the memory behind the argument.
     param_memory: Vec<SetId>,
     param_pointer: &'a ParameterPointers,
+    local_definitions: &'a LocalDefinitions,
     label_base: u32,
     /// Per set: its real options and the parameter labels in it.
     split: FxMap<SetId, (SetId, Vec<u32>)>,
@@ -755,6 +763,19 @@ impl Solver<'_> {
                                 t = self.sets.union(t, self.taint(v));
                                 let d = self.decision_taint(from);
                                 t = self.sets.union(t, d);
+                            }
+                        }
+                        InstKind::Load { ptr } if self.local_definitions.of(i).is_some() => {
+                            // A global this function set before (`ifd = open (…)`): what
+                            // those stores stored, under their control, and nothing else.
+                            t = self.sets.union(t, self.taint(*ptr));
+                            for &st in self.local_definitions.of(i).expect("checked") {
+                                if let InstKind::Store { value, ptr } = &program.inst(st).kind {
+                                    t = self.sets.union(t, self.taint(*value));
+                                    t = self.sets.union(t, self.taint(*ptr));
+                                    let control = self.block_taint[program.inst(st).block.index()];
+                                    t = self.sets.union(t, control);
+                                }
                             }
                         }
                         InstKind::Load { ptr } => {

@@ -350,6 +350,7 @@ impl Translator {
             let global = &mut self.program.globals[id.index()];
             global.structure = structure;
             global.size = size;
+            global.defined = unsafe { c::LLVMIsDeclaration(g) } == 0;
             self.values.insert(key(g), global.address);
             added_globals.push((g, id));
         }

@@ -721,3 +721,35 @@ fn helpers_read_what_their_call_site_passes() {
     assert_eq!(work_influence(&p, &si, SCANNERS, "/* w3 */"), set(&[0]));
     assert_eq!(work_influence(&p, &si, SCANNERS, "/* w4 */"), set(&[1]));
 }
+
+const RESETS: &str = r#"
+extern void work(int);
+int a_opt, b_opt;
+int cur;   /* reset at the start of each unit of work, like gzip's ifd */
+static void touch(void) { if (a_opt) cur = 2; }
+static void process(void) {
+    cur = 0;
+    if (cur) work(1);        /* w1 */
+    touch();
+    if (cur) work(3);        /* w3 */
+    if (b_opt) cur = 1;
+}
+int main(void) {
+    for (int i = 0; i < 2; i++) process();
+    if (cur) work(2);        /* w2 */
+    return 0;
+}
+"#;
+
+/// A global reset by a function reads, until something else may write it, only what that
+/// function stored: the previous unit of work's values do not reach its decisions.
+#[test]
+fn a_global_reset_before_it_is_read_holds_only_the_reset() {
+    let sources = [global(0, "a_opt"), global(1, "b_opt")];
+    let (p, si) = run(RESETS, &sources);
+    assert_eq!(work_influence(&p, &si, RESETS, "/* w1 */"), set(&[]));
+    // A call that may write it in between: what it may write, too.
+    assert_eq!(work_influence(&p, &si, RESETS, "/* w3 */"), set(&[0, 1]));
+    // Elsewhere, everything stored there.
+    assert_eq!(work_influence(&p, &si, RESETS, "/* w2 */"), set(&[0, 1]));
+}

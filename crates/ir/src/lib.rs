@@ -117,6 +117,9 @@ pub struct Global {
     pub structure: Option<StructId>,
     /// Size in bytes if known.
     pub size: Option<u64>,
+    /// Defined in the program, not only declared (`extern int optind;` is the C library's,
+    /// which may change it behind the program's back).
+    pub defined: bool,
     /// Source annotations, e.g. `knobs:option=LEVEL` from `__attribute__((annotate(…)))`.
     pub annotations: Vec<String>,
     /// Addresses (globals, functions) stored in its initializer, and where: a table of
@@ -515,6 +518,7 @@ impl Program {
             name: name.into(),
             structure: None,
             size: None,
+            defined: true,
             annotations: Vec::new(),
             initializer_refs: Vec::new(),
             address,
