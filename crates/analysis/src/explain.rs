@@ -360,9 +360,9 @@ impl<'a> Explainer<'a> {
                         _ => {}
                     }
                     push(Fact::Control(inst.block), Some(w), "stored under");
-                    // A function that never returns stores without its context (the solver's
-                    // `ends_program`).
-                    if p.can_return(p.func_of(w)) {
+                    // A function on the way out of the program stores without its context
+                    // (the solver's rule).
+                    if !self.si.facts.dying[p.func_of(w).index()] {
                         push(Fact::Context(p.func_of(w)), Some(w), "stored in context");
                     }
                 }

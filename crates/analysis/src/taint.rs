@@ -125,6 +125,8 @@ pub struct TaintFacts {
     pub seeded_values: Vec<(ValueId, SetId)>,
     /// Loads of globals that read only their own function's earlier stores.
     pub local_definitions: LocalDefinitions,
+    /// Per function: it runs only on the way out of the program ([`dying_functions`]).
+    pub dying: Vec<bool>,
 }
 
 impl StatementInfluence {
@@ -242,6 +244,7 @@ pub fn analyse_with(
     }
     seed_writes.sort_unstable();
     let param_pointer = parameter_pointers(program);
+    let dying = dying_functions(program, &call_graph);
     let local_definitions =
         crate::reaching::local_definitions(program, &pts, &call_graph, dominance);
     let ncells = pts.cells.len();
@@ -330,12 +333,7 @@ pub fn analyse_with(
         sets,
         memory: vec![SetId::EMPTY; ncells],
         pinned: vec![false; ncells],
-        ends_program: (0..nfuncs)
-            .map(|f| {
-                let f = FuncId(f as u32);
-                !program.func(f).is_declaration && !program.can_return(f)
-            })
-            .collect(),
+        ends_program: dying.clone(),
         groups,
         read_group,
         object_group,
@@ -472,6 +470,7 @@ pub fn analyse_with(
             seed_writes,
             seeded_values,
             local_definitions,
+            dying,
         },
     }
 }
@@ -487,7 +486,7 @@ struct Solver<'a> {
     /// The cells an option source names (a global, a struct field, what a source call
     /// returns): they hold exactly their options (see [`analyse_with`]).
     pinned: Vec<bool>,
-    /// Per function: defined and never returns ([`Program::can_return`]).
+    /// Per function: it runs only on the way out of the program ([`dying_functions`]).
     ends_program: Vec<bool>,
     groups: CellGroups,
     /// The group a load through each pointer reads, and the one an external call reads
@@ -731,10 +730,10 @@ impl Solver<'_> {
                     changed = true;
                 }
                 let full = self.sets.union(lct, self.context[f.index()]);
-                // What a function that never returns writes is read only by code that runs
-                // inside it (its callees), already under its context: the context does not
+                // What a function on the way out of the program writes is read only by code
+                // that runs before the exit, already under its context: the context does not
                 // go into memory, or gzip's `do_exit` (`env = NULL`, called under any option)
-                // would reach the start of `main` (see `Solver::ends_program`).
+                // would reach the start of `main` (see [`dying_functions`]).
                 let store_context = if self.ends_program[f.index()] {
                     lct
                 } else {
@@ -1103,4 +1102,35 @@ fn parameter_pointers(program: &Program) -> ParameterPointers {
         loads_through,
         max_params,
     }
+}
+
+/// The functions that run only on the way out of the program: those that never return
+/// ([`Program::can_return`]: `do_exit`, `abort_gzip`) and those called only from such
+/// functions (`remove_output_file` in gzip's error exit). What they store is read only by
+/// code that runs before the exit.
+pub(crate) fn dying_functions(program: &Program, call_graph: &CallGraph) -> Vec<bool> {
+    let mut dying: Vec<bool> = (0..program.functions.len())
+        .map(|f| {
+            let f = FuncId(f as u32);
+            !program.func(f).is_declaration && !program.can_return(f)
+        })
+        .collect();
+    loop {
+        let mut changed = false;
+        for f in 0..dying.len() {
+            let callers = &call_graph.callers[f];
+            if !dying[f]
+                && !program.functions[f].is_declaration
+                && !callers.is_empty()
+                && callers.iter().all(|&c| dying[program.func_of(c).index()])
+            {
+                dying[f] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    dying
 }

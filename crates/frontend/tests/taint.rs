@@ -500,11 +500,13 @@ const FATAL: &str = r#"
 #include <stdlib.h>
 extern void work(int);
 extern void fatal(const char *) __attribute__((noreturn));
-int level, verbose, dying;
+int level, verbose, dying, cleaned;
 static void check(void) { if (level > 9) fatal("bad level"); }
+/* Called only on the way out, like gzip's remove_output_file. */
+static void cleanup(void) { cleaned = 1; }
 /* Like gzip's do_exit: what it stores is read by nothing after it. */
 static void die(void) __attribute__((noreturn));
-static void die(void) { dying = 1; exit(1); }
+static void die(void) { dying = 1; cleanup(); exit(1); }
 static void finish(void) {
     if (verbose) work(4);
     work(5);                  /* w5 */
@@ -522,6 +524,7 @@ int main(void) {
     if (verbose > 1) finish();
     if (level > 100) die();
     if (dying) work(6);       /* w6 */
+    if (cleaned) work(7);     /* w7 */
     return 0;
 }
 "#;
@@ -539,6 +542,8 @@ fn paths_that_end_the_program_do_not_guard_what_follows() {
     assert_eq!(work_influence(&p, &si, FATAL, "/* w5 */"), set(&[]));
     // A function that never returns stores without its calling context.
     assert_eq!(work_influence(&p, &si, FATAL, "/* w6 */"), set(&[]));
+    // ... and neither does one called only from such functions.
+    assert_eq!(work_influence(&p, &si, FATAL, "/* w7 */"), set(&[]));
 }
 
 const PARSER: &str = r#"
