@@ -258,17 +258,21 @@ pub fn local_definitions(
             let order = dom.dom.reverse_post_order();
             let mut at_end: Vec<Reaching> = vec![Reaching::Unknown; func.blocks.len()];
             let cfg = program.cfg(FuncId(fi as u32));
+            // What reaches the start of a block: the function's entry brings what was there.
+            let at_start = |local: u32, at_end: &[Reaching]| {
+                let entry = if local == 0 {
+                    Reaching::Outside
+                } else {
+                    Reaching::Unknown
+                };
+                cfg.preds[local as usize]
+                    .iter()
+                    .fold(entry, |state, &p| join(&state, &at_end[p as usize]))
+            };
             loop {
                 let mut changed = false;
                 for &local in order {
-                    let mut state = if local == 0 {
-                        Reaching::Outside
-                    } else {
-                        Reaching::Unknown
-                    };
-                    for &p in &cfg.preds[local as usize] {
-                        state = join(&state, &at_end[p as usize]);
-                    }
+                    let state = at_start(local, &at_end);
                     let out = transfer(func.blocks[local as usize], state);
                     if out != at_end[local as usize] {
                         at_end[local as usize] = out;
@@ -282,14 +286,7 @@ pub fn local_definitions(
             // Each load of the location, with the state just before it.
             for &local in order {
                 let b = func.blocks[local as usize];
-                let mut state = if local == 0 {
-                    Reaching::Outside
-                } else {
-                    Reaching::Unknown
-                };
-                for &p in &cfg.preds[local as usize] {
-                    state = join(&state, &at_end[p as usize]);
-                }
+                let mut state = at_start(local, &at_end);
                 for &i in &program.block(b).insts {
                     if let InstKind::Load { ptr } = &program.inst(i).kind
                         && location(program, *ptr) == Some(loc)
