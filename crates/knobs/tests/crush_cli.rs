@@ -315,3 +315,77 @@ on = ["-C"]
              every configuration",
         ));
 }
+
+/// Members of an alternative group never hold together: the local models leave out the
+/// products of two of them (which the constraints' empty cells would otherwise produce).
+#[test]
+fn crush_models_have_no_products_of_alternatives() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("main.c"),
+        r#"
+#include <string.h>
+__attribute__((annotate("knobs:option=X1"))) int X1;
+__attribute__((annotate("knobs:option=X2"))) int X2;
+__attribute__((annotate("knobs:option=D"))) int D;
+volatile long sink;
+int main(int argc, char **argv) {
+    for (int k = 1; k < argc; k++) {
+        if (!strcmp(argv[k], "-1")) X1 = 1;
+        if (!strcmp(argv[k], "-2")) X2 = 1;
+        if (!strcmp(argv[k], "-d")) D = 1;
+    }
+    long n = X1 ? 100000 : (X2 ? 200000 : 300000);
+    if (D) n += 50000;
+    for (long i = 0; i < n; i++) sink += i;
+    return 0;
+}
+"#,
+    )
+    .unwrap();
+    let spec = dir.path().join("knobs.toml");
+    std::fs::write(
+        &spec,
+        r#"
+name = "alternatives"
+[build]
+sources = ["main.c"]
+[run]
+program = "./alternatives"
+args = ["{options}"]
+[measure]
+repetitions = 1
+[[workload]]
+name = "default"
+[[option]]
+name = "X"
+mandatory = true
+[[option]]
+name = "X1"
+parent = "X"
+on = ["-1"]
+[[option]]
+name = "X2"
+parent = "X"
+on = ["-2"]
+[[group]]
+kind = "alternative"
+parent = "X"
+members = ["X1", "X2"]
+[[option]]
+name = "D"
+on = ["-d"]
+"#,
+    )
+    .unwrap();
+    let out = knobs()
+        .args(["crush", "--spec"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("X1"), "{stdout}");
+    assert!(!stdout.contains("X1·X2"), "{stdout}");
+}

@@ -229,6 +229,7 @@ pub fn build_model(
     let mean = |config: &str, region: &str| medians[config].get(region).copied().unwrap_or(0.0);
 
     let program = &analysed.translation.program;
+    let valid = ValidConfigurations::new(&spec.space)?;
     let mut regions = Vec::new();
     for (i, region) in analysed.plan.regions.iter().enumerate() {
         let id = format!("r{i}");
@@ -289,6 +290,29 @@ pub fn build_model(
             })
             .collect();
         let terms = model::influence_from_levels(&levels, &cells)?;
+        // A product of values no valid configuration takes together (two members of one
+        // alternative group, from cells the constraints forbid) is never active: leave it out.
+        let terms = InfluenceModel::from_terms(
+            terms
+                .terms()
+                .iter()
+                .filter(|t| {
+                    let literals: Vec<space::Literal> = t
+                        .options
+                        .iter()
+                        .filter_map(|f| {
+                            let (j, _) = names
+                                .iter()
+                                .enumerate()
+                                .find(|(_, n)| n.as_str() == f.option())?;
+                            let value = levels[j].iter().position(|l| l == f)? as u32 + 1;
+                            Some((options[j], value))
+                        })
+                        .collect();
+                    valid.allows(&literals)
+                })
+                .cloned(),
+        );
         let func = program.func(region.function);
         let file = func
             .file
