@@ -383,9 +383,12 @@ fn report_overhead(
     if pairs.is_empty() {
         line.push_str("; overhead unknown (measure the plain program with `knobs measure` too)");
     } else {
-        let ratio = pairs.iter().map(|(i, p)| i / p).sum::<f64>() / pairs.len() as f64;
+        // The geometric mean, as the benchmark scripts report ratios (a 2× and a 0.5× run
+        // average to 1×, not 1.25×).
+        let ratio =
+            (pairs.iter().map(|(i, p)| (i / p).ln()).sum::<f64>() / pairs.len() as f64).exp();
         line.push_str(&format!(
-            "; instrumented / plain {}: {ratio:.3} (mean over {} configurations)",
+            "; instrumented / plain {}: {ratio:.3} (geometric mean over {} configurations)",
             metric.name(),
             pairs.len()
         ));
