@@ -23,6 +23,15 @@ fn running_example() -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
+/// A C program and its spec in a temporary directory.
+fn c_subject(main_c: &str, spec: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("main.c"), main_c).unwrap();
+    let path = dir.path().join("knobs.toml");
+    std::fs::write(&path, spec).unwrap();
+    (dir, path)
+}
+
 #[test]
 fn crush_models_the_running_example_and_resumes() {
     let (dir, spec) = running_example();
@@ -238,9 +247,7 @@ fn crush_explains_why_options_interact_without_measuring() {
 /// explanation says where they enter the context together.
 #[test]
 fn crush_explains_where_options_enter_a_calling_context_together() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("main.c"),
+    let (_dir, spec) = c_subject(
         r#"
 #include <string.h>
 __attribute__((annotate("knobs:option=A"))) int A;
@@ -263,11 +270,6 @@ int main(int argc, char **argv) {
     return 0;
 }
 "#,
-    )
-    .unwrap();
-    let spec = dir.path().join("knobs.toml");
-    std::fs::write(
-        &spec,
         r#"
 name = "contexts"
 [build]
@@ -287,8 +289,7 @@ on = ["-B"]
 name = "C"
 on = ["-C"]
 "#,
-    )
-    .unwrap();
+    );
     knobs()
         .args(["crush", "--explain", "A,B", "--spec"])
         .arg(&spec)
@@ -320,9 +321,7 @@ on = ["-C"]
 /// products of two of them (which the constraints' empty cells would otherwise produce).
 #[test]
 fn crush_models_have_no_products_of_alternatives() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("main.c"),
+    let (_dir, spec) = c_subject(
         r#"
 #include <string.h>
 __attribute__((annotate("knobs:option=X1"))) int X1;
@@ -341,11 +340,6 @@ int main(int argc, char **argv) {
     return 0;
 }
 "#,
-    )
-    .unwrap();
-    let spec = dir.path().join("knobs.toml");
-    std::fs::write(
-        &spec,
         r#"
 name = "alternatives"
 [build]
@@ -376,8 +370,7 @@ members = ["X1", "X2"]
 name = "D"
 on = ["-d"]
 "#,
-    )
-    .unwrap();
+    );
     let out = knobs()
         .args(["crush", "--spec"])
         .arg(&spec)
