@@ -33,14 +33,6 @@ impl LocalDefinitions {
     pub fn of(&self, load: InstId) -> Option<&[InstId]> {
         self.defs.get(&load).map(Vec::as_slice)
     }
-
-    pub fn len(&self) -> usize {
-        self.defs.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.defs.is_empty()
-    }
 }
 
 /// A location named by a constant address: a global, or one field of a global struct.
