@@ -25,6 +25,8 @@ store="$specdir/knobs.db"
 logs="$specdir/.knobs/bench"
 mkdir -p "$logs"
 knobs="${KNOBS:-$root/target/release/knobs}"
+# Reading the crush log, the brute force, MAPE.
+source "$root/scripts/lib/crush-bench.sh"
 if [ -z "${KNOBS:-}" ]; then
     (cd "$root" && cargo build --release -q -p knobs) || die "cargo build failed"
 fi
@@ -37,26 +39,17 @@ grep -E '^(built|analysed|regions|note|instrumented|[0-9]+ of [0-9]+ configurati
     "$logs/crush.log" | cut -c1-220
 name=$(sed -n 's/^built \([^:]*\):.*/\1/p' "$logs/crush.log")
 model="$specdir/$name.configcrusher.json"
-variant=$(grep -o 'variant configcrusher:[0-9a-f]*' "$logs/crush.log" | cut -d' ' -f2)
-analysis_s=$(sed -n 's/^analysed in \([0-9.]*\) s.*/\1/p' "$logs/crush.log")
-peak_mib=$(sed -n 's/^analysed in .*(peak memory \([0-9]*\) MiB).*/\1/p' "$logs/crush.log")
-interactions=$(sed -n 's/^analysed .*interactions: \(.*\)$/\1/p' "$logs/crush.log")
-counts=$(sed -n 's/.*configurations to measure: \([0-9]*\) of \([0-9]*\) (lower bound \([0-9]*\)).*/\1 \2 \3/p' "$logs/crush.log")
-read -r cc_configs all_configs lower_bound <<< "$counts"
+read_crush_log "$logs/crush.log"
 
 echo "== 2. brute force: knobs measure --sample all (native build)"
-t0=$(date +%s.%N)
-"$knobs" measure --spec "$spec" --sample all > "$logs/measure.log" 2>&1 || { tail -5 "$logs/measure.log"; exit 1; }
-measure_elapsed=$(echo "$(date +%s.%N) - $t0" | bc)
-grep -E '^[0-9]+ of [0-9]+ configurations' "$logs/measure.log" || tail -1 "$logs/measure.log"
+brute_force
 
 echo "== 3. MAPE of the ConfigCrusher model"
 "$knobs" results export --store "$store" --system "$name" -o "$logs/native.csv"
 "$knobs" results export --store "$store" --system "$name" --variant "$variant" -o "$logs/instrumented.csv"
-mape() { "$knobs" predict "$model" "$1" | awk -F, 'NR > 1 { m = $(NF-1); p = $NF; d = p - m; if (d < 0) d = -d; s += d / m; n++ } END { printf "%.1f", 100 * s / n }'; }
 sum_medians() { awk -F, 'NR > 1 { s += $NF } END { printf "%.2f", s }' "$1"; }
-cc_mape=$(mape "$logs/native.csv")
-cc_mape_instr=$(mape "$logs/instrumented.csv")
+cc_mape=$(mape_of "$model" "$logs/native.csv")
+cc_mape_instr=$(mape_of "$model" "$logs/instrumented.csv")
 echo "MAPE $cc_mape % against the native brute force, $cc_mape_instr % against the instrumented runs"
 
 echo "== 4. Table 7: before and after optimisation, native and both instrumented builds interleaved"

@@ -29,6 +29,8 @@ model="$dir/xz-whitebox.configcrusher.json"
 cx_model="$dir/xz-whitebox.comprex.json"
 knobs="${KNOBS:-$root/target/release/knobs}"   # KNOBS=path: use that binary, do not build
 logs="$dir/build/bench"
+# Reading the crush log, the brute force, MAPE.
+source "$root/scripts/lib/crush-bench.sh"
 mkdir -p "$dir/build" "$logs"
 
 echo "== 1. fetch and build xz-utils (native -O2 and LLVM bitcode)"
@@ -51,23 +53,10 @@ t0=$(date +%s.%N)
 crush_elapsed=$(echo "$(date +%s.%N) - $t0" | bc)
 # The first lines are the summary; the rest are the (long) per-region local models.
 grep -E '^(built|analysed|regions|instrumented|[0-9]+ of [0-9]+ configurations)' "$logs/crush.log" | cut -c1-220
-variant=$(grep -o 'variant configcrusher:[0-9a-f]*' "$logs/crush.log" | cut -d' ' -f2)
-build_s=$(sed -n 's/^built .* in \([0-9.]*\) s$/\1/p' "$logs/crush.log")
-analysis_s=$(sed -n 's/^analysed in \([0-9.]*\) s.*/\1/p' "$logs/crush.log")
-peak_mib=$(sed -n 's/^analysed in .*(peak memory \([0-9]*\) MiB).*/\1/p' "$logs/crush.log")
-interactions=$(sed -n 's/^analysed .*interactions: \(.*\)$/\1/p' "$logs/crush.log")
-irrelevant=$(sed -n 's/^analysed .*irrelevant options: \([^;]*\);.*/\1/p' "$logs/crush.log")
-r_after=$(sed -n 's/^regions: \([0-9]*\) (\([0-9]*\) before.*/\1/p' "$logs/crush.log")
-r_before=$(sed -n 's/^regions: \([0-9]*\) (\([0-9]*\) before.*/\2/p' "$logs/crush.log")
-cc_configs=$(sed -n 's/.*configurations to measure: \([0-9]*\) of \([0-9]*\) (lower bound \([0-9]*\)).*/\1/p' "$logs/crush.log")
-all_configs=$(sed -n 's/.*configurations to measure: \([0-9]*\) of \([0-9]*\) (lower bound \([0-9]*\)).*/\2/p' "$logs/crush.log")
-lower_bound=$(sed -n 's/.*configurations to measure: \([0-9]*\) of \([0-9]*\) (lower bound \([0-9]*\)).*/\3/p' "$logs/crush.log")
+read_crush_log "$logs/crush.log"
 
 echo "== 4. brute force: knobs measure --sample all (native build)"
-t0=$(date +%s.%N)
-"$knobs" measure --spec "$spec" --sample all > "$logs/measure.log" 2>&1 || { tail -5 "$logs/measure.log"; exit 1; }
-measure_elapsed=$(echo "$(date +%s.%N) - $t0" | bc)
-grep -E '^[0-9]+ of [0-9]+ configurations' "$logs/measure.log" || tail -1 "$logs/measure.log"
+brute_force
 
 echo "== 4b. Comprex: knobs comprex (after the brute force, so the overhead correction reuses its native runs)"
 # Three models from one exploration: the default (hot tiny methods unprobed, §V.A overhead
@@ -101,14 +90,12 @@ echo "== 5. MAPE of the ConfigCrusher model"
 "$knobs" evaluate "$model" "$store" | tee "$logs/evaluate.log"
 # The same by hand (predict + awk), and against what the model was built from (the
 # instrumented program's own wall times).
-mape() { "$knobs" predict "$model" "$1" | awk -F, 'NR > 1 { m = $(NF-1); p = $NF; d = p - m; if (d < 0) d = -d; s += d / m; n++ } END { printf "%.1f", 100 * s / n }'; }
-cc_mape=$(mape "$logs/native.csv")
-cc_mape_instr=$(mape "$logs/instrumented.csv")
+cc_mape=$(mape_of "$model" "$logs/native.csv")
+cc_mape_instr=$(mape_of "$model" "$logs/instrumented.csv")
 echo "predict + awk: MAPE $cc_mape % against the native brute force, $cc_mape_instr % against the instrumented runs"
 
 echo "== 5b. MAPE of the Comprex models"
 "$knobs" results export --store "$store" --variant "$cx_variant" -o "$logs/comprex.csv"
-mape_of() { "$knobs" predict "$1" "$2" | awk -F, 'NR > 1 { m = $(NF-1); p = $NF; d = p - m; if (d < 0) d = -d; s += d / m; n++ } END { printf "%.1f", 100 * s / n }'; }
 cx_mape=$(mape_of "$cx_model" "$logs/native.csv")
 cx_mape_uncorrected=$(mape_of "$logs/comprex-uncorrected.json" "$logs/native.csv")
 cx_mape_instr=$(mape_of "$logs/comprex-uncorrected.json" "$logs/comprex.csv")
