@@ -18,6 +18,7 @@
 pub mod compress;
 pub mod dom;
 pub mod explain;
+pub mod fixed;
 pub mod options;
 pub mod pointsto;
 pub mod reaching;
@@ -30,6 +31,7 @@ use ir::{FuncId, Program};
 
 pub use compress::{Compression, compress};
 pub use dom::{DomTree, FunctionDominance};
+pub use fixed::{FixedGlobal, FoldedLoad, Specialised, specialise};
 pub use options::{OptionSet, SetId, SetInterner};
 pub use regions::{ProgramPoint, Region, RegionPlan, identify_regions, optimise_influence};
 pub use sources::{

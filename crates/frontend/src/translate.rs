@@ -16,8 +16,8 @@ use std::path::Path;
 
 use inkwell::context::Context;
 use ir::{
-    BlockId, Callee, DebugLoc, FileId, FuncId, InitializerRef, Inst, InstId, InstKind, OpKind,
-    Program, StructId, ValueDef, ValueId,
+    BlockId, Callee, DebugLoc, FileId, FuncId, InitializerRef, Inst, InstId, InstKind, IntOp,
+    IntOpKind, OpKind, Predicate, Program, StructId, ValueDef, ValueId,
 };
 use llvm_sys::LLVMOpcode as Op;
 use llvm_sys::LLVMTypeKind as Ty;
@@ -255,6 +255,66 @@ fn const_int(v: LLVMValueRef) -> Option<i64> {
             && c::LLVMGetIntTypeWidth(c::LLVMTypeOf(v)) <= 64)
             .then(|| c::LLVMConstIntGetSExtValue(v))
     }
+}
+
+/// Width of an integer type of at most 64 bits.
+fn int_width(ty: LLVMTypeRef) -> Option<u32> {
+    unsafe {
+        (c::LLVMGetTypeKind(ty) == Ty::LLVMIntegerTypeKind)
+            .then(|| c::LLVMGetIntTypeWidth(ty))
+            .filter(|w| (1..=64).contains(w))
+    }
+}
+
+/// The exact integer semantics of `i` (opcode `opcode`), if it computes on integers.
+fn int_op(i: LLVMValueRef, opcode: Op) -> Option<IntOp> {
+    use IntOpKind as K;
+    let operand = |k| unsafe { c::LLVMTypeOf(c::LLVMGetOperand(i, k)) };
+    let result = || int_width(unsafe { c::LLVMTypeOf(i) });
+    let kind = match opcode {
+        Op::LLVMAdd => K::Add,
+        Op::LLVMSub => K::Sub,
+        Op::LLVMMul => K::Mul,
+        Op::LLVMAnd => K::And,
+        Op::LLVMOr => K::Or,
+        Op::LLVMXor => K::Xor,
+        Op::LLVMShl => K::Shl,
+        Op::LLVMLShr => K::LShr,
+        Op::LLVMAShr => K::AShr,
+        Op::LLVMUDiv => K::UDiv,
+        Op::LLVMSDiv => K::SDiv,
+        Op::LLVMURem => K::URem,
+        Op::LLVMSRem => K::SRem,
+        Op::LLVMICmp => {
+            use llvm_sys::LLVMIntPredicate as P;
+            K::Compare(match unsafe { c::LLVMGetICmpPredicate(i) } {
+                P::LLVMIntEQ => Predicate::Eq,
+                P::LLVMIntNE => Predicate::Ne,
+                P::LLVMIntUGT => Predicate::Ugt,
+                P::LLVMIntUGE => Predicate::Uge,
+                P::LLVMIntULT => Predicate::Ult,
+                P::LLVMIntULE => Predicate::Ule,
+                P::LLVMIntSGT => Predicate::Sgt,
+                P::LLVMIntSGE => Predicate::Sge,
+                P::LLVMIntSLT => Predicate::Slt,
+                P::LLVMIntSLE => Predicate::Sle,
+            })
+        }
+        Op::LLVMZExt => K::ZExt { to: result()? },
+        Op::LLVMSExt => K::SExt { to: result()? },
+        Op::LLVMTrunc => K::Trunc { to: result()? },
+        Op::LLVMLoad => {
+            return Some(IntOp {
+                kind: K::Load,
+                bits: result()?,
+            });
+        }
+        _ => return None,
+    };
+    Some(IntOp {
+        kind,
+        bits: int_width(operand(0))?,
+    })
 }
 
 /// The contents of a constant global array of characters, up to its first NUL.
@@ -658,6 +718,15 @@ impl Translator {
         id
     }
 
+    /// Records the exact integer semantics of the instruction defining `v` (translated from
+    /// `i`), when `i` works on integers of at most 64 bits (`Program::int_ops`).
+    fn know_int_op(&mut self, v: ValueId, i: LLVMValueRef, opcode: Op) {
+        if let (Some(op), ValueDef::Inst(id)) = (int_op(i, opcode), &self.program.values[v.index()])
+        {
+            self.program.int_ops.insert(*id, op);
+        }
+    }
+
     /// Emits an instruction defining `result`, or a fresh value if `None`.
     fn emit_value(&mut self, kind: InstKind, result: Option<ValueId>) -> ValueId {
         let v = result.unwrap_or_else(|| self.program.add_value(ValueDef::Undef));
@@ -1053,23 +1122,25 @@ impl Translator {
             | Op::LLVMOr
             | Op::LLVMXor => {
                 let args = self.operands(i, 0..2);
-                self.emit_value(
+                let v = self.emit_value(
                     InstKind::Op {
                         op: OpKind::Binary,
                         args,
                     },
                     result,
                 );
+                self.know_int_op(v, i, opcode);
             }
             Op::LLVMICmp | Op::LLVMFCmp => {
                 let args = self.operands(i, 0..2);
-                self.emit_value(
+                let v = self.emit_value(
                     InstKind::Op {
                         op: OpKind::Compare,
                         args,
                     },
                     result,
                 );
+                self.know_int_op(v, i, opcode);
             }
             Op::LLVMTrunc
             | Op::LLVMZExt
@@ -1086,13 +1157,14 @@ impl Translator {
             | Op::LLVMAddrSpaceCast
             | Op::LLVMFreeze => {
                 let args = self.operands(i, 0..1);
-                self.emit_value(
+                let v = self.emit_value(
                     InstKind::Op {
                         op: OpKind::Cast,
                         args,
                     },
                     result,
                 );
+                self.know_int_op(v, i, opcode);
             }
             Op::LLVMAlloca => {
                 let ty = unsafe { c::LLVMGetAllocatedType(i) };
@@ -1102,7 +1174,8 @@ impl Translator {
             }
             Op::LLVMLoad => {
                 let ptr = self.access_pointer(op(0), unsafe { c::LLVMTypeOf(i) });
-                self.emit_value(InstKind::Load { ptr }, result);
+                let v = self.emit_value(InstKind::Load { ptr }, result);
+                self.know_int_op(v, i, opcode);
             }
             Op::LLVMStore => {
                 let value = self.operand(op(0));

@@ -2,8 +2,8 @@
 //! frontend uses to translate bitcode.
 
 use crate::{
-    BlockId, Callee, DebugLoc, FileId, FuncId, Inst, InstId, InstKind, OpKind, Program, StructId,
-    ValueDef, ValueId,
+    BlockId, Callee, DebugLoc, FileId, FuncId, Inst, InstId, InstKind, IntOp, IntOpKind, OpKind,
+    Program, StructId, ValueDef, ValueId,
 };
 
 /// Appends blocks and instructions to one function. Instructions go to the current block
@@ -142,6 +142,41 @@ impl<'p> FunctionBuilder<'p> {
 
     pub fn cast(&mut self, a: ValueId) -> ValueId {
         self.op(OpKind::Cast, &[a])
+    }
+
+    /// An operation whose integer semantics are known (`Program::int_ops`): a comparison,
+    /// a cast or a binary operation on `bits`-wide integers.
+    pub fn int_op(&mut self, kind: IntOpKind, bits: u32, args: &[ValueId]) -> ValueId {
+        let op = match kind {
+            IntOpKind::Compare(_) => OpKind::Compare,
+            IntOpKind::ZExt { .. } | IntOpKind::SExt { .. } | IntOpKind::Trunc { .. } => {
+                OpKind::Cast
+            }
+            IntOpKind::Load => panic!("loads are built with `load_int`"),
+            _ => OpKind::Binary,
+        };
+        let v = self.op(op, args);
+        self.know(v, IntOp { kind, bits });
+        v
+    }
+
+    /// A load of a `bits`-wide integer.
+    pub fn load_int(&mut self, ptr: ValueId, bits: u32) -> ValueId {
+        let v = self.load(ptr);
+        self.know(
+            v,
+            IntOp {
+                kind: IntOpKind::Load,
+                bits,
+            },
+        );
+        v
+    }
+
+    fn know(&mut self, v: ValueId, op: IntOp) {
+        if let ValueDef::Inst(i) = self.program.values[v.index()] {
+            self.program.int_ops.insert(i, op);
+        }
     }
 
     pub fn const_int(&mut self, v: i64) -> ValueId {

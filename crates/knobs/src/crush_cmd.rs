@@ -67,6 +67,16 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
         program.insts.len(),
         analysed.build_seconds
     );
+    if let Some(s) = &analysed.specialised {
+        eprintln!(
+            "fixed settings: {} reads folded, {} branches decided; unreachable in every run: \
+             {} functions and {} blocks of the others",
+            s.folded_loads.len(),
+            s.decided,
+            s.dead_functions,
+            s.dead_blocks
+        );
+    }
     let interactions = analysed.interactions(&spec);
     // Peak memory is the process's high-water mark so far: loading and translating the
     // bitcode as well as the analysis (the paper reports the analysis' cost as one figure).
@@ -211,7 +221,7 @@ fn explain(
     if options.is_empty() {
         anyhow::bail!("--explain needs option names, e.g. --explain sha256,blocks");
     }
-    let program = &analysed.translation.program;
+    let program = analysed.program();
     let si = &analysed.influence;
     let shared: Vec<&analysis::TaintedDecision> = si
         .decisions

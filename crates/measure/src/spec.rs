@@ -240,6 +240,12 @@ pub struct BuildSpec {
     /// Flags for linking the instrumented program (libraries: `-lm`, `-lpthread`).
     #[serde(default)]
     pub link: Vec<String>,
+    /// Fixed settings (`[build.fixed]`): globals holding the same integer in every run of the
+    /// workload, the part of the command line no option changes (`decompress = 0` for a
+    /// compressor never run with `-d`). ConfigCrusher's analysis reads them as constants and
+    /// skips the code they rule out; the instrumented program checks every read it folded.
+    #[serde(default)]
+    pub fixed: BTreeMap<String, i64>,
 }
 
 /// Where a program keeps an option's value, for the white-box analyses. Exactly one of:

@@ -36,6 +36,9 @@ pub const REGION_TIMES_ENV: &str = runtime::ENV_VAR;
 /// The result of building and analysing the program.
 pub struct Analysed {
     pub translation: Translation,
+    /// The program as the spec's fixed settings leave it, when it has any: what the analysis
+    /// read (the same ids as `translation.program`, which instrumentation rewrites).
+    pub specialised: Option<analysis::Specialised>,
     /// The SSA bitcode the instrumenter rewrites.
     pub ssa: PathBuf,
     pub influence: StatementInfluence,
@@ -51,6 +54,14 @@ pub struct Analysed {
 }
 
 impl Analysed {
+    /// The program the analysis read.
+    pub fn program(&self) -> &ir::Program {
+        match &self.specialised {
+            Some(s) => &s.program,
+            None => &self.translation.program,
+        }
+    }
+
     /// Option names of a set, in the space's order.
     pub fn names(&self, spec: &SystemSpec, set: &OptionSet) -> Vec<String> {
         set.iter()
@@ -72,7 +83,13 @@ impl Analysed {
 pub fn analyse(spec: &SystemSpec, settings: &Settings) -> Result<Analysed, Error> {
     let built = crate::build(spec, settings, "ConfigCrusher")?;
     let started = Instant::now();
-    let program = &built.translation.program;
+    let fixed = fixed_globals(spec, &built.translation.program)?;
+    let specialised =
+        (!fixed.is_empty()).then(|| analysis::specialise(&built.translation.program, &fixed));
+    let program = match &specialised {
+        Some(s) => &s.program,
+        None => &built.translation.program,
+    };
     let sources = &built.sources;
     let dominance = ProgramDominance::new(program);
     let mut influence = analysis::analyse(program, &dominance, sources);
@@ -119,6 +136,7 @@ pub fn analyse(spec: &SystemSpec, settings: &Settings) -> Result<Analysed, Error
         .collect();
     let analysis_seconds = started.elapsed().as_secs_f64();
     Ok(Analysed {
+        specialised,
         ssa: built.ssa,
         influence,
         plan,
@@ -129,6 +147,29 @@ pub fn analyse(spec: &SystemSpec, settings: &Settings) -> Result<Analysed, Error
         analysis_seconds,
         translation: built.translation,
     })
+}
+
+/// The spec's fixed settings (`[build.fixed]`) as globals of the program.
+fn fixed_globals(
+    spec: &SystemSpec,
+    program: &ir::Program,
+) -> Result<Vec<analysis::FixedGlobal>, Error> {
+    let Some(build) = &spec.build else {
+        return Ok(Vec::new());
+    };
+    build
+        .fixed
+        .iter()
+        .map(|(name, &value)| match program.global_named(name) {
+            Some(global) if program.globals[global.index()].defined => {
+                Ok(analysis::FixedGlobal { global, value })
+            }
+            _ => Err(Error::Invalid(format!(
+                "{}: [build.fixed] names `{name}`, which is not a global the program defines",
+                spec.path.display()
+            ))),
+        })
+        .collect()
 }
 
 /// An instrumented build of the program.

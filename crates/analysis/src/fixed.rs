@@ -1,0 +1,429 @@
+//! Fixed settings: globals that hold one known integer in every run of the workload — the
+//! part of the command line no option changes (gzip is always run with `--stdout`, never with
+//! `-d` or `-r`, so `to_stdout` is 1 and `decompress` and `recursive` are 0).
+//!
+//! Loads of those globals are constants. Sparse conditional constant propagation
+//! (Wegman–Zadeck; interprocedural through return values, so `input_eof()` returning 1 on
+//! every path that can run is a constant at its call sites) then finds the branches they
+//! decide and the code no run reaches: the decompressors, `treat_dir`'s recursion. Without
+//! this, a sound taint analysis lets state flow from code that never runs into the code that
+//! does, and every option seems to interact with every other.
+//!
+//! [`specialise`] gives the program the analyses should read: the same ids, with decided
+//! branches turned into jumps, every instruction of an unreachable block made inert (the
+//! terminator `unreachable`, the rest definitions of nothing), phis keeping only the edges
+//! that can be taken, and folded values defined by nothing. Instrumentation keeps using the
+//! original program: both have the same blocks, and the edges that remain are edges of both.
+//! The assumption is checked where it is made: [`Specialised::folded_loads`] lists each load
+//! the analysis read as a constant, for the instrumented program to compare at run time.
+
+use std::collections::{HashMap, HashSet};
+
+use ir::{
+    BlockId, Callee, FuncId, GlobalId, InstId, InstKind, IntOpKind, OpKind, Program, ValueDef,
+    ValueId,
+};
+
+/// A global the spec fixes: in every run, every load of it reads `value`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FixedGlobal {
+    pub global: GlobalId,
+    pub value: i64,
+}
+
+/// A load the specialised program reads as a constant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FoldedLoad {
+    pub inst: InstId,
+    pub global: GlobalId,
+    /// The value assumed, canonical for the load's width (see `ir::IntOp`).
+    pub expected: i64,
+}
+
+/// The program as the fixed settings leave it, and what changed.
+pub struct Specialised {
+    pub program: Program,
+    pub folded_loads: Vec<FoldedLoad>,
+    /// Conditional branches and switches the settings decide.
+    pub decided: usize,
+    /// Blocks of reachable functions that no run reaches.
+    pub dead_blocks: usize,
+    /// Defined functions no run reaches.
+    pub dead_functions: usize,
+}
+
+/// The constant-propagation lattice: not yet known, one constant, or more than one value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lattice {
+    Unknown,
+    Constant(i64),
+    Varying,
+}
+
+impl Lattice {
+    fn meet(self, other: Lattice) -> Lattice {
+        match (self, other) {
+            (Lattice::Unknown, x) | (x, Lattice::Unknown) => x,
+            (Lattice::Constant(a), Lattice::Constant(b)) if a == b => self,
+            _ => Lattice::Varying,
+        }
+    }
+}
+
+/// Sparse conditional constant propagation over the whole program.
+struct Propagation<'p> {
+    program: &'p Program,
+    fixed: HashMap<GlobalId, i64>,
+    values: Vec<Lattice>,
+    returns: Vec<Lattice>,
+    reachable_blocks: Vec<bool>,
+    reachable_functions: Vec<bool>,
+    edges: HashSet<(BlockId, BlockId)>,
+    users: Vec<Vec<InstId>>,
+    callers: Vec<Vec<InstId>>,
+    function_of_address: HashMap<ValueId, FuncId>,
+    blocks: Vec<BlockId>,
+    insts: Vec<InstId>,
+}
+
+impl<'p> Propagation<'p> {
+    fn new(program: &'p Program, fixed: &[FixedGlobal]) -> Self {
+        let mut users = vec![Vec::new(); program.values.len()];
+        let mut callers = vec![Vec::new(); program.functions.len()];
+        for (k, inst) in program.insts.iter().enumerate() {
+            let id = InstId(k as u32);
+            inst.kind.for_each_use(|v| users[v.index()].push(id));
+            if let InstKind::Call {
+                callee: Callee::Direct(f),
+                ..
+            } = inst.kind
+            {
+                callers[f.index()].push(id);
+            }
+        }
+        let values = program
+            .values
+            .iter()
+            .map(|d| match d {
+                ValueDef::Inst(_) => Lattice::Unknown,
+                ValueDef::ConstInt(n) => Lattice::Constant(*n),
+                _ => Lattice::Varying,
+            })
+            .collect();
+        let function_of_address = program
+            .functions
+            .iter()
+            .enumerate()
+            .map(|(k, f)| (f.address, FuncId(k as u32)))
+            .collect();
+        Propagation {
+            program,
+            fixed: fixed.iter().map(|f| (f.global, f.value)).collect(),
+            values,
+            returns: vec![Lattice::Unknown; program.functions.len()],
+            reachable_blocks: vec![false; program.blocks.len()],
+            reachable_functions: vec![false; program.functions.len()],
+            edges: HashSet::new(),
+            users,
+            callers,
+            function_of_address,
+            blocks: Vec::new(),
+            insts: Vec::new(),
+        }
+    }
+
+    fn run(&mut self) {
+        let program = self.program;
+        // Where runs start: `main`, or every function of a program without one; functions
+        // that code outside the program may call (their address is in a global's
+        // initializer; taking it in reachable code is handled as blocks become reachable).
+        match program.function_named("main") {
+            Some(main) if !program.func(main).is_declaration => self.reach_function(main),
+            _ => (0..program.functions.len()).for_each(|k| self.reach_function(FuncId(k as u32))),
+        }
+        for g in &program.globals {
+            for r in &g.initializer_refs {
+                if let Some(&f) = self.function_of_address.get(&r.address) {
+                    self.reach_function(f);
+                }
+            }
+        }
+        loop {
+            if let Some(b) = self.blocks.pop() {
+                for &i in &program.block(b).insts {
+                    self.visit(i);
+                }
+            } else if let Some(i) = self.insts.pop() {
+                if self.reachable_blocks[program.inst(i).block.index()] {
+                    self.visit(i);
+                }
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn reach_function(&mut self, f: FuncId) {
+        if std::mem::replace(&mut self.reachable_functions[f.index()], true) {
+            return;
+        }
+        if let Some(entry) = self.program.func(f).entry() {
+            self.reach_block(entry);
+        }
+    }
+
+    fn reach_block(&mut self, b: BlockId) {
+        if !std::mem::replace(&mut self.reachable_blocks[b.index()], true) {
+            self.blocks.push(b);
+        }
+    }
+
+    fn reach_edge(&mut self, from: BlockId, to: BlockId) {
+        if !self.edges.insert((from, to)) {
+            return;
+        }
+        if self.reachable_blocks[to.index()] {
+            // A new way in: its phis may change.
+            for &i in &self.program.block(to).insts {
+                if matches!(self.program.inst(i).kind, InstKind::Phi { .. }) {
+                    self.insts.push(i);
+                }
+            }
+        } else {
+            self.reach_block(to);
+        }
+    }
+
+    fn set(&mut self, v: ValueId, value: Lattice) {
+        let old = self.values[v.index()];
+        let new = old.meet(value);
+        if new != old {
+            self.values[v.index()] = new;
+            self.insts.extend_from_slice(&self.users[v.index()]);
+        }
+    }
+
+    fn get(&self, v: ValueId) -> Lattice {
+        self.values[v.index()]
+    }
+
+    /// What a load of `ptr` reads, if it is a fixed global's integer.
+    fn fixed_load(&self, inst: InstId, ptr: ValueId) -> Option<(GlobalId, i64)> {
+        let ValueDef::Global(g) = self.program.value(ptr) else {
+            return None;
+        };
+        let value = *self.fixed.get(g)?;
+        let op = self.program.int_ops.get(&inst)?;
+        (op.kind == IntOpKind::Load).then(|| (*g, ir::canonical(value, op.bits)))
+    }
+
+    fn visit(&mut self, i: InstId) {
+        let program = self.program;
+        let inst = program.inst(i);
+        let block = inst.block;
+        // Functions whose address reachable code takes may be called from anywhere.
+        let mut taken = Vec::new();
+        inst.kind.for_each_use(|v| {
+            if let Some(&f) = self.function_of_address.get(&v) {
+                taken.push(f);
+            }
+        });
+        for f in taken {
+            self.reach_function(f);
+        }
+        let result = match &inst.kind {
+            InstKind::Op { args, .. } => match program.int_ops.get(&i) {
+                Some(op) if op.kind != IntOpKind::Load => {
+                    let mut known = Vec::with_capacity(args.len());
+                    let mut outcome = None;
+                    for a in args {
+                        match self.get(*a) {
+                            Lattice::Constant(n) => known.push(n),
+                            Lattice::Varying => outcome = Some(Lattice::Varying),
+                            Lattice::Unknown => {
+                                outcome.get_or_insert(Lattice::Unknown);
+                            }
+                        }
+                    }
+                    outcome.unwrap_or_else(|| {
+                        op.evaluate(&known)
+                            .map_or(Lattice::Varying, Lattice::Constant)
+                    })
+                }
+                _ => Lattice::Varying,
+            },
+            InstKind::Load { ptr } => match self.fixed_load(i, *ptr) {
+                Some((_, value)) => Lattice::Constant(value),
+                None => Lattice::Varying,
+            },
+            InstKind::Phi { incoming } => incoming
+                .iter()
+                .filter(|(_, from)| self.edges.contains(&(*from, block)))
+                .fold(Lattice::Unknown, |acc, (v, _)| acc.meet(self.get(*v))),
+            InstKind::Select {
+                cond,
+                if_true,
+                if_false,
+            } => match self.get(*cond) {
+                Lattice::Unknown => Lattice::Unknown,
+                Lattice::Constant(c) => self.get(if c != 0 { *if_true } else { *if_false }),
+                Lattice::Varying => self.get(*if_true).meet(self.get(*if_false)),
+            },
+            InstKind::Call { callee, .. } => match callee {
+                Callee::Direct(f) if !program.func(*f).is_declaration => {
+                    self.reach_function(*f);
+                    self.returns[f.index()]
+                }
+                _ => Lattice::Varying,
+            },
+            InstKind::Return { value } => {
+                let f = program.block(block).func;
+                let returned = value.map_or(Lattice::Varying, |v| self.get(v));
+                let old = self.returns[f.index()];
+                let new = old.meet(returned);
+                if new != old {
+                    self.returns[f.index()] = new;
+                    self.insts.extend_from_slice(&self.callers[f.index()]);
+                }
+                Lattice::Varying
+            }
+            InstKind::Jump { target } => {
+                self.reach_edge(block, *target);
+                Lattice::Varying
+            }
+            InstKind::Branch {
+                cond,
+                if_true,
+                if_false,
+            } => {
+                match self.get(*cond) {
+                    Lattice::Unknown => {}
+                    Lattice::Constant(c) => {
+                        self.reach_edge(block, if c != 0 { *if_true } else { *if_false })
+                    }
+                    Lattice::Varying => {
+                        self.reach_edge(block, *if_true);
+                        self.reach_edge(block, *if_false);
+                    }
+                }
+                Lattice::Varying
+            }
+            InstKind::Switch {
+                value,
+                default,
+                cases,
+            } => {
+                match self.get(*value) {
+                    Lattice::Unknown => {}
+                    Lattice::Constant(c) => {
+                        let to = cases
+                            .iter()
+                            .find(|(k, _)| *k == c)
+                            .map_or(*default, |(_, b)| *b);
+                        self.reach_edge(block, to);
+                    }
+                    Lattice::Varying => {
+                        for to in inst.kind.successors() {
+                            self.reach_edge(block, to);
+                        }
+                    }
+                }
+                Lattice::Varying
+            }
+            _ => Lattice::Varying,
+        };
+        if let Some(r) = inst.result {
+            self.set(r, result);
+        }
+    }
+}
+
+/// The program as `fixed` leaves it (see the module documentation). With no fixed globals,
+/// nothing is decided and nothing is unreachable that was reachable before.
+pub fn specialise(program: &Program, fixed: &[FixedGlobal]) -> Specialised {
+    let mut propagation = Propagation::new(program, fixed);
+    propagation.run();
+    let p = &propagation;
+    let mut out = program.clone();
+    let mut folded_loads = Vec::new();
+    let (mut decided, mut dead_blocks, mut dead_functions) = (0, 0, 0);
+    let inert = || InstKind::Op {
+        op: OpKind::Other,
+        args: Vec::new(),
+    };
+    for (k, function) in program.functions.iter().enumerate() {
+        if function.is_declaration {
+            continue;
+        }
+        let alive = p.reachable_functions[k];
+        dead_functions += usize::from(!alive);
+        for &b in &function.blocks {
+            let insts = &program.block(b).insts;
+            if !p.reachable_blocks[b.index()] {
+                dead_blocks += usize::from(alive);
+                for &i in insts {
+                    out.insts[i.index()].kind = if program.inst(i).kind.is_terminator() {
+                        InstKind::Unreachable
+                    } else {
+                        inert()
+                    };
+                }
+                continue;
+            }
+            for &i in insts {
+                let inst = program.inst(i);
+                let constant = inst
+                    .result
+                    .is_some_and(|r| matches!(p.get(r), Lattice::Constant(_)));
+                let kind = &mut out.insts[i.index()].kind;
+                match &inst.kind {
+                    InstKind::Branch { .. } | InstKind::Switch { .. } => {
+                        let taken: Vec<BlockId> = inst
+                            .kind
+                            .successors()
+                            .into_iter()
+                            .filter(|to| p.edges.contains(&(b, *to)))
+                            .collect();
+                        if taken.len() == 1 && inst.kind.decision().is_some() {
+                            decided += 1;
+                            *kind = InstKind::Jump { target: taken[0] };
+                        }
+                    }
+                    InstKind::Phi { incoming } if !constant => {
+                        *kind = InstKind::Phi {
+                            incoming: incoming
+                                .iter()
+                                .filter(|(_, from)| p.edges.contains(&(*from, b)))
+                                .copied()
+                                .collect(),
+                        };
+                    }
+                    InstKind::Load { ptr } => {
+                        if let Some((global, expected)) = p.fixed_load(i, *ptr) {
+                            folded_loads.push(FoldedLoad {
+                                inst: i,
+                                global,
+                                expected,
+                            });
+                            *kind = inert();
+                        }
+                    }
+                    // A value that is the same in every run depends on no option.
+                    InstKind::Op { .. } | InstKind::Phi { .. } | InstKind::Select { .. }
+                        if constant =>
+                    {
+                        *kind = inert()
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    Specialised {
+        program: out,
+        folded_loads,
+        decided,
+        dead_blocks,
+        dead_functions,
+    }
+}
