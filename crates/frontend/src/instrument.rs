@@ -8,6 +8,13 @@
 //! `from` when `to` is its only successor, at the start of `to` when `from` is its only
 //! predecessor, and otherwise in a new block on the edge (phis of `to` are rebuilt to name
 //! it). Inserted calls carry the debug location of the instruction they precede.
+//!
+//! Value checks ([`ValueCheck`], [`instrument_with_checks`]) guard what the analysis assumed
+//! of a load (a fixed setting's declared value): right after the load, its integer result is
+//! sign-extended to 64 bits and passed to `void __knobs_fixed_check(uint32_t id, int64_t
+//! value, int64_t expected)`, which compares and records violations (the runtime, not inline
+//! code: one cast and one call per check). They come before any region call inserted at the
+//! same place, and carry the load's debug location.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -25,6 +32,7 @@ use crate::{Error, first_line, llvm};
 
 pub const ENTER: &str = "__knobs_region_enter";
 pub const EXIT: &str = "__knobs_region_exit";
+pub const FIXED_CHECK: &str = "__knobs_fixed_check";
 
 /// One region to instrument: its runtime id and where it starts and ends.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,6 +42,20 @@ pub struct RegionProbe {
     pub end: Vec<ProgramPoint>,
 }
 
+/// A check that the value a load reads is the one the analysis assumed: after `inst` (an ir
+/// `Load` whose LLVM instruction loads an integer of at most 64 bits), the loaded value,
+/// sign-extended to 64 bits, is compared with `expected` by the runtime, which reports a
+/// mismatch under `id`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ValueCheck {
+    pub inst: ir::InstId,
+    /// The runtime's id for this check (reported with a violation).
+    pub id: u32,
+    /// The assumed value in canonical form: the w-bit value sign-extended to 64 bits (an i1
+    /// `true` is -1, an i8 200 is -56).
+    pub expected: i64,
+}
+
 /// What the instrumentation inserted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct InstrumentStats {
@@ -41,6 +63,8 @@ pub struct InstrumentStats {
     pub exit_calls: usize,
     /// Edges that needed a new block.
     pub split_edges: usize,
+    /// `__knobs_fixed_check` calls (one per [`ValueCheck`]).
+    pub value_checks: usize,
 }
 
 /// Where calls go, resolved to LLVM before anything is changed.
@@ -59,6 +83,20 @@ pub fn instrument(
     program: &Program,
     positions: &LlvmPositions,
     probes: &[RegionProbe],
+    output: &Path,
+) -> Result<InstrumentStats, Error> {
+    instrument_with_checks(ssa_bitcode, program, positions, probes, &[], output)
+}
+
+/// [`instrument`], and a `__knobs_fixed_check` call after each check's load. A check whose
+/// instruction is not a load of an integer of at most 64 bits is an error
+/// ([`Error::ValueCheck`]), as is any site that does not resolve; nothing is written then.
+pub fn instrument_with_checks(
+    ssa_bitcode: &Path,
+    program: &Program,
+    positions: &LlvmPositions,
+    probes: &[RegionProbe],
+    checks: &[ValueCheck],
     output: &Path,
 ) -> Result<InstrumentStats, Error> {
     let context = Context::create();
@@ -126,6 +164,53 @@ pub fn instrument(
                 calls[index].push((pass_enter, probe.id));
             }
         }
+    }
+    // The checks' loads, resolved before any change too: (load, its bit width, check).
+    let mut check_sites: Vec<(LLVMValueRef, u32, &ValueCheck)> = Vec::new();
+    for check in checks {
+        let bad = |message: String| Error::ValueCheck {
+            id: check.id,
+            inst: check.inst,
+            message,
+        };
+        let i = check.inst;
+        if i.index() >= program.insts.len() {
+            return Err(bad(format!(
+                "the program has only {} instructions",
+                program.insts.len()
+            )));
+        }
+        if !matches!(program.inst(i).kind, ir::InstKind::Load { .. }) {
+            return Err(bad("it is not a load".into()));
+        }
+        let blocks = layout_of(program.func_of(i))?;
+        let local = program.block(program.inst(i).block).local as usize;
+        let k = positions.inst_index[i.index()] as usize;
+        let inst = blocks[local]
+            .1
+            .get(k)
+            .copied()
+            .ok_or_else(|| stale(format!("instruction {i} is not in block {local}")))?;
+        let width = unsafe {
+            if c::LLVMGetInstructionOpcode(inst) != LLVMOpcode::LLVMLoad {
+                // An atomic read-modify-write also reads, but is not a plain load.
+                return Err(bad(format!(
+                    "its LLVM instruction is not a `load`: {}",
+                    llvm_text(inst)
+                )));
+            }
+            let ty = c::LLVMTypeOf(inst);
+            if c::LLVMGetTypeKind(ty) != llvm_sys::LLVMTypeKind::LLVMIntegerTypeKind
+                || c::LLVMGetIntTypeWidth(ty) > 64
+            {
+                return Err(bad(format!(
+                    "it does not load an integer of at most 64 bits: {}",
+                    llvm_text(inst)
+                )));
+            }
+            c::LLVMGetIntTypeWidth(ty)
+        };
+        check_sites.push((inst, width, check));
     }
 
     let mut stats = InstrumentStats::default();
@@ -202,6 +287,50 @@ pub fn instrument(
                 }
             }
         }
+        // Checks last, each right after its load: before any region call placed after it, and
+        // without moving the debug locations region calls took from their neighbours.
+        if !check_sites.is_empty() {
+            let i64t = c::LLVMInt64TypeInContext(ctx);
+            let mut params = [i32t, i64t, i64t];
+            let check_type = c::LLVMFunctionType(void, params.as_mut_ptr(), 3, 0);
+            let name = std::ffi::CString::new(FIXED_CHECK).expect("no NUL in the name");
+            let mut check_fn = c::LLVMGetNamedFunction(m, name.as_ptr());
+            if check_fn.is_null() {
+                check_fn = c::LLVMAddFunction(m, name.as_ptr(), check_type);
+            }
+            for &(load, width, check) in &check_sites {
+                let next = c::LLVMGetNextInstruction(load); // a load never ends a block
+                c::LLVMPositionBuilderBefore(builder, next);
+                let loc = nearest_debug_loc(load);
+                c::LLVMSetCurrentDebugLocation2(builder, loc);
+                let value = if width < 64 {
+                    let ext = c::LLVMBuildSExt(builder, load, i64t, c"".as_ptr());
+                    if !loc.is_null() {
+                        llvm_sys::debuginfo::LLVMInstructionSetDebugLoc(ext, loc);
+                    }
+                    ext
+                } else {
+                    load
+                };
+                let mut args = [
+                    c::LLVMConstInt(i32t, u64::from(check.id), 0),
+                    value,
+                    c::LLVMConstInt(i64t, check.expected as u64, 1),
+                ];
+                let call = c::LLVMBuildCall2(
+                    builder,
+                    check_type,
+                    check_fn,
+                    args.as_mut_ptr(),
+                    3,
+                    c"".as_ptr(),
+                );
+                if !loc.is_null() {
+                    llvm_sys::debuginfo::LLVMInstructionSetDebugLoc(call, loc);
+                }
+                stats.value_checks += 1;
+            }
+        }
         c::LLVMDisposeBuilder(builder);
     }
     module
@@ -243,6 +372,19 @@ fn function_layout(
         ));
     }
     Ok(std::rc::Rc::new(blocks))
+}
+
+/// An LLVM instruction as text, for messages (one line).
+unsafe fn llvm_text(inst: LLVMValueRef) -> String {
+    unsafe {
+        let text = c::LLVMPrintValueToString(inst);
+        let out = std::ffi::CStr::from_ptr(text)
+            .to_string_lossy()
+            .trim()
+            .to_string();
+        c::LLVMDisposeMessage(text);
+        first_line(&out)
+    }
 }
 
 /// The debug location of `inst`, else of the nearest instruction after it in its block, else

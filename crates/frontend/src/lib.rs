@@ -8,7 +8,8 @@
 //! ([`translate::translate_bitcode`]) following the rules of `docs/ir.md`. The translation
 //! also returns [`LlvmPositions`], a side table from ir ids back to positions in the LLVM
 //! module, which [`instrument::instrument`] uses to insert region enter/exit calls at
-//! `analysis::ProgramPoint`s; [`instrument::link_instrumented`] links the result with the
+//! `analysis::ProgramPoint`s ([`instrument::instrument_with_checks`] also checks that loads
+//! the analysis folded read the value it assumed); [`instrument::link_instrumented`] links the result with the
 //! runtime.
 //!
 //! Architecture invariant: all inkwell and llvm-sys code lives here and only here; nothing of
@@ -27,7 +28,9 @@ pub mod translate;
 
 pub use compile::{CompileOptions, compile_c};
 
-pub use instrument::{InstrumentStats, RegionProbe, instrument, link_instrumented};
+pub use instrument::{
+    InstrumentStats, RegionProbe, ValueCheck, instrument, instrument_with_checks, link_instrumented,
+};
 pub use taint::{TaintStats, instrument_taint};
 pub use translate::{FunctionShape, LlvmPositions, Translation, translate_bitcode};
 
@@ -53,6 +56,12 @@ pub enum Error {
     Ir(#[from] ir::Error),
     #[error("{path} does not match the translated program: {message}")]
     StaleBitcode { path: PathBuf, message: String },
+    #[error("value check {id} on instruction {inst}: {message}")]
+    ValueCheck {
+        id: u32,
+        inst: ir::InstId,
+        message: String,
+    },
     #[error("the instrumented module does not verify: {0}")]
     Verify(String),
     #[error("linking the instrumented program with `{tool}` failed: {message}")]

@@ -3,7 +3,8 @@
  * API (C ABI, called by the code `frontend::instrument` inserts):
  *     void __knobs_region_enter(uint32_t id);
  *     void __knobs_region_exit(uint32_t id);
- * Region ids are dense from 0. Output: at exit, the file named by KNOBS_REGION_TIMES (read
+ *     void __knobs_fixed_check(uint32_t id, int64_t value, int64_t expected);
+ * Region ids are dense from 0, and so are check ids (a separate id space). Output: at exit, the file named by KNOBS_REGION_TIMES (read
  * when the runtime starts) receives the per-region self times and entry counts in the format
  * of docs/region-times.md. Nothing is ever printed on stdout or stderr.
  *
@@ -21,6 +22,11 @@
  *   up to that moment to its open regions, closes them and writes the file. _exit(), fatal
  *   signals, abort() and exec lose everything. Only the process that loaded the runtime
  *   writes (a fork()ed child that exits writes nothing).
+ * - Fixed-setting checks: a load the analysis folded to a constant calls
+ *   __knobs_fixed_check with the loaded value and the assumed one (both sign-extended to 64
+ *   bits). Equal: nothing happens. Different: the violation is counted per check id, and the
+ *   value of the first violation of that id (over all threads, by a global sequence number)
+ *   is kept; the file gets one `fixed` line per violated id. Checks need no open region.
  * - Threads: per-thread stacks and counters, summed when written. Another thread's time is
  *   counted up to its last region event; `total` is then thread-seconds, not wall time
  *   (`wall` is the process's wall time from the runtime's start).
@@ -28,7 +34,9 @@
  * Hot path: one clock read (rdtsc when the CPU has an invariant TSC, converted at exit with
  * the ratio to CLOCK_MONOTONIC over the whole run; else clock_gettime), a thread-local
  * pointer, a few loads and stores. No locks, no system calls, no allocation except when a
- * thread's stack or region table has to grow (mmap, amortised doubling).
+ * thread's stack or region table has to grow (mmap, amortised doubling). A check that holds
+ * is a compare and a return; a violation updates the thread's own check table (grown like the
+ * region table) and, the first time per id and thread, takes a global sequence number.
  */
 #define _GNU_SOURCE
 #include <stdatomic.h>
@@ -61,9 +69,23 @@ struct knobs_table {
     struct knobs_slot slot[];
 };
 
+/* One check id's violations in one thread: written only by the owner thread; `count` is
+ * stored last (release), so a reader that sees it non-zero sees `value` and `seq`. */
+struct knobs_fixed_slot {
+    _Atomic uint64_t count;
+    _Atomic int64_t value; /* this thread's first violating value */
+    _Atomic uint64_t seq;  /* its global sequence number: the earliest over threads wins */
+};
+
+struct knobs_fixed_table {
+    uint32_t cap;
+    struct knobs_fixed_slot slot[];
+};
+
 struct knobs_thread {
     struct knobs_thread *next; /* the global list, pushed once per thread */
     _Atomic(struct knobs_table *) table;
+    _Atomic(struct knobs_fixed_table *) fixed; /* NULL until this thread's first violation */
     uint32_t *stack;
     uint32_t depth;
     uint32_t stack_cap;
@@ -82,6 +104,7 @@ static pid_t knobs_pid;        /* only this process writes */
 static char *knobs_path;       /* KNOBS_REGION_TIMES, copied at start */
 static _Atomic(struct knobs_thread *) knobs_threads;
 static _Atomic int knobs_finished;
+static _Atomic uint64_t knobs_fixed_seq; /* first violations, in order over all threads */
 static __thread struct knobs_thread *knobs_self __attribute__((tls_model("initial-exec")));
 
 static uint64_t mono_ns(void) {
@@ -213,6 +236,26 @@ static KNOBS_COLD struct knobs_table *grow_table(struct knobs_thread *t, uint32_
     return tab;
 }
 
+/* Grows this thread's check table to hold `id` (as grow_table: old tables stay mapped). */
+static KNOBS_COLD struct knobs_fixed_table *grow_fixed(struct knobs_thread *t, uint32_t id) {
+    struct knobs_fixed_table *old = atomic_load_explicit(&t->fixed, memory_order_relaxed);
+    uint64_t cap = old ? (uint64_t)old->cap * 2 : 64;
+    while (cap <= id)
+        cap *= 2;
+    if (cap > UINT32_MAX)
+        cap = UINT32_MAX;
+    if (cap <= id)
+        return NULL;
+    struct knobs_fixed_table *tab = map(sizeof *tab + cap * sizeof(struct knobs_fixed_slot));
+    if (!tab)
+        return NULL;
+    tab->cap = (uint32_t)cap;
+    if (old)
+        memcpy(tab->slot, old->slot, old->cap * sizeof(struct knobs_fixed_slot));
+    atomic_store_explicit(&t->fixed, tab, memory_order_release);
+    return tab;
+}
+
 static KNOBS_COLD int grow_stack(struct knobs_thread *t) {
     uint32_t cap = t->stack_cap * 2;
     uint32_t *s = map((size_t)cap * sizeof(uint32_t));
@@ -263,6 +306,29 @@ KNOBS_API void __knobs_region_exit(uint32_t id) {
     add(&t->unmatched, 1);
 }
 
+static KNOBS_COLD void fixed_violation(uint32_t id, int64_t value) {
+    struct knobs_thread *t = knobs_self;
+    if (!t && !(t = thread_init()))
+        return;
+    struct knobs_fixed_table *tab = atomic_load_explicit(&t->fixed, memory_order_relaxed);
+    if ((!tab || id >= tab->cap) && !(tab = grow_fixed(t, id)))
+        return;
+    struct knobs_fixed_slot *s = &tab->slot[id];
+    uint64_t n = atomic_load_explicit(&s->count, memory_order_relaxed);
+    if (n == 0) {
+        atomic_store_explicit(&s->value, value, memory_order_relaxed);
+        atomic_store_explicit(&s->seq, atomic_fetch_add(&knobs_fixed_seq, 1),
+                              memory_order_relaxed);
+    }
+    atomic_store_explicit(&s->count, n + 1, memory_order_release);
+}
+
+KNOBS_API void __knobs_fixed_check(uint32_t id, int64_t value, int64_t expected) {
+    if (__builtin_expect(value == expected, 1))
+        return;
+    fixed_violation(id, value);
+}
+
 static __attribute__((constructor(101))) void knobs_start(void) {
     global_init();
     /* The main thread's time counts from here, not from its first region. */
@@ -291,7 +357,7 @@ static __attribute__((destructor(101))) void knobs_finish(void) {
         ns_per_tick = (double)(mono1 - knobs_mono0) / (double)(now - knobs_tick0);
 
     uint64_t base = 0, regions = 0, unmatched = 0, threads = 0;
-    uint32_t cap = 0;
+    uint32_t cap = 0, fixed_cap = 0;
     struct knobs_thread *head = atomic_load_explicit(&knobs_threads, memory_order_acquire);
     for (struct knobs_thread *t = head; t; t = t->next) {
         threads++;
@@ -300,6 +366,9 @@ static __attribute__((destructor(101))) void knobs_finish(void) {
         struct knobs_table *tab = atomic_load_explicit(&t->table, memory_order_acquire);
         if (tab && tab->cap > cap)
             cap = tab->cap;
+        struct knobs_fixed_table *fx = atomic_load_explicit(&t->fixed, memory_order_acquire);
+        if (fx && fx->cap > fixed_cap)
+            fixed_cap = fx->cap;
     }
     FILE *f = fopen(knobs_path, "w");
     if (!f)
@@ -315,6 +384,29 @@ static __attribute__((destructor(101))) void knobs_finish(void) {
             fprintf(f, "threads\t%llu\n", (unsigned long long)threads);
             fprintf(f, "unmatched_exits\t%llu\n", (unsigned long long)unmatched);
             fprintf(f, "open_at_exit\t%u\n", open);
+            /* Violated checks: counts summed over threads, the earliest first value. */
+            for (uint32_t id = 0; id < fixed_cap; id++) {
+                uint64_t n = 0, first_seq = UINT64_MAX;
+                int64_t first = 0;
+                for (struct knobs_thread *t = head; t; t = t->next) {
+                    struct knobs_fixed_table *fx =
+                        atomic_load_explicit(&t->fixed, memory_order_acquire);
+                    if (!fx || id >= fx->cap)
+                        continue;
+                    uint64_t c = atomic_load_explicit(&fx->slot[id].count, memory_order_acquire);
+                    if (!c)
+                        continue;
+                    n += c;
+                    uint64_t q = atomic_load_explicit(&fx->slot[id].seq, memory_order_relaxed);
+                    if (q < first_seq) {
+                        first_seq = q;
+                        first = atomic_load_explicit(&fx->slot[id].value, memory_order_relaxed);
+                    }
+                }
+                if (n)
+                    fprintf(f, "fixed\t%u\t%lld\t%llu\n", id, (long long)first,
+                            (unsigned long long)n);
+            }
         }
         for (uint32_t id = 0; id < cap; id++) {
             uint64_t tk = 0, n = 0;

@@ -7,7 +7,10 @@
 //! into `libknobs_runtime.a`, cached by content hash) and reads the file the instrumented
 //! program writes at exit ([`RegionTimes::read`]): per region its self time and entry count,
 //! the base (time outside every region) and the total, as documented in
-//! `docs/region-times.md`.
+//! `docs/region-times.md`. It also provides `__knobs_fixed_check(u32, i64, i64)`, which the
+//! instrumenter calls after loads the analysis folded to a fixed setting's value: a loaded
+//! value that is not the assumed one is recorded per check id and reported in the same file
+//! ([`RegionTimes::fixed_violations`]).
 //!
 //! Semantics, in short (the C file's header comment is the full statement): each thread keeps
 //! a stack of open activations; the time between two events goes to the innermost one (its
@@ -233,6 +236,16 @@ pub struct RegionTime {
     pub entries: u64,
 }
 
+/// A value check (`__knobs_fixed_check`) that failed during the run: the loaded value was
+/// not the one the analysis assumed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FixedViolation {
+    /// The value the first violation loaded (sign-extended to 64 bits).
+    pub value: i64,
+    /// How many times the check failed (all threads).
+    pub count: u64,
+}
+
 /// The contents of a region-times file (`docs/region-times.md`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RegionTimes {
@@ -251,6 +264,8 @@ pub struct RegionTimes {
     pub open_at_exit: u64,
     /// Regions entered at least once (or charged any time), by id.
     pub regions: BTreeMap<u32, RegionTime>,
+    /// Value checks that failed at least once, by check id (empty: every check held).
+    pub fixed_violations: BTreeMap<u32, FixedViolation>,
 }
 
 impl RegionTimes {
@@ -310,6 +325,31 @@ impl RegionTimes {
                 };
                 if times.regions.insert(id, region).is_some() {
                     return Err(err(n, format!("region {id} appears twice")));
+                }
+                continue;
+            }
+            if fields[0] == "fixed" {
+                if fields.len() != 4 {
+                    return Err(err(
+                        n,
+                        format!("expected `fixed<TAB>id<TAB>value<TAB>count`: `{line}`"),
+                    ));
+                }
+                let id: u32 = fields[1]
+                    .trim()
+                    .parse()
+                    .map_err(|_| err(n, format!("`{}` is not a check id", fields[1])))?;
+                let value: i64 = fields[2]
+                    .trim()
+                    .parse()
+                    .map_err(|_| err(n, format!("`{}` is not a 64-bit integer", fields[2])))?;
+                let count = count(fields[3])?;
+                if count == 0 {
+                    return Err(err(n, format!("check {id} has a violation count of 0")));
+                }
+                let violation = FixedViolation { value, count };
+                if times.fixed_violations.insert(id, violation).is_some() {
+                    return Err(err(n, format!("check {id} appears twice")));
                 }
                 continue;
             }
@@ -401,6 +441,75 @@ mod tests {
         let e = bad("knobs-region-times 1\ntotal\t1\nbase\t0\n1\t1\t1\n1\t1\t1\n").to_string();
         assert!(e.contains("twice"), "{e}");
         assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn parses_fixed_setting_violations() {
+        let text = "knobs-region-times 1\ntotal\t1\nbase\t1\nwall\t1\nthreads\t1\n\
+            unmatched_exits\t0\nopen_at_exit\t0\nfixed\t0\t3\t12\n\
+            fixed\t7\t-9223372036854775808\t1\n0\t0.5\t2\n";
+        let t = RegionTimes::parse(text, Path::new("x")).unwrap();
+        assert_eq!(
+            t.fixed_violations
+                .iter()
+                .map(|(k, v)| (*k, *v))
+                .collect::<Vec<_>>(),
+            vec![
+                (
+                    0,
+                    FixedViolation {
+                        value: 3,
+                        count: 12
+                    }
+                ),
+                (
+                    7,
+                    FixedViolation {
+                        value: i64::MIN,
+                        count: 1
+                    }
+                ),
+            ]
+        );
+        assert_eq!(t.region(0).entries, 2);
+        // Without `fixed` lines (every check held, or an older file): none.
+        let t = RegionTimes::parse(SAMPLE, Path::new("x")).unwrap();
+        assert!(t.fixed_violations.is_empty());
+    }
+
+    #[test]
+    fn rejects_malformed_fixed_lines_with_a_line() {
+        let bad = |fixed: &str| {
+            let text = format!("knobs-region-times 1\ntotal\t1\nbase\t1\n{fixed}\n");
+            RegionTimes::parse(&text, Path::new("f.txt"))
+                .unwrap_err()
+                .to_string()
+        };
+        for (line, want) in [
+            ("fixed\t0\t3", "expected `fixed<TAB>id<TAB>value<TAB>count`"),
+            (
+                "fixed\t0\t3\t1\t1",
+                "expected `fixed<TAB>id<TAB>value<TAB>count`",
+            ),
+            ("fixed\t-1\t3\t1", "`-1` is not a check id"),
+            ("fixed\t0\t0x3\t1", "`0x3` is not a 64-bit integer"),
+            (
+                "fixed\t0\t9223372036854775808\t1",
+                "`9223372036854775808` is not a 64-bit integer",
+            ),
+            ("fixed\t0\t3\t-2", "`-2` is not a count"),
+            ("fixed\t0\t3\t0", "count of 0"),
+        ] {
+            let e = bad(line);
+            assert!(e.contains("f.txt:4:") && e.contains(want), "{line:?}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+        // A duplicate is reported on its second line.
+        let e = bad("fixed\t1\t3\t1\nfixed\t1\t4\t1");
+        assert!(
+            e.contains("f.txt:5:") && e.contains("check 1 appears twice"),
+            "{e}"
+        );
     }
 
     #[test]

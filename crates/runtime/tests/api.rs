@@ -1,6 +1,6 @@
 //! The runtime linked into a C program that calls the API directly, with `nanosleep`s of
 //! known length: self times, nested-time subtraction, entry counts, recursion, exit paths,
-//! unmatched exits, threads and fork — real clang 19, real runs.
+//! unmatched exits, threads, fork and fixed-setting checks — real clang 19, real runs.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -20,6 +20,7 @@ const PROGRAM: &str = r#"
 
 void __knobs_region_enter(uint32_t id);
 void __knobs_region_exit(uint32_t id);
+void __knobs_fixed_check(uint32_t id, int64_t value, int64_t expected);
 #define ENTER __knobs_region_enter
 #define EXIT __knobs_region_exit
 
@@ -38,6 +39,13 @@ static void rec(int n) {
 static void deep(void) {
     sleep_ms(10);
     exit(3);
+}
+
+static void *violator(void *arg) {
+    (void)arg;
+    for (int k = 0; k < 100; k++)
+        __knobs_fixed_check(4, 20 + k, 1); /* never the first: main violated 4 before */
+    return NULL;
 }
 
 static void *worker(void *arg) {
@@ -111,6 +119,24 @@ int main(int argc, char **argv) {
         }
         sleep_ms(10);
         EXIT(0);
+    } else if (!strcmp(s, "fixed") || !strcmp(s, "fixed-exit")) {
+        /* No region is ever entered. */
+        for (int k = 0; k < 3; k++)
+            __knobs_fixed_check(0, 5, 5);     /* holds */
+        __knobs_fixed_check(1, 3, 0);         /* first value 3 */
+        __knobs_fixed_check(1, 4, 0);
+        __knobs_fixed_check(1, 0, 0);         /* holds: not counted */
+        __knobs_fixed_check(2, -1, 1);
+        __knobs_fixed_check(2, INT64_MIN, 1);
+        __knobs_fixed_check(300, INT64_MAX, 8);  /* beyond the first table */
+        __knobs_fixed_check(4, 10, 1);
+        pthread_t a, b;
+        pthread_create(&a, NULL, violator, NULL);
+        pthread_create(&b, NULL, violator, NULL);
+        pthread_join(a, NULL);
+        pthread_join(b, NULL);
+        if (!strcmp(s, "fixed-exit"))
+            exit(4);
     } else if (!strcmp(s, "many")) {
         for (uint32_t id = 0; id < 5000; id++) { ENTER(id); EXIT(id); }
         for (int d = 0; d < 3000; d++) ENTER(7);
@@ -263,6 +289,53 @@ fn tables_and_stacks_grow_on_demand() {
     assert_eq!(t.region(4999).entries, 1);
     assert_eq!(t.region(7).entries, 3001);
     assert_eq!((t.unmatched_exits, t.open_at_exit), (0, 0));
+}
+
+#[test]
+fn fixed_setting_violations_are_counted_with_their_first_value() {
+    let want = |v: i64, n: u64| runtime::FixedViolation { value: v, count: n };
+    for scenario in ["fixed", "fixed-exit"] {
+        let (out, t) = measure(scenario);
+        assert_eq!(
+            out.status.code(),
+            Some(if scenario == "fixed" { 0 } else { 4 })
+        );
+        assert_eq!(
+            t.fixed_violations
+                .iter()
+                .map(|(k, v)| (*k, *v))
+                .collect::<Vec<_>>(),
+            vec![
+                (1, want(3, 2)),
+                (2, want(-1, 2)),
+                (4, want(10, 201)),
+                (300, want(i64::MAX, 1)),
+            ],
+            "{scenario}"
+        );
+        assert!(t.regions.is_empty(), "{t:?}");
+        assert_eq!(t.threads, 3);
+    }
+    // The file's `fixed` lines come after the header lines, ids ascending.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("times.tsv");
+    run("fixed", Some(&path));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], runtime::HEADER);
+    assert_eq!(lines[6], "open_at_exit\t0");
+    assert_eq!(
+        &lines[7..],
+        [
+            "fixed\t1\t3\t2",
+            "fixed\t2\t-1\t2",
+            "fixed\t4\t10\t201",
+            "fixed\t300\t9223372036854775807\t1"
+        ]
+    );
+    // Checks that hold leave no line.
+    let (_, t) = measure("nested");
+    assert!(t.fixed_violations.is_empty());
 }
 
 #[test]
