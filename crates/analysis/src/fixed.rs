@@ -78,10 +78,10 @@ struct Propagation<'p> {
     returns: Vec<Lattice>,
     reachable_blocks: Vec<bool>,
     reachable_functions: Vec<bool>,
+    reachable_globals: Vec<bool>,
     edges: HashSet<(BlockId, BlockId)>,
     users: Vec<Vec<InstId>>,
     callers: Vec<Vec<InstId>>,
-    function_of_address: HashMap<ValueId, FuncId>,
     blocks: Vec<BlockId>,
     insts: Vec<InstId>,
 }
@@ -110,12 +110,6 @@ impl<'p> Propagation<'p> {
                 _ => Lattice::Varying,
             })
             .collect();
-        let function_of_address = program
-            .functions
-            .iter()
-            .enumerate()
-            .map(|(k, f)| (f.address, FuncId(k as u32)))
-            .collect();
         Propagation {
             program,
             fixed: fixed.iter().map(|f| (f.global, f.value)).collect(),
@@ -123,10 +117,10 @@ impl<'p> Propagation<'p> {
             returns: vec![Lattice::Unknown; program.functions.len()],
             reachable_blocks: vec![false; program.blocks.len()],
             reachable_functions: vec![false; program.functions.len()],
+            reachable_globals: vec![false; program.globals.len()],
             edges: HashSet::new(),
             users,
             callers,
-            function_of_address,
             blocks: Vec::new(),
             insts: Vec::new(),
         }
@@ -134,19 +128,12 @@ impl<'p> Propagation<'p> {
 
     fn run(&mut self) {
         let program = self.program;
-        // Where runs start: `main`, or every function of a program without one; functions
-        // that code outside the program may call (their address is in a global's
-        // initializer; taking it in reachable code is handled as blocks become reachable).
+        // Where runs start: `main`, or every function of a program without one. Functions
+        // whose address reachable code takes, directly or through a global whose initializer
+        // holds it (a table of function pointers), are reached as that code is.
         match program.function_named("main") {
             Some(main) if !program.func(main).is_declaration => self.reach_function(main),
             _ => (0..program.functions.len()).for_each(|k| self.reach_function(FuncId(k as u32))),
-        }
-        for g in &program.globals {
-            for r in &g.initializer_refs {
-                if let Some(&f) = self.function_of_address.get(&r.address) {
-                    self.reach_function(f);
-                }
-            }
         }
         loop {
             if let Some(b) = self.blocks.pop() {
@@ -169,6 +156,22 @@ impl<'p> Propagation<'p> {
         }
         if let Some(entry) = self.program.func(f).entry() {
             self.reach_block(entry);
+        }
+    }
+
+    /// Reachable code takes the address `v`: a function it may call, or a global whose
+    /// initializer's addresses it may load.
+    fn take_address(&mut self, v: ValueId) {
+        match *self.program.value(v) {
+            ValueDef::Function(f) => self.reach_function(f),
+            ValueDef::Global(g) => {
+                if !std::mem::replace(&mut self.reachable_globals[g.index()], true) {
+                    for r in &self.program.globals[g.index()].initializer_refs {
+                        self.take_address(r.address);
+                    }
+                }
+            }
+            _ => {}
         }
     }
 
@@ -222,14 +225,38 @@ impl<'p> Propagation<'p> {
         let inst = program.inst(i);
         let block = inst.block;
         // Functions whose address reachable code takes may be called from anywhere.
+        // Addresses this instruction passes on, as far as it is known to: a select whose
+        // condition is decided passes one operand, a phi those of edges that can be taken.
         let mut taken = Vec::new();
-        inst.kind.for_each_use(|v| {
-            if let Some(&f) = self.function_of_address.get(&v) {
-                taken.push(f);
+        let mut take = |v: ValueId| {
+            if matches!(
+                program.value(v),
+                ValueDef::Function(_) | ValueDef::Global(_)
+            ) {
+                taken.push(v);
             }
-        });
-        for f in taken {
-            self.reach_function(f);
+        };
+        match &inst.kind {
+            InstKind::Select {
+                cond,
+                if_true,
+                if_false,
+            } => match self.get(*cond) {
+                Lattice::Unknown => {}
+                Lattice::Constant(c) => take(if c != 0 { *if_true } else { *if_false }),
+                Lattice::Varying => {
+                    take(*if_true);
+                    take(*if_false);
+                }
+            },
+            InstKind::Phi { incoming } => incoming
+                .iter()
+                .filter(|(_, from)| self.edges.contains(&(*from, block)))
+                .for_each(|(v, _)| take(*v)),
+            kind => kind.for_each_use(take),
+        }
+        for v in taken {
+            self.take_address(v);
         }
         let result = match &inst.kind {
             InstKind::Op { args, .. } => match program.int_ops.get(&i) {

@@ -140,10 +140,14 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
 
     let instrumented = whitebox::configcrusher::instrument(&spec, &analysed, &settings)?;
     eprintln!(
-        "instrumented: {} region entry and {} exit calls ({} split edges) → {}",
+        "instrumented: {} region entry and {} exit calls ({} split edges){} → {}",
         instrumented.stats.enter_calls,
         instrumented.stats.exit_calls,
         instrumented.stats.split_edges,
+        match instrumented.stats.value_checks {
+            0 => String::new(),
+            n => format!(", {n} checks of fixed settings"),
+        },
         instrumented.binary.display()
     );
 

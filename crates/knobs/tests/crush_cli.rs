@@ -382,3 +382,115 @@ on = ["-d"]
     assert!(stdout.contains("X1"), "{stdout}");
     assert!(!stdout.contains("X1·X2"), "{stdout}");
 }
+
+/// A compressor in miniature: `-d` would run a decompressor in which A and B meet; the
+/// workload never passes it.
+const FIXED_MAIN: &str = r#"
+#include <string.h>
+__attribute__((annotate("knobs:option=A"))) int A;
+__attribute__((annotate("knobs:option=B"))) int B;
+int decompress;
+int state;
+volatile long sink;
+static void spin(long n) { for (long i = 0; i < n; i++) sink += i; }
+static void unpack(void) { if (B) state = A; }
+int main(int argc, char **argv) {
+    for (int k = 1; k < argc; k++) {
+        if (!strcmp(argv[k], "-a")) A = 1;
+        if (!strcmp(argv[k], "-b")) B = 1;
+        if (!strcmp(argv[k], "-d")) decompress = 1;
+    }
+    if (decompress) unpack();
+    if (state) spin(1000);
+    if (A) spin(200000);
+    if (B) spin(100000);
+    return 0;
+}
+"#;
+
+fn fixed_spec(args: &str, fixed: &str) -> String {
+    format!(
+        r#"
+name = "fixed"
+[build]
+sources = ["main.c"]
+[build.fixed]
+{fixed}
+[run]
+program = "./fixed"
+args = [{args}]
+[measure]
+repetitions = 1
+[[workload]]
+name = "default"
+[[option]]
+name = "A"
+on = ["-a"]
+[[option]]
+name = "B"
+on = ["-b"]
+"#
+    )
+}
+
+#[test]
+fn fixed_settings_remove_interactions_of_code_that_never_runs_and_are_checked() {
+    let crush = |spec: &Path| {
+        knobs()
+            .args(["crush", "--spec"])
+            .arg(spec)
+            .output()
+            .unwrap()
+    };
+    // Without fixed settings, A and B meet in the decompressor's state: 4 of 4.
+    let (_d0, spec) = c_subject(FIXED_MAIN, &fixed_spec("\"{options}\"", ""));
+    let out = crush(&spec);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("configurations to measure: 4 of 4"),
+        "{stderr}"
+    );
+
+    // `decompress = 0`: the decompressor cannot run, A and B are independent: 2 of 4.
+    let (_d1, spec) = c_subject(FIXED_MAIN, &fixed_spec("\"{options}\"", "decompress = 0"));
+    let out = crush(&spec);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("configurations to measure: 2 of 4"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("fixed settings: 1 reads folded"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("1 checks of fixed settings"), "{stderr}");
+
+    // A workload that does pass -d contradicts the setting: every run says so and crush
+    // fails with one line naming the setting and the read.
+    let (_d2, spec) = c_subject(
+        FIXED_MAIN,
+        &fixed_spec("\"-d\", \"{options}\"", "decompress = 0"),
+    );
+    knobs()
+        .args(["crush", "--spec"])
+        .arg(&spec)
+        .assert()
+        .code(2)
+        .stderr(contains(
+            "[build.fixed] says `decompress` is 0 in every run, but the read at",
+        ))
+        .stderr(contains("main.c:16 saw 1 (1 of its reads)"));
+
+    // A name the program does not define.
+    let (_d3, spec) = c_subject(FIXED_MAIN, &fixed_spec("\"{options}\"", "nosuch = 1"));
+    knobs()
+        .args(["crush", "--spec"])
+        .arg(&spec)
+        .assert()
+        .code(2)
+        .stderr(contains(
+            "[build.fixed] names `nosuch`, which is not a global the program defines",
+        ));
+}

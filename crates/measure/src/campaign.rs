@@ -79,12 +79,24 @@ pub struct Campaign<'a> {
 }
 
 /// How an instrumented program reports region times: it writes them to the file named by
-/// the environment variable `env`, and `read` parses that file.
-#[derive(Clone, Debug)]
+/// the environment variable `env`, and `read` parses that file (an error fails the run with
+/// its message).
+#[derive(Clone)]
 pub struct RegionOutput {
     pub env: String,
-    pub read: fn(&Path) -> Result<Vec<RegionMeasurement>, String>,
+    pub read: std::sync::Arc<ReadRegions>,
 }
+
+impl std::fmt::Debug for RegionOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegionOutput")
+            .field("env", &self.env)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Reads a region-times file.
+pub type ReadRegions = dyn Fn(&Path) -> Result<Vec<RegionMeasurement>, String> + Send + Sync;
 
 impl<'a> Campaign<'a> {
     /// A campaign with the spec's settings, of the program as the spec runs it.

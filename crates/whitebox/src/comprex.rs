@@ -577,7 +577,7 @@ pub fn measure_configurations(
         &profiled.variant,
         RegionOutput {
             env: runtime::profiler::ENV_VAR.into(),
-            read: read_profile,
+            read: std::sync::Arc::new(read_profile),
         },
         configurations,
         on_event,

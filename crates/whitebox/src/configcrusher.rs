@@ -179,6 +179,8 @@ pub struct Instrumented {
     /// The store's name for this build's measurements: `configcrusher:` and a hash of the
     /// binary, so a changed program or plan is measured afresh and a rerun resumes.
     pub variant: String,
+    /// The reads of fixed settings it checks, by check id.
+    pub fixed_reads: std::sync::Arc<Vec<FixedRead>>,
 }
 
 /// Stage 2: insert region timers and link the runtime.
@@ -198,12 +200,40 @@ pub fn instrument(
             end: r.end.clone(),
         })
         .collect();
+    // Every read the analysis folded is checked in every run (check id = index).
+    let program = &analysed.translation.program;
+    let folded = analysed
+        .specialised
+        .as_ref()
+        .map_or(&[][..], |s| &s.folded_loads[..]);
+    let checks: Vec<frontend::ValueCheck> = folded
+        .iter()
+        .enumerate()
+        .map(|(k, f)| frontend::ValueCheck {
+            inst: f.inst,
+            id: k as u32,
+            expected: f.expected,
+        })
+        .collect();
+    let fixed_reads = folded
+        .iter()
+        .map(|f| {
+            let name = &program.globals[f.global.index()].name;
+            let value = spec.build.as_ref().and_then(|b| b.fixed.get(name)).copied();
+            FixedRead {
+                global: name.clone(),
+                value: value.unwrap_or(f.expected),
+                at: program.describe_loc(program.inst(f.inst).loc),
+            }
+        })
+        .collect();
     let bitcode = settings.work_dir.join("program.instrumented.bc");
-    let stats = frontend::instrument(
+    let stats = frontend::instrument_with_checks(
         &analysed.ssa,
-        &analysed.translation.program,
+        program,
         &analysed.translation.positions,
         &probes,
+        &checks,
         &bitcode,
     )?;
     let runtime = runtime::build(&settings.clang, &settings.work_dir.join("runtime"))?;
@@ -219,12 +249,41 @@ pub fn instrument(
         binary,
         stats,
         variant,
+        fixed_reads: std::sync::Arc::new(fixed_reads),
     })
 }
 
-/// Reads a region-times file into the store's form: every region entered, plus the base.
-fn read_region_times(path: &Path) -> Result<Vec<RegionMeasurement>, String> {
+/// A read of a fixed setting the instrumented program checks.
+#[derive(Clone, Debug)]
+pub struct FixedRead {
+    pub global: String,
+    /// The value the spec gives it.
+    pub value: i64,
+    /// `file:line` of the read.
+    pub at: String,
+}
+
+/// How a run that contradicts `[build.fixed]` fails (the start of its message).
+const FIXED_VIOLATED: &str = "[build.fixed] says";
+
+/// Reads a region-times file into the store's form: every region entered, plus the base. A
+/// run in which a folded read saw another value than the fixed one is an error: the analysis
+/// that chose its regions and configurations assumed otherwise.
+fn read_region_times(
+    path: &Path,
+    fixed_reads: &[FixedRead],
+) -> Result<Vec<RegionMeasurement>, String> {
     let times = runtime::RegionTimes::read(path).map_err(|e| e.to_string())?;
+    if let Some((&id, violation)) = times.fixed_violations.iter().next() {
+        let read = fixed_reads.get(id as usize).ok_or_else(|| {
+            format!("the program reports fixed-setting check {id}, which was never inserted")
+        })?;
+        return Err(format!(
+            "{FIXED_VIOLATED} `{}` is {} in every run, but the read at {} saw {} ({} of its reads): \
+             correct or remove it",
+            read.global, read.value, read.at, violation.value, violation.count
+        ));
+    }
     Ok(crate::region_measurements(&times))
 }
 
@@ -247,11 +306,29 @@ pub fn measure_configurations(
         &instrumented.variant,
         RegionOutput {
             env: REGION_TIMES_ENV.into(),
-            read: read_region_times,
+            read: {
+                let fixed_reads = instrumented.fixed_reads.clone();
+                std::sync::Arc::new(move |path: &Path| read_region_times(path, &fixed_reads))
+            },
         },
         configurations,
         on_event,
     )
+    .and_then(|report| {
+        // A contradicted fixed setting invalidates the analysis, not just one run.
+        match report
+            .failed
+            .iter()
+            .find(|(_, why)| why.contains(FIXED_VIOLATED))
+        {
+            Some((config, why)) => Err(Error::Invalid(format!(
+                "{}: configuration `{config}`: {}",
+                spec.path.display(),
+                &why[why.find(FIXED_VIOLATED).unwrap_or(0)..]
+            ))),
+            None => Ok(report),
+        }
+    })
 }
 
 /// Stage 4: local models per region and the global model, from the stored region times.
