@@ -164,11 +164,11 @@ impl<'p> Propagation<'p> {
     fn take_address(&mut self, v: ValueId) {
         match *self.program.value(v) {
             ValueDef::Function(f) => self.reach_function(f),
-            ValueDef::Global(g) => {
-                if !std::mem::replace(&mut self.reachable_globals[g.index()], true) {
-                    for r in &self.program.globals[g.index()].initializer_refs {
-                        self.take_address(r.address);
-                    }
+            ValueDef::Global(g)
+                if !std::mem::replace(&mut self.reachable_globals[g.index()], true) =>
+            {
+                for r in &self.program.globals[g.index()].initializer_refs {
+                    self.take_address(r.address);
                 }
             }
             _ => {}

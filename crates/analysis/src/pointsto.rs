@@ -325,9 +325,47 @@ fn solve_with(program: &Program, merge: bool, budget: Option<usize>) -> Option<P
     }
     // Functions nothing in the program calls are called from outside (`main`, callbacks
     // handed to libc): their pointer parameters point to the outside. Giving them this only
-    // now keeps it out of functions that are called (through pointers) by the program.
+    // now keeps it out of functions that are called (through pointers) by the program. A
+    // function whose address only a global's initializer holds (an entry of a dispatch table)
+    // is not handed to anyone: if the program never calls it, nothing does.
+    let mut taken = vec![false; program.functions.len()];
+    let mut handed = Vec::new();
+    for inst in &program.insts {
+        inst.kind.for_each_use(|v| {
+            if let ValueDef::Function(f) = program.value(v) {
+                taken[f.index()] = true;
+            }
+        });
+        // A table handed to the library directly (`sigaction (SIGINT, &table, …)`).
+        if let InstKind::Call {
+            callee: Callee::Direct(f),
+            args,
+        } = &inst.kind
+            && program.func(*f).is_declaration
+        {
+            handed.extend(args.iter().filter_map(|&a| match program.value(a) {
+                ValueDef::Global(g) => Some(*g),
+                _ => None,
+            }));
+        }
+    }
+    let mut seen = vec![false; program.globals.len()];
+    while let Some(g) = handed.pop() {
+        if std::mem::replace(&mut seen[g.index()], true) {
+            continue;
+        }
+        for r in &program.globals[g.index()].initializer_refs {
+            match program.value(r.address) {
+                ValueDef::Function(f) => taken[f.index()] = true,
+                ValueDef::Global(h) => handed.push(*h),
+                _ => {}
+            }
+        }
+    }
+    let main = program.function_named("main");
     for (k, f) in program.functions.iter().enumerate() {
-        if !f.is_declaration && !s.called[k] {
+        let outside_may_call = taken[k] || main.is_none_or(|m| m.index() == k);
+        if !f.is_declaration && !s.called[k] && outside_may_call {
             for (j, &p) in f.params.iter().enumerate() {
                 let outside = s.new_root(Root::Outside(FuncId(k as u32), j as u32));
                 let refs = &mut s.root_refs[s.cells[outside.index()].root as usize];

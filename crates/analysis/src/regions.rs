@@ -154,11 +154,14 @@ fn region_at(
             })
             .collect()
     };
-    // Walk the post-dominators while they have the same influence.
+    // Walk the post-dominators while they have the same influence. A post-dominator that
+    // dominates the head's block is the header of a loop around it: the region ends on the
+    // way back to it, else the back edge would be inside the region, which each iteration
+    // would enter again and leave only once.
     let mut pos: Option<(u32, usize)> = next_pdom(program, dom, func, local, k);
     while let Some((pb, pk)) = pos {
         let s = statements(program, func.blocks[pb as usize])[pk];
-        if influence[s.index()] != set {
+        if influence[s.index()] != set || (pk == 0 && dom.dom.dominates(pb, local)) {
             break;
         }
         pos = next_pdom(program, dom, func, pb, pk);
