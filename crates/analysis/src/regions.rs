@@ -211,6 +211,40 @@ fn region_at(
             .map(ProgramPoint::Before)
             .collect(),
     };
+    // An end the head does not dominate also runs on paths that never entered the region
+    // (a `return` or a join shared with a path that bypasses the head): end where the paths
+    // from the head leave the blocks it dominates instead.
+    let block_of = |p: &ProgramPoint| match p {
+        ProgramPoint::Before(i) => program.block(program.inst(*i).block).local,
+        ProgramPoint::Edge { from, .. } => program.block(*from).local,
+    };
+    let end = if end.iter().all(|p| dom.dom.dominates(local, block_of(p))) {
+        end
+    } else {
+        let dominated = |x: u32| inside[x as usize] && dom.dom.dominates(local, x);
+        let mut leaving = Vec::new();
+        for x in (0..func.blocks.len() as u32).filter(|&x| dominated(x)) {
+            let block = func.blocks[x as usize];
+            if let Some((pb, pk)) = pos
+                && pb == x
+                && pk > 0
+            {
+                leaving.push(ProgramPoint::Before(statements(program, block)[pk]));
+                continue;
+            }
+            let successors = program.successors(block);
+            if successors.is_empty() {
+                leaving.extend(program.terminator(block).map(ProgramPoint::Before));
+            }
+            for s in successors {
+                let sl = program.block(s).local;
+                if !dominated(sl) || Some(sl) == stop {
+                    leaving.push(ProgramPoint::Edge { from: block, to: s });
+                }
+            }
+        }
+        leaving
+    };
     Region {
         function: f,
         options: set,
