@@ -217,14 +217,21 @@ static inline void charge(struct knobs_thread *t, uint64_t now) {
 
 /* Grows this thread's region table to hold `id`; old tables are never unmapped, since the
  * exit handler may be reading them from another thread. */
-static KNOBS_COLD struct knobs_table *grow_table(struct knobs_thread *t, uint32_t id) {
-    struct knobs_table *old = atomic_load_explicit(&t->table, memory_order_relaxed);
-    uint64_t cap = old ? (uint64_t)old->cap * 2 : 256;
+/* The capacity a table of `old_cap` slots (0: none yet, then `initial`) grows to so that it
+ * holds `id`, doubling; 0 when none can (id UINT32_MAX is not a dense id). */
+static KNOBS_COLD uint64_t grown_capacity(uint32_t old_cap, uint64_t initial, uint32_t id) {
+    uint64_t cap = old_cap ? (uint64_t)old_cap * 2 : initial;
     while (cap <= id)
         cap *= 2;
     if (cap > UINT32_MAX)
         cap = UINT32_MAX;
-    if (cap <= id) /* id UINT32_MAX: not a dense id */
+    return cap <= id ? 0 : cap;
+}
+
+static KNOBS_COLD struct knobs_table *grow_table(struct knobs_thread *t, uint32_t id) {
+    struct knobs_table *old = atomic_load_explicit(&t->table, memory_order_relaxed);
+    uint64_t cap = grown_capacity(old ? old->cap : 0, 256, id);
+    if (!cap)
         return NULL;
     struct knobs_table *tab = map(sizeof *tab + cap * sizeof(struct knobs_slot));
     if (!tab)
@@ -239,12 +246,8 @@ static KNOBS_COLD struct knobs_table *grow_table(struct knobs_thread *t, uint32_
 /* Grows this thread's check table to hold `id` (as grow_table: old tables stay mapped). */
 static KNOBS_COLD struct knobs_fixed_table *grow_fixed(struct knobs_thread *t, uint32_t id) {
     struct knobs_fixed_table *old = atomic_load_explicit(&t->fixed, memory_order_relaxed);
-    uint64_t cap = old ? (uint64_t)old->cap * 2 : 64;
-    while (cap <= id)
-        cap *= 2;
-    if (cap > UINT32_MAX)
-        cap = UINT32_MAX;
-    if (cap <= id)
+    uint64_t cap = grown_capacity(old ? old->cap : 0, 64, id);
+    if (!cap)
         return NULL;
     struct knobs_fixed_table *tab = map(sizeof *tab + cap * sizeof(struct knobs_fixed_slot));
     if (!tab)
