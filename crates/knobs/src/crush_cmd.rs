@@ -76,6 +76,25 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
             s.dead_functions,
             s.dead_blocks
         );
+        // A setting no read was folded for changes nothing: say so rather than stay silent.
+        let unread: Vec<&str> = spec
+            .build
+            .iter()
+            .flat_map(|b| b.fixed.keys())
+            .filter(|name| {
+                !s.folded_loads
+                    .iter()
+                    .any(|f| program.globals[f.global.index()].name == **name)
+            })
+            .map(String::as_str)
+            .collect();
+        if !unread.is_empty() {
+            eprintln!(
+                "note: [build.fixed]: no read of {} was folded (read through pointers, or not \
+                 an integer), so they change nothing",
+                unread.join(", ")
+            );
+        }
     }
     let interactions = analysed.interactions(&spec);
     // Peak memory is the process's high-water mark so far: loading and translating the

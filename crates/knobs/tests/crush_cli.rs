@@ -391,6 +391,7 @@ __attribute__((annotate("knobs:option=A"))) int A;
 __attribute__((annotate("knobs:option=B"))) int B;
 int decompress;
 int state;
+char *outname;
 volatile long sink;
 static void spin(long n) { for (long i = 0; i < n; i++) sink += i; }
 static void unpack(void) { if (B) state = A; }
@@ -401,6 +402,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[k], "-d")) decompress = 1;
     }
     if (decompress) unpack();
+    if (outname) spin(10);
     if (state) spin(1000);
     if (A) spin(200000);
     if (B) spin(100000);
@@ -452,8 +454,12 @@ fn fixed_settings_remove_interactions_of_code_that_never_runs_and_are_checked() 
         "{stderr}"
     );
 
-    // `decompress = 0`: the decompressor cannot run, A and B are independent: 2 of 4.
-    let (_d1, spec) = c_subject(FIXED_MAIN, &fixed_spec("\"{options}\"", "decompress = 0"));
+    // `decompress = 0`: the decompressor cannot run, A and B are independent: 2 of 4. A
+    // pointer cannot be fixed: said, not ignored.
+    let (_d1, spec) = c_subject(
+        FIXED_MAIN,
+        &fixed_spec("\"{options}\"", "decompress = 0\noutname = 0"),
+    );
     let out = crush(&spec);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
@@ -466,6 +472,7 @@ fn fixed_settings_remove_interactions_of_code_that_never_runs_and_are_checked() 
         "{stderr}"
     );
     assert!(stderr.contains("1 checks of fixed settings"), "{stderr}");
+    assert!(stderr.contains("no read of outname was folded"), "{stderr}");
 
     // A workload that does pass -d contradicts the setting: every run says so and crush
     // fails with one line naming the setting and the read.
@@ -481,7 +488,7 @@ fn fixed_settings_remove_interactions_of_code_that_never_runs_and_are_checked() 
         .stderr(contains(
             "[build.fixed] says `decompress` is 0 in every run, but the read at",
         ))
-        .stderr(contains("main.c:16 saw 1 (1 of its reads)"));
+        .stderr(contains("main.c:17 saw 1 (1 of its reads)"));
 
     // A name the program does not define.
     let (_d3, spec) = c_subject(FIXED_MAIN, &fixed_spec("\"{options}\"", "nosuch = 1"));
