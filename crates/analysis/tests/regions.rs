@@ -4,15 +4,21 @@ use analysis::{ProgramDominance, SetId, SetInterner, identify_regions};
 use ir::{InstKind, Program};
 use space::OptionId;
 
+/// A program with a global `level` (its address) and an empty `main`.
+fn main_with_global() -> (Program, ir::ValueId, ir::FuncId) {
+    let mut p = Program::new();
+    let g = p.add_global("level").unwrap();
+    let level = p.globals[g.index()].address;
+    let main = p.add_function("main", 0).unwrap();
+    (p, level, main)
+}
+
 /// Clang keeps the block after a `return` inside `do { … } while (0)`: it has no
 /// predecessors, so a region headed there could never start, yet its end would run at every
 /// return (on xz, two such regions made 2.9 M exit calls per run that closed nothing).
 #[test]
 fn dead_code_gets_no_region() {
-    let mut p = Program::new();
-    let g = p.add_global("level").unwrap();
-    let level = p.globals[g.index()].address;
-    let main = p.add_function("main", 0).unwrap();
+    let (mut p, level, main) = main_with_global();
     let mut b = p.build(main);
     b.new_block();
     let then = b.new_block();
@@ -53,10 +59,7 @@ fn dead_code_gets_no_region() {
 /// 128 K nested entries per run and a 400-fold slowdown).
 #[test]
 fn a_region_in_a_loop_body_ends_on_the_back_edge() {
-    let mut p = Program::new();
-    let g = p.add_global("level").unwrap();
-    let level = p.globals[g.index()].address;
-    let main = p.add_function("main", 0).unwrap();
+    let (mut p, level, main) = main_with_global();
     let mut b = p.build(main);
     let entry = b.new_block();
     let header = b.new_block();
@@ -109,10 +112,7 @@ fn a_region_in_a_loop_body_ends_on_the_back_edge() {
 /// where the paths from its head leave the blocks the head dominates.
 #[test]
 fn a_region_ends_where_paths_leave_what_its_head_dominates() {
-    let mut p = Program::new();
-    let g = p.add_global("level").unwrap();
-    let level = p.globals[g.index()].address;
-    let main = p.add_function("main", 0).unwrap();
+    let (mut p, level, main) = main_with_global();
     let mut b = p.build(main);
     b.new_block();
     let then = b.new_block();
