@@ -18,7 +18,7 @@ use space::OptionId;
 use crate::ProgramDominance;
 use crate::options::{FxMap, SetId};
 use crate::pointsto::{ALLOCATORS, CellId, libc_name};
-use crate::taint::{StatementInfluence, is_copier};
+use crate::static_taint::{StatementInfluence, is_copier};
 use crate::wrappers::MemoryCopy;
 
 /// A fact of the fixpoint that can hold options.

@@ -20,7 +20,7 @@ use ir::{FuncId, GlobalId, InstId, InstKind, Program, StructId, ValueDef, ValueI
 
 use crate::options::{FxMap, FxSet};
 use crate::pointsto::{CellId, PointsTo};
-use crate::taint::CallGraph;
+use crate::static_taint::CallGraph;
 
 /// For each load that reads only local definitions, the stores it reads.
 #[derive(Clone, Debug, Default)]

@@ -1,7 +1,7 @@
 //! Where a program keeps its options: the description the system spec gives (or the frontend
 //! reads from source annotations), and its resolution against a [`Program`].
 
-use ir::{FuncId, GlobalId, Program, StructId};
+use ir::{ArgSelector, GlobalId, Place, Program};
 use space::{ConfigSpace, OptionId};
 
 use crate::Error;
@@ -11,14 +11,6 @@ use crate::Error;
 pub enum FieldRef {
     Index(u32),
     Name(String),
-}
-
-/// Selects the calls of a function whose argument `index` is the constant string `value`,
-/// e.g. argument 0 = `"XZ_MODE"` for `getenv("XZ_MODE")`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ArgSelector {
-    pub index: u32,
-    pub value: String,
 }
 
 /// One way a program holds an option's value.
@@ -43,18 +35,10 @@ pub struct OptionSource {
     pub kind: SourceKind,
 }
 
-/// A source resolved to the program's ids.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ResolvedSource {
-    Global(GlobalId),
-    Field(StructId, u32),
-    Return(FuncId, Option<ArgSelector>),
-}
-
 /// Sources resolved against one program; what the taint analysis seeds from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ResolvedSources {
-    pub sources: Vec<(OptionId, ResolvedSource)>,
+    pub sources: Vec<(OptionId, Place)>,
 }
 
 impl ResolvedSources {
@@ -63,7 +47,7 @@ impl ResolvedSources {
         let mut out = Vec::new();
         for s in sources {
             let resolved = match &s.kind {
-                SourceKind::Global { name } => ResolvedSource::Global(
+                SourceKind::Global { name } => Place::Global(
                     program
                         .global_named(name)
                         .ok_or_else(|| Error::UnknownGlobal(name.clone()))?,
@@ -90,9 +74,9 @@ impl ResolvedSources {
                             });
                         }
                     };
-                    ResolvedSource::Field(id, index)
+                    Place::Field(id, index)
                 }
-                SourceKind::FunctionReturn { function, selector } => ResolvedSource::Return(
+                SourceKind::FunctionReturn { function, selector } => Place::Return(
                     program
                         .function_named(function)
                         .ok_or_else(|| Error::UnknownFunction(function.clone()))?,
@@ -115,11 +99,19 @@ impl ResolvedSources {
                         name: name.to_string(),
                         context: format!("the annotation of global `{}`", g.name),
                     })?;
-                    out.push((option, ResolvedSource::Global(GlobalId(i as u32))));
+                    out.push((option, Place::Global(GlobalId(i as u32))));
                 }
             }
         }
         Ok(ResolvedSources { sources: out })
+    }
+
+    /// Each source as its option's index and place: what the dynamic taint pass takes.
+    pub fn by_index(&self) -> Vec<(usize, Place)> {
+        self.sources
+            .iter()
+            .map(|(o, place)| (o.index(), place.clone()))
+            .collect()
     }
 
     pub fn extend(&mut self, other: ResolvedSources) {

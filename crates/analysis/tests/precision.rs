@@ -1,10 +1,8 @@
 //! The precision choices of the taint engine (see `analysis::taint`), each on a small
 //! hand-built program: what is no longer tainted, and what must stay tainted.
 
-use analysis::{
-    OptionSet, OptionSource, ProgramDominance, ResolvedSources, SourceKind, StatementInfluence,
-    analyse,
-};
+use analysis::{OptionSet, OptionSource, ResolvedSources, SourceKind, StatementInfluence, analyse};
+use ir::ProgramDominance;
 use ir::{InstId, Program, ValueDef, ValueId};
 use space::OptionId;
 

@@ -2,9 +2,9 @@
 //! lost (or invented).
 
 use analysis::{
-    FieldRef, OptionSet, OptionSource, ProgramDominance, ResolvedSources, SourceKind,
-    StatementInfluence, analyse,
+    FieldRef, OptionSet, OptionSource, ResolvedSources, SourceKind, StatementInfluence, analyse,
 };
+use ir::ProgramDominance;
 use ir::{FunctionBuilder, InstId, Program, ValueId};
 use space::OptionId;
 
@@ -340,7 +340,7 @@ fn irrelevant_options_stay_irrelevant() {
     assert!(si.relevant_options().is_empty());
     assert!(si.decisions.is_empty());
     assert_eq!(
-        analysis::taint::irrelevant_options(&si, [OPT, OTHER].into_iter()),
+        analysis::static_taint::irrelevant_options(&si, [OPT, OTHER].into_iter()),
         vec![OPT, OTHER]
     );
 }
@@ -364,7 +364,7 @@ fn getenv_with_a_selector_taints_only_the_selected_call() {
         option: OPT,
         kind: SourceKind::FunctionReturn {
             function: "getenv".into(),
-            selector: Some(analysis::ArgSelector {
+            selector: Some(ir::ArgSelector {
                 index: 0,
                 value: "XZ_MODE".into(),
             }),

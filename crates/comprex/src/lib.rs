@@ -25,6 +25,7 @@
 mod explore;
 mod model;
 mod partition;
+pub mod pipeline;
 mod record;
 
 pub use explore::{
@@ -56,4 +57,16 @@ pub enum Error {
     Unmeasured { region: String, subspace: String },
     #[error("{0}")]
     Invalid(String),
+    #[error(transparent)]
+    Instrumented(#[from] instrumented::Error),
+    #[error(transparent)]
+    Llvm(#[from] llvm::Error),
+    #[error(transparent)]
+    Runtime(#[from] runtime::Error),
+    #[error(transparent)]
+    Measure(#[from] measure::Error),
+    #[error(transparent)]
+    Model(#[from] ::model::Error),
+    #[error(transparent)]
+    Space(#[from] space::Error),
 }

@@ -19,11 +19,17 @@
 //! options; a frontend translates into this crate, never the other way round.
 
 mod builder;
+pub mod dom;
 mod dump;
+mod place;
+mod point;
 
 use std::collections::HashMap;
 
 pub use builder::FunctionBuilder;
+pub use dom::{DomTree, FunctionDominance, ProgramDominance};
+pub use place::{ArgSelector, Place};
+pub use point::ProgramPoint;
 
 /// Everything that can be wrong with a program; each message is one line.
 #[derive(Debug, thiserror::Error)]

@@ -83,7 +83,7 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
         "program" => Granularity::Program,
         g => bail!("unknown granularity `{g}`; expected method, statement or program"),
     };
-    let Some(overhead_fit) = whitebox::comprex::OverheadFit::parse(&args.overhead_fit) else {
+    let Some(overhead_fit) = comprex::pipeline::OverheadFit::parse(&args.overhead_fit) else {
         bail!(
             "unknown overhead fit `{}`; expected ratio or line",
             args.overhead_fit
@@ -97,7 +97,7 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
         None => spec.analysis_workload()?,
     };
     spec.prepare_workload(workload)?;
-    let mut settings = whitebox::Settings::new(
+    let mut settings = instrumented::Settings::new(
         args.work_dir
             .clone()
             .unwrap_or_else(|| beside(&args.spec, ".knobs/comprex")),
@@ -107,7 +107,7 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
         return granularity_table(&spec, &settings, analysis, args.max_runs);
     }
 
-    let explored = whitebox::comprex::explore(
+    let explored = comprex::pipeline::explore(
         &spec,
         &settings,
         analysis,
@@ -149,7 +149,7 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
     } else {
         // Profiling and models need the method partitions: explore again at method
         // granularity (cheap next to measuring, and it reuses nothing it should not).
-        whitebox::comprex::explore(
+        comprex::pipeline::explore(
             &spec,
             &settings,
             analysis,
@@ -159,12 +159,12 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
         )?
     };
     if !args.all_probes {
-        let selection = whitebox::comprex::select_probes(
+        let selection = comprex::pipeline::select_probes(
             &spec,
             &settings,
             analysis,
             &method_level,
-            &whitebox::comprex::ProbeSettings {
+            &comprex::pipeline::ProbeSettings {
                 min_ns_per_entry: args.probe_min_ns,
                 min_entries: args.probe_min_entries,
                 ..Default::default()
@@ -200,7 +200,7 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
                 d.into.join(", ")
             );
         }
-        let new = whitebox::comprex::fold(
+        let new = comprex::pipeline::fold(
             &spec,
             analysis,
             &mut method_level,
@@ -219,7 +219,7 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
     }
     let exploration = &method_level.exploration;
 
-    let profiled = whitebox::comprex::instrument_methods(&spec, &settings, &method_level)?;
+    let profiled = comprex::pipeline::instrument_methods(&spec, &settings, &method_level)?;
     let store_path = args
         .store
         .clone()
@@ -227,7 +227,7 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
     let store = Store::open(&store_path)?;
     measure::runner::kill_runs_on_interrupt();
     let report = with_progress(|on_event| {
-        Ok(whitebox::comprex::measure_configurations(
+        Ok(comprex::pipeline::measure_configurations(
             &store,
             &settings,
             &spec,
@@ -240,7 +240,7 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
     print_report(&report, spec.measure.max_cv);
 
     let correction = if args.overhead_correction > 0 {
-        let correction = whitebox::comprex::overhead_correction(
+        let correction = comprex::pipeline::overhead_correction(
             &spec,
             &settings,
             workload,
@@ -276,7 +276,7 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
         None
     };
 
-    let model = whitebox::comprex::build_model_corrected(
+    let model = comprex::pipeline::build_model_corrected(
         &store,
         &spec,
         workload,
@@ -323,7 +323,7 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
 /// iterative analysis at each region granularity, from coarse to fine.
 fn granularity_table(
     spec: &SystemSpec,
-    settings: &whitebox::Settings,
+    settings: &instrumented::Settings,
     analysis: &measure::Workload,
     max_runs: usize,
 ) -> Result<Outcome> {
@@ -335,7 +335,7 @@ fn granularity_table(
         ("method", Granularity::Method),
         ("statement", Granularity::Statement),
     ] {
-        let explored = whitebox::comprex::explore(
+        let explored = comprex::pipeline::explore(
             spec,
             settings,
             analysis,

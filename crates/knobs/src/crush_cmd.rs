@@ -50,7 +50,7 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
     spec.check_cwd()?;
     let workload = spec.workload(args.workload.as_deref())?;
     spec.prepare_workload(workload)?;
-    let mut settings = whitebox::Settings::new(
+    let mut settings = instrumented::Settings::new(
         args.work_dir
             .clone()
             .unwrap_or_else(|| beside(&args.spec, ".knobs/configcrusher")),
@@ -58,7 +58,7 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
     settings.optimise = !args.no_optimise;
     settings.retry_failed = args.retry_failed;
 
-    let analysed = whitebox::configcrusher::analyse(&spec, &settings)?;
+    let analysed = configcrusher::analyse(&spec, &settings)?;
     let program = &analysed.translation.program;
     eprintln!(
         "built {}: {} functions, {} instructions in {:.1} s",
@@ -157,7 +157,7 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
         return Ok(Outcome::Done);
     }
 
-    let instrumented = whitebox::configcrusher::instrument(&spec, &analysed, &settings)?;
+    let instrumented = configcrusher::instrument(&spec, &analysed, &settings)?;
     eprintln!(
         "instrumented: {} region entry and {} exit calls ({} split edges){} → {}",
         instrumented.stats.enter_calls,
@@ -177,7 +177,7 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
     let store = Store::open(&store_path)?;
     measure::runner::kill_runs_on_interrupt();
     let report = with_progress(|on_event| {
-        Ok(whitebox::configcrusher::measure_configurations(
+        Ok(configcrusher::measure_configurations(
             &store,
             &settings,
             &spec,
@@ -189,13 +189,8 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
     })?;
     print_report(&report, spec.measure.max_cv);
 
-    let model = whitebox::configcrusher::build_model(
-        &store,
-        &spec,
-        workload,
-        &analysed,
-        &instrumented.variant,
-    )?;
+    let model =
+        configcrusher::build_model(&store, &spec, workload, &analysed, &instrumented.variant)?;
     report_overhead(&store, &spec, workload, &instrumented.variant)?;
     let out = args
         .out
@@ -224,11 +219,7 @@ fn peak_memory_mib() -> Option<f64> {
 const EXPLAINED_DECISIONS: usize = 3;
 
 /// Prints why the named options reach the same tainted decisions (`--explain`).
-fn explain(
-    spec: &SystemSpec,
-    analysed: &whitebox::configcrusher::Analysed,
-    names: &str,
-) -> Result<()> {
+fn explain(spec: &SystemSpec, analysed: &configcrusher::Analysed, names: &str) -> Result<()> {
     use analysis::explain::{Explainer, Fact};
     let mut options = Vec::new();
     for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
@@ -395,7 +386,7 @@ fn report_overhead(
     let runs: std::collections::BTreeSet<i64> = times.iter().map(|(_, run, _)| *run).collect();
     let entries: u64 = times
         .iter()
-        .filter(|(_, _, r)| r.region != whitebox::BASE)
+        .filter(|(_, _, r)| r.region != instrumented::BASE)
         .map(|(_, _, r)| r.entries)
         .sum();
     let mut line = format!(

@@ -31,7 +31,7 @@
 //! `u32`s chosen by the instrumenter.
 
 pub mod profiler;
-pub mod taint;
+pub mod taint_library;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

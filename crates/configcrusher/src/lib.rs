@@ -1,0 +1,49 @@
+//! `configcrusher`: ConfigCrusher (Velez et al., journal version §3–§5) end to end.
+//!
+//! Static taint analysis (`analysis`) says which options influence each decision; this crate
+//! turns that into regions (Algorithm 2, and their propagation by Algorithms 3 and 4:
+//! [`regions`]), compresses the interactions into the configurations to measure (Algorithm 1,
+//! [`compress`]), and runs the pipeline ([`pipeline`]): instrument the regions with timers,
+//! measure the compressed configurations, and build the global and per-region models.
+//!
+//! Architecture invariant: no LLVM types and no process handling of its own: programs are
+//! built, linked and measured through `instrumented`, analysed through `analysis`.
+//!
+//! Architecture invariant: optimising regions never changes the model that measuring them
+//! yields: an instruction's optimised influence contains its original influence and is
+//! itself an interaction of the program (invariants 1 and 2 of the paper).
+
+pub mod compress;
+pub mod pipeline;
+pub mod regions;
+
+pub use compress::{Compression, compress};
+pub use pipeline::{
+    Analysed, Instrumented, analyse, build_model, instrument, measure_configurations,
+};
+pub use regions::{Region, RegionPlan, identify_regions, optimise_influence};
+
+/// Everything that can go wrong; one line each.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("unknown option `{name}` in {context}")]
+    UnknownOption { name: String, context: String },
+    #[error("interaction needs {needed} configurations, more than the limit of {limit}")]
+    TooManyCombinations { needed: u128, limit: u128 },
+    #[error(transparent)]
+    Instrumented(#[from] instrumented::Error),
+    #[error(transparent)]
+    Llvm(#[from] llvm::Error),
+    #[error(transparent)]
+    Analysis(#[from] analysis::Error),
+    #[error(transparent)]
+    Runtime(#[from] runtime::Error),
+    #[error(transparent)]
+    Measure(#[from] measure::Error),
+    #[error(transparent)]
+    Model(#[from] model::Error),
+    #[error(transparent)]
+    Space(#[from] space::Error),
+}

@@ -1,0 +1,480 @@
+//! ConfigCrusher end to end (Velez et al., journal version,
+//! §3–§5), from a system spec to a performance-influence model with per-region local models.
+//!
+//! The pipeline, one function per stage:
+//!
+//! 1. [`analyse`]: build the program ([`instrumented::build`]: clang-19 → bitcode → `ir`, option
+//!    sources from the spec's `source` entries and `knobs:option=` annotations), run
+//!    the static taint analysis (statement-influence map), identify regions (Algorithm 2)
+//!    before and after propagation (Algorithms 3/4), and compress the interactions into
+//!    configurations (Algorithm 1) that satisfy the space's constraints;
+//! 2. [`instrument`]: insert region timers at the regions' start and end points, link the
+//!    runtime (`runtime`), giving an instrumented binary and a *variant* name for the store;
+//! 3. [`measure_configurations`]: run the compressed configurations through the measurement
+//!    engine (`measure`: repetitions, timeouts, resumable store), collecting region times;
+//! 4. [`build_model`]: per region, the self time in each combination of the region's options
+//!    (the median over a configuration's repetitions, averaged over the configurations with
+//!    that combination) becomes a local model (subspace → influence form); the global model
+//!    is their sum plus the base (time outside every region).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use analysis::{OptionSet, StatementInfluence};
+use instrumented::{BASE, Settings};
+use ir::ProgramDominance;
+use llvm::{RegionProbe, Translation};
+
+use crate::compress::Compression;
+use crate::regions::RegionPlan;
+use measure::campaign::{CampaignReport, Event, RegionOutput};
+use measure::store::{RegionMeasurement, Store};
+use measure::{SystemSpec, Workload};
+use model::{InfluenceModel, ModelFile, Region, SourceSpan, Term};
+use space::{Configuration, OptionId, ValidConfigurations};
+
+use crate::Error;
+
+/// The environment variable the runtime writes region times to.
+pub const REGION_TIMES_ENV: &str = runtime::ENV_VAR;
+
+/// The result of building and analysing the program.
+pub struct Analysed {
+    pub translation: Translation,
+    /// The program as the spec's fixed settings leave it, when it has any: what the analysis
+    /// read (the same ids as `translation.program`, which instrumentation rewrites).
+    pub specialised: Option<analysis::Specialised>,
+    /// The SSA bitcode the instrumenter rewrites.
+    pub ssa: PathBuf,
+    pub influence: StatementInfluence,
+    /// The regions to instrument (after propagation, when enabled).
+    pub plan: RegionPlan,
+    /// Regions Algorithm 2 finds without propagation, for comparison (R before/after).
+    pub regions_unoptimised: usize,
+    pub compression: Compression,
+    /// Options no decision depends on.
+    pub irrelevant: Vec<String>,
+    pub build_seconds: f64,
+    pub analysis_seconds: f64,
+}
+
+impl Analysed {
+    /// The program the analysis read.
+    pub fn program(&self) -> &ir::Program {
+        match &self.specialised {
+            Some(s) => &s.program,
+            None => &self.translation.program,
+        }
+    }
+
+    /// Option names of a set, in the space's order.
+    pub fn names(&self, spec: &SystemSpec, set: &OptionSet) -> Vec<String> {
+        set.iter()
+            .map(|o| spec.space.option(o).name.clone())
+            .collect()
+    }
+
+    /// The maximal interactions, by name.
+    pub fn interactions(&self, spec: &SystemSpec) -> Vec<Vec<String>> {
+        self.compression
+            .maximal
+            .iter()
+            .map(|s| self.names(spec, s))
+            .collect()
+    }
+}
+
+/// Stage 1: build, analyse, place regions, compress.
+pub fn analyse(spec: &SystemSpec, settings: &Settings) -> Result<Analysed, Error> {
+    let built = instrumented::build(spec, settings, "ConfigCrusher")?;
+    let started = Instant::now();
+    let fixed = fixed_globals(spec, &built.translation.program)?;
+    let specialised =
+        (!fixed.is_empty()).then(|| analysis::specialise(&built.translation.program, &fixed));
+    let program = match &specialised {
+        Some(s) => &s.program,
+        None => &built.translation.program,
+    };
+    let sources = &built.sources;
+    let dominance = ProgramDominance::new(program);
+    let mut influence = analysis::analyse(program, &dominance, sources);
+    let regions_unoptimised =
+        crate::identify_regions(program, &dominance, &influence.influence, &[])
+            .regions
+            .len();
+    let plan = if settings.optimise {
+        let (optimised, pulled) = crate::optimise_influence(
+            program,
+            &mut influence.sets,
+            &influence.influence,
+            &influence.call_graph,
+        );
+        crate::identify_regions(program, &dominance, &optimised, &pulled)
+    } else {
+        crate::identify_regions(program, &dominance, &influence.influence, &[])
+    };
+    let interactions: Vec<OptionSet> = influence
+        .interactions()
+        .iter()
+        .map(|s| influence.sets.get(*s).clone())
+        .collect();
+    let valid = ValidConfigurations::new(&spec.space)?;
+    let compression = crate::compress(&valid, &interactions, settings.combination_limit)?;
+    let relevant = influence.relevant_options();
+    // An option selected in every configuration (mandatory up to the root: a grouping such as
+    // "level") cannot change anything; it is not reported as irrelevant either.
+    let constant = |mut o: space::OptionId| loop {
+        let option = spec.space.option(o);
+        if !option.mandatory {
+            break false;
+        }
+        match option.parent {
+            None => break true,
+            Some(p) => o = p,
+        }
+    };
+    let irrelevant = spec
+        .space
+        .ids()
+        .filter(|o| !relevant.contains(*o) && !constant(*o))
+        .map(|o| spec.space.option(o).name.clone())
+        .collect();
+    let analysis_seconds = started.elapsed().as_secs_f64();
+    Ok(Analysed {
+        specialised,
+        ssa: built.ssa,
+        influence,
+        plan,
+        regions_unoptimised,
+        compression,
+        irrelevant,
+        build_seconds: built.seconds,
+        analysis_seconds,
+        translation: built.translation,
+    })
+}
+
+/// The spec's fixed settings (`[build.fixed]`) as globals of the program.
+fn fixed_globals(
+    spec: &SystemSpec,
+    program: &ir::Program,
+) -> Result<Vec<analysis::FixedGlobal>, Error> {
+    let Some(build) = &spec.build else {
+        return Ok(Vec::new());
+    };
+    build
+        .fixed
+        .iter()
+        .map(|(name, &value)| match program.global_named(name) {
+            Some(global) if program.globals[global.index()].defined => {
+                Ok(analysis::FixedGlobal { global, value })
+            }
+            _ => Err(Error::Invalid(format!(
+                "{}: [build.fixed] names `{name}`, which is not a global the program defines",
+                spec.path.display()
+            ))),
+        })
+        .collect()
+}
+
+/// An instrumented build of the program.
+pub struct Instrumented {
+    pub binary: PathBuf,
+    pub stats: llvm::InstrumentStats,
+    /// The store's name for this build's measurements: `configcrusher:` and a hash of the
+    /// binary, so a changed program or plan is measured afresh and a rerun resumes.
+    pub variant: String,
+    /// The reads of fixed settings it checks, by check id.
+    pub fixed_reads: std::sync::Arc<Vec<FixedRead>>,
+}
+
+/// Stage 2: insert region timers and link the runtime.
+pub fn instrument(
+    spec: &SystemSpec,
+    analysed: &Analysed,
+    settings: &Settings,
+) -> Result<Instrumented, Error> {
+    let probes: Vec<RegionProbe> = analysed
+        .plan
+        .regions
+        .iter()
+        .enumerate()
+        .map(|(i, r)| RegionProbe {
+            id: i as u32,
+            start: r.start.clone(),
+            end: r.end.clone(),
+        })
+        .collect();
+    // Every read the analysis folded is checked in every run (check id = index).
+    let program = &analysed.translation.program;
+    let folded = analysed
+        .specialised
+        .as_ref()
+        .map_or(&[][..], |s| &s.folded_loads[..]);
+    let checks: Vec<llvm::ValueCheck> = folded
+        .iter()
+        .enumerate()
+        .map(|(k, f)| llvm::ValueCheck {
+            inst: f.inst,
+            id: k as u32,
+            expected: f.expected,
+        })
+        .collect();
+    let fixed_reads = folded
+        .iter()
+        .map(|f| {
+            let name = &program.globals[f.global.index()].name;
+            let value = spec.build.as_ref().and_then(|b| b.fixed.get(name)).copied();
+            FixedRead {
+                global: name.clone(),
+                value: value.unwrap_or(f.expected),
+                at: program.describe_loc(program.inst(f.inst).loc),
+            }
+        })
+        .collect();
+    let bitcode = settings.work_dir.join("program.instrumented.bc");
+    let stats = llvm::instrument_with_checks(
+        &analysed.ssa,
+        program,
+        &analysed.translation.positions,
+        &probes,
+        &checks,
+        &bitcode,
+    )?;
+    let runtime = runtime::build(&settings.clang, &settings.work_dir.join("runtime"))?;
+    let (binary, variant) = instrumented::link(
+        spec,
+        settings,
+        &bitcode,
+        runtime,
+        runtime::LINK_FLAGS,
+        "configcrusher",
+    )?;
+    Ok(Instrumented {
+        binary,
+        stats,
+        variant,
+        fixed_reads: std::sync::Arc::new(fixed_reads),
+    })
+}
+
+/// A read of a fixed setting the instrumented program checks.
+#[derive(Clone, Debug)]
+pub struct FixedRead {
+    pub global: String,
+    /// The value the spec gives it.
+    pub value: i64,
+    /// `file:line` of the read.
+    pub at: String,
+}
+
+/// How a run that contradicts `[build.fixed]` fails (the start of its message).
+const FIXED_VIOLATED: &str = "[build.fixed] says";
+
+/// Reads a region-times file into the store's form: every region entered, plus the base. A
+/// run in which a folded read saw another value than the fixed one is an error: the analysis
+/// that chose its regions and configurations assumed otherwise.
+fn read_region_times(
+    path: &Path,
+    fixed_reads: &[FixedRead],
+) -> Result<Vec<RegionMeasurement>, String> {
+    let times = runtime::RegionTimes::read(path).map_err(|e| e.to_string())?;
+    if let Some((&id, violation)) = times.fixed_violations.iter().next() {
+        let read = fixed_reads.get(id as usize).ok_or_else(|| {
+            format!("the program reports fixed-setting check {id}, which was never inserted")
+        })?;
+        return Err(format!(
+            "{FIXED_VIOLATED} `{}` is {} in every run, but the read at {} saw {} ({} of its reads): \
+             correct or remove it",
+            read.global, read.value, read.at, violation.value, violation.count
+        ));
+    }
+    Ok(instrumented::region_measurements(&times))
+}
+
+/// Stage 3: measure the configurations with the instrumented binary.
+pub fn measure_configurations(
+    store: &Store,
+    settings: &Settings,
+    spec: &SystemSpec,
+    workload: &Workload,
+    instrumented: &Instrumented,
+    configurations: &[Configuration],
+    on_event: &mut dyn FnMut(Event),
+) -> Result<CampaignReport, Error> {
+    ::instrumented::measure_instrumented(
+        store,
+        settings,
+        spec,
+        workload,
+        &instrumented.binary,
+        &instrumented.variant,
+        RegionOutput {
+            env: REGION_TIMES_ENV.into(),
+            read: {
+                let fixed_reads = instrumented.fixed_reads.clone();
+                std::sync::Arc::new(move |path: &Path| read_region_times(path, &fixed_reads))
+            },
+        },
+        configurations,
+        on_event,
+    )
+    .map_err(Error::from)
+    .and_then(|report| {
+        // A contradicted fixed setting invalidates the analysis, not just one run.
+        match report
+            .failed
+            .iter()
+            .find(|(_, why)| why.contains(FIXED_VIOLATED))
+        {
+            Some((config, why)) => Err(Error::Invalid(format!(
+                "{}: configuration `{config}`: {}",
+                spec.path.display(),
+                &why[why.find(FIXED_VIOLATED).unwrap_or(0)..]
+            ))),
+            None => Ok(report),
+        }
+    })
+}
+
+/// Stage 4: local models per region and the global model, from the stored region times.
+pub fn build_model(
+    store: &Store,
+    spec: &SystemSpec,
+    workload: &Workload,
+    analysed: &Analysed,
+    variant: &str,
+) -> Result<ModelFile, Error> {
+    let medians = instrumented::median_region_times(store, spec, workload, variant)?;
+    let mut configs: Vec<(Configuration, &str)> = Vec::new();
+    for config in medians.keys() {
+        configs.push((spec.space.parse_configuration(config)?, config));
+    }
+    let mean = |config: &str, region: &str| medians[config].get(region).copied().unwrap_or(0.0);
+
+    let program = &analysed.translation.program;
+    let valid = ValidConfigurations::new(&spec.space)?;
+    let mut regions = Vec::new();
+    for (i, region) in analysed.plan.regions.iter().enumerate() {
+        let id = format!("r{i}");
+        let options: Vec<OptionId> = analysed.influence.sets.get(region.options).iter().collect();
+        let names: Vec<String> = options
+            .iter()
+            .map(|o| spec.space.option(*o).name.clone())
+            .collect();
+        // Each non-baseline value of an option is a factor: the option itself when binary,
+        // `name=value` (a value indicator) when numeric.
+        let levels: Vec<Vec<model::Factor>> = options
+            .iter()
+            .map(|o| {
+                let option = spec.space.option(*o);
+                if option.is_binary() {
+                    vec![model::Factor::Option(option.name.clone())]
+                } else {
+                    (1..option.arity() as u32)
+                        .map(|v| {
+                            model::Factor::Equals(option.name.clone(), option.numeric_value(v))
+                        })
+                        .collect()
+                }
+            })
+            .collect();
+        let arities: Vec<usize> = levels.iter().map(|l| l.len() + 1).collect();
+        // One cell per combination of the region's option values (mixed radix, the first
+        // option varying fastest).
+        let ncells: usize = arities.iter().product();
+        let cells: Vec<f64> = (0..ncells)
+            .map(|cell| {
+                let mut rest = cell;
+                let digits: Vec<u32> = arities
+                    .iter()
+                    .map(|a| {
+                        let d = rest % a;
+                        rest /= a;
+                        d as u32
+                    })
+                    .collect();
+                let matching: Vec<f64> = configs
+                    .iter()
+                    .filter(|(c, _)| {
+                        options
+                            .iter()
+                            .zip(&digits)
+                            .all(|(o, d)| c.0[o.index()] == *d)
+                    })
+                    .map(|(_, text)| mean(text, &id))
+                    .collect();
+                // A combination the constraints forbid is never predicted; 0 keeps its
+                // cell out of the way.
+                if matching.is_empty() {
+                    0.0
+                } else {
+                    matching.iter().sum::<f64>() / matching.len() as f64
+                }
+            })
+            .collect();
+        let terms = model::influence_from_levels(&levels, &cells)?;
+        // A product of values no valid configuration takes together (two members of one
+        // alternative group, from cells the constraints forbid) is never active: leave it out.
+        let terms = InfluenceModel::from_terms(
+            terms
+                .terms()
+                .iter()
+                .filter(|t| {
+                    let literals: Vec<space::Literal> = t
+                        .options
+                        .iter()
+                        .filter_map(|f| {
+                            let (j, _) = names
+                                .iter()
+                                .enumerate()
+                                .find(|(_, n)| n.as_str() == f.option())?;
+                            let value = levels[j].iter().position(|l| l == f)? as u32 + 1;
+                            Some((options[j], value))
+                        })
+                        .collect();
+                    valid.allows(&literals)
+                })
+                .cloned(),
+        );
+        let func = program.func(region.function);
+        let file = func
+            .file
+            .map(|f| program.files[f.index()].clone())
+            .unwrap_or_default();
+        let lines = region.lines.or(func.lines).unwrap_or((0, 0));
+        regions.push(Region {
+            id,
+            location: Some(SourceSpan {
+                file,
+                lines: [lines.0, lines.1],
+                function: Some(func.name.clone()),
+            }),
+            options: names,
+            terms,
+        });
+    }
+    let base_time = configs.iter().map(|(_, c)| mean(c, BASE)).sum::<f64>() / configs.len() as f64;
+    let base = InfluenceModel::from_terms([Term::new::<&str>(&[], base_time)]);
+    regions.insert(
+        0,
+        Region {
+            id: BASE.into(),
+            location: None,
+            options: Vec::new(),
+            terms: base.clone(),
+        },
+    );
+    // `compose` adds the base itself; the base region is listed for completeness.
+    let mut file = ModelFile::compose(InfluenceModel::new(), regions);
+    file.system = Some(spec.name.clone());
+    file.metric = Some("wall time (s), from region timers".into());
+    file.provenance
+        .insert("approach".into(), "configcrusher".into());
+    file.provenance.insert("variant".into(), variant.into());
+    file.provenance
+        .insert("workload".into(), workload.name.clone().into());
+    file.provenance
+        .insert("configurations".into(), configs.len().into());
+    Ok(file)
+}

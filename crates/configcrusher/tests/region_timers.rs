@@ -1,0 +1,202 @@
+//! The whole pipeline on ConfigCrusher's running example (`examples/running-example/main.c`):
+//! compile with clang 19, translate, analyse, find regions (as Algorithm 2 gives them and
+//! after the propagation of Algorithms 3/4), instrument, link with the real runtime, run in a
+//! few configurations and read the region times back.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use analysis::{OptionSet, ResolvedSources, analyse};
+use configcrusher::{identify_regions, optimise_influence};
+use ir::ProgramDominance;
+use llvm::{CompileOptions, RegionProbe, compile_c, instrument, link_instrumented};
+use runtime::RegionTimes;
+
+const NAMES: [&str; 10] = ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J"];
+
+/// One sleep unit, in milliseconds (main.c reads FIG2_UNIT_MS).
+const UNIT_MS: f64 = 4.0;
+
+/// How much longer than its sleeps a run may take, in seconds (a loaded 2-core machine).
+const SLACK: f64 = 0.025;
+
+/// An instrumented binary and each region's options (by region id).
+struct Instrumented {
+    exe: PathBuf,
+    options: Vec<BTreeSet<&'static str>>,
+}
+
+/// The example's time in sleep units for a configuration (main.c's comment, term by term).
+fn expected_units(on: &BTreeSet<&str>) -> f64 {
+    let o = |n: &str| on.contains(n);
+    let mut units = 1.0;
+    if o("A") {
+        units += 2.0 + if o("C") { 4.0 } else { 1.0 };
+    }
+    if o("A") && o("B") {
+        units += 3.0;
+    }
+    if o("D") && o("E") && o("F") {
+        units += 5.0;
+    }
+    for (k, n) in NAMES[..9].iter().enumerate() {
+        if o(n) {
+            units += 0.1 * (k + 1) as f64;
+        }
+    }
+    units
+}
+
+fn build(dir: &Path) -> (Instrumented, Instrumented) {
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/running-example/main.c")
+        .canonicalize()
+        .unwrap();
+    let linked = compile_c(&[source], &CompileOptions::default(), &dir.join("bc")).unwrap();
+    let ssa = dir.join("prog.ssa.bc");
+    let translation = llvm::translate_bitcode(&linked, Some(&ssa)).unwrap();
+    let p = &translation.program;
+    let mut space = space::ConfigSpace::new("fig2");
+    for n in NAMES {
+        space.add_binary(n, None, false).unwrap();
+    }
+    let resolved = ResolvedSources::from_annotations(p, &space).unwrap();
+    let dom = ProgramDominance::new(p);
+    let mut si = analyse(p, &dom, &resolved);
+    let clang = Path::new("clang-19");
+    let lib = runtime::build(clang, &PathBuf::from(env!("CARGO_TARGET_TMPDIR"))).unwrap();
+
+    let plan = identify_regions(p, &dom, &si.influence, &[]);
+    let names = |s: &OptionSet| -> BTreeSet<&'static str> {
+        NAMES
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| s.contains(space::OptionId(*k as u32)))
+            .map(|(_, n)| *n)
+            .collect()
+    };
+    let make = |name: &str, regions: &[configcrusher::Region], sets: &analysis::SetInterner| {
+        let probes: Vec<RegionProbe> = regions
+            .iter()
+            .enumerate()
+            .map(|(k, r)| RegionProbe {
+                id: k as u32,
+                start: r.start.clone(),
+                end: r.end.clone(),
+            })
+            .collect();
+        let bc = dir.join(format!("{name}.bc"));
+        instrument(&ssa, p, &translation.positions, &probes, &bc).unwrap();
+        let exe = dir.join(name);
+        link_instrumented(clang, &bc, std::slice::from_ref(&lib), &[], &exe).unwrap();
+        Instrumented {
+            exe,
+            options: regions.iter().map(|r| names(sets.get(r.options))).collect(),
+        }
+    };
+    let unoptimised = make("unoptimised", &plan.regions, &si.sets);
+    let (optimised, pulled) = optimise_influence(p, &mut si.sets, &si.influence, &si.call_graph);
+    let plan = identify_regions(p, &dom, &optimised, &pulled);
+    let optimised = make("optimised", &plan.regions, &si.sets);
+    (unoptimised, optimised)
+}
+
+fn run(exe: &Path, on: &BTreeSet<&str>, dir: &Path) -> RegionTimes {
+    let times = dir.join("times.tsv");
+    let _ = std::fs::remove_file(&times);
+    let out = Command::new(exe)
+        .args(on.iter().map(|n| format!("-{n}")))
+        .env("FIG2_UNIT_MS", UNIT_MS.to_string())
+        .env(runtime::ENV_VAR, &times)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
+    RegionTimes::read(&times).unwrap()
+}
+
+#[test]
+fn region_times_add_up_and_follow_the_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let (unoptimised, optimised) = build(dir.path());
+    let unit = UNIT_MS * 1e-3;
+    let configurations: [&[&str]; 5] = [
+        &[],
+        &["A"],
+        &["A", "B", "C"],
+        &["D", "E", "F", "J"],
+        &["A", "B", "C", "D", "E", "F", "G", "H", "I"],
+    ];
+    let mut rc = [0u64; 2];
+    for (which, inst) in [&unoptimised, &optimised].into_iter().enumerate() {
+        let mut default: Option<(RegionTimes, f64)> = None;
+        for cfg in configurations {
+            let on: BTreeSet<&str> = cfg.iter().copied().collect();
+            let t = run(&inst.exe, &on, dir.path());
+            let ctx = format!("{} {on:?}: {t:?}", ["unoptimised", "optimised"][which]);
+            rc[which] = rc[which].max(t.entries());
+            // Base plus regions is the total; the total is the program's sleeps (never less;
+            // more by the sleeps' overshoot, generously bounded for a busy machine) and its
+            // wall time but for the moments before the runtime starts.
+            assert!(
+                (t.base + t.regions_seconds() - t.total).abs() < 1e-6,
+                "{ctx}"
+            );
+            let want = expected_units(&on) * unit;
+            assert!(
+                t.total >= want && t.total <= want * 1.1 + SLACK,
+                "expected {want} s: {ctx}"
+            );
+            assert!(t.total <= t.wall + 1e-6 && t.wall - t.total < 2e-3, "{ctx}");
+            assert_eq!((t.unmatched_exits, t.open_at_exit, t.threads), (0, 0, 1));
+            // Line 12's unit sleep is outside every region of Algorithm 2; the propagation
+            // may expand a region over it (the optimised plan's region at main's entry).
+            assert!(t.base <= unit * 1.1 + SLACK, "base: {ctx}");
+            if which == 0 {
+                assert!(t.base >= unit, "base: {ctx}");
+            }
+            // A region's time depends on its options only: with all of them off, it holds
+            // what it holds in the default configuration — nothing for every region of
+            // Algorithm 2 (so less than the smallest sleep, 0.1 unit); the optimised plan's
+            // expanded region keeps line 12's unit. Sleeps never end early, so a region's
+            // excess over its sleeps is at most its run's excess over the program's sleeps.
+            let over = t.total - want;
+            let (default, over0) = default.get_or_insert_with(|| (t.clone(), over)).clone();
+            for (id, opts) in inst.options.iter().enumerate() {
+                let (r, r0) = (t.region(id as u32), default.region(id as u32));
+                if which == 0 {
+                    assert!(r0.self_seconds < 0.05 * unit + over0, "region {id}: {ctx}");
+                }
+                if opts.is_disjoint(&on) {
+                    let d = r.self_seconds - r0.self_seconds;
+                    assert!(
+                        d < 0.05 * unit + over && -d < 0.05 * unit + over0,
+                        "region {id} {opts:?} has {} s, {} s by default: {ctx}",
+                        r.self_seconds,
+                        r0.self_seconds
+                    );
+                }
+            }
+            // Each option's own sleep (lines 24–32) shows up in a region that has it.
+            for n in &on {
+                let k = NAMES.iter().position(|m| m == n).unwrap();
+                if k == 9 {
+                    continue; // J is irrelevant: no region, no time
+                }
+                let with: f64 = inst
+                    .options
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, o)| o.contains(n))
+                    .map(|(id, _)| t.region(id as u32).self_seconds)
+                    .sum();
+                assert!(with >= 0.1 * (k + 1) as f64 * unit, "{n}: {ctx}");
+            }
+            assert!(!inst.options.iter().any(|o| o.contains("J")));
+        }
+    }
+    // Table 7's dynamic overhead: the optimisation does not add region entries.
+    assert!(rc[1] <= rc[0], "RC before {}, after {}", rc[0], rc[1]);
+    assert!(optimised.options.len() <= unoptimised.options.len());
+}

@@ -1,0 +1,283 @@
+//! `instrumented`: building, linking and measuring an instrumented program, the part every
+//! white-box approach shares.
+//!
+//! [`build`] compiles the spec's C sources with clang-19 (or loads its bitcode), translates
+//! them to `ir` and resolves where the program keeps its options; [`link`] links instrumented
+//! bitcode with a runtime library into a binary whose hash names the store *variant* of its
+//! measurements (a changed program is measured afresh, a rerun resumes); [`measure_instrumented`]
+//! runs it on configurations through `measure`'s campaign, storing each run's region times;
+//! [`median_region_times`] reads them back. [`Session`] bundles what an approach's `run` needs
+//! (spec, workload, store, tools) and [`Reporter`] receives its progress.
+//!
+//! Architecture invariant: no approach's algorithms live here (regions, partitions, models
+//! belong to the approach crates); no LLVM types (through `llvm`'s API only).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use analysis::{FieldRef, OptionSource, ResolvedSources, SourceKind};
+use ir::ArgSelector;
+use llvm::{CompileOptions, Translation};
+use measure::campaign::{Campaign, CampaignReport, Event, RegionOutput};
+use measure::store::{RegionMeasurement, Store};
+use measure::{SystemSpec, Workload};
+use sha2::{Digest, Sha256};
+use space::{Configuration, OptionId};
+
+/// Everything that can go wrong; one line each.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Llvm(#[from] llvm::Error),
+    #[error(transparent)]
+    Analysis(#[from] analysis::Error),
+    #[error(transparent)]
+    Runtime(#[from] runtime::Error),
+    #[error(transparent)]
+    Measure(#[from] measure::Error),
+    #[error(transparent)]
+    Space(#[from] space::Error),
+}
+
+/// Tools and limits.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Where bitcode, the runtime and the instrumented binary go.
+    pub work_dir: PathBuf,
+    pub clang: PathBuf,
+    pub llvm_link: PathBuf,
+    /// Apply the propagation optimisations (Algorithms 3 and 4) before placing regions.
+    pub optimise: bool,
+    /// Largest number of combinations one interaction may ask for.
+    pub combination_limit: u128,
+    /// Measure configurations whose earlier runs failed again (default: keep the failure).
+    pub retry_failed: bool,
+}
+
+impl Settings {
+    pub fn new(work_dir: PathBuf) -> Settings {
+        Settings {
+            // Absolute: the builds run from the spec's directory, not from knobs' own.
+            work_dir: std::path::absolute(&work_dir).unwrap_or(work_dir),
+            clang: "clang-19".into(),
+            llvm_link: "llvm-link-19".into(),
+            optimise: true,
+            combination_limit: 1 << 16,
+            retry_failed: false,
+        }
+    }
+}
+
+/// The program, built and translated, with its option sources resolved.
+pub struct Built {
+    pub translation: Translation,
+    /// The SSA bitcode instrumentation passes rewrite.
+    pub ssa: PathBuf,
+    pub sources: ResolvedSources,
+    pub seconds: f64,
+}
+
+/// Builds the program as the spec's `[build]` says and resolves its option sources.
+pub fn build(spec: &SystemSpec, settings: &Settings, approach: &str) -> Result<Built, Error> {
+    let build = spec.build.as_ref().ok_or_else(|| {
+        Error::Invalid(format!(
+            "{}: no [build] section: {approach} needs the program's C sources or bitcode",
+            spec.path.display()
+        ))
+    })?;
+    std::fs::create_dir_all(&settings.work_dir).map_err(io(&settings.work_dir))?;
+    let started = Instant::now();
+    let bitcode = match &build.bitcode {
+        Some(bc) => spec.dir.join(bc),
+        None => {
+            let options = CompileOptions {
+                clang: settings.clang.clone(),
+                llvm_link: settings.llvm_link.clone(),
+                include_dirs: build.include.iter().map(|d| spec.dir.join(d)).collect(),
+                defines: build
+                    .defines
+                    .iter()
+                    .map(|d| match d.split_once('=') {
+                        Some((n, v)) => (n.to_string(), Some(v.to_string())),
+                        None => (d.clone(), None),
+                    })
+                    .collect(),
+                flags: build.flags.clone(),
+                ..CompileOptions::default()
+            };
+            let sources: Vec<PathBuf> = build.sources.iter().map(|s| spec.dir.join(s)).collect();
+            llvm::compile_c(&sources, &options, &settings.work_dir.join("bitcode"))?
+        }
+    };
+    let ssa = settings.work_dir.join("program.ssa.bc");
+    let translation = llvm::translate_bitcode(&bitcode, Some(&ssa))?;
+    let program = &translation.program;
+    let mut sources = ResolvedSources::from_annotations(program, &spec.space)?;
+    sources.extend(ResolvedSources::resolve(program, &option_sources(spec))?);
+    if sources.sources.is_empty() {
+        return Err(Error::Invalid(format!(
+            "{}: no option sources: give options a `source` (a global, a struct field or a function) or annotate globals with knobs:option=NAME",
+            spec.path.display()
+        )));
+    }
+    Ok(Built {
+        translation,
+        ssa,
+        sources,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+pub fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |e| Error::Invalid(format!("{}: {e}", path.display()))
+}
+
+/// The spec's option sources in the analysis' terms.
+fn option_sources(spec: &SystemSpec) -> Vec<OptionSource> {
+    let mut out = Vec::new();
+    for (i, sources) in spec.option_sources.iter().enumerate() {
+        for s in sources {
+            let kind = if let Some(name) = &s.global {
+                SourceKind::Global { name: name.clone() }
+            } else if let Some(structure) = &s.structure {
+                let field = match s.field.as_ref().and_then(|f| f.as_integer()) {
+                    Some(index) => FieldRef::Index(index as u32),
+                    None => FieldRef::Name(
+                        s.field
+                            .as_ref()
+                            .and_then(|f| f.as_str())
+                            .unwrap_or_default()
+                            .to_string(),
+                    ),
+                };
+                SourceKind::StructField {
+                    structure: structure.clone(),
+                    field,
+                }
+            } else {
+                SourceKind::FunctionReturn {
+                    function: s.function.clone().unwrap_or_default(),
+                    selector: s.arg.as_ref().map(|value| ArgSelector {
+                        index: s.arg_index.unwrap_or(0),
+                        value: value.clone(),
+                    }),
+                }
+            };
+            out.push(OptionSource {
+                option: OptionId(i as u32),
+                kind,
+            });
+        }
+    }
+    out
+}
+
+/// Links instrumented bitcode with a runtime library into a binary and names the store
+/// variant of its measurements after the binary's hash.
+pub fn link(
+    spec: &SystemSpec,
+    settings: &Settings,
+    bitcode: &Path,
+    runtime: PathBuf,
+    runtime_flags: &[&str],
+    approach: &str,
+) -> Result<(PathBuf, String), Error> {
+    let binary = settings.work_dir.join(format!("{}.{approach}", spec.name));
+    let mut flags: Vec<String> = runtime_flags.iter().map(|f| f.to_string()).collect();
+    if let Some(b) = &spec.build {
+        flags.extend(b.link.iter().cloned());
+    }
+    llvm::link_instrumented(&settings.clang, bitcode, &[runtime], &flags, &binary)?;
+    let bytes = std::fs::read(&binary).map_err(io(&binary))?;
+    let digest = Sha256::digest(&bytes);
+    let hash: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    Ok((binary, format!("{approach}:{hash}")))
+}
+
+/// Measures configurations with an instrumented binary, storing each run's region times
+/// (read from the file named by `env` with `read`) under the variant.
+#[allow(clippy::too_many_arguments)]
+pub fn measure_instrumented(
+    store: &Store,
+    settings: &Settings,
+    spec: &SystemSpec,
+    workload: &Workload,
+    binary: &Path,
+    variant: &str,
+    output: RegionOutput,
+    configurations: &[Configuration],
+    on_event: &mut dyn FnMut(Event),
+) -> Result<CampaignReport, Error> {
+    let campaign = Campaign {
+        variant: variant.to_string(),
+        program: Some(binary.to_path_buf()),
+        regions: Some(output),
+        retry_failed: settings.retry_failed,
+        ..Campaign::new(spec, workload)
+    };
+    Ok(campaign.run(store, configurations, on_event)?)
+}
+
+/// The region times of a runtime file in the store's form: `base` and `r<id>` per region.
+pub fn region_measurements(times: &runtime::RegionTimes) -> Vec<RegionMeasurement> {
+    let mut out = vec![RegionMeasurement {
+        region: BASE.into(),
+        seconds: times.base,
+        entries: 1,
+    }];
+    out.extend(times.regions.iter().map(|(id, t)| RegionMeasurement {
+        region: format!("r{id}"),
+        seconds: t.self_seconds,
+        entries: t.entries,
+    }));
+    out
+}
+
+/// The region id of time spent outside every region.
+pub const BASE: &str = "base";
+
+/// Per configuration (in the store's text form) of a variant's measurements, the median over
+/// its runs of each region's time, 0 in runs that did not enter the region. The median, not the mean: a run delayed
+/// by a busy machine should not move the model.
+pub fn median_region_times(
+    store: &Store,
+    spec: &SystemSpec,
+    workload: &Workload,
+    variant: &str,
+) -> Result<std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>>, Error> {
+    use std::collections::BTreeMap;
+    let times = store.region_times(&measure::Selection {
+        system: Some(spec.name.clone()),
+        spec_hash: Some(spec.hash.clone()),
+        workload: Some(workload.name.clone()),
+        variant: variant.to_string(),
+    })?;
+    let mut runs: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
+    let mut seconds: BTreeMap<(&str, &str), Vec<f64>> = BTreeMap::new();
+    for (config, run, r) in &times {
+        let list = runs.entry(config).or_default();
+        if list.last() != Some(run) {
+            list.push(*run);
+        }
+        seconds
+            .entry((config, &r.region))
+            .or_default()
+            .push(r.seconds);
+    }
+    let mut out: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+    for ((config, region), mut values) in seconds {
+        values.resize(runs[config].len(), 0.0);
+        let median = measure::Summary::of(&values).map_or(0.0, |s| s.median);
+        out.entry(config.to_string())
+            .or_default()
+            .insert(region.to_string(), median);
+    }
+    if out.is_empty() {
+        return Err(Error::Invalid(format!(
+            "no region times measured: every configuration failed (see `knobs results show --variant {variant}`)"
+        )));
+    }
+    Ok(out)
+}

@@ -1,0 +1,515 @@
+//! Instrumentation: region enter/exit calls inserted into the SSA bitcode the translation
+//! wrote, at the `ir::ProgramPoint`s of each region, then linking with the runtime.
+//!
+//! Calls are `void __knobs_region_enter(uint32_t region)` and `void
+//! __knobs_region_exit(uint32_t region)` (C ABI; the runtime library defines them). At one
+//! point, exits come before enters (a region ending where another begins is closed first),
+//! each in the order the probes are given. An edge `from → to` gets its calls at the end of
+//! `from` when `to` is its only successor, at the start of `to` when `from` is its only
+//! predecessor, and otherwise in a new block on the edge (phis of `to` are rebuilt to name
+//! it). Inserted calls carry the debug location of the instruction they precede.
+//!
+//! Value checks ([`ValueCheck`], [`instrument_with_checks`]) guard what the analysis assumed
+//! of a load (a fixed setting's declared value): right after the load, its integer result is
+//! sign-extended to 64 bits and passed to `void __knobs_fixed_check(uint32_t id, int64_t
+//! value, int64_t expected)`, which compares and records violations (the runtime, not inline
+//! code: one cast and one call per check). They come before any region call inserted at the
+//! same place, and carry the load's debug location.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use inkwell::context::Context;
+use ir::ProgramPoint;
+use ir::{FuncId, Program};
+use llvm_sys::LLVMOpcode;
+use llvm_sys::core as c;
+use llvm_sys::prelude::{LLVMBasicBlockRef, LLVMBuilderRef, LLVMTypeRef, LLVMValueRef};
+
+use crate::translate::LlvmPositions;
+use crate::{Error, bitcode, first_line};
+
+pub const ENTER: &str = "__knobs_region_enter";
+pub const EXIT: &str = "__knobs_region_exit";
+pub const FIXED_CHECK: &str = "__knobs_fixed_check";
+
+/// One region to instrument: its runtime id and where it starts and ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegionProbe {
+    pub id: u32,
+    pub start: Vec<ProgramPoint>,
+    pub end: Vec<ProgramPoint>,
+}
+
+/// A check that the value a load reads is the one the analysis assumed: after `inst` (an ir
+/// `Load` whose LLVM instruction loads an integer of at most 64 bits), the loaded value,
+/// sign-extended to 64 bits, is compared with `expected` by the runtime, which reports a
+/// mismatch under `id`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ValueCheck {
+    pub inst: ir::InstId,
+    /// The runtime's id for this check (reported with a violation).
+    pub id: u32,
+    /// The assumed value in canonical form: the w-bit value sign-extended to 64 bits (an i1
+    /// `true` is -1, an i8 200 is -56).
+    pub expected: i64,
+}
+
+/// What the instrumentation inserted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InstrumentStats {
+    pub enter_calls: usize,
+    pub exit_calls: usize,
+    /// Edges that needed a new block.
+    pub split_edges: usize,
+    /// `__knobs_fixed_check` calls (one per [`ValueCheck`]).
+    pub value_checks: usize,
+}
+
+/// Where calls go, resolved to LLVM before anything is changed.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Site {
+    /// Before this LLVM instruction (its address).
+    Before(usize),
+    /// On the edge with this index in the list of edges.
+    Edge(usize),
+}
+
+/// Inserts the probes' calls into `ssa_bitcode` (the file [`crate::translate_bitcode`] wrote
+/// for this `program` and `positions`), verifies the module and writes it to `output`.
+pub fn instrument(
+    ssa_bitcode: &Path,
+    program: &Program,
+    positions: &LlvmPositions,
+    probes: &[RegionProbe],
+    output: &Path,
+) -> Result<InstrumentStats, Error> {
+    instrument_with_checks(ssa_bitcode, program, positions, probes, &[], output)
+}
+
+/// [`instrument`], and a `__knobs_fixed_check` call after each check's load. A check whose
+/// instruction is not a load of an integer of at most 64 bits is an error
+/// ([`Error::ValueCheck`]), as is any site that does not resolve; nothing is written then.
+pub fn instrument_with_checks(
+    ssa_bitcode: &Path,
+    program: &Program,
+    positions: &LlvmPositions,
+    probes: &[RegionProbe],
+    checks: &[ValueCheck],
+    output: &Path,
+) -> Result<InstrumentStats, Error> {
+    let context = Context::create();
+    let module = bitcode::load_module(&context, ssa_bitcode)?;
+    let m = module.as_mut_ptr();
+    let ctx = context.raw();
+    let stale = |message: String| Error::StaleBitcode {
+        path: ssa_bitcode.to_path_buf(),
+        message,
+    };
+    let mut layout: HashMap<FuncId, FunctionLayout> = HashMap::new();
+    let mut layout_of = |f: FuncId| -> Result<FunctionLayout, Error> {
+        if let Some(l) = layout.get(&f) {
+            return Ok(l.clone());
+        }
+        let l = function_layout(m, program, positions, f).map_err(stale)?;
+        layout.insert(f, l.clone());
+        Ok(l)
+    };
+    // Every point resolved first: inserting shifts instruction positions.
+    let mut sites: Vec<Site> = Vec::new();
+    let mut site_index: HashMap<Site, usize> = HashMap::new();
+    let mut calls: Vec<Vec<(bool, u32)>> = Vec::new(); // per site: (is_enter, region)
+    let mut edges: Vec<(FuncId, LLVMBasicBlockRef, LLVMBasicBlockRef, u32, u32)> = Vec::new();
+    for pass_enter in [false, true] {
+        for probe in probes {
+            let points = if pass_enter { &probe.start } else { &probe.end };
+            for &point in points {
+                let site = match point {
+                    ProgramPoint::Before(i) => {
+                        let f = program.func_of(i);
+                        let blocks = layout_of(f)?;
+                        let local = program.block(program.inst(i).block).local as usize;
+                        let k = positions.inst_index[i.index()] as usize;
+                        let inst = blocks[local].1.get(k).copied().ok_or_else(|| {
+                            stale(format!("instruction {i} is not in block {local}"))
+                        })?;
+                        Site::Before(inst as usize)
+                    }
+                    ProgramPoint::Edge { from, to } => {
+                        let f = program.block(from).func;
+                        let blocks = layout_of(f)?;
+                        let (lf, lt) = (program.block(from).local, program.block(to).local);
+                        let k = edges
+                            .iter()
+                            .position(|e| e.0 == f && e.3 == lf && e.4 == lt)
+                            .unwrap_or_else(|| {
+                                edges.push((
+                                    f,
+                                    blocks[lf as usize].0,
+                                    blocks[lt as usize].0,
+                                    lf,
+                                    lt,
+                                ));
+                                edges.len() - 1
+                            });
+                        Site::Edge(k)
+                    }
+                };
+                let index = *site_index.entry(site).or_insert_with(|| {
+                    sites.push(site);
+                    calls.push(Vec::new());
+                    sites.len() - 1
+                });
+                calls[index].push((pass_enter, probe.id));
+            }
+        }
+    }
+    // The checks' loads, resolved before any change too: (load, its bit width, check).
+    let mut check_sites: Vec<(LLVMValueRef, u32, &ValueCheck)> = Vec::new();
+    for check in checks {
+        let bad = |message: String| Error::ValueCheck {
+            id: check.id,
+            inst: check.inst,
+            message,
+        };
+        let i = check.inst;
+        if i.index() >= program.insts.len() {
+            return Err(bad(format!(
+                "the program has only {} instructions",
+                program.insts.len()
+            )));
+        }
+        if !matches!(program.inst(i).kind, ir::InstKind::Load { .. }) {
+            return Err(bad("it is not a load".into()));
+        }
+        let blocks = layout_of(program.func_of(i))?;
+        let local = program.block(program.inst(i).block).local as usize;
+        let k = positions.inst_index[i.index()] as usize;
+        let inst = blocks[local]
+            .1
+            .get(k)
+            .copied()
+            .ok_or_else(|| stale(format!("instruction {i} is not in block {local}")))?;
+        let width = unsafe {
+            if c::LLVMGetInstructionOpcode(inst) != LLVMOpcode::LLVMLoad {
+                // An atomic read-modify-write also reads, but is not a plain load.
+                return Err(bad(format!(
+                    "its LLVM instruction is not a `load`: {}",
+                    llvm_text(inst)
+                )));
+            }
+            let ty = c::LLVMTypeOf(inst);
+            if c::LLVMGetTypeKind(ty) != llvm_sys::LLVMTypeKind::LLVMIntegerTypeKind
+                || c::LLVMGetIntTypeWidth(ty) > 64
+            {
+                return Err(bad(format!(
+                    "it does not load an integer of at most 64 bits: {}",
+                    llvm_text(inst)
+                )));
+            }
+            c::LLVMGetIntTypeWidth(ty)
+        };
+        check_sites.push((inst, width, check));
+    }
+
+    let mut stats = InstrumentStats::default();
+    unsafe {
+        let void = c::LLVMVoidTypeInContext(ctx);
+        let i32t = c::LLVMInt32TypeInContext(ctx);
+        let mut params = [i32t];
+        let fn_type = c::LLVMFunctionType(void, params.as_mut_ptr(), 1, 0);
+        let declare = |name: &std::ffi::CStr| {
+            let f = c::LLVMGetNamedFunction(m, name.as_ptr());
+            if f.is_null() {
+                c::LLVMAddFunction(m, name.as_ptr(), fn_type)
+            } else {
+                f
+            }
+        };
+        let enter = declare(c"__knobs_region_enter");
+        let exit = declare(c"__knobs_region_exit");
+        let builder = c::LLVMCreateBuilderInContext(ctx);
+        let emit = |builder: LLVMBuilderRef, site_calls: &[(bool, u32)], near: &[LLVMValueRef]| {
+            let loc = near
+                .iter()
+                .map(|&i| nearest_debug_loc(i))
+                .find(|l| !l.is_null())
+                .unwrap_or(std::ptr::null_mut());
+            // Never the builder's stale location from an earlier position (another function).
+            c::LLVMSetCurrentDebugLocation2(builder, loc);
+            for &(is_enter, id) in site_calls {
+                let mut args = [c::LLVMConstInt(i32t, id as u64, 0)];
+                let callee = if is_enter { enter } else { exit };
+                let call =
+                    c::LLVMBuildCall2(builder, fn_type, callee, args.as_mut_ptr(), 1, c"".as_ptr());
+                if !loc.is_null() {
+                    llvm_sys::debuginfo::LLVMInstructionSetDebugLoc(call, loc);
+                }
+            }
+        };
+        for (index, site) in sites.iter().enumerate() {
+            let site_calls = &calls[index];
+            for &(is_enter, _) in site_calls {
+                if is_enter {
+                    stats.enter_calls += 1;
+                } else {
+                    stats.exit_calls += 1;
+                }
+            }
+            match *site {
+                Site::Before(inst) => {
+                    let inst = first_non_phi_from(inst as LLVMValueRef);
+                    c::LLVMPositionBuilderBefore(builder, inst);
+                    emit(builder, site_calls, &[inst]);
+                }
+                Site::Edge(k) => {
+                    let (f, from, to, _, lt) = edges[k];
+                    let term = c::LLVMGetBasicBlockTerminator(from);
+                    let single_successor = c::LLVMGetNumSuccessors(term) == 1;
+                    let cfg_preds = program.cfg(f).preds[lt as usize].len();
+                    if single_successor {
+                        c::LLVMPositionBuilderBefore(builder, term);
+                        let into = first_non_phi_from(c::LLVMGetFirstInstruction(to));
+                        emit(builder, site_calls, &[term, into]);
+                    } else if cfg_preds == 1 {
+                        let first = first_non_phi_from(c::LLVMGetFirstInstruction(to));
+                        c::LLVMPositionBuilderBefore(builder, first);
+                        emit(builder, site_calls, &[first, term]);
+                    } else {
+                        stats.split_edges += 1;
+                        let middle = split_edge(ctx, builder, from, to);
+                        let br = c::LLVMGetBasicBlockTerminator(middle);
+                        c::LLVMPositionBuilderBefore(builder, br);
+                        let into = first_non_phi_from(c::LLVMGetFirstInstruction(to));
+                        emit(builder, site_calls, &[into, term]);
+                    }
+                }
+            }
+        }
+        // Checks last, each right after its load: before any region call placed after it, and
+        // without moving the debug locations region calls took from their neighbours.
+        if !check_sites.is_empty() {
+            let i64t = c::LLVMInt64TypeInContext(ctx);
+            let mut params = [i32t, i64t, i64t];
+            let check_type = c::LLVMFunctionType(void, params.as_mut_ptr(), 3, 0);
+            let name = std::ffi::CString::new(FIXED_CHECK).expect("no NUL in the name");
+            let mut check_fn = c::LLVMGetNamedFunction(m, name.as_ptr());
+            if check_fn.is_null() {
+                check_fn = c::LLVMAddFunction(m, name.as_ptr(), check_type);
+            }
+            for &(load, width, check) in &check_sites {
+                let next = c::LLVMGetNextInstruction(load); // a load never ends a block
+                c::LLVMPositionBuilderBefore(builder, next);
+                let loc = nearest_debug_loc(load);
+                c::LLVMSetCurrentDebugLocation2(builder, loc);
+                let value = if width < 64 {
+                    let ext = c::LLVMBuildSExt(builder, load, i64t, c"".as_ptr());
+                    if !loc.is_null() {
+                        llvm_sys::debuginfo::LLVMInstructionSetDebugLoc(ext, loc);
+                    }
+                    ext
+                } else {
+                    load
+                };
+                let mut args = [
+                    c::LLVMConstInt(i32t, u64::from(check.id), 0),
+                    value,
+                    c::LLVMConstInt(i64t, check.expected as u64, 1),
+                ];
+                let call = c::LLVMBuildCall2(
+                    builder,
+                    check_type,
+                    check_fn,
+                    args.as_mut_ptr(),
+                    3,
+                    c"".as_ptr(),
+                );
+                if !loc.is_null() {
+                    llvm_sys::debuginfo::LLVMInstructionSetDebugLoc(call, loc);
+                }
+                stats.value_checks += 1;
+            }
+        }
+        c::LLVMDisposeBuilder(builder);
+    }
+    module
+        .verify()
+        .map_err(|e| Error::Verify(first_line(&e.to_string())))?;
+    bitcode::write_bitcode(&module, output)?;
+    Ok(stats)
+}
+
+/// The LLVM blocks of a function with their instructions (shared: cloning is cheap).
+type FunctionLayout = std::rc::Rc<Vec<(LLVMBasicBlockRef, Vec<LLVMValueRef>)>>;
+
+/// The LLVM blocks and instructions of `f`, checked against the shape recorded at
+/// translation.
+fn function_layout(
+    m: llvm_sys::prelude::LLVMModuleRef,
+    program: &Program,
+    positions: &LlvmPositions,
+    f: FuncId,
+) -> Result<FunctionLayout, String> {
+    let name = &program.func(f).name;
+    let cname = std::ffi::CString::new(name.as_str()).map_err(|e| e.to_string())?;
+    let func = unsafe { c::LLVMGetNamedFunction(m, cname.as_ptr()) };
+    if func.is_null() {
+        return Err(format!("it has no function `{name}`"));
+    }
+    let blocks: Vec<_> = bitcode::blocks(func)
+        .into_iter()
+        .map(|b| (b, bitcode::instructions(b)))
+        .collect();
+    let shape = positions.shape[f.index()];
+    let instructions: usize = blocks.iter().map(|(_, i)| i.len()).sum();
+    if blocks.len() != shape.blocks as usize || instructions != shape.instructions as usize {
+        return Err(format!(
+            "function `{name}` has {} blocks and {instructions} instructions, not {} and {}",
+            blocks.len(),
+            shape.blocks,
+            shape.instructions
+        ));
+    }
+    Ok(std::rc::Rc::new(blocks))
+}
+
+/// An LLVM instruction as text, for messages (one line).
+unsafe fn llvm_text(inst: LLVMValueRef) -> String {
+    unsafe {
+        let text = c::LLVMPrintValueToString(inst);
+        let out = std::ffi::CStr::from_ptr(text)
+            .to_string_lossy()
+            .trim()
+            .to_string();
+        c::LLVMDisposeMessage(text);
+        first_line(&out)
+    }
+}
+
+/// The debug location of `inst`, else of the nearest instruction after it in its block, else
+/// before it (phis, allocas and branches made by clang often have none or line 0).
+fn nearest_debug_loc(inst: LLVMValueRef) -> llvm_sys::prelude::LLVMMetadataRef {
+    use llvm_sys::debuginfo::LLVMInstructionGetDebugLoc as loc_of;
+    unsafe {
+        for step in [c::LLVMGetNextInstruction, c::LLVMGetPreviousInstruction] {
+            let mut i = inst;
+            while !i.is_null() {
+                let loc = loc_of(i);
+                // Line 0 is what clang gives compiler-made code (and parameters' `llvm.dbg.value`).
+                if !loc.is_null() && llvm_sys::debuginfo::LLVMDILocationGetLine(loc) > 0 {
+                    return loc;
+                }
+                i = step(i);
+            }
+        }
+    }
+    std::ptr::null_mut()
+}
+
+/// `inst` itself, or the first instruction after it that is not a phi or landing pad.
+fn first_non_phi_from(mut inst: LLVMValueRef) -> LLVMValueRef {
+    unsafe {
+        while matches!(
+            c::LLVMGetInstructionOpcode(inst),
+            LLVMOpcode::LLVMPHI | LLVMOpcode::LLVMLandingPad
+        ) {
+            inst = c::LLVMGetNextInstruction(inst);
+        }
+    }
+    inst
+}
+
+/// A new block on the edge `from → to`: `from`'s branches to `to` go to it, it jumps to `to`,
+/// and `to`'s phis name it instead of `from`.
+unsafe fn split_edge(
+    ctx: llvm_sys::prelude::LLVMContextRef,
+    builder: LLVMBuilderRef,
+    from: LLVMBasicBlockRef,
+    to: LLVMBasicBlockRef,
+) -> LLVMBasicBlockRef {
+    unsafe {
+        let middle = c::LLVMInsertBasicBlockInContext(ctx, to, c"knobs.edge".as_ptr());
+        let term = c::LLVMGetBasicBlockTerminator(from);
+        for k in 0..c::LLVMGetNumSuccessors(term) {
+            if c::LLVMGetSuccessor(term, k) == to {
+                c::LLVMSetSuccessor(term, k, middle);
+            }
+        }
+        c::LLVMPositionBuilderAtEnd(builder, middle);
+        // Positioning before an instruction earlier made its location the builder's current
+        // one, possibly in another function: new instructions must not inherit it.
+        c::LLVMSetCurrentDebugLocation2(builder, std::ptr::null_mut());
+        let br = c::LLVMBuildBr(builder, to);
+        let loc = llvm_sys::debuginfo::LLVMInstructionGetDebugLoc(term);
+        if !loc.is_null() {
+            llvm_sys::debuginfo::LLVMInstructionSetDebugLoc(br, loc);
+        }
+        // LLVM's C API cannot change a phi's incoming block: rebuild each phi of `to`.
+        let mut phi = c::LLVMGetFirstInstruction(to);
+        while !phi.is_null() && c::LLVMGetInstructionOpcode(phi) == LLVMOpcode::LLVMPHI {
+            let next = c::LLVMGetNextInstruction(phi);
+            let ty: LLVMTypeRef = c::LLVMTypeOf(phi);
+            c::LLVMPositionBuilderBefore(builder, phi);
+            let rebuilt = c::LLVMBuildPhi(builder, ty, c"".as_ptr());
+            llvm_sys::debuginfo::LLVMInstructionSetDebugLoc(
+                rebuilt,
+                llvm_sys::debuginfo::LLVMInstructionGetDebugLoc(phi),
+            );
+            let mut from_done = false;
+            for k in 0..c::LLVMCountIncoming(phi) {
+                let mut value = c::LLVMGetIncomingValue(phi, k);
+                let mut block = c::LLVMGetIncomingBlock(phi, k);
+                if block == from {
+                    // One entry per predecessor edge: `middle` has one edge into `to`.
+                    if from_done {
+                        continue;
+                    }
+                    from_done = true;
+                    block = middle;
+                }
+                c::LLVMAddIncoming(rebuilt, &mut value, &mut block, 1);
+            }
+            c::LLVMReplaceAllUsesWith(phi, rebuilt);
+            c::LLVMInstructionEraseFromParent(phi);
+            phi = next;
+        }
+        middle
+    }
+}
+
+/// Links instrumented bitcode with the runtime (static libraries or objects) and any extra
+/// flags (e.g. `-lm`) into an executable: `clang-19 -O2 prog.inst.bc runtime… -o output`.
+pub fn link_instrumented(
+    clang: &Path,
+    bitcode: &Path,
+    runtime: &[PathBuf],
+    extra_flags: &[String],
+    output: &Path,
+) -> Result<(), Error> {
+    let out = Command::new(clang)
+        .arg("-O2")
+        .arg(bitcode)
+        .args(runtime)
+        .args(extra_flags)
+        .arg("-o")
+        .arg(output)
+        .output()
+        .map_err(|e| Error::ToolMissing {
+            tool: clang.display().to_string(),
+            message: e.to_string(),
+        })?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let line = stderr
+            .lines()
+            .find(|l| l.contains("error"))
+            .map(|l| l.trim().to_string())
+            .unwrap_or_else(|| first_line(&stderr));
+        return Err(Error::LinkBinary {
+            tool: clang.display().to_string(),
+            message: line,
+        });
+    }
+    Ok(())
+}
