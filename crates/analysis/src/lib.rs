@@ -12,6 +12,7 @@
 //! tested on hand-built programs (and, through a dev-dependency on `llvm`, on compiled C).
 
 pub mod explain;
+pub mod explanation;
 pub mod fixed;
 pub mod options;
 pub mod pointsto;

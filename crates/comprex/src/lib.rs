@@ -16,8 +16,13 @@
 //! constraints are respected and programs with many options stay cheap when few of them
 //! matter to a region.
 //!
-//! Architecture invariant: no LLVM; works on decision records. Nothing here runs, instruments
-//! or profiles a program: runs are callbacks, times are inputs.
+//! [`pipeline`] runs the approach on a C program, one function per stage (taint-instrument
+//! and explore, select probes, profile, correct the profiler's overhead, model), and [`run`]
+//! is the whole approach as one call returning a [`Report`].
+//!
+//! Architecture invariant: the algorithms (`explore`, `partition`, `model`) know nothing of
+//! LLVM or processes: they work on decision records, runs are callbacks and times are
+//! inputs. Only `pipeline` builds, runs and profiles programs, through `instrumented`.
 //!
 //! Architecture invariant: the final partitions do not depend on the order of
 //! configurations (the cross product is commutative and every subspace is eventually run).
@@ -27,6 +32,7 @@ mod model;
 mod partition;
 pub mod pipeline;
 mod record;
+mod run;
 
 pub use explore::{
     Exploration, ExploreSettings, ExploredSubspace, Explorer, Pick, RegionPartition, cover, explore,
@@ -37,6 +43,10 @@ pub use model::{
 };
 pub use partition::{CubeLiteral, Encoding, Partition, Subspace};
 pub use record::{Decision, DecisionRecord, Granularity, RECORD_FORMAT, RECORD_VERSION, TaintRun};
+pub use run::{
+    CorrectionReport, ExplorationReport, Options, ProbeReport, RegionPartitionReport, Report,
+    Suspect, UnprobedMethod, run,
+};
 
 /// Everything that can go wrong; each message is one line for the user.
 #[derive(Debug, thiserror::Error)]

@@ -612,7 +612,8 @@ impl OverheadCorrection {
 }
 
 /// How the overhead correction's line is fitted to the k pairs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum OverheadFit {
     /// `profiled = a · native`, `a` the median ratio (`runtime::profiler::overhead_ratio`):
     /// robust to a pair disturbed by a busy machine.
@@ -629,36 +630,21 @@ impl OverheadFit {
             OverheadFit::Line => "line",
         }
     }
-
-    pub fn parse(text: &str) -> Option<OverheadFit> {
-        match text {
-            "ratio" => Some(OverheadFit::Ratio),
-            "line" => Some(OverheadFit::Line),
-            _ => None,
-        }
-    }
 }
 
-/// `k` of `configurations`, chosen pseudo-randomly but deterministically for a `seed`
-/// (all of them when there are no more than `k`), in their original order.
+/// `k` of `configurations`, chosen uniformly at random for a `seed` (ChaCha8; all of them
+/// when there are no more than `k`), in their original order.
 pub fn choose(configurations: &[Configuration], k: usize, seed: u64) -> Vec<Configuration> {
-    let mut keyed: Vec<(u64, usize)> = (0..configurations.len())
-        .map(|i| (splitmix(seed ^ splitmix(i as u64)), i))
-        .collect();
-    keyed.sort_unstable();
-    let mut picked: Vec<usize> = keyed.into_iter().take(k).map(|(_, i)| i).collect();
+    use rand::SeedableRng;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut picked =
+        rand::seq::index::sample(&mut rng, configurations.len(), k.min(configurations.len()))
+            .into_vec();
     picked.sort_unstable();
     picked
         .into_iter()
         .map(|i| configurations[i].clone())
         .collect()
-}
-
-fn splitmix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// Measures `k` of the profiled configurations (chosen by [`choose`] with `seed`) with and

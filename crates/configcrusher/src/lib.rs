@@ -3,8 +3,10 @@
 //! Static taint analysis (`analysis`) says which options influence each decision; this crate
 //! turns that into regions (Algorithm 2, and their propagation by Algorithms 3 and 4:
 //! [`regions`]), compresses the interactions into the configurations to measure (Algorithm 1,
-//! [`compress`]), and runs the pipeline ([`pipeline`]): instrument the regions with timers,
-//! measure the compressed configurations, and build the global and per-region models.
+//! [`compress`]), and runs the pipeline ([`pipeline`], one function per stage): instrument
+//! the regions with timers, measure the compressed configurations, and build the global and
+//! per-region models. [`run`] is the whole approach as one call returning a [`Report`];
+//! [`overhead`] reads the instrumentation's cost (the paper's Table 7) from the store.
 //!
 //! Architecture invariant: no LLVM types and no process handling of its own: programs are
 //! built, linked and measured through `instrumented`, analysed through `analysis`.
@@ -14,14 +16,20 @@
 //! itself an interaction of the program (invariants 1 and 2 of the paper).
 
 pub mod compress;
+pub mod overhead;
 pub mod pipeline;
 pub mod regions;
+mod run;
 
 pub use compress::{Compression, compress};
 pub use pipeline::{
     Analysed, Instrumented, analyse, build_model, instrument, measure_configurations,
 };
 pub use regions::{Region, RegionPlan, identify_regions, optimise_influence};
+pub use run::{
+    AnalysisReport, BuildReport, ConfigurationCount, FixedReport, InstrumentationReport, Options,
+    RegionCount, Report, Stage, run,
+};
 
 /// Everything that can go wrong; one line each.
 #[derive(Debug, thiserror::Error)]

@@ -85,7 +85,11 @@ impl Analysed {
 }
 
 /// Stage 1: build, analyse, place regions, compress.
-pub fn analyse(spec: &SystemSpec, settings: &Settings) -> Result<Analysed, Error> {
+pub fn analyse(
+    spec: &SystemSpec,
+    settings: &Settings,
+    options: &crate::Options,
+) -> Result<Analysed, Error> {
     let built = instrumented::build(spec, settings, "ConfigCrusher")?;
     let started = Instant::now();
     let fixed = fixed_globals(spec, &built.translation.program)?;
@@ -102,7 +106,7 @@ pub fn analyse(spec: &SystemSpec, settings: &Settings) -> Result<Analysed, Error
         crate::identify_regions(program, &dominance, &influence.influence, &[])
             .regions
             .len();
-    let plan = if settings.optimise {
+    let plan = if options.optimise {
         let (optimised, pulled) = crate::optimise_influence(
             program,
             &mut influence.sets,
@@ -119,7 +123,7 @@ pub fn analyse(spec: &SystemSpec, settings: &Settings) -> Result<Analysed, Error
         .map(|s| influence.sets.get(*s).clone())
         .collect();
     let valid = ValidConfigurations::new(&spec.space)?;
-    let compression = crate::compress(&valid, &interactions, settings.combination_limit)?;
+    let compression = crate::compress(&valid, &interactions, options.combination_limit)?;
     let relevant = influence.relevant_options();
     // An option selected in every configuration (mandatory up to the root: a grouping such as
     // "level") cannot change anything; it is not reported as irrelevant either.

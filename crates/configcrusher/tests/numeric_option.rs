@@ -73,7 +73,8 @@ fn a_numeric_option_gets_value_indicator_terms() {
     std::fs::write(&path, SPEC).unwrap();
     let spec = SystemSpec::load(&path).unwrap();
     let settings = instrumented::Settings::new(dir.path().join("work"));
-    let analysed = configcrusher::analyse(&spec, &settings).unwrap();
+    let analysed =
+        configcrusher::analyse(&spec, &settings, &configcrusher::Options::default()).unwrap();
     let mut interactions = analysed.interactions(&spec);
     interactions.sort();
     assert_eq!(interactions, [vec!["check"], vec!["level", "fast"]]);

@@ -82,7 +82,8 @@ fn struct_fields_and_getenv_as_option_sources() {
     std::fs::write(&path, SPEC).unwrap();
     let spec = SystemSpec::load(&path).unwrap();
     let settings = instrumented::Settings::new(dir.path().join("work"));
-    let analysed = configcrusher::analyse(&spec, &settings).unwrap();
+    let analysed =
+        configcrusher::analyse(&spec, &settings, &configcrusher::Options::default()).unwrap();
     assert_eq!(analysed.irrelevant, ["quiet"]);
     let mut interactions = analysed.interactions(&spec);
     interactions.sort();

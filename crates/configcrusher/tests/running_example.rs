@@ -28,7 +28,8 @@ fn the_running_example_yields_the_papers_model() {
     let spec = spec(unit_ms);
     let dir = tempfile::tempdir().unwrap();
     let settings = instrumented::Settings::new(dir.path().join("work"));
-    let analysed = configcrusher::analyse(&spec, &settings).unwrap();
+    let analysed =
+        configcrusher::analyse(&spec, &settings, &configcrusher::Options::default()).unwrap();
     assert_eq!(analysed.irrelevant, ["J"]);
     let measured = analysed.compression.configurations.len();
     assert!(measured <= 8, "{measured} configurations");

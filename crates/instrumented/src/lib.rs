@@ -41,17 +41,13 @@ pub enum Error {
     Space(#[from] space::Error),
 }
 
-/// Tools and limits.
+/// The tools and the directory builds use.
 #[derive(Clone, Debug)]
 pub struct Settings {
     /// Where bitcode, the runtime and the instrumented binary go.
     pub work_dir: PathBuf,
     pub clang: PathBuf,
     pub llvm_link: PathBuf,
-    /// Apply the propagation optimisations (Algorithms 3 and 4) before placing regions.
-    pub optimise: bool,
-    /// Largest number of combinations one interaction may ask for.
-    pub combination_limit: u128,
     /// Measure configurations whose earlier runs failed again (default: keep the failure).
     pub retry_failed: bool,
 }
@@ -63,11 +59,74 @@ impl Settings {
             work_dir: std::path::absolute(&work_dir).unwrap_or(work_dir),
             clang: "clang-19".into(),
             llvm_link: "llvm-link-19".into(),
-            optimise: true,
-            combination_limit: 1 << 16,
             retry_failed: false,
         }
     }
+}
+
+/// What an approach's `run` works on: the system spec, the workload it measures, where the
+/// results store is, and the tools and directory its builds use.
+pub struct Session {
+    pub spec: SystemSpec,
+    /// The workload measured (a name in the spec).
+    pub workload: String,
+    pub store_path: PathBuf,
+    pub settings: Settings,
+}
+
+impl Session {
+    /// Loads the spec and checks the workload; `store` defaults to `knobs.db` beside the spec,
+    /// `work_dir` to `.knobs/APPROACH` beside it.
+    pub fn open(
+        spec_path: &Path,
+        workload: Option<&str>,
+        store: Option<PathBuf>,
+        work_dir: Option<PathBuf>,
+        approach: &str,
+    ) -> Result<Session, Error> {
+        let spec_file = SystemSpec::load(spec_path)?;
+        spec_file.check_cwd()?;
+        let workload = spec_file.workload(workload)?.name.clone();
+        Ok(Session {
+            store_path: store.unwrap_or_else(|| spec_file.dir.join("knobs.db")),
+            settings: Settings::new(
+                work_dir.unwrap_or_else(|| spec_file.dir.join(format!(".knobs/{approach}"))),
+            ),
+            spec: spec_file,
+            workload,
+        })
+    }
+
+    /// The measured workload.
+    pub fn workload(&self) -> &Workload {
+        self.spec
+            .workload(Some(&self.workload))
+            .expect("checked when the session was opened")
+    }
+
+    /// Opens (creates) the results store.
+    pub fn store(&self) -> Result<Store, Error> {
+        Ok(Store::open(&self.store_path)?)
+    }
+}
+
+/// Receives an approach's progress while it runs: lines worth showing a person (stages,
+/// notes) and measurement events (for a progress bar). Results are in the report `run`
+/// returns, never only here.
+pub trait Reporter {
+    /// A line of progress or a note.
+    fn note(&mut self, line: &str);
+    /// A measurement event.
+    fn measurement(&mut self, event: Event<'_>) {
+        let _ = event;
+    }
+}
+
+/// A reporter that drops everything (for tests and library use).
+pub struct Silent;
+
+impl Reporter for Silent {
+    fn note(&mut self, _: &str) {}
 }
 
 /// The program, built and translated, with its option sources resolved.

@@ -1,19 +1,21 @@
-//! `knobs comprex`: Comprex end to end — iterative dynamic taint analysis on the analysis
-//! workload, method-level profiling of the explored configurations on the real workload, and
-//! the global and per-method models.
+//! `knobs comprex`: flags for [`comprex::run`] and the rendering of its report.
 
 use std::path::PathBuf;
 
-use anyhow::{Result, bail};
-use clap::Args;
-use comprex::{Granularity, ModelSettings};
-use measure::{Store, SystemSpec};
-use space::ValidConfigurations;
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use comprex::pipeline::{OverheadFit, ProbeSettings};
+use comprex::{Granularity, Options, Report};
+use instrumented::Session;
 
 use crate::Outcome;
-use crate::measure_cmd::{beside, print_report, with_progress};
+use crate::progress::Progress;
 
 #[derive(Args)]
+#[command(
+    after_help = "Example:\n  knobs comprex --spec examples/comprex-example/knobs.toml\n  \
+    knobs comprex --spec knobs.toml --granularity-table   # the paper's Table IV"
+)]
 pub struct ComprexArgs {
     /// The system spec; it needs a [build] section (C sources or bitcode).
     #[arg(long, default_value = "knobs.toml")]
@@ -24,10 +26,10 @@ pub struct ComprexArgs {
     /// The workload for the taint runs (default: the first with purpose "analysis").
     #[arg(long)]
     analysis_workload: Option<String>,
-    /// Region granularity of the iterative analysis: method, statement or program (Table IV
-    /// of the paper). Measurement with the profiler is per method.
-    #[arg(long, default_value = "method")]
-    granularity: String,
+    /// Region granularity of the iterative analysis (Table IV of the paper). Measurement
+    /// with the profiler is per method.
+    #[arg(long, value_enum, default_value_t = GranularityArg::Method)]
+    granularity: GranularityArg,
     /// Only run the iterative analysis at each granularity (program, method, statement) and
     /// print the regions and configurations each needs (the paper's Table IV); no measuring.
     #[arg(long)]
@@ -69,129 +71,106 @@ pub struct ComprexArgs {
     overhead_correction: usize,
     /// How the overhead correction is fitted: `ratio` (profiled = a · native, a the median
     /// ratio: robust to a disturbed pair) or `line` (profiled = a · native + b, least squares).
-    #[arg(long, default_value = "ratio")]
-    overhead_fit: String,
+    #[arg(long, value_enum, default_value_t = FitArg::Ratio)]
+    overhead_fit: FitArg,
     /// Seed choosing the configurations of the overhead correction.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Print the report as JSON on stdout (progress stays on stderr).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum GranularityArg {
+    Method,
+    Statement,
+    Program,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum FitArg {
+    Ratio,
+    Line,
 }
 
 pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
-    let granularity = match args.granularity.as_str() {
-        "method" => Granularity::Method,
-        "statement" => Granularity::Statement,
-        "program" => Granularity::Program,
-        g => bail!("unknown granularity `{g}`; expected method, statement or program"),
-    };
-    let Some(overhead_fit) = comprex::pipeline::OverheadFit::parse(&args.overhead_fit) else {
-        bail!(
-            "unknown overhead fit `{}`; expected ratio or line",
-            args.overhead_fit
-        );
-    };
-    let spec = SystemSpec::load(&args.spec)?;
-    spec.check_cwd()?;
-    let workload = spec.workload(args.workload.as_deref())?;
-    let analysis = match &args.analysis_workload {
-        Some(name) => spec.workload(Some(name))?,
-        None => spec.analysis_workload()?,
-    };
-    spec.prepare_workload(workload)?;
-    let mut settings = instrumented::Settings::new(
-        args.work_dir
-            .clone()
-            .unwrap_or_else(|| beside(&args.spec, ".knobs/comprex")),
-    );
-    settings.retry_failed = args.retry_failed;
-    if args.granularity_table {
-        return granularity_table(&spec, &settings, analysis, args.max_runs);
-    }
-
-    let explored = comprex::pipeline::explore(
-        &spec,
-        &settings,
-        analysis,
-        granularity,
-        args.max_runs,
-        &mut |config, decisions| {
-            eprintln!(
-                "taint run: `{}`: {decisions} decision records",
-                if config.is_empty() {
-                    "(no option selected)"
-                } else {
-                    config
-                }
-            )
-        },
+    let session = Session::open(
+        &args.spec,
+        args.workload.as_deref(),
+        args.store,
+        args.work_dir,
+        "comprex",
     )?;
-    let exploration = &explored.exploration;
-    let total = ValidConfigurations::new(&spec.space)?.count();
-    eprintln!(
-        "dynamic taint analysis (workload `{}`): {} configurations of {total} in {:.1} s; {} decision sites instrumented",
-        analysis.name,
-        exploration.configurations.len(),
-        explored.seconds,
-        explored.stats.decisions
-    );
-    for region in exploration.regions(granularity) {
-        let subspaces: Vec<&str> = region.subspaces.iter().map(|s| s.text.as_str()).collect();
-        eprintln!("  region {}: {}", region.id, subspaces.join(" | "));
-    }
-    if granularity != Granularity::Method {
-        eprintln!(
-            "(regions at {} granularity; profiling and models are per method)",
-            args.granularity
-        );
-    }
-
-    let mut method_level = if granularity == Granularity::Method {
-        explored
-    } else {
-        // Profiling and models need the method partitions: explore again at method
-        // granularity (cheap next to measuring, and it reuses nothing it should not).
-        comprex::pipeline::explore(
-            &spec,
-            &settings,
-            analysis,
-            Granularity::Method,
-            args.max_runs,
-            &mut |_, _| {},
-        )?
+    let mut settings = session.settings.clone();
+    settings.retry_failed = args.retry_failed;
+    let session = Session {
+        settings,
+        ..session
     };
-    if !args.all_probes {
-        let selection = comprex::pipeline::select_probes(
-            &spec,
-            &settings,
-            analysis,
-            &method_level,
-            &comprex::pipeline::ProbeSettings {
-                min_ns_per_entry: args.probe_min_ns,
-                min_entries: args.probe_min_entries,
-                ..Default::default()
-            },
-        )?;
-        eprintln!(
-            "probes: {} of {} method regions (calibration on `{}`: {}); {} hot methods below {} ns per call left unprobed{}",
-            selection.probed.len(),
-            selection.probed.len() + selection.dropped.len(),
-            analysis.name,
-            match selection.calibration_runs {
-                0 => "cached".to_string(),
-                n => format!("{n} runs"),
-            },
-            selection.dropped.len(),
-            args.probe_min_ns,
-            if selection.kept.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    ", {} kept (reachable from an entry point without a probed caller): {}",
-                    selection.kept.len(),
-                    selection.kept.join(", ")
-                )
-            }
+    let options = Options {
+        analysis_workload: args.analysis_workload,
+        granularity: match args.granularity {
+            GranularityArg::Method => Granularity::Method,
+            GranularityArg::Statement => Granularity::Statement,
+            GranularityArg::Program => Granularity::Program,
+        },
+        granularity_table: args.granularity_table,
+        max_runs: args.max_runs,
+        trivial_below: args.trivial_below,
+        all_probes: args.all_probes,
+        probes: ProbeSettings {
+            min_ns_per_entry: args.probe_min_ns,
+            min_entries: args.probe_min_entries,
+            ..ProbeSettings::default()
+        },
+        overhead_correction: args.overhead_correction,
+        overhead_fit: match args.overhead_fit {
+            FitArg::Ratio => OverheadFit::Ratio,
+            FitArg::Line => OverheadFit::Line,
+        },
+        seed: args.seed,
+        model_path: args.out,
+    };
+    let report = comprex::run(&session, &options, &mut Progress::new())?;
+    if args.json {
+        crate::print_json(&report)?;
+    } else {
+        render(&report, args.trivial_below)?;
+    }
+    Ok(Outcome::Done)
+}
+
+/// The report as text: Table IV or the model on stdout, the rest on stderr.
+fn render(report: &Report, trivial_below: f64) -> Result<()> {
+    if !report.granularity_table.is_empty() {
+        println!(
+            "| granularity | regions | configurations (of {}) | taint analysis (s) |",
+            report.total_configurations
         );
-        for d in &selection.dropped {
+        println!("|---|---|---|---|");
+        for row in &report.granularity_table {
+            println!(
+                "| {} | {} | {} | {:.1} |",
+                row.granularity,
+                row.regions.len(),
+                row.configurations,
+                row.seconds
+            );
+        }
+        return Ok(());
+    }
+    if let Some(e) = &report.exploration {
+        for region in &e.regions {
+            eprintln!(
+                "  region {}: {}",
+                region.region,
+                region.subspaces.join(" | ")
+            );
+        }
+    }
+    if let Some(p) = &report.probes {
+        for d in &p.unprobed {
             eprintln!(
                 "  unprobed {}: {} entries, {:.0} ns per call → {}",
                 d.method,
@@ -200,155 +179,51 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
                 d.into.join(", ")
             );
         }
-        let new = comprex::pipeline::fold(
-            &spec,
-            analysis,
-            &mut method_level,
-            selection.fold(),
-            args.max_runs,
-            &mut |config, decisions| {
-                eprintln!("taint run: `{config}`: {decisions} decision records")
-            },
-        )?;
-        if !selection.dropped.is_empty() {
+        if !p.unprobed.is_empty() {
             eprintln!(
-                "partitions with unprobed methods folded into their callers: {} configurations ({new} more taint runs)",
-                method_level.exploration.configurations.len()
+                "partitions with unprobed methods folded into their callers: {} configurations ({} more taint runs)",
+                report.configurations.len(),
+                p.extra_taint_runs
             );
         }
     }
-    let exploration = &method_level.exploration;
-
-    let profiled = comprex::pipeline::instrument_methods(&spec, &settings, &method_level)?;
-    let store_path = args
-        .store
-        .clone()
-        .unwrap_or_else(|| beside(&args.spec, "knobs.db"));
-    let store = Store::open(&store_path)?;
-    measure::runner::kill_runs_on_interrupt();
-    let report = with_progress(|on_event| {
-        Ok(comprex::pipeline::measure_configurations(
-            &store,
-            &settings,
-            &spec,
-            workload,
-            &profiled,
-            &exploration.configurations,
-            on_event,
-        )?)
-    })?;
-    print_report(&report, spec.measure.max_cv);
-
-    let correction = if args.overhead_correction > 0 {
-        let correction = comprex::pipeline::overhead_correction(
-            &spec,
-            &settings,
-            workload,
-            &profiled,
-            &exploration.configurations,
-            args.overhead_correction,
-            args.seed,
-            overhead_fit,
-            &mut |config, p, n| {
-                eprintln!(
-                    "overhead: `{}`: {p:.4} s profiled, {n:.4} s native (medians, interleaved)",
-                    if config.is_empty() {
-                        "(no option selected)"
-                    } else {
-                        config
-                    }
-                )
-            },
-        )?;
-        match &correction {
-            Ok(c) => eprintln!(
-                "overhead correction (§V.A, {} configurations with and without the profiler, {} fit): profiled = {:.4} · native {} {:.4} s",
-                c.pairs.len(),
-                c.fit.name(),
-                c.line.slope,
-                if c.line.intercept < 0.0 { "−" } else { "+" },
-                c.line.intercept.abs()
-            ),
-            Err(why) => eprintln!("overhead correction: none ({why})"),
+    if let Some(c) = &report.overhead_correction {
+        eprintln!(
+            "overhead correction (§V.A, {} configurations with and without the profiler, {} fit): profiled = {:.4} · native {} {:.4} s",
+            c.pairs.len(),
+            c.fit.name(),
+            c.slope,
+            if c.intercept < 0.0 { "−" } else { "+" },
+            c.intercept.abs()
+        );
+    }
+    if let (Some(path), Some(store), Some(variant)) =
+        (&report.model_path, &report.store, &report.variant)
+    {
+        crate::model_cmd::print_model(&model::ModelFile::load(path)?, 10);
+        if report.trivial_terms > 0 {
+            eprintln!(
+                "{} trivial terms (below {trivial_below} s) left out",
+                report.trivial_terms
+            );
         }
-        correction.ok()
-    } else {
-        None
-    };
-
-    let model = comprex::pipeline::build_model_corrected(
-        &store,
-        &spec,
-        workload,
-        &method_level,
-        &profiled,
-        &ModelSettings {
-            trivial_below: args.trivial_below,
-            ..ModelSettings::default()
-        },
-        correction.as_ref(),
-    )?;
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| beside(&args.spec, &format!("{}.comprex.json", spec.name)));
-    model.file.save(&out)?;
-    crate::model_cmd::print_model(&model.file, 10);
-    if !model.trivial.is_empty() {
+        for s in &report.suspects {
+            eprintln!(
+                "suspect: region {} varies within subspace {} (cv {:.0} % over {} measurements): its partition may be incomplete",
+                s.region,
+                s.subspace,
+                s.cv * 100.0,
+                s.measurements
+            );
+        }
         eprintln!(
-            "{} trivial terms (below {} s) left out",
-            model.trivial.len(),
-            args.trivial_below
+            "model written to {} (measurements in {}, variant {variant})",
+            path.display(),
+            store.display()
         );
     }
-    for s in &model.suspects {
-        eprintln!(
-            "suspect: region {} varies within subspace {} (cv {:.0} % over {} measurements): its partition may be incomplete",
-            s.region,
-            s.subspace,
-            s.cv * 100.0,
-            s.measurements
-        );
+    for note in &report.notes {
+        eprintln!("note: {note}");
     }
-    eprintln!(
-        "model written to {} (measurements in {}, variant {})",
-        out.display(),
-        store_path.display(),
-        profiled.variant
-    );
-    Ok(Outcome::Done)
-}
-
-/// `--granularity-table`: Table IV of the paper — regions and configurations of the
-/// iterative analysis at each region granularity, from coarse to fine.
-fn granularity_table(
-    spec: &SystemSpec,
-    settings: &instrumented::Settings,
-    analysis: &measure::Workload,
-    max_runs: usize,
-) -> Result<Outcome> {
-    let total = ValidConfigurations::new(&spec.space)?.count();
-    println!("| granularity | regions | configurations (of {total}) | taint analysis (s) |");
-    println!("|---|---|---|---|");
-    for (name, granularity) in [
-        ("program", Granularity::Program),
-        ("method", Granularity::Method),
-        ("statement", Granularity::Statement),
-    ] {
-        let explored = comprex::pipeline::explore(
-            spec,
-            settings,
-            analysis,
-            granularity,
-            max_runs,
-            &mut |_, _| {},
-        )?;
-        println!(
-            "| {name} | {} | {} | {:.1} |",
-            explored.exploration.regions(granularity).len(),
-            explored.exploration.configurations.len(),
-            explored.seconds
-        );
-    }
-    Ok(Outcome::Done)
+    Ok(())
 }

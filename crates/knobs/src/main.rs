@@ -10,6 +10,7 @@ mod crush_cmd;
 mod learn_cmd;
 mod measure_cmd;
 mod model_cmd;
+mod progress;
 mod space_cmd;
 
 use std::process::ExitCode;
@@ -63,6 +64,12 @@ enum Command {
     /// space per method; the explored configurations are measured with a sampling profiler;
     /// writes the global model with a local model per method.
     Comprex(comprex_cmd::ComprexArgs),
+}
+
+/// Prints a report as pretty JSON on stdout (what `--json` gives every command).
+pub fn print_json(report: &impl serde::Serialize) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(report)?);
+    Ok(())
 }
 
 /// What a command reports back besides success: `Invalid` means "ran fine, but the input

@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
-use measure::campaign::{Campaign, CampaignReport, ConfigurationStatus, Event};
+use measure::campaign::{Campaign, CampaignReport};
 use measure::{Metric, Selection, Store, SystemSpec};
 use space::formats::write_dataset_csv;
 use space::{Strategy, ValidConfigurations, sample};
 
 use crate::Outcome;
+use crate::progress::with_progress;
 
 #[derive(Args)]
 pub struct InitArgs {
@@ -308,82 +308,7 @@ pub fn store_dataset(path: &Path, workload: Option<&str>) -> Result<space::Datas
     Ok(store.dataset(&selection, metric)?)
 }
 
-/// Runs a campaign with a progress bar (with ETA) on a terminal; failures and noisy
-/// configurations are reported as they happen, also when not on a terminal.
-pub fn with_progress(
-    run: impl FnOnce(&mut dyn FnMut(Event)) -> Result<CampaignReport>,
-) -> Result<CampaignReport> {
-    let bar = ProgressBar::new(0);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:30}] {pos}/{len} runs, ETA {eta}  {wide_msg}",
-        )
-        .expect("valid template")
-        .progress_chars("=> "),
-    );
-    let say = |bar: &ProgressBar, line: String| {
-        if bar.is_hidden() {
-            eprintln!("{line}");
-        } else {
-            bar.println(line);
-        }
-    };
-    let report = run(&mut |event| match event {
-        Event::Planned { runs } => bar.set_length(runs),
-        Event::Starting { configuration } => bar.set_message(if configuration.is_empty() {
-            "(no option selected)".to_string()
-        } else {
-            configuration.to_string()
-        }),
-        Event::Ran { .. } => bar.inc(1),
-        Event::Done {
-            configuration,
-            status,
-        } => match status {
-            ConfigurationStatus::Failed { why, stderr_tail } => {
-                let last = stderr_tail.lines().last().unwrap_or("");
-                say(
-                    &bar,
-                    format!(
-                        "failed: `{configuration}`: {why}{}",
-                        if last.is_empty() {
-                            String::new()
-                        } else {
-                            format!(": {last}")
-                        }
-                    ),
-                );
-            }
-            ConfigurationStatus::Measured {
-                summary,
-                noisy: true,
-                new_runs,
-            } if *new_runs > 0 => say(
-                &bar,
-                format!(
-                    "noisy: `{configuration}`: coefficient of variation {:.1} % over {} runs",
-                    summary.cv * 100.0,
-                    summary.n
-                ),
-            ),
-            _ => {}
-        },
-    });
-    bar.finish_and_clear();
-    report
-}
-
 /// The one-line summary of a campaign.
 pub fn print_report(report: &CampaignReport, max_cv: f64) {
-    let measured = report.configurations - report.failed.len();
-    eprintln!(
-        "{measured} of {} configurations measured ({} already in the store), {} new runs in {:.1} s; {} failed, {} noisy (cv > {:.0} %)",
-        report.configurations,
-        report.reused,
-        report.runs,
-        report.seconds,
-        report.failed.len(),
-        report.noisy.len(),
-        max_cv * 100.0
-    );
+    eprintln!("{}", report.summary(max_cv));
 }

@@ -207,7 +207,7 @@ fn comprex_models_the_papers_running_example() {
         .arg(&spec)
         .assert()
         .code(2)
-        .stderr(contains("unknown granularity"));
+        .stderr(contains("invalid value 'sideways' for '--granularity"));
 }
 
 #[test]
@@ -500,4 +500,55 @@ fn fixed_settings_remove_interactions_of_code_that_never_runs_and_are_checked() 
         .stderr(contains(
             "[build.fixed] names `nosuch`, which is not a global the program defines",
         ));
+}
+
+/// `--json` prints the report on stdout for programs (the benchmark runner) to read, and
+/// `--stop-after` reaches the stages before measuring.
+#[test]
+fn crush_reports_json_and_stops_after_a_stage() {
+    let (dir, spec) = running_example();
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = knobs()
+            .args(["crush", "--json", "--spec"])
+            .arg(&spec)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
+    };
+    let analysed = json(&["--stop-after", "analyse"]);
+    assert_eq!(analysed["configurations"]["measured"], 8);
+    assert_eq!(analysed["configurations"]["total"], 1024);
+    assert_eq!(analysed["configurations"]["lower_bound"], 8);
+    assert_eq!(analysed["analysis"]["irrelevant"], serde_json::json!(["J"]));
+    assert_eq!(analysed["compressed"].as_array().unwrap().len(), 8);
+    assert!(analysed["instrumentation"].is_null());
+    assert!(!dir.path().join("knobs.db").exists(), "nothing measured");
+
+    let instrumented = json(&["--stop-after", "instrument"]);
+    let binary = instrumented["instrumentation"]["binary"].as_str().unwrap();
+    assert!(Path::new(binary).exists(), "{binary}");
+    assert!(instrumented["measurement"].is_null());
+
+    let modelled = json(&[]);
+    assert_eq!(modelled["measurement"]["configurations"], 8);
+    let model = modelled["model_path"].as_str().unwrap();
+    assert!(Path::new(model).exists());
+    assert!(
+        modelled["overhead"]["region_entries_per_run"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert!(
+        modelled["variant"]
+            .as_str()
+            .unwrap()
+            .starts_with("configcrusher:")
+    );
 }

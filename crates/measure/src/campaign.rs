@@ -47,7 +47,7 @@ pub enum ConfigurationStatus {
 }
 
 /// What a campaign did.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct CampaignReport {
     pub configurations: usize,
     /// Configurations that needed no new runs.
@@ -58,6 +58,23 @@ pub struct CampaignReport {
     /// Configurations flagged as noisy, with their coefficient of variation.
     pub noisy: Vec<(String, f64)>,
     pub seconds: f64,
+}
+
+impl CampaignReport {
+    /// The campaign in one line; `max_cv` is the noise threshold it flagged by.
+    pub fn summary(&self, max_cv: f64) -> String {
+        format!(
+            "{} of {} configurations measured ({} already in the store), {} new runs in {:.1} s; {} failed, {} noisy (cv > {:.0} %)",
+            self.configurations - self.failed.len(),
+            self.configurations,
+            self.reused,
+            self.runs,
+            self.seconds,
+            self.failed.len(),
+            self.noisy.len(),
+            max_cv * 100.0
+        )
+    }
 }
 
 /// Options of one campaign.

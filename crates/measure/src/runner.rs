@@ -350,3 +350,12 @@ mod tests {
         assert_eq!(r.outcome.status(), "failed");
     }
 }
+
+/// This process's peak resident memory so far, in MiB (`getrusage`; Linux reports KiB).
+pub fn peak_memory_mib() -> Option<f64> {
+    // SAFETY: an all-zero `rusage` is a valid value of this plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage only writes the struct it is given, which lives for the call.
+    let ok = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } == 0;
+    (ok && usage.ru_maxrss > 0).then(|| usage.ru_maxrss as f64 / 1024.0)
+}

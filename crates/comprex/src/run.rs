@@ -1,0 +1,411 @@
+//! Comprex as one call: [`run`] sequences the stages of [`crate::pipeline`] over a
+//! [`Session`] and returns a serialisable [`Report`]; progress goes to a [`Reporter`].
+
+use std::path::PathBuf;
+
+use instrumented::{Reporter, Session};
+use serde::Serialize;
+use space::ValidConfigurations;
+
+use crate::pipeline::{self, OverheadFit, ProbeSettings};
+use crate::{Error, Granularity, ModelSettings};
+
+/// What `run` does beyond the session's defaults.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The workload of the taint runs (default: the spec's first with purpose "analysis").
+    pub analysis_workload: Option<String>,
+    /// Region granularity of the iterative analysis; profiling and models are per method.
+    pub granularity: Granularity,
+    /// Only run the iterative analysis at every granularity (the paper's Table IV).
+    pub granularity_table: bool,
+    /// Stop the iterative analysis after this many taint runs.
+    pub max_runs: usize,
+    /// Terms smaller than this many seconds are reported as trivial and left out.
+    pub trivial_below: f64,
+    /// A probe on every method region; otherwise hot tiny methods get none (`probes`).
+    pub all_probes: bool,
+    pub probes: ProbeSettings,
+    /// §V.A's correction from this many configurations with and without the profiler (0:
+    /// none), fitted as `fit`, the configurations chosen with `seed`.
+    pub overhead_correction: usize,
+    pub overhead_fit: OverheadFit,
+    pub seed: u64,
+    /// Where the model JSON goes (default: `NAME.comprex.json` beside the spec).
+    pub model_path: Option<PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            analysis_workload: None,
+            granularity: Granularity::Method,
+            granularity_table: false,
+            max_runs: 256,
+            trivial_below: 0.001,
+            all_probes: false,
+            probes: ProbeSettings::default(),
+            overhead_correction: 5,
+            overhead_fit: OverheadFit::Ratio,
+            seed: 1,
+            model_path: None,
+        }
+    }
+}
+
+/// Everything a Comprex run explored, measured and modelled.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub system: String,
+    pub workload: String,
+    pub analysis_workload: String,
+    /// Valid configurations of the space (saturated at `u128::MAX`).
+    pub total_configurations: u128,
+    /// The iterative analysis at the chosen granularity (absent with `granularity_table`).
+    pub exploration: Option<ExplorationReport>,
+    /// Table IV: the iterative analysis at each granularity.
+    pub granularity_table: Vec<ExplorationReport>,
+    pub probes: Option<ProbeReport>,
+    /// Configurations measured with the profiler (after folding unprobed methods).
+    pub configurations: Vec<String>,
+    pub measurement: Option<measure::campaign::CampaignReport>,
+    pub overhead_correction: Option<CorrectionReport>,
+    pub trivial_terms: usize,
+    /// Regions whose partition may be incomplete (§V.D).
+    pub suspects: Vec<Suspect>,
+    pub model_path: Option<PathBuf>,
+    pub store: Option<PathBuf>,
+    pub variant: Option<String>,
+    pub notes: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ExplorationReport {
+    pub granularity: String,
+    pub configurations: usize,
+    pub seconds: f64,
+    pub decision_sites: usize,
+    /// Each region's partition: its subspaces as formulas.
+    pub regions: Vec<RegionPartitionReport>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RegionPartitionReport {
+    pub region: String,
+    pub subspaces: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ProbeReport {
+    pub probed: usize,
+    pub methods: usize,
+    /// Calibration runs made (0: a cached calibration of the same build was reused).
+    pub calibration_runs: usize,
+    pub unprobed: Vec<UnprobedMethod>,
+    /// Hot tiny methods that keep their probe (reachable from an entry point without a
+    /// probed caller).
+    pub kept: Vec<String>,
+    /// Taint runs the folding needed beyond the exploration.
+    pub extra_taint_runs: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct UnprobedMethod {
+    pub method: String,
+    pub entries: u64,
+    pub ns_per_entry: f64,
+    pub into: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CorrectionReport {
+    pub fit: OverheadFit,
+    pub slope: f64,
+    pub intercept: f64,
+    /// Per configuration: its text, the profiled and the native medians (seconds).
+    pub pairs: Vec<(String, f64, f64)>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Suspect {
+    pub region: String,
+    pub subspace: String,
+    pub cv: f64,
+    pub measurements: usize,
+}
+
+fn granularity_name(g: Granularity) -> &'static str {
+    match g {
+        Granularity::Program => "program",
+        Granularity::Method => "method",
+        Granularity::Statement => "statement",
+    }
+}
+
+fn exploration_report(explored: &pipeline::Explored, g: Granularity) -> ExplorationReport {
+    ExplorationReport {
+        granularity: granularity_name(g).to_string(),
+        configurations: explored.exploration.configurations.len(),
+        seconds: explored.seconds,
+        decision_sites: explored.stats.decisions,
+        regions: explored
+            .exploration
+            .regions(g)
+            .iter()
+            .map(|r| RegionPartitionReport {
+                region: r.id.clone(),
+                subspaces: r.subspaces.iter().map(|s| s.text.clone()).collect(),
+            })
+            .collect(),
+    }
+}
+
+/// Runs Comprex: iterative dynamic taint analysis, probe selection, profiling of the explored
+/// configurations, overhead correction and the model — or only Table IV with
+/// `granularity_table`.
+pub fn run(
+    session: &Session,
+    options: &Options,
+    reporter: &mut dyn Reporter,
+) -> Result<Report, Error> {
+    let spec = &session.spec;
+    let settings = &session.settings;
+    let workload = session.workload();
+    let analysis = match &options.analysis_workload {
+        Some(name) => spec.workload(Some(name))?,
+        None => spec.analysis_workload()?,
+    };
+    spec.prepare_workload(workload)?;
+    let total =
+        u128::try_from(&ValidConfigurations::new(&spec.space)?.count()).unwrap_or(u128::MAX);
+    let mut report = Report {
+        system: spec.name.clone(),
+        workload: workload.name.clone(),
+        analysis_workload: analysis.name.clone(),
+        total_configurations: total,
+        exploration: None,
+        granularity_table: Vec::new(),
+        probes: None,
+        configurations: Vec::new(),
+        measurement: None,
+        overhead_correction: None,
+        trivial_terms: 0,
+        suspects: Vec::new(),
+        model_path: None,
+        store: None,
+        variant: None,
+        notes: Vec::new(),
+    };
+    if options.granularity_table {
+        for g in [
+            Granularity::Program,
+            Granularity::Method,
+            Granularity::Statement,
+        ] {
+            let explored = pipeline::explore(
+                spec,
+                settings,
+                analysis,
+                g,
+                options.max_runs,
+                &mut |_, _| {},
+            )?;
+            report
+                .granularity_table
+                .push(exploration_report(&explored, g));
+        }
+        return Ok(report);
+    }
+
+    let explored = pipeline::explore(
+        spec,
+        settings,
+        analysis,
+        options.granularity,
+        options.max_runs,
+        &mut |c, d| reporter.note(&taint_line(c, d)),
+    )?;
+    let exploration = exploration_report(&explored, options.granularity);
+    reporter.note(&format!(
+        "dynamic taint analysis (workload `{}`): {} configurations of {total} in {:.1} s; {} decision sites instrumented",
+        analysis.name, exploration.configurations, exploration.seconds, exploration.decision_sites
+    ));
+    report.exploration = Some(exploration);
+    let mut method_level = if options.granularity == Granularity::Method {
+        explored
+    } else {
+        // Profiling and models need the method partitions: explore again at method
+        // granularity (cheap next to measuring, and it reuses nothing it should not).
+        report.notes.push(format!(
+            "regions at {} granularity; profiling and models are per method",
+            granularity_name(options.granularity)
+        ));
+        pipeline::explore(
+            spec,
+            settings,
+            analysis,
+            Granularity::Method,
+            options.max_runs,
+            &mut |_, _| {},
+        )?
+    };
+    if !options.all_probes {
+        let selection =
+            pipeline::select_probes(spec, settings, analysis, &method_level, &options.probes)?;
+        let extra = pipeline::fold(
+            spec,
+            analysis,
+            &mut method_level,
+            selection.fold(),
+            options.max_runs,
+            &mut |c, d| reporter.note(&taint_line(c, d)),
+        )?;
+        let probes = ProbeReport {
+            probed: selection.probed.len(),
+            methods: selection.probed.len() + selection.dropped.len(),
+            calibration_runs: selection.calibration_runs,
+            unprobed: selection
+                .dropped
+                .iter()
+                .map(|d| UnprobedMethod {
+                    method: d.method.clone(),
+                    entries: d.entries,
+                    ns_per_entry: d.ns_per_entry,
+                    into: d.into.clone(),
+                })
+                .collect(),
+            kept: selection.kept.clone(),
+            extra_taint_runs: extra,
+        };
+        reporter.note(&probes.summary(&analysis.name, options.probes.min_ns_per_entry));
+        report.probes = Some(probes);
+    }
+    let configurations = &method_level.exploration.configurations;
+    report.configurations = configurations
+        .iter()
+        .map(|c| spec.space.format_configuration(c))
+        .collect();
+
+    let profiled = pipeline::instrument_methods(spec, settings, &method_level)?;
+    let store = session.store()?;
+    measure::runner::kill_runs_on_interrupt();
+    let measured = pipeline::measure_configurations(
+        &store,
+        settings,
+        spec,
+        workload,
+        &profiled,
+        configurations,
+        &mut |event| reporter.measurement(event),
+    )?;
+    reporter.note(&measured.summary(spec.measure.max_cv));
+    report.measurement = Some(measured);
+
+    let correction =
+        if options.overhead_correction > 0 {
+            let correction =
+                pipeline::overhead_correction(
+                    spec,
+                    settings,
+                    workload,
+                    &profiled,
+                    configurations,
+                    options.overhead_correction,
+                    options.seed,
+                    options.overhead_fit,
+                    &mut |config, p, n| {
+                        reporter.note(&format!(
+                    "overhead: `{}`: {p:.4} s profiled, {n:.4} s native (medians, interleaved)",
+                    if config.is_empty() { "(no option selected)" } else { config }
+                ))
+                    },
+                )?;
+            match correction {
+                Ok(c) => {
+                    report.overhead_correction = Some(CorrectionReport {
+                        fit: c.fit,
+                        slope: c.line.slope,
+                        intercept: c.line.intercept,
+                        pairs: c.pairs.clone(),
+                    });
+                    Some(c)
+                }
+                Err(why) => {
+                    report.notes.push(format!("no overhead correction: {why}"));
+                    None
+                }
+            }
+        } else {
+            None
+        };
+
+    let model = pipeline::build_model_corrected(
+        &store,
+        spec,
+        workload,
+        &method_level,
+        &profiled,
+        &ModelSettings {
+            trivial_below: options.trivial_below,
+            ..ModelSettings::default()
+        },
+        correction.as_ref(),
+    )?;
+    let out = options
+        .model_path
+        .clone()
+        .unwrap_or_else(|| spec.dir.join(format!("{}.comprex.json", spec.name)));
+    model.file.save(&out)?;
+    report.trivial_terms = model.trivial.len();
+    report.suspects = model
+        .suspects
+        .iter()
+        .map(|s| Suspect {
+            region: s.region.clone(),
+            subspace: s.subspace.clone(),
+            cv: s.cv,
+            measurements: s.measurements,
+        })
+        .collect();
+    report.model_path = Some(out);
+    report.store = Some(session.store_path.clone());
+    report.variant = Some(profiled.variant);
+    Ok(report)
+}
+
+/// A taint run as a line of progress.
+fn taint_line(configuration: &str, decisions: usize) -> String {
+    format!(
+        "taint run: `{}`: {decisions} decision records",
+        if configuration.is_empty() {
+            "(no option selected)"
+        } else {
+            configuration
+        }
+    )
+}
+
+impl ProbeReport {
+    /// The probe selection in one line, as a person reads it.
+    pub fn summary(&self, analysis_workload: &str, min_ns: f64) -> String {
+        format!(
+            "probes: {} of {} method regions (calibration on `{analysis_workload}`: {}); {} hot methods below {min_ns} ns per call left unprobed{}",
+            self.probed,
+            self.methods,
+            match self.calibration_runs {
+                0 => "cached".to_string(),
+                n => format!("{n} runs"),
+            },
+            self.unprobed.len(),
+            if self.kept.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", {} kept (reachable from an entry point without a probed caller): {}",
+                    self.kept.len(),
+                    self.kept.join(", ")
+                )
+            }
+        )
+    }
+}

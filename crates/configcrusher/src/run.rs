@@ -1,0 +1,392 @@
+//! ConfigCrusher as one call: [`run`] sequences the stages of [`crate::pipeline`] over a
+//! [`Session`] and returns a serialisable [`Report`]; progress goes to a [`Reporter`].
+
+use std::path::PathBuf;
+
+use analysis::explanation::Explanation;
+use instrumented::{Reporter, Session};
+use serde::Serialize;
+use space::ValidConfigurations;
+
+use crate::Error;
+use crate::overhead::{Overhead, overhead};
+use crate::pipeline::{Analysed, analyse, build_model, instrument, measure_configurations};
+
+/// Where `run` stops.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stage {
+    /// After the analysis, regions and compression: nothing is built or measured.
+    Analyse,
+    /// After building the instrumented program: nothing is measured.
+    Instrument,
+    /// The whole pipeline: measure and write the model.
+    #[default]
+    Model,
+}
+
+/// What `run` does beyond the session's defaults.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Apply the propagation optimisations (Algorithms 3 and 4) before placing regions.
+    pub optimise: bool,
+    /// Largest number of combinations one interaction may ask for.
+    pub combination_limit: u128,
+    pub stop_after: Stage,
+    /// Explain why these options meet in the same decisions (implies stopping after the
+    /// analysis).
+    pub explain: Vec<String>,
+    /// Where the model JSON goes (default: `NAME.configcrusher.json` beside the spec).
+    pub model_path: Option<PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            optimise: true,
+            combination_limit: 1 << 16,
+            stop_after: Stage::Model,
+            explain: Vec::new(),
+            model_path: None,
+        }
+    }
+}
+
+/// Everything a ConfigCrusher run found, built and measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub system: String,
+    pub workload: String,
+    pub build: BuildReport,
+    pub analysis: AnalysisReport,
+    /// Present when the spec has `[build.fixed]`.
+    pub fixed: Option<FixedReport>,
+    pub regions: RegionCount,
+    pub configurations: ConfigurationCount,
+    /// The configurations to measure, as the store writes them.
+    pub compressed: Vec<String>,
+    pub explanation: Option<Explanation>,
+    pub instrumentation: Option<InstrumentationReport>,
+    pub measurement: Option<measure::campaign::CampaignReport>,
+    pub overhead: Option<Overhead>,
+    /// The model file written, with the store and variant its measurements are in.
+    pub model_path: Option<PathBuf>,
+    pub store: Option<PathBuf>,
+    pub variant: Option<String>,
+    /// Things a user should know about the result (what the analysis could not see, why
+    /// nothing was compressed, settings that changed nothing).
+    pub notes: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct BuildReport {
+    pub functions: usize,
+    pub instructions: usize,
+    pub seconds: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct AnalysisReport {
+    pub seconds: f64,
+    /// The process's peak resident memory after the analysis (loading and translating the
+    /// bitcode included).
+    pub peak_memory_mib: Option<f64>,
+    pub tainted_decisions: usize,
+    pub irrelevant: Vec<String>,
+    /// Maximal interactions, by option name.
+    pub interactions: Vec<Vec<String>>,
+    pub memory_cells: usize,
+    /// The program exceeded points-to's per-object budget: stack and heap objects were
+    /// analysed as one (much coarser).
+    pub points_to_merged: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FixedReport {
+    pub folded_reads: usize,
+    pub decided_branches: usize,
+    pub dead_functions: usize,
+    pub dead_blocks: usize,
+    /// Settings no read of which was folded (they change nothing).
+    pub unread: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RegionCount {
+    pub count: usize,
+    pub before_propagation: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ConfigurationCount {
+    /// Configurations ConfigCrusher measures.
+    pub measured: usize,
+    /// Valid configurations of the space (saturated at `u128::MAX`).
+    pub total: u128,
+    /// No cover of the interactions can be smaller.
+    pub lower_bound: u128,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct InstrumentationReport {
+    pub binary: PathBuf,
+    pub variant: String,
+    pub enter_calls: usize,
+    pub exit_calls: usize,
+    pub split_edges: usize,
+    pub value_checks: usize,
+}
+
+/// Runs ConfigCrusher: analyse, compress, instrument, measure, model — or up to
+/// `options.stop_after`.
+pub fn run(
+    session: &Session,
+    options: &Options,
+    reporter: &mut dyn Reporter,
+) -> Result<Report, Error> {
+    let spec = &session.spec;
+    let workload = session.workload();
+    spec.prepare_workload(workload)?;
+    let option_ids = explained_options(session, &options.explain)?;
+    let analysed = analyse(spec, &session.settings, options)?;
+    let mut report = analysis_report(session, &analysed);
+    for line in report.summary_lines() {
+        reporter.note(&line);
+    }
+    if !option_ids.is_empty() {
+        report.explanation = Some(Explanation::new(
+            analysed.program(),
+            &analysed.influence,
+            &option_ids,
+        ));
+    }
+    if options.stop_after == Stage::Analyse || !option_ids.is_empty() {
+        return Ok(report);
+    }
+
+    let built = instrument(spec, &analysed, &session.settings)?;
+    let instrumentation = InstrumentationReport {
+        binary: built.binary.clone(),
+        variant: built.variant.clone(),
+        enter_calls: built.stats.enter_calls,
+        exit_calls: built.stats.exit_calls,
+        split_edges: built.stats.split_edges,
+        value_checks: built.stats.value_checks,
+    };
+    reporter.note(&instrumentation.to_string());
+    report.instrumentation = Some(instrumentation);
+    if options.stop_after == Stage::Instrument {
+        return Ok(report);
+    }
+
+    let store = session.store()?;
+    measure::runner::kill_runs_on_interrupt();
+    let measured = measure_configurations(
+        &store,
+        &session.settings,
+        spec,
+        workload,
+        &built,
+        &analysed.compression.configurations,
+        &mut |event| reporter.measurement(event),
+    )?;
+    reporter.note(&measured.summary(spec.measure.max_cv));
+    report.measurement = Some(measured);
+    let model = build_model(&store, spec, workload, &analysed, &built.variant)?;
+    report.overhead = Some(overhead(&store, spec, workload, &built.variant)?);
+    let out = options
+        .model_path
+        .clone()
+        .unwrap_or_else(|| spec.dir.join(format!("{}.configcrusher.json", spec.name)));
+    model.save(&out)?;
+    report.model_path = Some(out);
+    report.store = Some(session.store_path.clone());
+    report.variant = Some(built.variant);
+    Ok(report)
+}
+
+/// The options `--explain` names, resolved; an unknown name is an error.
+fn explained_options(
+    session: &Session,
+    names: &[String],
+) -> Result<Vec<(space::OptionId, String)>, Error> {
+    let space = &session.spec.space;
+    names
+        .iter()
+        .map(|name| {
+            space.find(name).map(|o| (o, name.clone())).ok_or_else(|| {
+                Error::Invalid(format!("--explain: the space has no option `{name}`"))
+            })
+        })
+        .collect()
+}
+
+/// The report's analysis part, with the notes the analysis calls for.
+fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
+    let spec = &session.spec;
+    let program = &analysed.translation.program;
+    let mut notes = Vec::new();
+    let fixed = analysed.specialised.as_ref().map(|s| {
+        let unread: Vec<String> = spec
+            .build
+            .iter()
+            .flat_map(|b| b.fixed.keys())
+            .filter(|name| {
+                !s.folded_loads
+                    .iter()
+                    .any(|f| program.globals[f.global.index()].name == **name)
+            })
+            .cloned()
+            .collect();
+        if !unread.is_empty() {
+            notes.push(format!(
+                "[build.fixed]: no read of {} was folded (read through pointers, or not an \
+                 integer), so they change nothing",
+                unread.join(", ")
+            ));
+        }
+        FixedReport {
+            folded_reads: s.folded_loads.len(),
+            decided_branches: s.decided,
+            dead_functions: s.dead_functions,
+            dead_blocks: s.dead_blocks,
+            unread,
+        }
+    });
+    let points_to = &analysed.influence.facts.points_to;
+    if points_to.merged {
+        notes.push(format!(
+            "points-to: {} memory cells; the program exceeded the per-object budget, so its \
+             stack and heap objects were analysed as one (fields still per struct type)",
+            points_to.cells.len()
+        ));
+    }
+    let interactions = analysed.interactions(spec);
+    let total = ValidConfigurations::new(&spec.space)
+        .map(|v| u128::try_from(&v.count()).unwrap_or(u128::MAX))
+        .unwrap_or(0);
+    let measured = analysed.compression.configurations.len();
+    if measured as u128 >= total
+        && let Some(widest) = interactions.iter().max_by_key(|i| i.len())
+        && widest.len() >= 2
+    {
+        notes.push(format!(
+            "the analysis found {} options in one interaction, so ConfigCrusher measures every \
+             configuration, like brute force; `--explain {},{}` shows where two of them meet",
+            widest.len(),
+            widest[0],
+            widest[widest.len() - 1]
+        ));
+    }
+    Report {
+        system: spec.name.clone(),
+        workload: session.workload.clone(),
+        build: BuildReport {
+            functions: program.functions.len(),
+            instructions: program.insts.len(),
+            seconds: analysed.build_seconds,
+        },
+        analysis: AnalysisReport {
+            seconds: analysed.analysis_seconds,
+            peak_memory_mib: measure::runner::peak_memory_mib(),
+            tainted_decisions: analysed.influence.decisions.len(),
+            irrelevant: analysed.irrelevant.clone(),
+            interactions,
+            memory_cells: points_to.cells.len(),
+            points_to_merged: points_to.merged,
+        },
+        fixed,
+        regions: RegionCount {
+            count: analysed.plan.regions.len(),
+            before_propagation: analysed.regions_unoptimised,
+        },
+        configurations: ConfigurationCount {
+            measured,
+            total,
+            lower_bound: analysed.compression.lower_bound,
+        },
+        compressed: analysed
+            .compression
+            .configurations
+            .iter()
+            .map(|c| spec.space.format_configuration(c))
+            .collect(),
+        explanation: None,
+        instrumentation: None,
+        measurement: None,
+        overhead: None,
+        model_path: None,
+        store: None,
+        variant: None,
+        notes,
+    }
+}
+
+impl Report {
+    /// The analysis in a few lines, as a person reads it.
+    pub fn summary_lines(&self) -> Vec<String> {
+        let list = |items: &[String]| {
+            if items.is_empty() {
+                "none".to_string()
+            } else {
+                items.join(", ")
+            }
+        };
+        let mut lines = vec![format!(
+            "built {}: {} functions, {} instructions in {:.1} s",
+            self.system, self.build.functions, self.build.instructions, self.build.seconds
+        )];
+        if let Some(f) = &self.fixed {
+            lines.push(format!(
+                "fixed settings: {} reads folded, {} branches decided; unreachable in every run: \
+                 {} functions and {} blocks of the others",
+                f.folded_reads, f.decided_branches, f.dead_functions, f.dead_blocks
+            ));
+        }
+        let a = &self.analysis;
+        let interactions: Vec<String> = a
+            .interactions
+            .iter()
+            .map(|i| format!("{{{}}}", i.join(",")))
+            .collect();
+        lines.push(format!(
+            "analysed in {:.2} s{}: {} tainted decisions; irrelevant options: {}; interactions: {}",
+            a.seconds,
+            a.peak_memory_mib
+                .map_or(String::new(), |m| format!(" (peak memory {m:.0} MiB)")),
+            a.tainted_decisions,
+            list(&a.irrelevant),
+            if interactions.is_empty() {
+                "none".to_string()
+            } else {
+                interactions.join(" ")
+            }
+        ));
+        lines.push(format!(
+            "regions: {} ({} before propagation); configurations to measure: {} of {} (lower bound {})",
+            self.regions.count,
+            self.regions.before_propagation,
+            self.configurations.measured,
+            self.configurations.total,
+            self.configurations.lower_bound
+        ));
+        lines
+    }
+}
+
+impl std::fmt::Display for InstrumentationReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "instrumented: {} region entry and {} exit calls ({} split edges){} → {}",
+            self.enter_calls,
+            self.exit_calls,
+            self.split_edges,
+            match self.value_checks {
+                0 => String::new(),
+                n => format!(", {n} checks of fixed settings"),
+            },
+            self.binary.display()
+        )
+    }
+}
