@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what knobs needs to build on Debian 12, when it is missing:
 # a C compiler (for bundled C code in dependencies), LLVM 19 (for the white-box frontend) and a
-# Rust toolchain (rustup; Debian's own cargo is too old for edition 2024). Safe to run again: it only installs what is absent.
+# Rust toolchain with rustfmt and clippy (rustup; Debian's own cargo is too old for edition 2024). Safe to run again: it only installs what is absent.
 set -euo pipefail
 
 SUDO=""
@@ -29,6 +29,20 @@ if ! command -v cargo >/dev/null 2>&1; then
   if [ ! -x "$HOME/.cargo/bin/cargo" ]; then
     echo "setup: installing the Rust toolchain with rustup" >&2
     curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal >&2
+    # The minimal profile has neither rustfmt nor clippy, which scripts/test.sh runs.
+    "$HOME/.cargo/bin/rustup" component add rustfmt clippy >&2
   fi
   export PATH="$HOME/.cargo/bin:$PATH"
+fi
+
+# A toolchain without rustfmt or clippy (an older minimal install): add them when rustup
+# manages it.
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+  if command -v rustup >/dev/null 2>&1; then
+    echo "setup: adding the rustfmt and clippy components" >&2
+    rustup component add rustfmt clippy >&2 ||
+      echo "setup: could not add rustfmt and clippy; cargo fmt and cargo clippy will fail" >&2
+  else
+    echo "setup: cargo fmt or cargo clippy is missing and rustup is not there to add them" >&2
+  fi
 fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test of the workspace (debug build). The tests read ../shared/datasets, which
-# must sit beside the repository.
+# CI: checks formatting (rustfmt), lints (clippy, warnings are errors) and runs every test of
+# the workspace (debug build). The tests read ../shared/datasets, which must sit beside the
+# repository.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup-debian.sh
@@ -8,4 +9,7 @@ if [ ! -d ../shared/datasets ]; then
   echo "test: ../shared/datasets is missing; clone the repository next to shared/" >&2
   exit 1
 fi
+# Formatting and lints first: they fail in seconds, the tests take minutes.
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked

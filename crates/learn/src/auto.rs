@@ -78,7 +78,7 @@ pub fn choose(targets: &[Target], settings: &AutoSettings, seed: u64) -> Choice 
     let candidates: Vec<(Learner, f64)> = scored
         .iter()
         .zip(&errors)
-        .map(|(s, e)| (s.learner.clone(), mean(e)))
+        .map(|(s, e)| (s.learner.clone(), stats::mean(e).unwrap_or(f64::NAN)))
         .collect();
     // The first of the smallest errors (NaN never wins).
     let mut best = default;
@@ -93,8 +93,8 @@ pub fn choose(targets: &[Target], settings: &AutoSettings, seed: u64) -> Choice 
         .map(|(b, d)| b - d)
         .collect();
     let n = differences.len() as f64;
-    let d = mean(&differences);
-    let sd = (differences.iter().map(|x| (x - d).powi(2)).sum::<f64>() / (n - 1.0).max(1.0)).sqrt();
+    let d = stats::mean(&differences).unwrap_or(f64::NAN);
+    let sd = stats::sample_sd(&differences).unwrap_or(0.0);
     let chosen = if d < -sd / n.sqrt() { best } else { default };
     let (learner, error) = candidates[chosen].clone();
     Choice {
@@ -102,10 +102,6 @@ pub fn choose(targets: &[Target], settings: &AutoSettings, seed: u64) -> Choice 
         error,
         candidates,
     }
-}
-
-fn mean(values: &[f64]) -> f64 {
-    values.iter().sum::<f64>() / values.len() as f64
 }
 
 /// The means of two or more of the families, from their held-out predictions: a mean model

@@ -9,7 +9,6 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 use space::{Dataset, Strategy, ValidConfigurations};
 
-use crate::metrics::{mape, mean_and_margin};
 use crate::{Error, Learner, Table, train};
 
 /// The rows of the dataset a sampling strategy picks. `random:N` draws N distinct measured
@@ -113,7 +112,7 @@ pub fn deepperf(
             let predicted = trained.predict(table, rest);
             seconds += start.elapsed().as_secs_f64();
             let actual: Vec<f64> = rest.iter().map(|&r| table.performance[r]).collect();
-            errors.push(mape(&predicted, &actual)?);
+            errors.push(stats::mape(&predicted, &actual)?);
             sizes_sum += trained.size() as f64;
         }
         let (mean_mre, margin) = mean_and_margin(&errors);
@@ -127,6 +126,15 @@ pub fn deepperf(
         });
     }
     Ok(out)
+}
+
+/// The mean of repeated errors with the half-width of its 95 % confidence interval
+/// (Student's t); the margin is 0 for a single value, and both are NaN for none.
+fn mean_and_margin(values: &[f64]) -> (f64, f64) {
+    match stats::mean(values) {
+        Some(mean) => (mean, stats::ci95_half_width(values).unwrap_or(0.0)),
+        None => (f64::NAN, f64::NAN),
+    }
 }
 
 /// A seed for repetition `r` of size `size` (SplitMix64 finaliser over the three).
@@ -203,7 +211,7 @@ pub fn compare(
                     None
                 } else {
                     let actual: Vec<f64> = rest.iter().map(|&r| table.performance[r]).collect();
-                    Some(mape(&trained.predict(&table, &rest), &actual)?)
+                    Some(stats::mape(&trained.predict(&table, &rest), &actual)?)
                 };
                 runs[l].push(Trial {
                     configurations: sample.len() as f64,

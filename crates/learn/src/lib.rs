@@ -15,8 +15,9 @@
 //! and returns a [`model::ModelFile`]: linear learners give performance-influence terms,
 //! trees give trees. [`experiment`] runs the evaluation protocols of the literature (DeepPerf's
 //! random samples of growing size; sampling strategies × learners as in Comprex's tables),
-//! and [`metrics`] holds the error measures. All numerics (least squares, coordinate descent,
-//! tree growing) live here, without an ML dependency.
+//! and models are scored with the workspace's `stats` crate (MAPE, means and confidence
+//! intervals). All numerics (least squares, coordinate descent, tree growing) live here,
+//! without an ML dependency.
 //!
 //! Architecture invariant: learners see a dataset as numbers (option values and
 //! performance); they never measure, and sampling strategies become rows of the dataset
@@ -31,7 +32,6 @@ mod fitted;
 mod lasso;
 mod learner;
 mod linalg;
-pub mod metrics;
 mod stepwise;
 mod tree;
 
@@ -47,7 +47,6 @@ pub use learner::{
     AutoSettings, BoostSettings, CartSettings, ForestSettings, Kind, LassoSettings, Learner,
     StepwiseSettings,
 };
-pub use metrics::mape;
 
 use data::{Basic, TermSpec};
 use fitted::Fitted;
@@ -68,6 +67,14 @@ pub enum Error {
     Space(#[from] space::Error),
     #[error(transparent)]
     Model(#[from] model::Error),
+}
+
+/// An error measure that cannot be computed (no configurations, an actual value of 0) is
+/// data the learner cannot be scored on.
+impl From<stats::Error> for Error {
+    fn from(e: stats::Error) -> Error {
+        Error::Data(e.to_string())
+    }
 }
 
 /// What a learner fits: training rows of a table with their targets on the modelled scale.
@@ -339,16 +346,11 @@ pub fn learn(
     p.insert("resolved".into(), json!(trained.resolved.to_string()));
     p.insert("seed".into(), json!(seed));
     p.extend(trained.notes);
-    p.insert("training".into(), training_json(&table, rows));
+    file.record_training(
+        &table.names,
+        rows.iter().map(|&r| table.rows[r].clone()).collect(),
+    );
     Ok(file)
-}
-
-/// The training configurations as `{"columns": [options…], "rows": [[values…], …]}`.
-fn training_json(table: &Table, rows: &[usize]) -> Value {
-    json!({
-        "columns": table.names,
-        "rows": rows.iter().map(|&r| table.rows[r].clone()).collect::<Vec<_>>(),
-    })
 }
 
 /// The rows of the table that are among the model's training configurations (read from its
@@ -395,5 +397,5 @@ pub fn evaluate(file: &ModelFile, table: &Table, rows: &[usize]) -> Result<f64, 
         .map(|&r| bound.predict(&table.rows[r]))
         .collect();
     let actual: Vec<f64> = rows.iter().map(|&r| table.performance[r]).collect();
-    mape(&predicted, &actual)
+    Ok(stats::mape(&predicted, &actual)?)
 }

@@ -380,3 +380,17 @@ fn bad_data_is_an_error() {
     let e = learn(&d, &[7], &learner("ols:A"), 1).unwrap_err();
     assert!(e.to_string().contains("not in the dataset"), "{e}");
 }
+
+#[test]
+fn mape_needs_non_zero_measurements() {
+    // The error measure comes from the `stats` crate; its errors are data errors here.
+    let d = dataset("A,PERF", &[vec![0.0, 1.0], vec![1.0, 0.0]]);
+    let model = learn(&d, &[0], &learner("ols:A"), 1).unwrap();
+    let table = Table::new(&d);
+    assert_eq!(learn::evaluate(&model, &table, &[0]).unwrap(), 0.0);
+    let e = learn::evaluate(&model, &table, &[1]).unwrap_err();
+    assert!(matches!(e, learn::Error::Data(_)), "{e:?}");
+    assert!(e.to_string().contains("is 0"), "{e}");
+    let e = learn::evaluate(&model, &table, &[]).unwrap_err();
+    assert!(matches!(e, learn::Error::Data(_)), "{e:?}");
+}

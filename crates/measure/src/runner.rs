@@ -271,6 +271,16 @@ pub fn kill_runs_on_interrupt() {
 /// A timeout that never fires in practice, for callers that want none.
 pub const NO_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
 
+/// This process's peak resident memory so far, in MiB: `getrusage(RUSAGE_SELF)`'s
+/// `ru_maxrss`, which Linux reports in KiB. `None` when the call fails or reports nothing.
+pub fn peak_memory_mib() -> Option<f64> {
+    // SAFETY: an all-zero `rusage` is a valid value of this plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage only writes the struct it is given, which lives for the call.
+    let ok = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } == 0;
+    (ok && usage.ru_maxrss > 0).then(|| usage.ru_maxrss as f64 / 1024.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -349,13 +359,11 @@ mod tests {
         assert!(matches!(r.outcome, Outcome::SpawnFailed(_)));
         assert_eq!(r.outcome.status(), "failed");
     }
-}
 
-/// This process's peak resident memory so far, in MiB (`getrusage`; Linux reports KiB).
-pub fn peak_memory_mib() -> Option<f64> {
-    // SAFETY: an all-zero `rusage` is a valid value of this plain C struct.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: getrusage only writes the struct it is given, which lives for the call.
-    let ok = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } == 0;
-    (ok && usage.ru_maxrss > 0).then(|| usage.ru_maxrss as f64 / 1024.0)
+    #[test]
+    fn peak_memory_of_this_process() {
+        let mib = peak_memory_mib().expect("Linux reports the peak resident set");
+        // A test binary holds at least a few hundred KiB, and far less than a terabyte.
+        assert!(mib > 0.1 && mib < 1024.0 * 1024.0, "{mib}");
+    }
 }

@@ -1,4 +1,5 @@
-//! Noise statistics over a configuration's repetitions.
+//! Noise statistics over a configuration's repetitions: a [`Summary`] of them, computed with
+//! the workspace's `stats` crate.
 
 use serde::Serialize;
 
@@ -18,64 +19,22 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Summarises the values; `None` when there are none.
+    /// Summarises the values (computed by the `stats` crate, hence the `::stats` paths:
+    /// this module has the same name); `None` when there are none.
     pub fn of(values: &[f64]) -> Option<Summary> {
-        let n = values.len();
-        if n == 0 {
-            return None;
-        }
-        let mut sorted = values.to_vec();
-        sorted.sort_by(f64::total_cmp);
-        let median = if n % 2 == 1 {
-            sorted[n / 2]
-        } else {
-            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-        };
-        let mean = values.iter().sum::<f64>() / n as f64;
-        let sd = if n > 1 {
-            (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
-        } else {
-            0.0
-        };
-        let cv = if mean != 0.0 { sd / mean.abs() } else { 0.0 };
-        let ci95 = if n > 1 {
-            t_975(n - 1) * sd / (n as f64).sqrt()
-        } else {
-            f64::INFINITY
-        };
         Some(Summary {
-            n,
-            median,
-            mean,
-            sd,
-            cv,
-            ci95,
+            n: values.len(),
+            median: ::stats::median(values)?,
+            mean: ::stats::mean(values)?,
+            sd: ::stats::sample_sd(values).unwrap_or(0.0),
+            cv: ::stats::coefficient_of_variation(values).unwrap_or(0.0),
+            ci95: ::stats::ci95_half_width(values).unwrap_or(f64::INFINITY),
         })
     }
 
     /// Whether the confidence interval is within `relative` × |mean|.
     pub fn ci_within(&self, relative: f64) -> bool {
         self.ci95 <= relative * self.mean.abs()
-    }
-}
-
-/// The 97.5 % quantile of Student's t distribution with `df` degrees of freedom (two-sided
-/// 95 % intervals).
-pub fn t_975(df: usize) -> f64 {
-    const TABLE: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042,
-    ];
-    match df {
-        0 => f64::INFINITY,
-        1..=30 => TABLE[df - 1],
-        // Beyond 30, the Cornish-Fisher expansion around the normal quantile (error < 1e-4).
-        _ => {
-            let (z, d) = (1.959964f64, df as f64);
-            z + (z.powi(3) + z) / (4.0 * d)
-                + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * d * d)
-        }
     }
 }
 
@@ -97,13 +56,5 @@ mod tests {
         assert_eq!((one.median, one.sd, one.cv), (3.0, 0.0, 0.0));
         assert!(!one.ci_within(0.5));
         assert!(Summary::of(&[]).is_none());
-    }
-
-    #[test]
-    fn t_quantiles_approach_the_normal() {
-        assert!((t_975(31) - 2.0395).abs() < 0.0005);
-        assert!((t_975(60) - 2.0003).abs() < 0.0005);
-        assert!((t_975(1000) - 1.962).abs() < 0.002);
-        assert!((1..200).all(|d| t_975(d) > t_975(d + 1)));
     }
 }

@@ -89,6 +89,16 @@ pub struct ModelFile {
 }
 
 impl ModelFile {
+    /// Records the configurations the model was built from (trained on, or measured), as
+    /// `provenance.training = {"columns": [options…], "rows": [[values…], …]}` with each
+    /// option's value (0/1, or the numeric value), so that an evaluation can leave them out.
+    pub fn record_training(&mut self, columns: &[String], rows: Vec<Vec<f64>>) {
+        self.provenance.insert(
+            "training".into(),
+            serde_json::json!({ "columns": columns, "rows": rows }),
+        );
+    }
+
     pub fn new(terms: InfluenceModel) -> Self {
         ModelFile {
             format: FORMAT.into(),

@@ -181,6 +181,16 @@ impl ConfigSpace {
         self.options.iter().map(|o| o.name.as_str()).collect()
     }
 
+    /// Each option's value in a configuration, in the space's order: 0 or 1 for a binary
+    /// option, the value itself for a numeric one (what learners and models compute with).
+    pub fn values(&self, config: &Configuration) -> Vec<f64> {
+        self.options
+            .iter()
+            .zip(&config.0)
+            .map(|(o, &v)| o.numeric_value(v))
+            .collect()
+    }
+
     fn push(&mut self, option: ConfigOption) -> Result<OptionId, Error> {
         if option.name.is_empty()
             || !option
