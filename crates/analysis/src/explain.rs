@@ -71,8 +71,7 @@ impl<'a> Explainer<'a> {
         let pts = &si.facts.points_to;
         let mut writers: FxMap<CellId, Vec<InstId>> = FxMap::default();
         let mut block_copies: FxMap<u32, Vec<InstId>> = FxMap::default();
-        for (k, inst) in program.insts.iter().enumerate() {
-            let i = InstId(k as u32);
+        for (i, inst) in program.insts.iter_enumerated() {
             let external = |pred: fn(&str) -> bool| {
                 si.call_graph
                     .targets_of(i)
@@ -132,16 +131,16 @@ impl<'a> Explainer<'a> {
     pub fn taint(&self, fact: Fact) -> SetId {
         let si = self.si;
         match fact {
-            Fact::Influence(i) => si.influence[i.index()],
-            Fact::Value(v) => si.value_taint[v.index()],
-            Fact::Control(b) => si.facts.block_taint[b.index()],
+            Fact::Influence(i) => si.influence[i],
+            Fact::Value(v) => si.value_taint[v],
+            Fact::Control(b) => si.facts.block_taint[b],
             Fact::Decision(b) => {
                 // Not interned as a union here: checked option by option in `holds`.
-                si.facts.block_taint[b.index()]
+                si.facts.block_taint[b]
             }
-            Fact::Context(f) => si.context[f.index()],
-            Fact::Memory(c) => si.facts.memory[c.index()],
-            Fact::Return(f) => si.facts.ret_taint[f.index()],
+            Fact::Context(f) => si.context[f],
+            Fact::Memory(c) => si.facts.memory[c],
+            Fact::Return(f) => si.facts.ret_taint[f],
         }
     }
 
@@ -154,7 +153,7 @@ impl<'a> Explainer<'a> {
                         .program
                         .terminator(b)
                         .and_then(|t| self.program.inst(t).kind.decision())
-                        .is_some_and(|c| has(self.si.value_taint[c.index()]))
+                        .is_some_and(|c| has(self.si.value_taint[c]))
             }
             _ => has(self.taint(fact)),
         }
@@ -265,7 +264,7 @@ impl<'a> Explainer<'a> {
                     }
                 }
                 ValueDef::Param { func, index } => {
-                    for &c in &self.si.call_graph.callers[func.index()] {
+                    for &c in &self.si.call_graph.callers[*func] {
                         if let InstKind::Call { args, .. } = &p.inst(c).kind
                             && let Some(&a) = args.get(*index as usize)
                         {
@@ -294,7 +293,7 @@ impl<'a> Explainer<'a> {
                 }
             }
             Fact::Context(f) => {
-                for &c in &self.si.call_graph.callers[f.index()] {
+                for &c in &self.si.call_graph.callers[f] {
                     push(Fact::Control(p.inst(c).block), Some(c), "called under");
                     push(Fact::Context(p.func_of(c)), Some(c), "called from");
                     if let InstKind::Call {
@@ -362,7 +361,7 @@ impl<'a> Explainer<'a> {
                     push(Fact::Control(inst.block), Some(w), "stored under");
                     // A function on the way out of the program stores without its context
                     // (the solver's rule).
-                    if !self.si.facts.dying[p.func_of(w).index()] {
+                    if !self.si.facts.dying[p.func_of(w)] {
                         push(Fact::Context(p.func_of(w)), Some(w), "stored in context");
                     }
                 }
@@ -436,7 +435,7 @@ impl<'a> Explainer<'a> {
                 ValueDef::Param { func, index } => {
                     format!("parameter {index} of {}", p.func(*func).name)
                 }
-                ValueDef::Global(g) => format!("address of global {}", p.globals[g.index()].name),
+                ValueDef::Global(g) => format!("address of global {}", p.globals[*g].name),
                 other => format!("value {v} ({other:?})"),
             },
             Fact::Control(b) => format!("control of block {b} in {}", p.func(p.block(b).func).name),

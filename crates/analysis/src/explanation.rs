@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use ir::{FuncId, InstId, Program};
+use ir::{FuncId, IdVec, InstId, Program};
 use serde::Serialize;
 use space::OptionId;
 
@@ -116,12 +116,12 @@ impl Explanation {
         // A decision's influence includes its function's calling context, so options that
         // meet in the context of a function that calls much of the program meet in all of its
         // decisions. Find where they enter contexts together.
-        let mut shared_in = vec![0usize; program.functions.len()];
+        let mut shared_in: IdVec<FuncId, usize> = IdVec::from_elem(0, program.functions.len());
         for d in &shared {
-            shared_in[program.func_of(d.inst).index()] += 1;
+            shared_in[program.func_of(d.inst)] += 1;
         }
         let mut entries: Vec<(usize, InstId, FuncId)> = Vec::new();
-        for (k, f) in program.functions.iter().enumerate() {
+        for (k, f) in program.functions.iter_enumerated() {
             if f.is_declaration || !holds_all(si.context[k]) {
                 continue;
             }
@@ -129,8 +129,8 @@ impl Explanation {
             // holds those its caller's context lacks (through recursion the caller's context
             // may hold them too, from this very site).
             let Some(&call) = si.call_graph.callers[k].iter().find(|&&c| {
-                let caller_context = si.context[program.func_of(c).index()];
-                let control = si.facts.block_taint[program.inst(c).block.index()];
+                let caller_context = si.context[program.func_of(c)];
+                let control = si.facts.block_taint[program.inst(c).block];
                 let caller = si.sets.get(caller_context);
                 let control_set = si.sets.get(control);
                 holds_all(control)
@@ -142,21 +142,21 @@ impl Explanation {
                 continue;
             };
             // The shared decisions in the functions this one reaches through calls.
-            let mut seen = vec![false; program.functions.len()];
-            let mut stack = vec![FuncId(k as u32)];
+            let mut seen = IdVec::from_elem(false, program.functions.len());
+            let mut stack = vec![k];
             let mut reached = 0;
             while let Some(g) = stack.pop() {
-                if std::mem::replace(&mut seen[g.index()], true) {
+                if std::mem::replace(&mut seen[g], true) {
                     continue;
                 }
-                reached += shared_in[g.index()];
+                reached += shared_in[g];
                 for &b in &program.func(g).blocks {
                     for &i in &program.block(b).insts {
                         stack.extend(si.call_graph.targets_of(i).iter().copied());
                     }
                 }
             }
-            entries.push((reached, call, FuncId(k as u32)));
+            entries.push((reached, call, k));
         }
         entries.sort_by(|a, b| b.0.cmp(&a.0).then(a.2.cmp(&b.2)));
 
@@ -175,8 +175,7 @@ impl Explanation {
             tainted_decisions: si.decisions.len(),
             context_functions: program
                 .functions
-                .iter()
-                .enumerate()
+                .iter_enumerated()
                 .filter(|(k, g)| !g.is_declaration && holds_all(si.context[*k]))
                 .count(),
             context_entries: entries
@@ -241,7 +240,10 @@ fn write_chains(f: &mut fmt::Formatter<'_>, fact: &ExplainedFact) -> fmt::Result
         match &chain.links {
             Some(links) => {
                 for link in links {
-                    let at = link.at.as_ref().map_or(String::new(), |a| format!(" at {a}"));
+                    let at = link
+                        .at
+                        .as_ref()
+                        .map_or(String::new(), |a| format!(" at {a}"));
                     writeln!(f, "    <- {}{at}: {}", link.how, link.from)?;
                 }
             }

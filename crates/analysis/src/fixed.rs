@@ -20,8 +20,8 @@
 use std::collections::{HashMap, HashSet};
 
 use ir::{
-    BlockId, Callee, FuncId, GlobalId, InstId, InstKind, IntOpKind, OpKind, Program, ValueDef,
-    ValueId,
+    BlockId, Callee, FuncId, GlobalId, IdVec, InstId, InstKind, IntOpKind, OpKind, Program,
+    ValueDef, ValueId,
 };
 
 /// A global the spec fixes: in every run, every load of it reads `value`.
@@ -74,31 +74,30 @@ impl Lattice {
 struct Propagation<'p> {
     program: &'p Program,
     fixed: HashMap<GlobalId, i64>,
-    values: Vec<Lattice>,
-    returns: Vec<Lattice>,
-    reachable_blocks: Vec<bool>,
-    reachable_functions: Vec<bool>,
-    reachable_globals: Vec<bool>,
+    values: IdVec<ValueId, Lattice>,
+    returns: IdVec<FuncId, Lattice>,
+    reachable_blocks: IdVec<BlockId, bool>,
+    reachable_functions: IdVec<FuncId, bool>,
+    reachable_globals: IdVec<GlobalId, bool>,
     edges: HashSet<(BlockId, BlockId)>,
-    users: Vec<Vec<InstId>>,
-    callers: Vec<Vec<InstId>>,
+    users: IdVec<ValueId, Vec<InstId>>,
+    callers: IdVec<FuncId, Vec<InstId>>,
     blocks: Vec<BlockId>,
     insts: Vec<InstId>,
 }
 
 impl<'p> Propagation<'p> {
     fn new(program: &'p Program, fixed: &[FixedGlobal]) -> Self {
-        let mut users = vec![Vec::new(); program.values.len()];
-        let mut callers = vec![Vec::new(); program.functions.len()];
-        for (k, inst) in program.insts.iter().enumerate() {
-            let id = InstId(k as u32);
-            inst.kind.for_each_use(|v| users[v.index()].push(id));
+        let mut users: IdVec<ValueId, Vec<InstId>> = IdVec::with_default(program.values.len());
+        let mut callers: IdVec<FuncId, Vec<InstId>> = IdVec::with_default(program.functions.len());
+        for (id, inst) in program.insts.iter_enumerated() {
+            inst.kind.for_each_use(|v| users[v].push(id));
             if let InstKind::Call {
                 callee: Callee::Direct(f),
                 ..
             } = inst.kind
             {
-                callers[f.index()].push(id);
+                callers[f].push(id);
             }
         }
         let values = program
@@ -114,10 +113,10 @@ impl<'p> Propagation<'p> {
             program,
             fixed: fixed.iter().map(|f| (f.global, f.value)).collect(),
             values,
-            returns: vec![Lattice::Unknown; program.functions.len()],
-            reachable_blocks: vec![false; program.blocks.len()],
-            reachable_functions: vec![false; program.functions.len()],
-            reachable_globals: vec![false; program.globals.len()],
+            returns: IdVec::from_elem(Lattice::Unknown, program.functions.len()),
+            reachable_blocks: IdVec::from_elem(false, program.blocks.len()),
+            reachable_functions: IdVec::from_elem(false, program.functions.len()),
+            reachable_globals: IdVec::from_elem(false, program.globals.len()),
             edges: HashSet::new(),
             users,
             callers,
@@ -133,7 +132,10 @@ impl<'p> Propagation<'p> {
         // holds it (a table of function pointers), are reached as that code is.
         match program.function_named("main") {
             Some(main) if !program.func(main).is_declaration => self.reach_function(main),
-            _ => (0..program.functions.len()).for_each(|k| self.reach_function(FuncId(k as u32))),
+            _ => program
+                .functions
+                .keys()
+                .for_each(|k| self.reach_function(k)),
         }
         loop {
             if let Some(b) = self.blocks.pop() {
@@ -141,7 +143,7 @@ impl<'p> Propagation<'p> {
                     self.visit(i);
                 }
             } else if let Some(i) = self.insts.pop() {
-                if self.reachable_blocks[program.inst(i).block.index()] {
+                if self.reachable_blocks[program.inst(i).block] {
                     self.visit(i);
                 }
             } else {
@@ -151,7 +153,7 @@ impl<'p> Propagation<'p> {
     }
 
     fn reach_function(&mut self, f: FuncId) {
-        if std::mem::replace(&mut self.reachable_functions[f.index()], true) {
+        if std::mem::replace(&mut self.reachable_functions[f], true) {
             return;
         }
         if let Some(entry) = self.program.func(f).entry() {
@@ -164,10 +166,8 @@ impl<'p> Propagation<'p> {
     fn take_address(&mut self, v: ValueId) {
         match *self.program.value(v) {
             ValueDef::Function(f) => self.reach_function(f),
-            ValueDef::Global(g)
-                if !std::mem::replace(&mut self.reachable_globals[g.index()], true) =>
-            {
-                for r in &self.program.globals[g.index()].initializer_refs {
+            ValueDef::Global(g) if !std::mem::replace(&mut self.reachable_globals[g], true) => {
+                for r in &self.program.globals[g].initializer_refs {
                     self.take_address(r.address);
                 }
             }
@@ -176,7 +176,7 @@ impl<'p> Propagation<'p> {
     }
 
     fn reach_block(&mut self, b: BlockId) {
-        if !std::mem::replace(&mut self.reachable_blocks[b.index()], true) {
+        if !std::mem::replace(&mut self.reachable_blocks[b], true) {
             self.blocks.push(b);
         }
     }
@@ -185,7 +185,7 @@ impl<'p> Propagation<'p> {
         if !self.edges.insert((from, to)) {
             return;
         }
-        if self.reachable_blocks[to.index()] {
+        if self.reachable_blocks[to] {
             // A new way in: its phis may change.
             for &i in &self.program.block(to).insts {
                 if matches!(self.program.inst(i).kind, InstKind::Phi { .. }) {
@@ -198,16 +198,16 @@ impl<'p> Propagation<'p> {
     }
 
     fn set(&mut self, v: ValueId, value: Lattice) {
-        let old = self.values[v.index()];
+        let old = self.values[v];
         let new = old.meet(value);
         if new != old {
-            self.values[v.index()] = new;
-            self.insts.extend_from_slice(&self.users[v.index()]);
+            self.values[v] = new;
+            self.insts.extend_from_slice(&self.users[v]);
         }
     }
 
     fn get(&self, v: ValueId) -> Lattice {
-        self.values[v.index()]
+        self.values[v]
     }
 
     /// What a load of `ptr` reads, if it is a fixed global's integer.
@@ -299,18 +299,18 @@ impl<'p> Propagation<'p> {
             InstKind::Call { callee, .. } => match callee {
                 Callee::Direct(f) if !program.func(*f).is_declaration => {
                     self.reach_function(*f);
-                    self.returns[f.index()]
+                    self.returns[*f]
                 }
                 _ => Lattice::Varying,
             },
             InstKind::Return { value } => {
                 let f = program.block(block).func;
                 let returned = value.map_or(Lattice::Varying, |v| self.get(v));
-                let old = self.returns[f.index()];
+                let old = self.returns[f];
                 let new = old.meet(returned);
                 if new != old {
-                    self.returns[f.index()] = new;
-                    self.insts.extend_from_slice(&self.callers[f.index()]);
+                    self.returns[f] = new;
+                    self.insts.extend_from_slice(&self.callers[f]);
                 }
                 Lattice::Varying
             }
@@ -378,7 +378,7 @@ pub fn specialise(program: &Program, fixed: &[FixedGlobal]) -> Specialised {
         op: OpKind::Other,
         args: Vec::new(),
     };
-    for (k, function) in program.functions.iter().enumerate() {
+    for (k, function) in program.functions.iter_enumerated() {
         if function.is_declaration {
             continue;
         }
@@ -386,10 +386,10 @@ pub fn specialise(program: &Program, fixed: &[FixedGlobal]) -> Specialised {
         dead_functions += usize::from(!alive);
         for &b in &function.blocks {
             let insts = &program.block(b).insts;
-            if !p.reachable_blocks[b.index()] {
+            if !p.reachable_blocks[b] {
                 dead_blocks += usize::from(alive);
                 for &i in insts {
-                    out.insts[i.index()].kind = if program.inst(i).kind.is_terminator() {
+                    out.insts[i].kind = if program.inst(i).kind.is_terminator() {
                         InstKind::Unreachable
                     } else {
                         inert()
@@ -402,7 +402,7 @@ pub fn specialise(program: &Program, fixed: &[FixedGlobal]) -> Specialised {
                 let constant = inst
                     .result
                     .is_some_and(|r| matches!(p.get(r), Lattice::Constant(_)));
-                let kind = &mut out.insts[i.index()].kind;
+                let kind = &mut out.insts[i].kind;
                 match &inst.kind {
                     InstKind::Branch { .. } | InstKind::Switch { .. } => {
                         let taken: Vec<BlockId> = inst

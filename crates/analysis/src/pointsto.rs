@@ -26,7 +26,7 @@
 //! read from all of them. With inclusion a `void *` may point to many objects without the
 //! objects becoming one.
 
-use ir::{Callee, FuncId, GlobalId, InstId, InstKind, Program, StructId, ValueDef, ValueId};
+use ir::{Callee, FuncId, GlobalId, IdVec, InstId, InstKind, Program, StructId, ValueDef, ValueId};
 
 use crate::options::{FxMap, FxSet};
 use crate::wrappers::{MemoryCopy, Wrappers};
@@ -81,15 +81,10 @@ pub enum Root {
     Merged,
 }
 
-/// A cell: a root, or one of its struct fields.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct CellId(pub u32);
-
-impl CellId {
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
-}
+ir::id_type!(
+    /// A cell: a root, or one of its struct fields.
+    pub CellId, "c"
+);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cell {
@@ -102,13 +97,13 @@ pub struct Cell {
 #[derive(Clone, Debug, Default)]
 pub struct PointsTo {
     pub roots: Vec<Root>,
-    pub cells: Vec<Cell>,
+    pub cells: IdVec<CellId, Cell>,
     /// The cells of each root; the first is the root cell.
     root_cells: Vec<Vec<CellId>>,
     field_cells: FxMap<(u32, StructId, u32), CellId>,
     /// Interned points-to sets (sorted); set 0 is the empty set.
     sets: Vec<Vec<CellId>>,
-    value_set: Vec<u32>,
+    value_set: IdVec<ValueId, u32>,
     /// The functions each call may call (direct calls: the callee), sorted by instruction.
     pub call_targets: Vec<(InstId, Vec<FuncId>)>,
     /// Whether the stack, heap and outside objects were merged into one (the budget of
@@ -123,12 +118,12 @@ pub struct PointsTo {
 impl PointsTo {
     /// The cells `v` may point to.
     pub fn of(&self, v: ValueId) -> &[CellId] {
-        &self.sets[self.value_set[v.index()] as usize]
+        &self.sets[self.value_set[v] as usize]
     }
 
     /// An id for the set `v` points to: values with equal sets share it.
     pub fn set_of(&self, v: ValueId) -> u32 {
-        self.value_set[v.index()]
+        self.value_set[v]
     }
 
     pub fn set(&self, id: u32) -> &[CellId] {
@@ -140,12 +135,12 @@ impl PointsTo {
     }
 
     pub fn cell(&self, c: CellId) -> Cell {
-        self.cells[c.index()]
+        self.cells[c]
     }
 
     /// The cells of the object `c` belongs to (its root cell first).
     pub fn object_cells(&self, c: CellId) -> &[CellId] {
-        &self.root_cells[self.cells[c.index()].root as usize]
+        &self.root_cells[self.cells[c].root as usize]
     }
 
     /// The cell of field `(structure, field)` of the object `c` belongs to, if it exists; the
@@ -154,7 +149,7 @@ impl PointsTo {
         let root = if self.merged {
             self.merged_root
         } else {
-            self.cells[c.index()].root
+            self.cells[c].root
         };
         self.field_cells.get(&(root, structure, field)).copied()
     }
@@ -170,7 +165,7 @@ impl PointsTo {
     /// The object and field of a cell, for people: `@filters`, `heap object (lzma_alloc at
     /// common.c:40).lzma_filter.options`.
     pub fn describe(&self, program: &Program, c: CellId) -> String {
-        let cell = self.cells[c.index()];
+        let cell = self.cells[c];
         let at = |i: InstId| {
             let inst = program.inst(i);
             format!(
@@ -180,7 +175,7 @@ impl PointsTo {
             )
         };
         let root = match self.roots[cell.root as usize] {
-            Root::Global(g) => format!("@{}", program.globals[g.index()].name),
+            Root::Global(g) => format!("@{}", program.globals[g].name),
             Root::Stack(i) => format!("stack slot ({})", at(i)),
             Root::Heap(i) => format!("heap object ({})", at(i)),
             Root::Returned(i) => format!("object returned to {}", at(i)),
@@ -194,7 +189,7 @@ impl PointsTo {
         match cell.field {
             None => root,
             Some((s, f)) => {
-                let st = &program.structs[s.index()];
+                let st = &program.structs[s];
                 let name = st
                     .fields
                     .get(f as usize)
@@ -210,12 +205,12 @@ impl PointsTo {
 /// cell's contents (created with the cell).
 struct Solver<'p> {
     program: &'p Program,
-    names: Vec<&'p str>,
+    names: IdVec<FuncId, &'p str>,
     wrappers: Wrappers,
     nvalues: usize,
     nfuncs: usize,
     roots: Vec<Root>,
-    cells: Vec<Cell>,
+    cells: IdVec<CellId, Cell>,
     root_cells: Vec<Vec<CellId>>,
     field_cells: FxMap<(u32, StructId, u32), CellId>,
     /// Cells every cell of a root holds (the outside points to itself).
@@ -234,19 +229,19 @@ struct Solver<'p> {
     succ: Vec<Vec<u32>>,
     edges: FxSet<(u32, u32)>,
     /// Complex constraints on value nodes.
-    loads: Vec<Vec<u32>>,
-    stores: Vec<Vec<u32>>,
-    fields: Vec<Vec<(u32, StructId, u32)>>,
-    indirect: Vec<Vec<InstId>>,
+    loads: IdVec<ValueId, Vec<u32>>,
+    stores: IdVec<ValueId, Vec<u32>>,
+    fields: IdVec<ValueId, Vec<(u32, StructId, u32)>>,
+    indirect: IdVec<ValueId, Vec<InstId>>,
     /// Block copies (destination node, source node) and, per value node, those it is part of.
     block_copies: Vec<(u32, u32)>,
-    copies_of: Vec<Vec<u32>>,
+    copies_of: IdVec<ValueId, Vec<u32>>,
     copy_pairs: FxSet<(CellId, CellId)>,
 
     queue: Vec<u32>,
     queued: Vec<bool>,
     connected: FxMap<InstId, Vec<FuncId>>,
-    called: Vec<bool>,
+    called: IdVec<FuncId, bool>,
     /// Merge every stack, heap and outside object into one root (see [`solve`]).
     merge: bool,
     merged_root: Option<CellId>,
@@ -288,7 +283,7 @@ fn solve_with(program: &Program, merge: bool, budget: Option<usize>) -> Option<P
         nvalues,
         nfuncs,
         roots: Vec::new(),
-        cells: Vec::new(),
+        cells: IdVec::new(),
         root_cells: Vec::new(),
         field_cells: FxMap::default(),
         root_refs: Vec::new(),
@@ -300,17 +295,17 @@ fn solve_with(program: &Program, merge: bool, budget: Option<usize>) -> Option<P
         delta: vec![Vec::new(); nvalues + nfuncs],
         succ: vec![Vec::new(); nvalues + nfuncs],
         edges: Default::default(),
-        loads: vec![Vec::new(); nvalues],
-        stores: vec![Vec::new(); nvalues],
-        fields: vec![Vec::new(); nvalues],
-        indirect: vec![Vec::new(); nvalues],
+        loads: IdVec::with_default(nvalues),
+        stores: IdVec::with_default(nvalues),
+        fields: IdVec::with_default(nvalues),
+        indirect: IdVec::with_default(nvalues),
         block_copies: Vec::new(),
-        copies_of: vec![Vec::new(); nvalues],
+        copies_of: IdVec::with_default(nvalues),
         copy_pairs: Default::default(),
         queue: Vec::new(),
         queued: vec![false; nvalues + nfuncs],
         connected: FxMap::default(),
-        called: vec![false; nfuncs],
+        called: IdVec::from_elem(false, nfuncs),
         merge,
         merged_root: None,
         facts: 0,
@@ -328,12 +323,12 @@ fn solve_with(program: &Program, merge: bool, budget: Option<usize>) -> Option<P
     // now keeps it out of functions that are called (through pointers) by the program. A
     // function whose address only a global's initializer holds (an entry of a dispatch table)
     // is not handed to anyone: if the program never calls it, nothing does.
-    let mut taken = vec![false; program.functions.len()];
+    let mut taken = IdVec::from_elem(false, program.functions.len());
     let mut handed = Vec::new();
     for inst in &program.insts {
         inst.kind.for_each_use(|v| {
             if let ValueDef::Function(f) = program.value(v) {
-                taken[f.index()] = true;
+                taken[*f] = true;
             }
         });
         // A table handed to the library directly (`sigaction (SIGINT, &table, …)`).
@@ -349,32 +344,32 @@ fn solve_with(program: &Program, merge: bool, budget: Option<usize>) -> Option<P
             }));
         }
     }
-    let mut seen = vec![false; program.globals.len()];
+    let mut seen = IdVec::from_elem(false, program.globals.len());
     while let Some(g) = handed.pop() {
-        if std::mem::replace(&mut seen[g.index()], true) {
+        if std::mem::replace(&mut seen[g], true) {
             continue;
         }
-        for r in &program.globals[g.index()].initializer_refs {
+        for r in &program.globals[g].initializer_refs {
             match program.value(r.address) {
-                ValueDef::Function(f) => taken[f.index()] = true,
+                ValueDef::Function(f) => taken[*f] = true,
                 ValueDef::Global(h) => handed.push(*h),
                 _ => {}
             }
         }
     }
     let main = program.function_named("main");
-    for (k, f) in program.functions.iter().enumerate() {
-        let outside_may_call = taken[k] || main.is_none_or(|m| m.index() == k);
+    for (k, f) in program.functions.iter_enumerated() {
+        let outside_may_call = taken[k] || main.is_none_or(|m| m == k);
         if !f.is_declaration && !s.called[k] && outside_may_call {
             for (j, &p) in f.params.iter().enumerate() {
-                let outside = s.new_root(Root::Outside(FuncId(k as u32), j as u32));
-                let refs = &mut s.root_refs[s.cells[outside.index()].root as usize];
+                let outside = s.new_root(Root::Outside(k, j as u32));
+                let refs = &mut s.root_refs[s.cells[outside].root as usize];
                 if !refs.contains(&outside) {
                     refs.push(outside);
                 }
                 let content = s.content(outside);
                 s.add_pts(content, &[outside]);
-                s.add_pts(p.0, &[outside]);
+                s.add_pts(p.as_u32(), &[outside]);
             }
         }
     }
@@ -394,8 +389,7 @@ impl<'p> Solver<'p> {
     }
 
     fn new_cell(&mut self, root: u32, field: Option<(StructId, u32)>) -> CellId {
-        let c = CellId(self.cells.len() as u32);
-        self.cells.push(Cell { root, field });
+        let c = self.cells.push(Cell { root, field });
         self.root_cells[root as usize].push(c);
         self.pts.push(CellSet::default());
         self.delta.push(Vec::new());
@@ -426,10 +420,7 @@ impl<'p> Solver<'p> {
         self.root_refs.push(Vec::new());
         self.copied_to.push(Vec::new());
         let types = match root {
-            Root::Global(g) => self.program.globals[g.index()]
-                .structure
-                .into_iter()
-                .collect(),
+            Root::Global(g) => self.program.globals[g].structure.into_iter().collect(),
             Root::Stack(i) => match self.program.inst(i).kind {
                 InstKind::Alloca { structure } => structure.into_iter().collect(),
                 _ => Vec::new(),
@@ -451,8 +442,8 @@ impl<'p> Solver<'p> {
     fn field_cell(&mut self, c: CellId, structure: StructId, field: u32) -> CellId {
         let (structure, field) = self.program.field_key(structure, field);
         let root = match self.merged_root {
-            Some(m) => self.cells[m.index()].root,
-            None => self.cells[c.index()].root,
+            Some(m) => self.cells[m].root,
+            None => self.cells[c].root,
         };
         if let Some(&f) = self.field_cells.get(&(root, structure, field)) {
             return f;
@@ -479,7 +470,7 @@ impl<'p> Solver<'p> {
     /// family (liblzma's coders) through one `void *` beside the function pointer that
     /// knows its type, and the type of the access tells the objects apart again.
     fn field_target(&mut self, c: CellId, structure: StructId, field: u32) -> Option<CellId> {
-        let cell = self.cells[c.index()];
+        let cell = self.cells[c];
         if cell.field.is_none() {
             let types = &self.root_types[cell.root as usize];
             if !types.is_empty()
@@ -564,7 +555,7 @@ impl<'p> Solver<'p> {
             })
             .collect();
         let exact = types.iter().any(|t| {
-            program.structs[t.index()]
+            program.structs[*t]
                 .size
                 .is_some_and(|size| sizes.contains(&size))
         });
@@ -581,7 +572,7 @@ impl<'p> Solver<'p> {
         self.copied_to[from as usize].push(to);
         let cells: Vec<CellId> = self.root_cells[from as usize][1..].to_vec();
         for c in cells {
-            let (structure, field) = self.cells[c.index()].field.expect("a field cell");
+            let (structure, field) = self.cells[c].field.expect("a field cell");
             let target = self.field_cell(self.root_cells[to as usize][0], structure, field);
             let (a, b) = (self.content(c), self.content(target));
             self.add_edge(a, b);
@@ -638,13 +629,13 @@ impl<'p> Solver<'p> {
             return;
         }
         if !self.program.is_scalar(from) {
-            self.add_edge(from.0, to);
+            self.add_edge(from.as_u32(), to);
             return;
         }
         let mut leaves = Vec::new();
         self.pointers_behind(from, 8, &mut leaves);
         for p in leaves {
-            self.add_edge(p.0, to);
+            self.add_edge(p.as_u32(), to);
         }
     }
 
@@ -683,12 +674,12 @@ impl<'p> Solver<'p> {
 
     fn generate(&mut self) {
         let program = self.program;
-        for (k, g) in program.globals.iter().enumerate() {
-            let c = self.new_root(Root::Global(GlobalId(k as u32)));
+        for (k, g) in program.globals.iter_enumerated() {
+            let c = self.new_root(Root::Global(k));
             self.root_of_value.insert(g.address, c);
         }
-        for (k, f) in program.functions.iter().enumerate() {
-            let c = self.new_root(Root::Function(FuncId(k as u32)));
+        for (k, f) in program.functions.iter_enumerated() {
+            let c = self.new_root(Root::Function(k));
             self.root_of_value.insert(f.address, c);
         }
         // A global's initializer puts each address in the cell of the field it is stored in.
@@ -707,12 +698,12 @@ impl<'p> Solver<'p> {
             }
         }
         // Addresses of globals and functions used as operands.
-        for v in 0..self.nvalues {
-            if let Some(&c) = self.root_of_value.get(&ValueId(v as u32)) {
-                self.add_pts(v as u32, &[c]);
+        for v in program.values.keys() {
+            if let Some(&c) = self.root_of_value.get(&v) {
+                self.add_pts(v.as_u32(), &[c]);
             }
         }
-        for (fi, func) in program.functions.iter().enumerate() {
+        for (fi, func) in program.functions.iter_enumerated() {
             for &b in &func.blocks {
                 for &i in &program.block(b).insts {
                     let inst = program.inst(i);
@@ -724,14 +715,14 @@ impl<'p> Solver<'p> {
                                 && let Some(r) = res
                             {
                                 for &a in args {
-                                    self.copy_value(a, r.0);
+                                    self.copy_value(a, r.as_u32());
                                 }
                             }
                         }
                         InstKind::Phi { incoming } => {
                             if let Some(r) = res {
                                 for &(v, _) in incoming {
-                                    self.copy_value(v, r.0);
+                                    self.copy_value(v, r.as_u32());
                                 }
                             }
                         }
@@ -739,21 +730,21 @@ impl<'p> Solver<'p> {
                             if_true, if_false, ..
                         } => {
                             if let Some(r) = res {
-                                self.copy_value(*if_true, r.0);
-                                self.copy_value(*if_false, r.0);
+                                self.copy_value(*if_true, r.as_u32());
+                                self.copy_value(*if_false, r.as_u32());
                             }
                         }
                         InstKind::Alloca { .. } => {
                             if let Some(r) = res {
                                 let c = self.new_root(Root::Stack(i));
-                                self.add_pts(r.0, &[c]);
+                                self.add_pts(r.as_u32(), &[c]);
                             }
                         }
                         InstKind::Load { ptr } => {
                             if let Some(r) = res
                                 && !self.is_constant(*ptr)
                             {
-                                self.loads[ptr.index()].push(r.0);
+                                self.loads[*ptr].push(r.as_u32());
                             }
                         }
                         InstKind::Store { value, ptr }
@@ -761,7 +752,7 @@ impl<'p> Solver<'p> {
                                 && !self.is_constant(*ptr)
                                 && !program.is_scalar(*value) =>
                         {
-                            self.stores[ptr.index()].push(value.0);
+                            self.stores[*ptr].push(value.as_u32());
                         }
                         InstKind::FieldAddr {
                             base,
@@ -771,24 +762,24 @@ impl<'p> Solver<'p> {
                             if let Some(r) = res
                                 && !self.is_constant(*base)
                             {
-                                self.fields[base.index()].push((r.0, *structure, *field));
+                                self.fields[*base].push((r.as_u32(), *structure, *field));
                             }
                         }
                         InstKind::IndexAddr { base, .. } => {
                             if let Some(r) = res {
-                                self.copy_value(*base, r.0);
+                                self.copy_value(*base, r.as_u32());
                             }
                         }
                         InstKind::Call { callee, .. } => match callee {
                             Callee::Direct(g) => self.connect(i, *g),
                             Callee::Indirect(fp) => {
                                 if !self.is_constant(*fp) {
-                                    self.indirect[fp.index()].push(i);
+                                    self.indirect[*fp].push(i);
                                 }
                             }
                         },
                         InstKind::Return { value: Some(v) } if !program.is_scalar(*v) => {
-                            let r = self.ret(FuncId(fi as u32));
+                            let r = self.ret(fi);
                             self.copy_value(*v, r);
                         }
                         _ => {}
@@ -806,7 +797,7 @@ impl<'p> Solver<'p> {
             return;
         }
         list.push(g);
-        self.called[g.index()] = true;
+        self.called[g] = true;
         let program = self.program;
         let InstKind::Call { args, .. } = &program.inst(call).kind else {
             return;
@@ -818,21 +809,21 @@ impl<'p> Solver<'p> {
             self.block_copy(dst, src);
         }
         if callee.is_declaration {
-            let name = self.names[g.index()];
+            let name = self.names[g];
             let Some(r) = result else {
                 return;
             };
             if ALLOCATORS.contains(&name) {
                 let c = self.call_root(call, Root::Heap(call));
-                self.add_pts(r.0, &[c]);
+                self.add_pts(r.as_u32(), &[c]);
             } else if !returns_first_argument(name) {
                 let c = self.call_root(call, Root::Returned(call));
-                self.add_pts(r.0, &[c]);
+                self.add_pts(r.as_u32(), &[c]);
             }
             if returns_first_argument(name)
                 && let Some(&a) = args.first()
             {
-                self.copy_value(a, r.0);
+                self.copy_value(a, r.as_u32());
             }
             return;
         }
@@ -840,23 +831,23 @@ impl<'p> Solver<'p> {
         // site of its own (`crate::wrappers`).
         for (k, (&p, &a)) in callee.params.iter().zip(args).enumerate() {
             if !self.wrappers.only_frees(g, k) && !program.is_scalar(p) {
-                self.copy_value(a, p.0);
+                self.copy_value(a, p.as_u32());
             }
         }
         if let Some(r) = result {
             if self.wrappers.allocates(g) {
                 let c = self.call_root(call, Root::Heap(call));
-                self.add_pts(r.0, &[c]);
+                self.add_pts(r.as_u32(), &[c]);
                 if let Some(&a) = self.wrappers.resizes(g).and_then(|k| args.get(k)) {
-                    self.copy_value(a, r.0);
+                    self.copy_value(a, r.as_u32());
                 }
                 // A duplicating allocator's copy is `copy` (`Wrappers::copy_at`), made above.
             } else if let Some(&a) = self.wrappers.returns_argument(g).and_then(|k| args.get(k)) {
                 // Into this call's own argument, not every caller's.
-                self.copy_value(a, r.0);
+                self.copy_value(a, r.as_u32());
             } else {
                 let from = self.ret(g);
-                self.add_edge(from, r.0);
+                self.add_edge(from, r.as_u32());
             }
         }
     }
@@ -866,10 +857,10 @@ impl<'p> Solver<'p> {
             return;
         }
         let k = self.block_copies.len() as u32;
-        self.block_copies.push((d.0, s.0));
-        self.copies_of[d.index()].push(k);
+        self.block_copies.push((d.as_u32(), s.as_u32()));
+        self.copies_of[d].push(k);
         if s != d {
-            self.copies_of[s.index()].push(k);
+            self.copies_of[s].push(k);
         }
         let (dc, sc) = (self.pts[d.index()].to_vec(), self.pts[s.index()].to_vec());
         self.copy_cells(&dc, &sc);
@@ -878,9 +869,8 @@ impl<'p> Solver<'p> {
     /// Every destination cell holds what every source cell holds, and the destination objects
     /// get the source objects' fields.
     fn copy_cells(&mut self, dst: &[CellId], src: &[CellId]) {
-        let is_code = |s: &Self, c: CellId| {
-            matches!(s.roots[s.cells[c.index()].root as usize], Root::Function(_))
-        };
+        let is_code =
+            |s: &Self, c: CellId| matches!(s.roots[s.cells[c].root as usize], Root::Function(_));
         for &d in dst {
             if is_code(self, d) {
                 continue;
@@ -894,7 +884,7 @@ impl<'p> Solver<'p> {
                 }
                 let (a, b) = (self.content(s), self.content(d));
                 self.add_edge(a, b);
-                let (from, to) = (self.cells[s.index()].root, self.cells[d.index()].root);
+                let (from, to) = (self.cells[s].root, self.cells[d].root);
                 self.copy_object(from, to);
             }
         }
@@ -918,54 +908,52 @@ impl<'p> Solver<'p> {
                 d.iter()
                     .copied()
                     .filter(|c| {
-                        !matches!(
-                            self.roots[self.cells[c.index()].root as usize],
-                            Root::Function(_)
-                        )
+                        !matches!(self.roots[self.cells[*c].root as usize], Root::Function(_))
                     })
                     .collect()
             } else {
                 Vec::new()
             };
             if n < self.nvalues {
-                for k in 0..self.loads[n].len() {
-                    let dst = self.loads[n][k];
+                let v = ValueId::new(n);
+                for k in 0..self.loads[v].len() {
+                    let dst = self.loads[v][k];
                     for &c in &data {
                         let content = self.content(c);
                         self.add_edge(content, dst);
                     }
                 }
-                for k in 0..self.stores[n].len() {
-                    let src = self.stores[n][k];
+                for k in 0..self.stores[v].len() {
+                    let src = self.stores[v][k];
                     for &c in &data {
                         let content = self.content(c);
                         self.add_edge(src, content);
                     }
                 }
-                for k in 0..self.fields[n].len() {
-                    let (dst, structure, field) = self.fields[n][k];
+                for k in 0..self.fields[v].len() {
+                    let (dst, structure, field) = self.fields[v][k];
                     let cells: Vec<CellId> = data
                         .iter()
                         .filter_map(|&c| self.field_target(c, structure, field))
                         .collect();
                     self.add_pts(dst, &cells);
                 }
-                for k in 0..self.indirect[n].len() {
-                    let call = self.indirect[n][k];
+                for k in 0..self.indirect[v].len() {
+                    let call = self.indirect[v][k];
                     let arity = match &self.program.inst(call).kind {
                         InstKind::Call { args, .. } => args.len(),
                         _ => 0,
                     };
                     for &c in &d {
-                        if let Root::Function(g) = self.roots[self.cells[c.index()].root as usize]
+                        if let Root::Function(g) = self.roots[self.cells[c].root as usize]
                             && self.program.func(g).params.len() <= arity
                         {
                             self.connect(call, g);
                         }
                     }
                 }
-                for k in 0..self.copies_of[n].len() {
-                    let (dn, sn) = self.block_copies[self.copies_of[n][k] as usize];
+                for k in 0..self.copies_of[v].len() {
+                    let (dn, sn) = self.block_copies[self.copies_of[v][k] as usize];
                     if dn as usize == n {
                         let src = self.pts[sn as usize].to_vec();
                         self.copy_cells(&data, &src);
@@ -985,13 +973,11 @@ impl<'p> Solver<'p> {
     }
 
     fn finish(self) -> PointsTo {
-        let merged_root = self
-            .merged_root
-            .map_or(u32::MAX, |c| self.cells[c.index()].root);
+        let merged_root = self.merged_root.map_or(u32::MAX, |c| self.cells[c].root);
         let mut sets: Vec<Vec<CellId>> = vec![Vec::new()];
         let mut ids: FxMap<Vec<CellId>, u32> = FxMap::default();
         ids.insert(Vec::new(), 0);
-        let mut value_set = Vec::with_capacity(self.nvalues);
+        let mut value_set = IdVec::with_capacity(self.nvalues);
         for v in 0..self.nvalues {
             let p = &self.pts[v].to_vec();
             let id = match ids.get(p) {
@@ -1008,9 +994,8 @@ impl<'p> Solver<'p> {
         let program = self.program;
         let mut call_targets = Vec::new();
         let mut connected = self.connected;
-        for (k, inst) in program.insts.iter().enumerate() {
+        for (i, inst) in program.insts.iter_enumerated() {
             if let InstKind::Call { callee, .. } = &inst.kind {
-                let i = InstId(k as u32);
                 let mut targets = match callee {
                     Callee::Direct(g) => vec![*g],
                     Callee::Indirect(_) => connected.remove(&i).unwrap_or_default(),
@@ -1109,7 +1094,7 @@ impl CellSet {
             let mut x = word;
             while x != 0 {
                 let b = x.trailing_zeros() as usize;
-                out.push(CellId((w * 64 + b) as u32));
+                out.push(CellId::new(w * 64 + b));
                 x &= x - 1;
             }
         }

@@ -12,11 +12,11 @@
 //! location, reads exactly the values of those stores.
 //!
 //! What may write a location: a store through any other pointer that may point to its cell,
-//! a call of a function that may (transitively, [`ModifiedCells`]), and any call of an
+//! a call of a function that may (transitively, `ModifiedCells`), and any call of an
 //! external function that can reach it (through a pointer argument, or because the global is
 //! the library's own, like `optind`).
 
-use ir::{FuncId, GlobalId, InstId, InstKind, Program, StructId, ValueDef, ValueId};
+use ir::{FuncId, GlobalId, IdVec, InstId, InstKind, Program, StructId, ValueDef, ValueId};
 
 use crate::options::{FxMap, FxSet};
 use crate::pointsto::{CellId, PointsTo};
@@ -60,9 +60,9 @@ fn location(program: &Program, ptr: ValueId) -> Option<Location> {
 /// The cells each function may write, itself or through the functions it calls; calls of
 /// external functions write what their pointer arguments reach (whole objects).
 struct ModifiedCells {
-    cells: Vec<FxSet<CellId>>,
+    cells: IdVec<FuncId, FxSet<CellId>>,
     /// Calls an external function (which may write the library's own globals).
-    calls_external: Vec<bool>,
+    calls_external: IdVec<FuncId, bool>,
 }
 
 impl ModifiedCells {
@@ -74,10 +74,10 @@ impl ModifiedCells {
         tracked: &FxSet<CellId>,
     ) -> Self {
         let n = program.functions.len();
-        let mut cells: Vec<FxSet<CellId>> = vec![FxSet::default(); n];
-        let mut calls_external = vec![false; n];
-        let mut callees: Vec<Vec<FuncId>> = vec![Vec::new(); n];
-        for (fi, func) in program.functions.iter().enumerate() {
+        let mut cells: IdVec<FuncId, FxSet<CellId>> = IdVec::from_elem(FxSet::default(), n);
+        let mut calls_external = IdVec::from_elem(false, n);
+        let mut callees: IdVec<FuncId, Vec<FuncId>> = IdVec::with_default(n);
+        for (fi, func) in program.functions.iter_enumerated() {
             for &b in &func.blocks {
                 for &i in &program.block(b).insts {
                     match &program.inst(i).kind {
@@ -110,9 +110,8 @@ impl ModifiedCells {
         // Through calls, to a fixpoint.
         loop {
             let mut changed = false;
-            for f in 0..n {
-                for &callee in &callees[f] {
-                    let g = callee.index();
+            for f in program.functions.keys() {
+                for &g in &callees[f] {
                     if g == f {
                         continue;
                     }
@@ -187,8 +186,8 @@ pub fn local_definitions(
     }
     let modified = ModifiedCells::new(program, pts, call_graph, &tracked);
     let mut defs = FxMap::default();
-    for (fi, func) in program.functions.iter().enumerate() {
-        let Some(dom) = dominance.get(FuncId(fi as u32)) else {
+    for (fi, func) in program.functions.iter_enumerated() {
+        let Some(dom) = dominance.get(fi) else {
             continue;
         };
         // The locations this function loads directly.
@@ -210,7 +209,7 @@ pub fn local_definitions(
             if cells.is_empty() {
                 continue;
             }
-            let library = !program.globals[g.index()].defined;
+            let library = !program.globals[g].defined;
             let clobbers = |i: InstId| -> bool {
                 match &program.inst(i).kind {
                     InstKind::Store { ptr, .. } => pts.of(*ptr).iter().any(|c| cells.contains(c)),
@@ -222,10 +221,8 @@ pub fn local_definitions(
                                 if program.func(h).is_declaration {
                                     library || external_reaches(program, pts, i, &cells)
                                 } else {
-                                    (library && modified.calls_external[h.index()])
-                                        || cells
-                                            .iter()
-                                            .any(|c| modified.cells[h.index()].contains(c))
+                                    (library && modified.calls_external[h])
+                                        || cells.iter().any(|c| modified.cells[h].contains(c))
                                 }
                             })
                     }
@@ -249,7 +246,7 @@ pub fn local_definitions(
             // Forward over reverse post-order to a fixpoint; the entry starts Outside.
             let order = dom.dom.reverse_post_order();
             let mut at_end: Vec<Reaching> = vec![Reaching::Unknown; func.blocks.len()];
-            let cfg = program.cfg(FuncId(fi as u32));
+            let cfg = program.cfg(fi);
             // What reaches the start of a block: the function's entry brings what was there.
             let at_start = |local: u32, at_end: &[Reaching]| {
                 let entry = if local == 0 {
@@ -296,7 +293,7 @@ pub fn local_definitions(
 
 /// The cells of a location.
 fn location_cells(pts: &PointsTo, program: &Program, (g, field): Location) -> Vec<CellId> {
-    let address = program.globals[g.index()].address;
+    let address = program.globals[g].address;
     match field {
         None => pts.of(address).to_vec(),
         Some((s, f)) => pts

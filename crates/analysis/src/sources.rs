@@ -1,7 +1,7 @@
 //! Where a program keeps its options: the description the system spec gives (or the frontend
 //! reads from source annotations), and its resolution against a [`Program`].
 
-use ir::{ArgSelector, GlobalId, Place, Program};
+use ir::{ArgSelector, Place, Program};
 use space::{ConfigSpace, OptionId};
 
 use crate::Error;
@@ -56,7 +56,7 @@ impl ResolvedSources {
                     let id = program
                         .struct_named(structure)
                         .ok_or_else(|| Error::UnknownStruct(structure.clone()))?;
-                    let fields = &program.structs[id.index()].fields;
+                    let fields = &program.structs[id].fields;
                     let index = match field {
                         FieldRef::Index(i) if (*i as usize) < fields.len() => *i,
                         FieldRef::Name(n) => {
@@ -92,14 +92,14 @@ impl ResolvedSources {
     /// naming an option the space lacks is an error.
     pub fn from_annotations(program: &Program, space: &ConfigSpace) -> Result<Self, Error> {
         let mut out = Vec::new();
-        for (i, g) in program.globals.iter().enumerate() {
+        for (i, g) in program.globals.iter_enumerated() {
             for a in &g.annotations {
                 if let Some(name) = a.strip_prefix("knobs:option=") {
                     let option = space.find(name).ok_or_else(|| Error::UnknownOption {
                         name: name.to_string(),
                         context: format!("the annotation of global `{}`", g.name),
                     })?;
-                    out.push((option, Place::Global(GlobalId(i as u32))));
+                    out.push((option, Place::Global(i)));
                 }
             }
         }

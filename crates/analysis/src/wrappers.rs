@@ -20,9 +20,12 @@
 //! into every caller's destination. Its call sites are block copies of their own arguments
 //! instead, and the copy inside it is left out.
 
-use ir::{Callee, FuncId, InstKind, OpKind, Program, ValueDef, ValueId};
+use ir::{Callee, FuncId, IdVec, InstKind, OpKind, Program, ValueDef, ValueId};
 
 use crate::pointsto::{ALLOCATORS, is_block_copy, libc_name, returns_first_argument};
+
+/// Every use of each value, as (instruction, operand position).
+type Uses = IdVec<ValueId, Vec<(ir::InstId, usize)>>;
 
 /// External functions that release what their first argument points to.
 const DEALLOCATORS: &[&str] = &["free", "cfree"];
@@ -31,22 +34,22 @@ const DEALLOCATORS: &[&str] = &["free", "cfree"];
 #[derive(Clone, Debug, Default)]
 pub struct Wrappers {
     /// Per function: it returns fresh memory from an allocator (or another wrapper) or null.
-    pub allocates: Vec<bool>,
+    pub allocates: IdVec<FuncId, bool>,
     /// Per allocating function: the parameter whose object it may return resized instead
     /// (`realloc`'s first; `xrealloc(ptr, size)` passing `ptr` on to `realloc`).
-    pub resizes: Vec<Option<u32>>,
+    pub resizes: IdVec<FuncId, Option<u32>>,
     /// Per allocating function: the parameter whose object it copies into the fresh one
     /// (`xmemdup(p, n)` returning `memcpy (xmalloc (n), p, n)`, `xstrdup`).
-    pub duplicates: Vec<Option<u32>>,
+    pub duplicates: IdVec<FuncId, Option<u32>>,
     /// Per function and parameter: the parameter is only freed, compared or passed on to
     /// another such parameter (or to a call through a pointer: a deallocation hook).
-    pub only_frees: Vec<Vec<bool>>,
+    pub only_frees: IdVec<FuncId, Vec<bool>>,
     /// Per function: it copies memory from what one parameter points to into what another
     /// points to and stores no pointer, as (destination, source) parameter indices.
-    pub copies: Vec<Option<(u32, u32)>>,
+    pub copies: IdVec<FuncId, Option<(u32, u32)>>,
     /// Per function: every pointer it returns is null or points into what this parameter
     /// points to.
-    pub returns_argument: Vec<Option<u32>>,
+    pub returns_argument: IdVec<FuncId, Option<u32>>,
 }
 
 /// How a call copies memory (see [`Wrappers::copy_at`]).
@@ -64,22 +67,20 @@ pub enum MemoryCopy {
 
 impl Wrappers {
     pub fn find(program: &Program) -> Wrappers {
-        let n = program.functions.len();
-        let names: Vec<&str> = program.functions.iter().map(|f| f.name.as_str()).collect();
-        let mut allocates: Vec<bool> = names
-            .iter()
-            .enumerate()
+        let names: IdVec<FuncId, &str> =
+            program.functions.iter().map(|f| f.name.as_str()).collect();
+        let mut allocates: IdVec<FuncId, bool> = names
+            .iter_enumerated()
             .map(|(k, name)| program.functions[k].is_declaration && ALLOCATORS.contains(name))
             .collect();
-        let mut resizes: Vec<Option<u32>> = names
-            .iter()
-            .enumerate()
+        let mut resizes: IdVec<FuncId, Option<u32>> = names
+            .iter_enumerated()
             .map(|(k, name)| {
                 (program.functions[k].is_declaration && *name == "realloc").then_some(0)
             })
             .collect();
         // `strdup`'s fresh object holds a copy of its argument's.
-        let mut duplicates: Vec<Option<u32>> = program
+        let mut duplicates: IdVec<FuncId, Option<u32>> = program
             .functions
             .iter()
             .map(|f| {
@@ -87,38 +88,38 @@ impl Wrappers {
                     .then_some(0)
             })
             .collect();
-        let mut only_frees: Vec<Vec<bool>> = program
+        let mut only_frees: IdVec<FuncId, Vec<bool>> = program
             .functions
-            .iter()
-            .enumerate()
+            .iter_enumerated()
             .map(|(k, f)| {
                 vec![f.is_declaration && DEALLOCATORS.contains(&names[k]); f.params.len()]
             })
             .collect();
         // Every use of each parameter value, as (instruction, operand position).
-        let mut uses: Vec<Vec<(ir::InstId, usize)>> = vec![Vec::new(); program.values.len()];
-        for (k, inst) in program.insts.iter().enumerate() {
+        let mut uses: Uses = IdVec::with_default(program.values.len());
+        for (k, inst) in program.insts.iter_enumerated() {
             let mut pos = 0;
             inst.kind.for_each_use(|v| {
                 if matches!(program.value(v), ValueDef::Param { .. } | ValueDef::Inst(_)) {
-                    uses[v.index()].push((ir::InstId(k as u32), pos));
+                    uses[v].push((k, pos));
                 }
                 pos += 1;
             });
         }
-        let copies: Vec<Option<(u32, u32)>> = (0..n)
-            .map(|k| copy_shape(program, FuncId(k as u32), &names))
+        let copies: IdVec<FuncId, Option<(u32, u32)>> = program
+            .functions
+            .keys()
+            .map(|k| copy_shape(program, k, &names))
             .collect();
         // A least fixpoint: a function returning what such a function returns of its own
         // parameter is one too.
-        let mut returns_argument = vec![None; n];
+        let mut returns_argument = IdVec::from_elem(None, program.functions.len());
         loop {
             let mut changed = false;
-            for k in 0..n {
-                let f = FuncId(k as u32);
-                if returns_argument[k].is_none() && !program.func(f).is_declaration {
-                    returns_argument[k] = returned_parameter(program, f, &returns_argument);
-                    changed |= returns_argument[k].is_some();
+            for f in program.functions.keys() {
+                if returns_argument[f].is_none() && !program.func(f).is_declaration {
+                    returns_argument[f] = returned_parameter(program, f, &returns_argument);
+                    changed |= returns_argument[f].is_some();
                 }
             }
             if !changed {
@@ -127,16 +128,15 @@ impl Wrappers {
         }
         // Both properties are greatest fixpoints over the call graph's direct edges: start
         // optimistic for defined functions, drop until stable.
-        for (k, f) in program.functions.iter().enumerate() {
+        for (k, f) in program.functions.iter_enumerated() {
             if !f.is_declaration {
-                allocates[k] = returns_pointer(program, FuncId(k as u32));
+                allocates[k] = returns_pointer(program, k);
                 only_frees[k].iter_mut().for_each(|b| *b = true);
             }
         }
         loop {
             let mut changed = false;
-            for k in 0..n {
-                let f = &program.functions[k];
+            for (k, f) in program.functions.iter_enumerated() {
                 if f.is_declaration {
                     continue;
                 }
@@ -148,7 +148,7 @@ impl Wrappers {
                         returns_argument: &returns_argument,
                         copies: &copies,
                     };
-                    match returns_fresh(program, FuncId(k as u32), &known, &uses) {
+                    match returns_fresh(program, k, &known, &uses) {
                         Some(fresh) => {
                             resizes[k] = fresh.resized;
                             duplicates[k] = fresh.duplicated;
@@ -173,7 +173,7 @@ impl Wrappers {
             }
         }
         // Externals keep their own handling in the points-to phase (`strdup` keeps its copy).
-        for (k, f) in program.functions.iter().enumerate() {
+        for (k, f) in program.functions.iter_enumerated() {
             if f.is_declaration {
                 allocates[k] = false;
                 resizes[k] = None;
@@ -192,7 +192,7 @@ impl Wrappers {
     /// For a function returning a pointer into an argument, which argument.
     pub fn returns_argument(&self, f: FuncId) -> Option<usize> {
         self.returns_argument
-            .get(f.index())
+            .get(f)
             .copied()
             .flatten()
             .map(|k| k as usize)
@@ -241,7 +241,7 @@ impl Wrappers {
     /// For a copy wrapper, its (destination, source) parameter indices.
     pub fn copies(&self, f: FuncId) -> Option<(usize, usize)> {
         self.copies
-            .get(f.index())
+            .get(f)
             .copied()
             .flatten()
             .map(|(d, s)| (d as usize, s as usize))
@@ -249,23 +249,19 @@ impl Wrappers {
 
     /// Whether a call to `f` with these argument positions creates a fresh object.
     pub fn allocates(&self, f: FuncId) -> bool {
-        self.allocates.get(f.index()).copied().unwrap_or(false)
+        self.allocates.get(f).copied().unwrap_or(false)
     }
 
     /// For an allocation wrapper that may return its argument's object resized, which argument.
     pub fn resizes(&self, f: FuncId) -> Option<usize> {
-        self.resizes
-            .get(f.index())
-            .copied()
-            .flatten()
-            .map(|k| k as usize)
+        self.resizes.get(f).copied().flatten().map(|k| k as usize)
     }
 
     /// For an allocating function that copies an argument's object into the fresh one,
     /// which argument.
     pub fn duplicates(&self, f: FuncId) -> Option<usize> {
         self.duplicates
-            .get(f.index())
+            .get(f)
             .copied()
             .flatten()
             .map(|k| k as usize)
@@ -274,7 +270,7 @@ impl Wrappers {
     /// Whether the `index`th parameter of `f` is only freed.
     pub fn only_frees(&self, f: FuncId, index: usize) -> bool {
         self.only_frees
-            .get(f.index())
+            .get(f)
             .and_then(|p| p.get(index))
             .copied()
             .unwrap_or(false)
@@ -283,7 +279,7 @@ impl Wrappers {
 
 /// `Some((dst, src))` if `f` block-copies between what two of its parameters point to (at
 /// an offset), calls nothing else but intrinsics, stores only scalars and returns no pointer.
-fn copy_shape(program: &Program, f: FuncId, names: &[&str]) -> Option<(u32, u32)> {
+fn copy_shape(program: &Program, f: FuncId, names: &IdVec<FuncId, &str>) -> Option<(u32, u32)> {
     let func = program.func(f);
     if func.is_declaration {
         return None;
@@ -297,7 +293,7 @@ fn copy_shape(program: &Program, f: FuncId, names: &[&str]) -> Option<(u32, u32)
                     callee: Callee::Direct(g),
                     args,
                 } => {
-                    let name = names[g.index()];
+                    let name = names[*g];
                     if (is_block_copy(name) || is_string_copy(name))
                         && program.func(*g).is_declaration
                         && args.len() >= 2
@@ -321,7 +317,7 @@ fn copy_shape(program: &Program, f: FuncId, names: &[&str]) -> Option<(u32, u32)
         }
     }
     let (dst, src) = shape.filter(|(d, s)| d != s)?;
-    let known = vec![None; program.functions.len()];
+    let known = IdVec::from_elem(None, program.functions.len());
     if !returned.is_empty() && returned_parameter(program, f, &known) != Some(dst) {
         return None;
     }
@@ -332,7 +328,11 @@ fn copy_shape(program: &Program, f: FuncId, names: &[&str]) -> Option<(u32, u32)
 /// casts, pointer arithmetic, field addresses, phis, selects and calls of functions known
 /// (`known`) to return an offset of an argument given such a value — and it returns at
 /// least one pointer.
-fn returned_parameter(program: &Program, f: FuncId, known: &[Option<u32>]) -> Option<u32> {
+fn returned_parameter(
+    program: &Program,
+    f: FuncId,
+    known: &IdVec<FuncId, Option<u32>>,
+) -> Option<u32> {
     let mut found: Option<u32> = None;
     let mut ok = true;
     for_each_return(program, f, |v| {
@@ -365,7 +365,7 @@ fn returned_parameter(program: &Program, f: FuncId, known: &[Option<u32>]) -> Op
                     InstKind::Call {
                         callee: Callee::Direct(g),
                         args,
-                    } => match known[g.index()]
+                    } => match known[*g]
                         .or_else(|| {
                             let callee = program.func(*g);
                             (callee.is_declaration && returns_first_argument(&callee.name))
@@ -443,12 +443,7 @@ fn for_each_return(program: &Program, f: FuncId, mut each: impl FnMut(ValueId)) 
 /// object is not a wrapper: its call sites must see those stores). `Some(resized)` if so,
 /// with the parameter of `f` passed on as the object to resize (`realloc(ptr, …)`), if any;
 /// resizing anything else (a global buffer) is not a wrapper.
-fn returns_fresh(
-    program: &Program,
-    f: FuncId,
-    known: &Known,
-    uses: &[Vec<(ir::InstId, usize)>],
-) -> Option<Fresh> {
+fn returns_fresh(program: &Program, f: FuncId, known: &Known, uses: &Uses) -> Option<Fresh> {
     let Known {
         allocates,
         resizes,
@@ -477,7 +472,7 @@ fn returns_fresh(
                 ok = false;
             }
             // Filled by a copy (`memcpy (p, s, n); return p;`): from which parameter.
-            for &(i, pos) in &uses[v.index()] {
+            for &(i, pos) in &uses[v] {
                 let InstKind::Call {
                     callee: Callee::Direct(g),
                     args,
@@ -489,7 +484,7 @@ fn returns_fresh(
                 let from = if callee.is_declaration && is_filling_copy(&callee.name) && pos == 0 {
                     args.get(1)
                 } else {
-                    match copies[g.index()] {
+                    match copies[*g] {
                         Some((d, from)) if d as usize == pos => args.get(from as usize),
                         _ => None,
                     }
@@ -504,12 +499,12 @@ fn returns_fresh(
                     InstKind::Call {
                         callee: Callee::Direct(g),
                         args,
-                    } if allocates[g.index()] => {
+                    } if allocates[*g] => {
                         direct = true;
-                        if let Some(&a) = duplicates[g.index()].and_then(|k| args.get(k as usize)) {
+                        if let Some(&a) = duplicates[*g].and_then(|k| args.get(k as usize)) {
                             copied_from(a, &mut ok);
                         }
-                        if let Some(k) = resizes[g.index()] {
+                        if let Some(k) = resizes[*g] {
                             match args.get(k as usize).map(|&a| program.value(a)) {
                                 Some(ValueDef::ConstInt(0) | ValueDef::Undef) => {}
                                 Some(ValueDef::Param { func, index }) if *func == f => {
@@ -542,14 +537,14 @@ fn returns_fresh(
                     InstKind::Call {
                         callee: Callee::Direct(g),
                         args,
-                    } if returns_argument[g.index()].is_some() => {
-                        let k = returns_argument[g.index()].expect("checked") as usize;
+                    } if returns_argument[*g].is_some() => {
+                        let k = returns_argument[*g].expect("checked") as usize;
                         match args.get(k) {
                             Some(&a) => stack.push(a),
                             None => ok = false,
                         }
                         // A copy wrapper filling it (`memcpy` behind `_FORTIFY_SOURCE`).
-                        if let Some((d, from)) = copies[g.index()]
+                        if let Some((d, from)) = copies[*g]
                             && d as usize == k
                         {
                             match args.get(from as usize) {
@@ -576,11 +571,11 @@ fn returns_fresh(
 /// What is known of the program's functions while looking for allocation wrappers.
 #[derive(Clone, Copy)]
 struct Known<'a> {
-    allocates: &'a [bool],
-    resizes: &'a [Option<u32>],
-    duplicates: &'a [Option<u32>],
-    returns_argument: &'a [Option<u32>],
-    copies: &'a [Option<(u32, u32)>],
+    allocates: &'a IdVec<FuncId, bool>,
+    resizes: &'a IdVec<FuncId, Option<u32>>,
+    duplicates: &'a IdVec<FuncId, Option<u32>>,
+    returns_argument: &'a IdVec<FuncId, Option<u32>>,
+    copies: &'a IdVec<FuncId, Option<(u32, u32)>>,
 }
 
 /// An allocation wrapper's shape ([`Wrappers::resizes`], [`Wrappers::duplicates`]).
@@ -610,8 +605,8 @@ fn is_filling_copy(name: &str) -> bool {
 fn only_checked_or_zeroed(
     program: &Program,
     v: ValueId,
-    returns_argument: &[Option<u32>],
-    uses: &[Vec<(ir::InstId, usize)>],
+    returns_argument: &IdVec<FuncId, Option<u32>>,
+    uses: &Uses,
 ) -> bool {
     only_checked_within(program, v, returns_argument, uses, 4)
 }
@@ -619,45 +614,42 @@ fn only_checked_or_zeroed(
 fn only_checked_within(
     program: &Program,
     v: ValueId,
-    returns_argument: &[Option<u32>],
-    uses: &[Vec<(ir::InstId, usize)>],
+    returns_argument: &IdVec<FuncId, Option<u32>>,
+    uses: &Uses,
     depth: u32,
 ) -> bool {
-    uses[v.index()]
-        .iter()
-        .all(|&(i, pos)| match &program.inst(i).kind {
-            InstKind::Op {
-                op: OpKind::Compare | OpKind::Cast,
-                ..
-            }
-            | InstKind::Phi { .. }
-            | InstKind::Select { .. }
-            | InstKind::Return { .. } => true,
-            InstKind::Call {
-                callee: Callee::Direct(g),
-                ..
-            } => {
-                let name = program.func(*g).name.as_str();
-                let zeroes = pos == 0
-                    && (libc_name(name) == "memset"
-                        || name.starts_with("llvm.memset")
-                        || program.func(*g).is_declaration && is_filling_copy(name));
-                // Asking its size (`_FORTIFY_SOURCE`) or marking its lifetime.
-                let inspects =
-                    name.starts_with("llvm.objectsize") || name.starts_with("llvm.lifetime");
-                let passes_through = depth > 0
-                    && returns_argument[g.index()] == Some(pos as u32)
-                    && only_checked_within(
-                        program,
-                        program.func(*g).params[pos],
-                        returns_argument,
-                        uses,
-                        depth - 1,
-                    );
-                zeroes || inspects || passes_through
-            }
-            _ => false,
-        })
+    uses[v].iter().all(|&(i, pos)| match &program.inst(i).kind {
+        InstKind::Op {
+            op: OpKind::Compare | OpKind::Cast,
+            ..
+        }
+        | InstKind::Phi { .. }
+        | InstKind::Select { .. }
+        | InstKind::Return { .. } => true,
+        InstKind::Call {
+            callee: Callee::Direct(g),
+            ..
+        } => {
+            let name = program.func(*g).name.as_str();
+            let zeroes = pos == 0
+                && (libc_name(name) == "memset"
+                    || name.starts_with("llvm.memset")
+                    || program.func(*g).is_declaration && is_filling_copy(name));
+            // Asking its size (`_FORTIFY_SOURCE`) or marking its lifetime.
+            let inspects = name.starts_with("llvm.objectsize") || name.starts_with("llvm.lifetime");
+            let passes_through = depth > 0
+                && returns_argument[*g] == Some(pos as u32)
+                && only_checked_within(
+                    program,
+                    program.func(*g).params[pos],
+                    returns_argument,
+                    uses,
+                    depth - 1,
+                );
+            zeroes || inspects || passes_through
+        }
+        _ => false,
+    })
 }
 
 /// The parameter (or a cast of it) is only compared, passed to a deallocator or an
@@ -666,8 +658,8 @@ fn only_checked_within(
 fn only_freed(
     program: &Program,
     p: ValueId,
-    uses: &[Vec<(ir::InstId, usize)>],
-    only_frees: &[Vec<bool>],
+    uses: &Uses,
+    only_frees: &IdVec<FuncId, Vec<bool>>,
 ) -> bool {
     let mut stack = vec![p];
     let mut seen = Vec::new();
@@ -677,7 +669,7 @@ fn only_freed(
             continue;
         }
         seen.push(v);
-        for &(i, pos) in &uses[v.index()] {
+        for &(i, pos) in &uses[v] {
             let inst = program.inst(i);
             match &inst.kind {
                 InstKind::Op {
@@ -691,7 +683,7 @@ fn only_freed(
                     callee: Callee::Direct(g),
                     ..
                 } => {
-                    if !only_frees[g.index()].get(pos).copied().unwrap_or(false) {
+                    if !only_frees[*g].get(pos).copied().unwrap_or(false) {
                         return false;
                     }
                     freed = true;

@@ -115,13 +115,13 @@ fn code_the_fixed_settings_rule_out_no_longer_makes_options_interact() {
     let folded: Vec<&str> = s
         .folded_loads
         .iter()
-        .map(|f| p.globals[f.global.index()].name.as_str())
+        .map(|f| p.globals[f.global].name.as_str())
         .collect();
     for name in ["decompress", "recursive", "to_stdout"] {
         assert!(folded.contains(&name), "{folded:?}");
     }
     assert!(s.folded_loads.iter().all(|f| {
-        let name = &p.globals[f.global.index()].name;
+        let name = &p.globals[f.global].name;
         f.expected == i64::from(name == "to_stdout")
     }));
 }
@@ -141,8 +141,7 @@ fn settings_that_decide_nothing_change_nothing() {
     assert_eq!((s.decided, s.dead_blocks, s.dead_functions), (0, 0, 0));
     assert!(s.folded_loads.is_empty());
     let (a, b) = (taint(&p), taint(&s.program));
-    for (k, _) in p.insts.iter().enumerate() {
-        let i = ir::InstId(k as u32);
+    for i in p.insts.keys() {
         assert_eq!(a.of(i), b.of(i));
     }
 }

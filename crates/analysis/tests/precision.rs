@@ -26,7 +26,7 @@ fn run(p: &Program) -> StatementInfluence {
 
 fn global(p: &mut Program, name: &str) -> ValueId {
     let g = p.add_global(name).unwrap();
-    p.globals[g.index()].address
+    p.globals[g].address
 }
 
 fn inst_of(p: &Program, v: ValueId) -> InstId {
@@ -82,7 +82,7 @@ fn a_helper_called_under_a_tainted_decision_and_outside_one_has_regions_only_whe
     assert_eq!(si.of(inst_of(&p, plain)), &set(&[]));
     // Its own decision makes a region, which also depends on whether it is called at all.
     assert_eq!(si.of(inst_of(&p, decided)), &set(&[OPT, OTHER]));
-    assert_eq!(si.sets.get(si.context[helper.index()]), &set(&[OPT]));
+    assert_eq!(si.sets.get(si.context[helper]), &set(&[OPT]));
     // The call sites: one in the region of `opt`, one outside any.
     assert_eq!(si.of(inst_of(&p, tainted_call)), &set(&[OPT]));
     assert_eq!(si.of(inst_of(&p, plain_call)), &set(&[]));
@@ -124,7 +124,7 @@ fn fields_stay_apart_in_a_class_that_unification_collapsed() {
     let read_bytes = b.call_named("checksum", &[bytes]);
     b.ret(None);
     let si = run(&p);
-    let taint = |v: ValueId| si.sets.get(si.value_taint[v.index()]).clone();
+    let taint = |v: ValueId| si.sets.get(si.value_taint[v]).clone();
     assert_eq!(taint(read_size), set(&[]), "st->size is not st->level");
     assert_eq!(taint(read_level), set(&[OPT]));
     assert_eq!(
@@ -159,5 +159,5 @@ fn an_indirect_call_only_reaches_functions_of_its_arity() {
     let call = inst_of(&p, call);
     assert_eq!(si.call_graph.targets_of(call), &[one]);
     // Which function runs depends on `opt`: the callee's context says so.
-    assert_eq!(si.sets.get(si.context[one.index()]), &set(&[OPT]));
+    assert_eq!(si.sets.get(si.context[one]), &set(&[OPT]));
 }

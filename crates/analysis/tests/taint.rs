@@ -33,7 +33,7 @@ fn if_then_work(b: &mut FunctionBuilder, cond: ValueId) -> InstId {
     b.switch_to(then);
     let zero = b.const_int(0);
     b.call_named("work", &[zero]);
-    let work = *b.program().blocks[then.index()].insts.last().unwrap();
+    let work = *b.program().blocks[then].insts.last().unwrap();
     b.jump(join);
     b.switch_to(join);
     work
@@ -49,7 +49,7 @@ fn empty() -> OptionSet {
 
 fn global(p: &mut Program, name: &str) -> ValueId {
     let g = p.add_global(name).unwrap();
-    p.globals[g.index()].address
+    p.globals[g].address
 }
 
 #[test]
@@ -67,7 +67,7 @@ fn direct_flow_from_a_global_through_arithmetic() {
     let after = b.call_named("after", &[]);
     b.ret(None);
     let si = run(&p, &[global_source("level", OPT)]);
-    assert_eq!(si.sets.get(si.value_taint[y.index()]), &opt());
+    assert_eq!(si.sets.get(si.value_taint[y]), &opt());
     assert_eq!(si.of(work), &opt());
     let ValueDef::Inst(after) = p.value(after).clone() else {
         panic!()
@@ -116,7 +116,7 @@ fn implicit_flow_through_a_phi_and_through_memory() {
     b.call(reader, &[]);
     b.ret(None);
     let si = run(&p, &[global_source("level", OPT)]);
-    assert_eq!(si.sets.get(si.value_taint[v.index()]), &opt());
+    assert_eq!(si.sets.get(si.value_taint[v]), &opt());
     assert_eq!(si.of(phi_work), &opt());
     assert_eq!(
         si.of(reader_work),
@@ -160,8 +160,8 @@ fn struct_fields_are_kept_apart() {
     let mut p = Program::new();
     let s = p.add_struct("opts", &["mode", "count"]).unwrap();
     let g = p.add_global("settings").unwrap();
-    p.globals[g.index()].structure = Some(s);
-    let settings = p.globals[g.index()].address;
+    p.globals[g].structure = Some(s);
+    let settings = p.globals[g].address;
     let main = p.add_function("main", 0).unwrap();
     let mut b = p.build(main);
     b.new_block();
@@ -245,13 +245,11 @@ fn an_indirect_call_through_a_function_table() {
     let handler = p.add_function("handler", 1).unwrap();
     let table = p.add_global("table").unwrap();
     let addr = p.func(handler).address;
-    p.globals[table.index()]
-        .initializer_refs
-        .push(ir::InitializerRef {
-            field: None,
-            address: addr,
-        });
-    let table = p.globals[table.index()].address;
+    p.globals[table].initializer_refs.push(ir::InitializerRef {
+        field: None,
+        address: addr,
+    });
+    let table = p.globals[table].address;
     let main = p.add_function("main", 0).unwrap();
     let mut b = p.build(handler);
     b.new_block();

@@ -128,7 +128,7 @@ fn a_global_annotated_in_the_source_is_an_option() {
     let c = llvm::fixture::compile("prog.c", ANNOTATED);
     let p = c.translation.program;
     let fast = p.global_named("fast").unwrap();
-    assert_eq!(p.globals[fast.index()].annotations, ["knobs:option=FAST"]);
+    assert_eq!(p.globals[fast].annotations, ["knobs:option=FAST"]);
     let mut space = ConfigSpace::new("annotated");
     space.add_binary("SLOW", None, false).unwrap();
     space.add_binary("FAST", None, false).unwrap();
@@ -246,7 +246,7 @@ fn allocation_and_deallocation_wrappers_keep_objects_apart() {
     let (p, si) = run(WRAPPERS, &sources);
     let wrappers = analysis::wrappers::Wrappers::find(&p);
     let func =
-        |name: &str| ir::FuncId(p.functions.iter().position(|f| f.name == name).unwrap() as u32);
+        |name: &str| ir::FuncId::new(p.functions.iter().position(|f| f.name == name).unwrap());
     assert!(wrappers.allocates(func("xmalloc")));
     assert!(!wrappers.allocates(func("main")));
     assert!(wrappers.only_frees(func("xfree"), 0));
@@ -300,11 +300,11 @@ fn objects_passed_through_void_pointers_stay_apart() {
     let (p, si) = run(VOID_POINTERS, &sources);
     assert!(!si.facts.points_to.merged);
     let wrappers = analysis::wrappers::Wrappers::find(&p);
-    let xrealloc = ir::FuncId(
+    let xrealloc = ir::FuncId::new(
         p.functions
             .iter()
             .position(|f| f.name == "xrealloc")
-            .unwrap() as u32,
+            .unwrap(),
     );
     assert!(wrappers.allocates(xrealloc));
     assert_eq!(wrappers.resizes(xrealloc), Some(0));
@@ -377,10 +377,7 @@ fn return_values_depend_on_their_call_sites_arguments() {
     assert_eq!(work_influence(&p, &si, RETURNS, "/* w5 */"), set(&[0, 2]));
     // The parameter itself carries every call site's argument.
     let is_on = p.functions.iter().find(|f| f.name == "is_on").unwrap();
-    assert_eq!(
-        si.sets.get(si.value_taint[is_on.params[0].index()]),
-        &set(&[0, 1])
-    );
+    assert_eq!(si.sets.get(si.value_taint[is_on.params[0]]), &set(&[0, 1]));
 }
 
 /// The shapes liblzma's coders have: a table of functions read through a shorter generic
@@ -488,7 +485,7 @@ fn coder_tables_void_pointer_objects_and_copy_helpers_stay_apart() {
     // Through the generic view's `memusage` column: the memusage functions, not the inits.
     assert_eq!(work_influence(&p, &si, CODERS, "/* w3 */"), set(&[0]));
     // Each copy copies its own source.
-    let bufcpy = ir::FuncId(p.functions.iter().position(|f| f.name == "bufcpy").unwrap() as u32);
+    let bufcpy = ir::FuncId::new(p.functions.iter().position(|f| f.name == "bufcpy").unwrap());
     assert_eq!(pts.wrappers.copies(bufcpy), Some((3, 0)));
     assert_eq!(work_influence(&p, &si, CODERS, "/* w4 */"), set(&[0]));
     assert_eq!(work_influence(&p, &si, CODERS, "/* w5 */"), set(&[1]));
@@ -623,8 +620,7 @@ fn check_strings(source: &str) {
     let sources = [global(0, "a_opt"), global(1, "b_opt")];
     let (p, si) = run(source, &sources);
     let pts = &si.facts.points_to;
-    let id =
-        |name: &str| ir::FuncId(p.functions.iter().position(|f| f.name == name).unwrap() as u32);
+    let id = |name: &str| ir::FuncId::new(p.functions.iter().position(|f| f.name == name).unwrap());
     assert!(pts.wrappers.allocates(id("xmalloc")));
     assert!(pts.wrappers.allocates(id("xstrdup")));
     assert_eq!(pts.wrappers.duplicates(id("xstrdup")), Some(0));
@@ -633,7 +629,7 @@ fn check_strings(source: &str) {
     assert_eq!(work_influence(&p, &si, source, "/* w1 */"), set(&[0]));
     assert_eq!(work_influence(&p, &si, source, "/* w2 */"), set(&[1]));
     // `pa` points into `a`'s copy only.
-    let main = &p.functions[id("main").index()];
+    let main = &p.functions[id("main")];
     let base_name_results: Vec<ir::ValueId> = main
         .blocks
         .iter()

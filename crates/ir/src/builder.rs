@@ -47,7 +47,7 @@ impl<'p> FunctionBuilder<'p> {
     /// Sets the source file of the function and of the following instructions.
     pub fn in_file(&mut self, name: &str) -> &mut Self {
         let file = self.program.add_file(name);
-        self.program.functions[self.func.index()].file = Some(file);
+        self.program.functions[self.func].file = Some(file);
         self.loc.file = Some(file);
         self
     }
@@ -66,7 +66,7 @@ impl<'p> FunctionBuilder<'p> {
         self.loc.line = line;
         self.loc.column = column;
         if line > 0 {
-            let f = &mut self.program.functions[self.func.index()];
+            let f = &mut self.program.functions[self.func];
             f.lines = Some(match f.lines {
                 None => (line, line),
                 Some((a, b)) => (a.min(line), b.max(line)),
@@ -78,8 +78,8 @@ impl<'p> FunctionBuilder<'p> {
     /// A new empty block (the first one becomes the entry and makes the function defined).
     /// The first block created becomes current.
     pub fn new_block(&mut self) -> BlockId {
-        let id = BlockId(self.program.blocks.len() as u32);
-        let f = &mut self.program.functions[self.func.index()];
+        let id = self.program.blocks.next_id();
+        let f = &mut self.program.functions[self.func];
         f.is_declaration = false;
         let local = f.blocks.len() as u32;
         f.blocks.push(id);
@@ -109,7 +109,7 @@ impl<'p> FunctionBuilder<'p> {
             Some(b) => b,
             None => self.new_block(),
         };
-        let id = InstId(self.program.insts.len() as u32);
+        let id = self.program.insts.next_id();
         let result = defines.then(|| self.program.add_value(ValueDef::Inst(id)));
         self.program.insts.push(Inst {
             kind,
@@ -117,7 +117,7 @@ impl<'p> FunctionBuilder<'p> {
             block,
             loc: self.loc,
         });
-        self.program.blocks[block.index()].insts.push(id);
+        self.program.blocks[block].insts.push(id);
         (id, result)
     }
 
@@ -174,7 +174,7 @@ impl<'p> FunctionBuilder<'p> {
     }
 
     fn know(&mut self, v: ValueId, op: IntOp) {
-        if let ValueDef::Inst(i) = self.program.values[v.index()] {
+        if let ValueDef::Inst(i) = self.program.values[v] {
             self.program.int_ops.insert(i, op);
         }
     }
@@ -197,7 +197,7 @@ impl<'p> FunctionBuilder<'p> {
     /// Adds an incoming pair to the phi defining `phi`.
     pub fn add_incoming(&mut self, phi: ValueId, value: ValueId, from: BlockId) {
         if let ValueDef::Inst(i) = *self.program.value(phi)
-            && let InstKind::Phi { incoming } = &mut self.program.insts[i.index()].kind
+            && let InstKind::Phi { incoming } = &mut self.program.insts[i].kind
         {
             incoming.push((value, from));
         }

@@ -303,16 +303,16 @@ fn mark_from(succs: &[Vec<u32>], start: u32, seen: &mut [bool]) {
 /// analysis and region identification.
 #[derive(Clone, Debug)]
 pub struct ProgramDominance {
-    per_function: Vec<Option<FunctionDominance>>,
+    per_function: crate::IdVec<crate::FuncId, Option<FunctionDominance>>,
 }
 
 impl ProgramDominance {
     pub fn new(program: &crate::Program) -> Self {
-        let per_function = (0..program.functions.len())
-            .map(|f| {
-                let f = crate::FuncId(f as u32);
-                (!program.func(f).is_declaration)
-                    .then(|| FunctionDominance::of_function(program, f))
+        let per_function = program
+            .functions
+            .iter_enumerated()
+            .map(|(f, func)| {
+                (!func.is_declaration).then(|| FunctionDominance::of_function(program, f))
             })
             .collect();
         ProgramDominance { per_function }
@@ -320,7 +320,7 @@ impl ProgramDominance {
 
     /// `None` for declarations.
     pub fn get(&self, f: crate::FuncId) -> Option<&FunctionDominance> {
-        self.per_function[f.index()].as_ref()
+        self.per_function[f].as_ref()
     }
 }
 

@@ -11,7 +11,7 @@ impl fmt::Display for V<'_> {
         match self.0.value(self.1) {
             ValueDef::Inst(_) => write!(f, "{}", self.1),
             ValueDef::Param { index, .. } => write!(f, "%arg{index}"),
-            ValueDef::Global(g) => write!(f, "@{}", self.0.globals[g.index()].name),
+            ValueDef::Global(g) => write!(f, "@{}", self.0.globals[*g].name),
             ValueDef::Function(func) => write!(f, "@{}", self.0.func(*func).name),
             ValueDef::ConstInt(i) => write!(f, "{i}"),
             ValueDef::ConstFloat(x) => write!(f, "{x}"),
@@ -29,7 +29,7 @@ impl fmt::Display for Program {
         for g in &self.globals {
             write!(f, "global @{}", g.name)?;
             if let Some(s) = g.structure {
-                write!(f, ": {}", self.structs[s.index()].name)?;
+                write!(f, ": {}", self.structs[s].name)?;
             }
             for a in &g.annotations {
                 write!(f, " #[{a}]")?;
@@ -77,7 +77,7 @@ impl fmt::Display for Program {
                         InstKind::Alloca { structure } => {
                             write!(f, "alloca")?;
                             if let Some(s) = structure {
-                                write!(f, " {}", self.structs[s.index()].name)?;
+                                write!(f, " {}", self.structs[*s].name)?;
                             }
                         }
                         InstKind::Load { ptr } => write!(f, "load {}", V(self, *ptr))?,
@@ -92,7 +92,7 @@ impl fmt::Display for Program {
                             f,
                             "field {}, {}.{field}",
                             V(self, *base),
-                            self.structs[structure.index()].name
+                            self.structs[*structure].name
                         )?,
                         InstKind::IndexAddr { base, index } => {
                             write!(f, "index {}", list(&[*base, *index]))?
@@ -147,7 +147,7 @@ mod tests {
     fn builds_verifies_and_dumps_a_diamond() {
         let mut p = Program::new();
         let g = p.add_global("level").unwrap();
-        let addr = p.globals[g.index()].address;
+        let addr = p.globals[g].address;
         let f = p.add_function("main", 0).unwrap();
         let mut b = p.build(f);
         b.in_file("main.c").at_line(3);

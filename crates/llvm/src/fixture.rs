@@ -48,12 +48,11 @@ pub fn calls_to(program: &ir::Program, callee: &str) -> Vec<(u32, ir::InstId)> {
     };
     program
         .insts
-        .iter()
-        .enumerate()
+        .iter_enumerated()
         .filter(|(_, inst)| {
             matches!(&inst.kind, ir::InstKind::Call { callee: ir::Callee::Direct(g), .. } if *g == f)
         })
-        .map(|(k, inst)| (inst.loc.line, ir::InstId(k as u32)))
+        .map(|(k, inst)| (inst.loc.line, k))
         .collect()
 }
 

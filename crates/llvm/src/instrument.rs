@@ -130,7 +130,7 @@ pub fn instrument_with_checks(
                         let f = program.func_of(i);
                         let blocks = layout_of(f)?;
                         let local = program.block(program.inst(i).block).local as usize;
-                        let k = positions.inst_index[i.index()] as usize;
+                        let k = positions.inst_index[i] as usize;
                         let inst = blocks[local].1.get(k).copied().ok_or_else(|| {
                             stale(format!("instruction {i} is not in block {local}"))
                         })?;
@@ -174,7 +174,7 @@ pub fn instrument_with_checks(
             message,
         };
         let i = check.inst;
-        if i.index() >= program.insts.len() {
+        if !program.insts.contains_id(i) {
             return Err(bad(format!(
                 "the program has only {} instructions",
                 program.insts.len()
@@ -185,12 +185,15 @@ pub fn instrument_with_checks(
         }
         let blocks = layout_of(program.func_of(i))?;
         let local = program.block(program.inst(i).block).local as usize;
-        let k = positions.inst_index[i.index()] as usize;
+        let k = positions.inst_index[i] as usize;
         let inst = blocks[local]
             .1
             .get(k)
             .copied()
             .ok_or_else(|| stale(format!("instruction {i} is not in block {local}")))?;
+        // SAFETY: `inst` is an instruction of the live module loaded above (the handle rule);
+        // any value has a type and any type a kind, and the width is asked only of an integer
+        // type (the `||` stops at another kind).
         let width = unsafe {
             if c::LLVMGetInstructionOpcode(inst) != LLVMOpcode::LLVMLoad {
                 // An atomic read-modify-write also reads, but is not a plain load.
@@ -214,7 +217,11 @@ pub fn instrument_with_checks(
     }
 
     let mut stats = InstrumentStats::default();
-    unsafe {
+    // SAFETY: `ctx` is the live context of the live module `m` (the handle rule); the types
+    // are the context's, `params` a live local array of the one parameter type passed, and a
+    // function is added to `m` (under a NUL-terminated name) only when it has none of that
+    // name. The builder is the context's, disposed of at the end of this function.
+    let (void, i32t, fn_type, enter, exit, builder) = unsafe {
         let void = c::LLVMVoidTypeInContext(ctx);
         let i32t = c::LLVMInt32TypeInContext(ctx);
         let mut params = [i32t];
@@ -230,13 +237,21 @@ pub fn instrument_with_checks(
         let enter = declare(c"__knobs_region_enter");
         let exit = declare(c"__knobs_region_exit");
         let builder = c::LLVMCreateBuilderInContext(ctx);
-        let emit = |builder: LLVMBuilderRef, site_calls: &[(bool, u32)], near: &[LLVMValueRef]| {
-            let loc = near
-                .iter()
-                .map(|&i| nearest_debug_loc(i))
-                .find(|l| !l.is_null())
-                .unwrap_or(std::ptr::null_mut());
-            // Never the builder's stale location from an earlier position (another function).
+        (void, i32t, fn_type, enter, exit, builder)
+    };
+    let emit = |builder: LLVMBuilderRef, site_calls: &[(bool, u32)], near: &[LLVMValueRef]| {
+        let loc = near
+            .iter()
+            .map(|&i| nearest_debug_loc(i))
+            .find(|l| !l.is_null())
+            .unwrap_or(std::ptr::null_mut());
+        // SAFETY: `builder` is positioned inside a function of the live module (every caller
+        // positions it first); `loc` is null or a `DILocation` of the module (setting null
+        // clears the builder's location, never the stale one of an earlier position in
+        // another function); each call passes an `i32` constant of the context to a
+        // `void (i32)` function of the module with that type, from a live local array of one
+        // argument, and gets the location when there is one.
+        unsafe {
             c::LLVMSetCurrentDebugLocation2(builder, loc);
             for &(is_enter, id) in site_calls {
                 let mut args = [c::LLVMConstInt(i32t, id as u64, 0)];
@@ -247,49 +262,78 @@ pub fn instrument_with_checks(
                     llvm_sys::debuginfo::LLVMInstructionSetDebugLoc(call, loc);
                 }
             }
-        };
-        for (index, site) in sites.iter().enumerate() {
-            let site_calls = &calls[index];
-            for &(is_enter, _) in site_calls {
-                if is_enter {
-                    stats.enter_calls += 1;
-                } else {
-                    stats.exit_calls += 1;
-                }
+        }
+    };
+    for (index, site) in sites.iter().enumerate() {
+        let site_calls = &calls[index];
+        for &(is_enter, _) in site_calls {
+            if is_enter {
+                stats.enter_calls += 1;
+            } else {
+                stats.exit_calls += 1;
             }
-            match *site {
-                Site::Before(inst) => {
-                    let inst = first_non_phi_from(inst as LLVMValueRef);
-                    c::LLVMPositionBuilderBefore(builder, inst);
-                    emit(builder, site_calls, &[inst]);
-                }
-                Site::Edge(k) => {
-                    let (f, from, to, _, lt) = edges[k];
+        }
+        match *site {
+            Site::Before(inst) => {
+                let inst = first_non_phi_from(inst as LLVMValueRef);
+                // SAFETY: `inst` is an instruction of the live module (the handle rule).
+                unsafe { c::LLVMPositionBuilderBefore(builder, inst) };
+                emit(builder, site_calls, &[inst]);
+            }
+            Site::Edge(k) => {
+                let (f, from, to, _, lt) = edges[k];
+                // SAFETY: `from` is a block of the live module with a successor (`to`),
+                // so it ends in a terminator; terminators have a successor count.
+                let (term, single_successor) = unsafe {
                     let term = c::LLVMGetBasicBlockTerminator(from);
-                    let single_successor = c::LLVMGetNumSuccessors(term) == 1;
-                    let cfg_preds = program.cfg(f).preds[lt as usize].len();
-                    if single_successor {
+                    (term, c::LLVMGetNumSuccessors(term) == 1)
+                };
+                let cfg_preds = program.cfg(f).preds[lt as usize].len();
+                if single_successor {
+                    // SAFETY: `term` is an instruction of the live module and `to` a
+                    // block of it, which has a first instruction (its terminator at least).
+                    let into = unsafe {
                         c::LLVMPositionBuilderBefore(builder, term);
-                        let into = first_non_phi_from(c::LLVMGetFirstInstruction(to));
-                        emit(builder, site_calls, &[term, into]);
-                    } else if cfg_preds == 1 {
+                        first_non_phi_from(c::LLVMGetFirstInstruction(to))
+                    };
+                    emit(builder, site_calls, &[term, into]);
+                } else if cfg_preds == 1 {
+                    // SAFETY: `to` is a block of the live module, whose first instruction
+                    // exists (it ends in a terminator); the builder goes before the first
+                    // one that is not a phi.
+                    let first = unsafe {
                         let first = first_non_phi_from(c::LLVMGetFirstInstruction(to));
                         c::LLVMPositionBuilderBefore(builder, first);
-                        emit(builder, site_calls, &[first, term]);
-                    } else {
-                        stats.split_edges += 1;
-                        let middle = split_edge(ctx, builder, from, to);
+                        first
+                    };
+                    emit(builder, site_calls, &[first, term]);
+                } else {
+                    stats.split_edges += 1;
+                    let middle = split_edge(ctx, builder, from, to);
+                    // SAFETY: `middle` is the new block, which ends in its branch to `to`;
+                    // `to` has a first instruction (it ends in a terminator).
+                    let into = unsafe {
                         let br = c::LLVMGetBasicBlockTerminator(middle);
                         c::LLVMPositionBuilderBefore(builder, br);
-                        let into = first_non_phi_from(c::LLVMGetFirstInstruction(to));
-                        emit(builder, site_calls, &[into, term]);
-                    }
+                        first_non_phi_from(c::LLVMGetFirstInstruction(to))
+                    };
+                    emit(builder, site_calls, &[into, term]);
                 }
             }
         }
-        // Checks last, each right after its load: before any region call placed after it, and
-        // without moving the debug locations region calls took from their neighbours.
-        if !check_sites.is_empty() {
+    }
+    // Checks last, each right after its load: before any region call placed after it, and
+    // without moving the debug locations region calls took from their neighbours.
+    if !check_sites.is_empty() {
+        // SAFETY: `ctx` and `m` are live (the handle rule): the types are the context's,
+        // `params` a live local array of the three parameter types passed, and the check
+        // function is added under a NUL-terminated name only when `m` has none. Each load
+        // is an instruction of `m` that never ends its block, so it has a next instruction
+        // to position the builder before; its location is null or a `DILocation`; the
+        // sign extension takes the loaded integer (narrower than 64 bits) to `i64`; the
+        // call passes an `i32`, an `i64` and an `i64` constant to the
+        // `void (i32, i64, i64)` function of that type, from a live local array of three.
+        unsafe {
             let i64t = c::LLVMInt64TypeInContext(ctx);
             let mut params = [i32t, i64t, i64t];
             let check_type = c::LLVMFunctionType(void, params.as_mut_ptr(), 3, 0);
@@ -331,8 +375,9 @@ pub fn instrument_with_checks(
                 stats.value_checks += 1;
             }
         }
-        c::LLVMDisposeBuilder(builder);
     }
+    // SAFETY: the builder made above, disposed of once, after its last use.
+    unsafe { c::LLVMDisposeBuilder(builder) };
     module
         .verify()
         .map_err(|e| Error::Verify(first_line(&e.to_string())))?;
@@ -353,6 +398,8 @@ fn function_layout(
 ) -> Result<FunctionLayout, String> {
     let name = &program.func(f).name;
     let cname = std::ffi::CString::new(name.as_str()).map_err(|e| e.to_string())?;
+    // SAFETY: `m` is the live module being instrumented (the handle rule) and `cname` a
+    // NUL-terminated name that outlives the call.
     let func = unsafe { c::LLVMGetNamedFunction(m, cname.as_ptr()) };
     if func.is_null() {
         return Err(format!("it has no function `{name}`"));
@@ -361,7 +408,7 @@ fn function_layout(
         .into_iter()
         .map(|b| (b, bitcode::instructions(b)))
         .collect();
-    let shape = positions.shape[f.index()];
+    let shape = positions.shape[f];
     let instructions: usize = blocks.iter().map(|(_, i)| i.len()).sum();
     if blocks.len() != shape.blocks as usize || instructions != shape.instructions as usize {
         return Err(format!(
@@ -375,7 +422,9 @@ fn function_layout(
 }
 
 /// An LLVM instruction as text, for messages (one line).
-unsafe fn llvm_text(inst: LLVMValueRef) -> String {
+fn llvm_text(inst: LLVMValueRef) -> String {
+    // SAFETY: `inst` is a live value (the handle rule); its printed form is a NUL-terminated
+    // string LLVM allocated, copied and then disposed of once.
     unsafe {
         let text = c::LLVMPrintValueToString(inst);
         let out = std::ffi::CStr::from_ptr(text)
@@ -391,6 +440,9 @@ unsafe fn llvm_text(inst: LLVMValueRef) -> String {
 /// before it (phis, allocas and branches made by clang often have none or line 0).
 fn nearest_debug_loc(inst: LLVMValueRef) -> llvm_sys::prelude::LLVMMetadataRef {
     use llvm_sys::debuginfo::LLVMInstructionGetDebugLoc as loc_of;
+    // SAFETY: `inst` is an instruction of the live module (the handle rule); the walks call
+    // `LLVMGetNextInstruction` and `LLVMGetPreviousInstruction` only on non-null instructions
+    // of its block, and ask a location's line only of a non-null `DILocation`.
     unsafe {
         for step in [c::LLVMGetNextInstruction, c::LLVMGetPreviousInstruction] {
             let mut i = inst;
@@ -409,6 +461,9 @@ fn nearest_debug_loc(inst: LLVMValueRef) -> llvm_sys::prelude::LLVMMetadataRef {
 
 /// `inst` itself, or the first instruction after it that is not a phi or landing pad.
 fn first_non_phi_from(mut inst: LLVMValueRef) -> LLVMValueRef {
+    // SAFETY: `inst` is an instruction of the live module (the handle rule); the walk stops at
+    // the block's terminator at the latest (neither a phi nor a landing pad), so every
+    // instruction asked its opcode or successor is non-null.
     unsafe {
         while matches!(
             c::LLVMGetInstructionOpcode(inst),
@@ -422,12 +477,20 @@ fn first_non_phi_from(mut inst: LLVMValueRef) -> LLVMValueRef {
 
 /// A new block on the edge `from → to`: `from`'s branches to `to` go to it, it jumps to `to`,
 /// and `to`'s phis name it instead of `from`.
-unsafe fn split_edge(
+fn split_edge(
     ctx: llvm_sys::prelude::LLVMContextRef,
     builder: LLVMBuilderRef,
     from: LLVMBasicBlockRef,
     to: LLVMBasicBlockRef,
 ) -> LLVMBasicBlockRef {
+    // SAFETY: `ctx`, `builder`, `from` and `to` are of the live module (the handle rule), and
+    // `from → to` is an edge, so `from` ends in a terminator whose successors are read and
+    // set below their count. The new block goes before `to` in `to`'s function; the builder
+    // is positioned in it and at `to`'s phis, which are walked while non-null and phis (the
+    // next one read before the current one is erased); each rebuilt phi has the old one's
+    // type and gets its incoming pairs from live locals, one pair per call; the old phi is
+    // erased only once nothing uses it (replaced everywhere by the rebuilt one) and not used
+    // afterwards.
     unsafe {
         let middle = c::LLVMInsertBasicBlockInContext(ctx, to, c"knobs.edge".as_ptr());
         let term = c::LLVMGetBasicBlockTerminator(from);

@@ -414,7 +414,7 @@ fn a_check_on_anything_but_an_integer_load_is_refused() {
         let e = refuse(load_at(p, "odd", marker));
         assert!(e.contains("does not load an integer"), "{marker}: {e}");
     }
-    let e = refuse(InstId(p.insts.len() as u32));
+    let e = refuse(p.insts.next_id());
     assert!(e.contains("only"), "{e}");
     // Nothing is written when a check is refused; the integer loads are accepted.
     assert!(!out.exists());

@@ -65,7 +65,7 @@ fn blocks_end_in_one_terminator_and_ids_are_consistent() {
     assert_eq!(positions.shape.len(), p.functions.len());
     let main = p.function_named("main").unwrap();
     assert_eq!(
-        positions.shape[main.index()].blocks as usize,
+        positions.shape[main].blocks as usize,
         p.func(main).blocks.len()
     );
 }
@@ -74,15 +74,12 @@ fn blocks_end_in_one_terminator_and_ids_are_consistent() {
 fn struct_types_keep_field_names_from_debug_information() {
     let (p, _) = program();
     let config = p.struct_named("config").expect("struct config");
-    assert_eq!(
-        p.structs[config.index()].fields,
-        ["level", "origin", "name"]
-    );
+    assert_eq!(p.structs[config].fields, ["level", "origin", "name"]);
     let point = p.struct_named("point").expect("struct point");
-    assert_eq!(p.structs[point.index()].fields, ["x", "y"]);
+    assert_eq!(p.structs[point].fields, ["x", "y"]);
     let cfg = p.global_named("cfg").unwrap();
-    assert_eq!(p.globals[cfg.index()].structure, Some(config));
-    assert_eq!(p.globals[cfg.index()].size, Some(24));
+    assert_eq!(p.globals[cfg].structure, Some(config));
+    assert_eq!(p.globals[cfg].size, Some(24));
     // `cfg.origin.y = argc`: one field step per struct, then the store.
     let main = insts_of(&p, "main");
     let k = main
@@ -145,7 +142,7 @@ fn calls_strings_and_function_pointer_tables() {
     // String constants are values, not globals; the table of function pointers refers to
     // both functions.
     assert!(p.globals.iter().all(|g| !g.name.starts_with(".str")));
-    let ops = &p.globals[p.global_named("ops").unwrap().index()];
+    let ops = &p.globals[p.global_named("ops").unwrap()];
     let targets: Vec<&str> = ops
         .initializer_refs
         .iter()
@@ -195,7 +192,7 @@ fn loops_become_phis_and_branches_with_source_lines() {
     let body = llvm::fixture::line_of(PROGRAM, "loop body");
     assert_eq!(func.lines.map(|l| l.0), Some(first));
     assert!(func.lines.unwrap().1 > body);
-    assert!(p.files[func.file.unwrap().index()].ends_with("prog.c"));
+    assert!(p.files[func.file.unwrap()].ends_with("prog.c"));
     let loop_body = insts
         .iter()
         .find(|i| matches!(i.kind, InstKind::IndexAddr { .. }))
@@ -224,6 +221,6 @@ fn bitcode_from_the_systems_own_build_without_debug_info_translates() {
     p.verify().unwrap();
     let config = p.struct_named("config").unwrap();
     // Without debug information fields are known by index only.
-    assert_eq!(p.structs[config.index()].fields, ["", "", ""]);
+    assert_eq!(p.structs[config].fields, ["", "", ""]);
     assert!(p.insts.iter().all(|i| i.loc.line == 0));
 }

@@ -1,0 +1,362 @@
+//! Static option-taint analysis: which options may influence whether and how each
+//! instruction executes (the statement-influence map SI of ConfigCrusher §3.1).
+//!
+//! Two phases:
+//! 1. Points-to ([`crate::pointsto`]): inclusion-based, over field-sensitive memory cells
+//!    (globals, stack slots, allocation sites and their struct fields); it also resolves
+//!    indirect calls.
+//! 2. Taint, a monotone fixpoint with a function-level worklist: value taints (SSA, phi,
+//!    select, loads from cells, arguments → parameters, returns → call results), memory
+//!    taints per cell (stores), local control taint per block (the decisions it is control
+//!    dependent on, transitively, with their data taint), and a context taint per function
+//!    (the union over call sites of the control taint there). Implicit flows: values defined
+//!    and stores made under a tainted decision carry its taint; a phi at a join carries the
+//!    taint of the decisions choosing its incoming edge. Return values are context-sensitive:
+//!    values are symbolic in their function's parameters (parameter k is a label option past
+//!    the real ones), and a call site substitutes its own arguments into the callee's return
+//!    taint (`lzma_check_is_supported(check)` no longer hands `check`'s option to every
+//!    caller); memory, contexts and influence see concrete taints.
+//!
+//! SI(instruction) = its local influence (the control taint of its block, plus the data taint
+//! of the decided value for a conditional terminator) ∪ its function's context taint — but
+//! only when the local influence is non-empty. A statement no decision of its own function
+//! influences runs whenever the function runs, so its time belongs to the region open at the
+//! call site (§3.3: a callee only influenced through its context counts in its caller's
+//! region); without this rule every statement of a helper called under any tainted decision
+//! would carry that decision's options. Return values do not carry the callee's context
+//! (each call site adds its own control taint), stores do.
+//!
+//! Precision choices (see `analysis::explain` and the sqlite benchmark's `--explain`):
+//! - Memory taint is kept per cell: a load reads the cells its pointer may point to, a store
+//!   writes them all (weak updates). A load through a plain pointer into a struct reads its
+//!   root cell (field 0), not the other fields: not seen is a field read as bytes through a
+//!   `char *` into the struct (type punning). External functions that read through their
+//!   arguments (`write`, `strcmp`, …) read the whole objects, fields included; block copies
+//!   (`memcpy`, struct assignment) copy field by field.
+//! - Indirect calls reach the functions whose addresses flow to the called pointer and that
+//!   take at most as many parameters as the call passes (variadic functions take fewer).
+//!
+//! The solver's parts: `call_graph` (who calls whom, and the functions on the way out),
+//! `params` (values that point where a parameter does), `seeds` (what option sources put
+//! into the fixpoint), `memory` (cells, their groups and readers, reads and writes through
+//! pointers) and `solver` (the fixpoint itself).
+
+mod call_graph;
+mod memory;
+mod params;
+mod seeds;
+mod solver;
+
+use std::collections::VecDeque;
+
+use ir::{BlockId, FuncId, IdVec, InstId, Program, ValueDef, ValueId};
+use space::OptionId;
+
+use crate::ProgramDominance;
+use crate::options::{FxMap, SetId, SetInterner};
+use crate::pointsto::{CellId, PointsTo};
+use crate::reaching::LocalDefinitions;
+use crate::sources::ResolvedSources;
+
+pub use call_graph::CallGraph;
+use call_graph::dying_functions;
+use memory::{CellReaders, cell_readers};
+use params::parameter_pointers;
+use seeds::seed_sources;
+use solver::Solver;
+
+/// External functions that copy data from their other arguments into the first one's object.
+const COPIERS: &[&str] = &[
+    "memcpy", "memmove", "strcpy", "strncpy", "strcat", "strncat", "sprintf", "snprintf", "sscanf",
+    "memset",
+];
+
+#[inline]
+pub(crate) fn is_copier(name: &str) -> bool {
+    COPIERS.contains(&crate::pointsto::libc_name(name))
+        || name.starts_with("llvm.memcpy")
+        || name.starts_with("llvm.memmove")
+}
+
+/// A conditional branch or switch whose decided value carries option taint.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaintedDecision {
+    pub inst: InstId,
+    /// Data taint of the decided value.
+    pub options: SetId,
+    pub loc: ir::DebugLoc,
+}
+
+/// The statement-influence map and what it was computed from.
+#[derive(Clone, Debug)]
+pub struct StatementInfluence {
+    pub sets: SetInterner,
+    /// SI per instruction.
+    pub influence: IdVec<InstId, SetId>,
+    /// Data taint per value.
+    pub value_taint: IdVec<ValueId, SetId>,
+    /// Context taint per function.
+    pub context: IdVec<FuncId, SetId>,
+    pub decisions: Vec<TaintedDecision>,
+    pub call_graph: CallGraph,
+    /// Number of memory cells and worklist steps, for benchmarks.
+    pub cells: usize,
+    pub function_visits: usize,
+    /// The solver's final facts, kept so that [`crate::explain`] can say why an option
+    /// reaches an instruction.
+    pub facts: TaintFacts,
+}
+
+/// The fixpoint's intermediate facts: enough to rebuild a justification for every option in
+/// the statement-influence map (see [`crate::explain`]).
+#[derive(Clone, Debug, Default)]
+pub struct TaintFacts {
+    /// Where each pointer points.
+    pub points_to: PointsTo,
+    /// Taint of the contents of each memory cell.
+    pub memory: IdVec<CellId, SetId>,
+    /// Local control taint of each block (the decisions it is control dependent on).
+    pub block_taint: IdVec<BlockId, SetId>,
+    /// Taint of each function's return value.
+    pub ret_taint: IdVec<FuncId, SetId>,
+    /// The option sources' memory: addresses written with the options they hold.
+    pub seed_writes: Vec<(ValueId, SetId)>,
+    /// Values seeded directly (results of option-returning calls).
+    pub seeded_values: Vec<(ValueId, SetId)>,
+    /// Loads of globals that read only their own function's earlier stores.
+    pub local_definitions: LocalDefinitions,
+    /// Per function: it runs only on the way out of the program (that never returns, or is
+    /// called only from such functions).
+    pub dying: IdVec<FuncId, bool>,
+}
+
+impl StatementInfluence {
+    pub fn of(&self, inst: InstId) -> &crate::OptionSet {
+        self.sets.get(self.influence[inst])
+    }
+
+    /// Options that influence at least one instruction.
+    pub fn relevant_options(&self) -> crate::OptionSet {
+        let mut seen = vec![false; self.sets.len()];
+        let mut out = crate::OptionSet::new();
+        for s in &self.influence {
+            if !seen[s.0 as usize] {
+                seen[s.0 as usize] = true;
+                out = out.union(self.sets.get(*s));
+            }
+        }
+        out
+    }
+
+    /// The distinct non-empty influence sets (the interactions GI), in first-seen order.
+    pub fn interactions(&self) -> Vec<SetId> {
+        let mut seen = vec![false; self.sets.len()];
+        let mut out = Vec::new();
+        for s in &self.influence {
+            if *s != SetId::EMPTY && !seen[s.0 as usize] {
+                seen[s.0 as usize] = true;
+                out.push(*s);
+            }
+        }
+        out
+    }
+}
+
+/// Computes the statement-influence map of a program from its option sources.
+pub fn analyse(
+    program: &Program,
+    dominance: &ProgramDominance,
+    sources: &ResolvedSources,
+) -> StatementInfluence {
+    analyse_with(program, dominance, sources, crate::pointsto::solve(program))
+}
+
+/// [`analyse`] over a given points-to relation (e.g. one solved with a smaller budget).
+pub fn analyse_with(
+    program: &Program,
+    dominance: &ProgramDominance,
+    sources: &ResolvedSources,
+    pts: PointsTo,
+) -> StatementInfluence {
+    let func_names: IdVec<FuncId, &str> =
+        program.functions.iter().map(|f| f.name.as_str()).collect();
+    let call_graph = CallGraph::new(program, &pts);
+
+    // Phase 2: taint.
+    let mut sets = SetInterner::new();
+    let mut value_taint = IdVec::from_elem(SetId::EMPTY, program.values.len());
+    // Memory written by option sources: (address, options), applied once the solver exists.
+    let seed_writes = seed_sources(program, sources, &call_graph, &mut sets, &mut value_taint);
+    let param_pointer = parameter_pointers(program);
+    let dying = dying_functions(program, &call_graph);
+    let local_definitions =
+        crate::reaching::local_definitions(program, &pts, &call_graph, dominance);
+    let ncells = pts.cells.len();
+    let CellReaders {
+        readers,
+        groups,
+        read_group,
+        object_group,
+    } = cell_readers(program, &pts, &call_graph, &param_pointer);
+
+    let nfuncs = program.functions.len();
+    let label_base = sources
+        .sources
+        .iter()
+        .map(|(o, _)| o.0 + 1)
+        .max()
+        .unwrap_or(0);
+    let mut solver = Solver {
+        program,
+        dominance,
+        pts: &pts,
+        call_graph: &call_graph,
+        sets,
+        memory: IdVec::from_elem(SetId::EMPTY, ncells),
+        pinned: IdVec::from_elem(false, ncells),
+        ends_program: dying.clone(),
+        groups,
+        read_group,
+        object_group,
+        written: FxMap::default(),
+        value_taint,
+        block_taint: IdVec::from_elem(SetId::EMPTY, program.blocks.len()),
+        context: IdVec::from_elem(SetId::EMPTY, nfuncs),
+        ret_taint: IdVec::from_elem(SetId::EMPTY, nfuncs),
+        param_taint: IdVec::from_elem(SetId::EMPTY, program.values.len()),
+        param_memory: IdVec::from_elem(SetId::EMPTY, program.values.len()),
+        param_pointer: &param_pointer,
+        local_definitions: &local_definitions,
+        label_base,
+        split: FxMap::default(),
+        readers: &readers,
+        queue: VecDeque::new(),
+        queued: IdVec::from_elem(false, nfuncs),
+        visits: 0,
+        func_names: &func_names,
+    };
+    // A cell the spec names as where an option lives holds that option and nothing else:
+    // what the program stores there (argument parsing, under decisions on argv and on
+    // strings that a flow-insensitive analysis mixes with everything) is how the option gets
+    // there, not an influence of its own. Without this, every option global of a program
+    // that parses its arguments in one loop carries every option.
+    for &(ptr, s) in &seed_writes {
+        solver.write(ptr, s);
+    }
+    for &(ptr, _) in &seed_writes {
+        for &c in pts.of(ptr) {
+            solver.pinned[c] = true;
+        }
+    }
+    let seeded_values: Vec<(ValueId, SetId)> = solver
+        .value_taint
+        .iter_enumerated()
+        .filter(|(_, s)| **s != SetId::EMPTY)
+        .map(|(v, s)| (v, *s))
+        .collect();
+    // Parameters hold their own labels; call sites fill in the concrete taints.
+    for func in &program.functions {
+        for (k, &p) in func.params.iter().enumerate() {
+            let label = solver.sets.singleton(OptionId(label_base + k as u32));
+            solver.value_taint[p] = label;
+        }
+    }
+    for (f, func) in program.functions.iter_enumerated() {
+        if !func.is_declaration {
+            solver.enqueue(f);
+        }
+    }
+    solver.run();
+
+    // The statement-influence map.
+    // Everything outside the solver sees concrete taints: parameter labels replaced by the
+    // parameters' taints (a call result keeps its call site's substitution).
+    for (v, def) in program.values.iter_enumerated() {
+        let f = match def {
+            ValueDef::Inst(i) => program.func_of(*i),
+            ValueDef::Param { func, .. } => *func,
+            _ => continue,
+        };
+        let t = solver.value_taint[v];
+        solver.value_taint[v] = solver.concrete(f, t);
+    }
+    for (b, block) in program.blocks.iter_enumerated() {
+        let t = solver.block_taint[b];
+        solver.block_taint[b] = solver.concrete(block.func, t);
+    }
+    for g in program.functions.keys() {
+        let t = solver.ret_taint[g];
+        solver.ret_taint[g] = solver.concrete(g, t);
+    }
+    let Solver {
+        mut sets,
+        value_taint,
+        block_taint,
+        context,
+        visits,
+        memory,
+        ret_taint,
+        ..
+    } = solver;
+    let mut influence = IdVec::from_elem(SetId::EMPTY, program.insts.len());
+    let mut decisions = Vec::new();
+    for (fi, func) in program.functions.iter_enumerated() {
+        for &b in &func.blocks {
+            for &i in &program.block(b).insts {
+                let inst = program.inst(i);
+                let mut local = block_taint[b];
+                if let Some(cond) = inst.kind.decision() {
+                    let t = value_taint[cond];
+                    if t != SetId::EMPTY {
+                        decisions.push(TaintedDecision {
+                            inst: i,
+                            options: t,
+                            loc: inst.loc,
+                        });
+                        local = sets.union(local, t);
+                    }
+                }
+                // A statement that no decision of its own function influences runs whenever
+                // its function runs: its time belongs to the region open at the call site,
+                // which carries the call's context already (§3.3: a callee's time counts in
+                // its caller's region). Only statements under a local tainted decision form
+                // regions of their own, and those also depend on whether the function runs at
+                // all, so they carry the context too (Fig. 2: foo's lines 3-4 are {A, C}).
+                influence[i] = if local == SetId::EMPTY {
+                    SetId::EMPTY
+                } else {
+                    sets.union(local, context[fi])
+                };
+            }
+        }
+    }
+    StatementInfluence {
+        sets,
+        influence,
+        value_taint,
+        context,
+        decisions,
+        call_graph,
+        cells: ncells,
+        function_visits: visits,
+        facts: TaintFacts {
+            points_to: pts,
+            memory,
+            block_taint,
+            ret_taint,
+            seed_writes,
+            seeded_values,
+            local_definitions,
+            dying,
+        },
+    }
+}
+
+/// Options relevant to a program: those in some instruction's influence.
+pub fn irrelevant_options(
+    si: &StatementInfluence,
+    all: impl Iterator<Item = OptionId>,
+) -> Vec<OptionId> {
+    let relevant = si.relevant_options();
+    all.filter(|o| !relevant.contains(*o)).collect()
+}
