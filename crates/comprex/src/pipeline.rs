@@ -370,7 +370,7 @@ pub fn select_probes(
     let dominance = analysis::ProgramDominance::new(program);
     let influence = analysis::analyse(program, &dominance, &explored.built.sources);
     let callers = |f: ir::FuncId| -> Vec<ir::FuncId> {
-        let mut out: Vec<ir::FuncId> = influence.call_graph.callers[f.index()]
+        let mut out: Vec<ir::FuncId> = influence.call_graph.callers[f]
             .iter()
             .map(|&i| program.block(program.inst(i).block).func)
             .collect();
@@ -701,7 +701,7 @@ pub fn overhead_correction(
                 }
             }
         }
-        let median = |v: &[f64]| measure::Summary::of(v).map_or(f64::NAN, |s| s.median);
+        let median = |v: &[f64]| stats::median(v).unwrap_or(f64::NAN);
         let (p, n) = (median(&p), median(&n));
         on_pair(&text, p, n);
         pairs.push((text, p, n));
@@ -781,7 +781,7 @@ fn outside_the_profile(
     Ok(Some(
         per_config
             .into_iter()
-            .filter_map(|(c, v)| Some((c, measure::Summary::of(&v)?.median)))
+            .filter_map(|(c, v)| Some((c, stats::median(&v)?)))
             .collect(),
     ))
 }
@@ -880,5 +880,19 @@ pub fn build_model_corrected(
             serde_json::to_value(&explored.fold).expect("a map of strings serialises"),
         );
     }
+    model.file.record_training(
+        &spec
+            .space
+            .options()
+            .iter()
+            .map(|o| o.name.clone())
+            .collect::<Vec<_>>(),
+        explored
+            .exploration
+            .configurations
+            .iter()
+            .map(|c| spec.space.values(c))
+            .collect(),
+    );
     Ok(model)
 }

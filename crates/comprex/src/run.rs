@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use instrumented::{Reporter, Session};
+use instrumented::{ModelOutput, Reporter, Session};
 use serde::Serialize;
 use space::ValidConfigurations;
 
@@ -73,9 +73,9 @@ pub struct Report {
     pub trivial_terms: usize,
     /// Regions whose partition may be incomplete (§V.D).
     pub suspects: Vec<Suspect>,
-    pub model_path: Option<PathBuf>,
-    pub store: Option<PathBuf>,
-    pub variant: Option<String>,
+    /// The model file written, with the store and variant its measurements are in.
+    #[serde(flatten)]
+    pub output: Option<ModelOutput>,
     pub notes: Vec<String>,
 }
 
@@ -191,9 +191,7 @@ pub fn run(
         overhead_correction: None,
         trivial_terms: 0,
         suspects: Vec::new(),
-        model_path: None,
-        store: None,
-        variant: None,
+        output: None,
         notes: Vec::new(),
     };
     if options.granularity_table {
@@ -367,9 +365,11 @@ pub fn run(
             measurements: s.measurements,
         })
         .collect();
-    report.model_path = Some(out);
-    report.store = Some(session.store_path.clone());
-    report.variant = Some(profiled.variant);
+    report.output = Some(ModelOutput {
+        model_path: out,
+        store: session.store_path.clone(),
+        variant: profiled.variant,
+    });
     Ok(report)
 }
 

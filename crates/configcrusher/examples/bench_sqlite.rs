@@ -59,14 +59,14 @@ fn explain(
     use std::collections::HashMap;
     let explainer = Explainer::new(p, dominance, si);
     let tainted: Vec<usize> = (0..p.insts.len())
-        .filter(|&i| si.influence[i].0 != 0)
+        .filter(|&i| si.influence.as_slice()[i].0 != 0)
         .collect();
     let step = (tainted.len() / samples.max(1)).max(1);
     let mut hops: HashMap<(&'static str, Fact), usize> = HashMap::new();
     let mut first_hops: HashMap<&'static str, usize> = HashMap::new();
     let mut chains = 0;
     for &i in tainted.iter().step_by(step).take(samples) {
-        let i = ir::InstId(i as u32);
+        let i = ir::InstId::new(i);
         // Why the instruction has local influence at all (its context only counts then).
         let block = p.inst(i).block;
         let local = if p.inst(i).kind.decision().is_some() {
@@ -220,7 +220,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         explain(p, &dominance, &si, explain_samples);
     }
     let t = Instant::now();
-    let plan = identify_regions(p, &dominance, &si.influence, &[]);
+    let plan = identify_regions(p, &dominance, si.influence.as_slice(), &[]);
     println!(
         "regions: {} in {:.2} s",
         plan.regions.len(),

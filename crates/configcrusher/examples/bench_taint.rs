@@ -24,7 +24,7 @@ fn generate(functions: usize, rng: &mut ChaCha8Rng) -> Program {
     let globals: Vec<ValueId> = (0..GLOBALS)
         .map(|g| {
             let id = p.add_global(&format!("g{g}")).expect("fresh global");
-            p.globals[id.index()].address
+            p.globals[id].address
         })
         .collect();
     let funcs: Vec<FuncId> = (0..functions)
@@ -157,10 +157,15 @@ fn main() {
         si.relevant_options().len()
     );
     let t = Instant::now();
-    let before = identify_regions(&program, &dominance, &si.influence, &[]);
+    let before = identify_regions(&program, &dominance, si.influence.as_slice(), &[]);
     println!("regions: {} in {:.2?}", before.regions.len(), t.elapsed());
     let t = Instant::now();
-    let (opt, pulled) = optimise_influence(&program, &mut si.sets, &si.influence, &si.call_graph);
+    let (opt, pulled) = optimise_influence(
+        &program,
+        &mut si.sets,
+        si.influence.as_slice(),
+        &si.call_graph,
+    );
     let after = identify_regions(&program, &dominance, &opt, &pulled);
     println!(
         "optimised: {} regions ({} functions pulled out) in {:.2?}",

@@ -63,3 +63,24 @@ pub fn overhead(
         metric: metric.name().to_string(),
     })
 }
+
+impl std::fmt::Display for Overhead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "region entries per run (RC): {:.0}",
+            self.region_entries_per_run
+        )?;
+        match self.instrumented_over_plain {
+            Some(ratio) => write!(
+                f,
+                "; instrumented / plain {}: {ratio:.3} (geometric mean over {} configurations)",
+                self.metric, self.configurations_compared
+            ),
+            None => write!(
+                f,
+                "; overhead unknown (measure the plain program with `knobs measure` too)"
+            ),
+        }
+    }
+}

@@ -103,19 +103,19 @@ pub fn analyse(
     let dominance = ProgramDominance::new(program);
     let mut influence = analysis::analyse(program, &dominance, sources);
     let regions_unoptimised =
-        crate::identify_regions(program, &dominance, &influence.influence, &[])
+        crate::identify_regions(program, &dominance, influence.influence.as_slice(), &[])
             .regions
             .len();
     let plan = if options.optimise {
         let (optimised, pulled) = crate::optimise_influence(
             program,
             &mut influence.sets,
-            &influence.influence,
+            influence.influence.as_slice(),
             &influence.call_graph,
         );
         crate::identify_regions(program, &dominance, &optimised, &pulled)
     } else {
-        crate::identify_regions(program, &dominance, &influence.influence, &[])
+        crate::identify_regions(program, &dominance, influence.influence.as_slice(), &[])
     };
     let interactions: Vec<OptionSet> = influence
         .interactions()
@@ -170,7 +170,7 @@ fn fixed_globals(
         .fixed
         .iter()
         .map(|(name, &value)| match program.global_named(name) {
-            Some(global) if program.globals[global.index()].defined => {
+            Some(global) if program.globals[global].defined => {
                 Ok(analysis::FixedGlobal { global, value })
             }
             _ => Err(Error::Invalid(format!(
@@ -227,7 +227,7 @@ pub fn instrument(
     let fixed_reads = folded
         .iter()
         .map(|f| {
-            let name = &program.globals[f.global.index()].name;
+            let name = &program.globals[f.global].name;
             let value = spec.build.as_ref().and_then(|b| b.fixed.get(name)).copied();
             FixedRead {
                 global: name.clone(),
@@ -444,7 +444,7 @@ pub fn build_model(
         let func = program.func(region.function);
         let file = func
             .file
-            .map(|f| program.files[f.index()].clone())
+            .map(|f| program.files[f].clone())
             .unwrap_or_default();
         let lines = region.lines.or(func.lines).unwrap_or((0, 0));
         regions.push(Region {
@@ -480,5 +480,14 @@ pub fn build_model(
         .insert("workload".into(), workload.name.clone().into());
     file.provenance
         .insert("configurations".into(), configs.len().into());
+    file.record_training(
+        &spec
+            .space
+            .options()
+            .iter()
+            .map(|o| o.name.clone())
+            .collect::<Vec<_>>(),
+        configs.iter().map(|(c, _)| spec.space.values(c)).collect(),
+    );
     Ok(file)
 }

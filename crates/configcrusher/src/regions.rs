@@ -66,7 +66,7 @@ pub fn identify_regions(
 ) -> RegionPlan {
     let mut regions = Vec::new();
     for (fi, func) in program.functions.iter().enumerate() {
-        let f = FuncId(fi as u32);
+        let f = FuncId::new(fi);
         if skip.contains(&f) {
             continue;
         }
@@ -292,19 +292,19 @@ pub fn optimise_influence(
     let first_stmt = |b: BlockId| statements(program, b).first().copied();
     let mut block_preds: Vec<Vec<BlockId>> = vec![Vec::new(); program.blocks.len()];
     for (bi, _) in program.blocks.iter().enumerate() {
-        for s in program.successors(BlockId(bi as u32)) {
-            block_preds[s.index()].push(BlockId(bi as u32));
+        for s in program.successors(BlockId::new(bi)) {
+            block_preds[s.index()].push(BlockId::new(bi));
         }
     }
     let entry_of: FxMap<InstId, FuncId> = program
         .functions
         .iter()
         .enumerate()
-        .filter_map(|(f, func)| Some((first_stmt(func.entry()?)?, FuncId(f as u32))))
+        .filter_map(|(f, func)| Some((first_stmt(func.entry()?)?, FuncId::new(f))))
         .collect();
     let mut stmt_index = vec![0u32; program.insts.len()];
     for b in 0..program.blocks.len() {
-        for (k, i) in statements(program, BlockId(b as u32)).iter().enumerate() {
+        for (k, i) in statements(program, BlockId::new(b)).iter().enumerate() {
             stmt_index[i.index()] = k as u32;
         }
     }
@@ -330,7 +330,7 @@ pub fn optimise_influence(
             if max == SetId::EMPTY {
                 continue;
             }
-            for &c in &call_graph.callers[fi] {
+            for &c in &call_graph.callers[FuncId::new(fi)] {
                 if program.func_of(c).index() == fi {
                     continue;
                 }
@@ -348,8 +348,9 @@ pub fn optimise_influence(
     let mut queue: VecDeque<InstId> = VecDeque::new();
     let mut queued = vec![false; program.insts.len()];
     for (i, s) in opt.iter().enumerate() {
-        if *s != SetId::EMPTY && !matches!(program.insts[i].kind, InstKind::Phi { .. }) {
-            queue.push_back(InstId(i as u32));
+        if *s != SetId::EMPTY && !matches!(program.insts[InstId::new(i)].kind, InstKind::Phi { .. })
+        {
+            queue.push_back(InstId::new(i));
             queued[i] = true;
         }
     }
@@ -369,7 +370,7 @@ pub fn optimise_influence(
                     .filter_map(|p| program.terminator(*p)),
             );
             if let Some(f) = entry_of.get(&s) {
-                preds.extend(call_graph.callers[f.index()].iter().copied());
+                preds.extend(call_graph.callers[*f].iter().copied());
             }
         }
         for p in preds {
@@ -426,7 +427,7 @@ pub fn optimise_influence(
     }
     let mut pulled = Vec::new();
     for (fi, func) in program.functions.iter().enumerate() {
-        let callers = &call_graph.callers[fi];
+        let callers = &call_graph.callers[FuncId::new(fi)];
         if func.is_declaration || address_taken[fi] || callers.is_empty() {
             continue;
         }
@@ -441,7 +442,7 @@ pub fn optimise_influence(
                 .iter()
                 .all(|c| program.func_of(*c).index() != fi && sets.is_subset(max, opt[c.index()]))
         {
-            pulled.push(FuncId(fi as u32));
+            pulled.push(FuncId::new(fi));
         }
     }
     (opt, pulled)

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use analysis::explanation::Explanation;
-use instrumented::{Reporter, Session};
+use instrumented::{ModelOutput, Reporter, Session};
 use serde::Serialize;
 use space::ValidConfigurations;
 
@@ -70,9 +70,8 @@ pub struct Report {
     pub measurement: Option<measure::campaign::CampaignReport>,
     pub overhead: Option<Overhead>,
     /// The model file written, with the store and variant its measurements are in.
-    pub model_path: Option<PathBuf>,
-    pub store: Option<PathBuf>,
-    pub variant: Option<String>,
+    #[serde(flatten)]
+    pub output: Option<ModelOutput>,
     /// Things a user should know about the result (what the analysis could not see, why
     /// nothing was compressed, settings that changed nothing).
     pub notes: Vec<String>,
@@ -199,9 +198,11 @@ pub fn run(
         .clone()
         .unwrap_or_else(|| spec.dir.join(format!("{}.configcrusher.json", spec.name)));
     model.save(&out)?;
-    report.model_path = Some(out);
-    report.store = Some(session.store_path.clone());
-    report.variant = Some(built.variant);
+    report.output = Some(ModelOutput {
+        model_path: out,
+        store: session.store_path.clone(),
+        variant: built.variant,
+    });
     Ok(report)
 }
 
@@ -234,7 +235,7 @@ fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
             .filter(|name| {
                 !s.folded_loads
                     .iter()
-                    .any(|f| program.globals[f.global.index()].name == **name)
+                    .any(|f| program.globals[f.global].name == **name)
             })
             .cloned()
             .collect();
@@ -315,9 +316,7 @@ fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
         instrumentation: None,
         measurement: None,
         overhead: None,
-        model_path: None,
-        store: None,
-        variant: None,
+        output: None,
         notes,
     }
 }

@@ -34,7 +34,7 @@ fn instrumented_running_example_enters_and_exits_its_regions() {
     let resolved = ResolvedSources::from_annotations(p, &space).unwrap();
     let dom = ProgramDominance::new(p);
     let si = analyse(p, &dom, &resolved);
-    let plan = identify_regions(p, &dom, &si.influence, &[]);
+    let plan = identify_regions(p, &dom, si.influence.as_slice(), &[]);
     let probes: Vec<RegionProbe> = plan
         .regions
         .iter()

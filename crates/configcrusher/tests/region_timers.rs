@@ -67,7 +67,7 @@ fn build(dir: &Path) -> (Instrumented, Instrumented) {
     let clang = Path::new("clang-19");
     let lib = runtime::build(clang, &PathBuf::from(env!("CARGO_TARGET_TMPDIR"))).unwrap();
 
-    let plan = identify_regions(p, &dom, &si.influence, &[]);
+    let plan = identify_regions(p, &dom, si.influence.as_slice(), &[]);
     let names = |s: &OptionSet| -> BTreeSet<&'static str> {
         NAMES
             .iter()
@@ -96,7 +96,8 @@ fn build(dir: &Path) -> (Instrumented, Instrumented) {
         }
     };
     let unoptimised = make("unoptimised", &plan.regions, &si.sets);
-    let (optimised, pulled) = optimise_influence(p, &mut si.sets, &si.influence, &si.call_graph);
+    let (optimised, pulled) =
+        optimise_influence(p, &mut si.sets, si.influence.as_slice(), &si.call_graph);
     let plan = identify_regions(p, &dom, &optimised, &pulled);
     let optimised = make("optimised", &plan.regions, &si.sets);
     (unoptimised, optimised)

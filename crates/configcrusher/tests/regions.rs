@@ -10,7 +10,7 @@ use space::OptionId;
 fn main_with_global() -> (Program, ir::ValueId, ir::FuncId) {
     let mut p = Program::new();
     let g = p.add_global("level").unwrap();
-    let level = p.globals[g.index()].address;
+    let level = p.globals[g].address;
     let main = p.add_function("main", 0).unwrap();
     (p, level, main)
 }

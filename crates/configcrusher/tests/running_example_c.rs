@@ -78,10 +78,10 @@ fn the_c_port_has_the_papers_influence_regions_and_compression() {
     assert_eq!(relevant.len(), 9);
     // Option parsing is not influenced by options.
     let parse = p.function_named("parse_options").unwrap();
-    assert_eq!(si.sets.get(si.context[parse.index()]), &set(&[]));
+    assert_eq!(si.sets.get(si.context[parse]), &set(&[]));
 
     // Regions: foo's branch under {A, C}; lines 15–18 under {A}; line 21 under {A, B}.
-    let plan = identify_regions(p, &dom, &si.influence, &[]);
+    let plan = identify_regions(p, &dom, si.influence.as_slice(), &[]);
     let foo = p.function_named("foo").unwrap();
     let main = p.function_named("main").unwrap();
     let with = |f, s: &OptionSet| {
@@ -94,7 +94,8 @@ fn the_c_port_has_the_papers_influence_regions_and_compression() {
     assert!(with(main, &set(&["A"])) >= 1);
     assert_eq!(with(main, &set(&["A", "B"])), 1);
     let before = plan.regions.len();
-    let (optimised, pulled) = optimise_influence(p, &mut si.sets, &si.influence, &si.call_graph);
+    let (optimised, pulled) =
+        optimise_influence(p, &mut si.sets, si.influence.as_slice(), &si.call_graph);
     let after = identify_regions(p, &dom, &optimised, &pulled).regions.len();
     // As in the hand-built program, foo is pulled out: its {A, C} region moves to the call
     // `foo(C)`, whatever order the propagation visits statements in (pull-out runs first, so
@@ -103,7 +104,7 @@ fn the_c_port_has_the_papers_influence_regions_and_compression() {
     let call = p.insts.iter().position(|inst| {
         matches!(&inst.kind, ir::InstKind::Call { callee: ir::Callee::Direct(g), .. } if *g == foo)
     });
-    let call = ir::InstId(call.expect("main calls foo") as u32);
+    let call = ir::InstId::new(call.expect("main calls foo"));
     assert_eq!(si.sets.get(optimised[call.index()]), &set(&["A", "C"]));
     assert!(after < before, "{before} regions before, {after} after");
 

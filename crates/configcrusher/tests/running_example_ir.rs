@@ -210,7 +210,7 @@ fn statement_influence_matches_the_paper() {
     assert!(!relevant.contains(OptionId(9)));
     assert_eq!(relevant.len(), 9);
     // foo runs only under A.
-    assert_eq!(si.sets.get(si.context[ex.foo.index()]), &set(&["A"]));
+    assert_eq!(si.sets.get(si.context[ex.foo]), &set(&["A"]));
     // Tainted decisions carry locations.
     assert!(
         si.decisions
@@ -231,7 +231,7 @@ fn regions_match_figure_two_and_shrink_after_optimisation() {
     let dom = ProgramDominance::new(p);
     let resolved = ResolvedSources::resolve(p, &sources()).unwrap();
     let mut si = analyse(p, &dom, &resolved);
-    let plan = identify_regions(p, &dom, &si.influence, &[]);
+    let plan = identify_regions(p, &dom, si.influence.as_slice(), &[]);
     let with = |f: FuncId, s: &OptionSet| {
         plan.regions
             .iter()
@@ -258,7 +258,8 @@ fn regions_match_figure_two_and_shrink_after_optimisation() {
     assert_eq!(r3[0].lines, Some((21, 21)));
 
     let before = plan.regions.len();
-    let (opt, pulled) = optimise_influence(p, &mut si.sets, &si.influence, &si.call_graph);
+    let (opt, pulled) =
+        optimise_influence(p, &mut si.sets, si.influence.as_slice(), &si.call_graph);
     // Invariants 1 and 2: the optimised influence contains the original and is an interaction.
     let interactions = si.interactions();
     for (i, (&orig, &new)) in si.influence.iter().zip(&opt).enumerate() {

@@ -122,6 +122,15 @@ pub trait Reporter {
     }
 }
 
+/// Where an approach left its model and the measurements it was built from.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ModelOutput {
+    pub model_path: PathBuf,
+    pub store: PathBuf,
+    /// The store variant of the instrumented build's runs (`knobs results show --variant`).
+    pub variant: String,
+}
+
 /// A reporter that drops everything (for tests and library use).
 pub struct Silent;
 
@@ -328,7 +337,7 @@ pub fn median_region_times(
     let mut out: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
     for ((config, region), mut values) in seconds {
         values.resize(runs[config].len(), 0.0);
-        let median = measure::Summary::of(&values).map_or(0.0, |s| s.median);
+        let median = stats::median(&values).unwrap_or(0.0);
         out.entry(config.to_string())
             .or_default()
             .insert(region.to_string(), median);

@@ -1,6 +1,8 @@
 //! The sampling profiler linked into real programs (clang 19, real runs): a C program calling
 //! the API directly with busy loops and sleeps of known length in nested functions, and the
-//! running example instrumented at method level through `frontend` (one region per function).
+//! running example instrumented at method level through `llvm` (one region per function).
+//! How precisely the CPU clock attributes time under contention is a benchmark
+//! (`examples/bench_cpu_attribution.rs`), not a test.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,138 +14,8 @@ use ir::ProgramPoint;
 use llvm::{CompileOptions, RegionProbe, compile_c, instrument, link_instrumented};
 use runtime::profiler::{self, Profile, ProfileClock};
 
-const PROGRAM: &str = r#"
-#define _GNU_SOURCE
-#include <pthread.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
-
-void __knobs_method_enter(uint32_t id);
-void __knobs_method_exit(uint32_t id);
-
-static double now(clockid_t c) {
-    struct timespec t;
-    clock_gettime(c, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-/* The truth (main thread only): self wall time per region measured by the program itself
- * with the same stack discipline, printed on stdout at exit as `id seconds` lines
- * (id -1: the base). On a loaded machine it is what actually happened, not what was meant. */
-static double truth[16], truth_last;
-static int truth_stack[64], truth_depth, tracking;
-static void truth_charge(void) {
-    double t = now(CLOCK_MONOTONIC);
-    truth[truth_depth ? truth_stack[truth_depth - 1] + 1 : 0] += t - truth_last;
-    truth_last = t;
-}
-static void truth_print(void) {
-    truth_charge();
-    for (int k = 0; k < 16; k++) printf("%d %.9f\n", k - 1, truth[k]);
-}
-static void ENTER(uint32_t id) {
-    if (tracking) { truth_charge(); truth_stack[truth_depth++] = (int)id; }
-    __knobs_method_enter(id);
-}
-static void EXIT(uint32_t id) {
-    if (tracking) {
-        truth_charge();
-        int k = truth_depth;
-        while (k > 0 && truth_stack[k - 1] != (int)id) k--;
-        if (k) truth_depth = k - 1;
-    }
-    __knobs_method_exit(id);
-}
-/* Busy until `ms` of the clock have passed: wall time, or this thread's CPU time. */
-static void spin(clockid_t c, double ms) {
-    double end = now(c) + ms * 1e-3;
-    while (now(c) < end) {}
-}
-#define WALL(ms) spin(CLOCK_MONOTONIC, ms)
-#define CPU(ms) spin(CLOCK_THREAD_CPUTIME_ID, ms)
-/* One nanosleep, no retry: a signal would cut it short, and that is an error here. */
-static void nap(double ms) {
-    double t0 = now(CLOCK_MONOTONIC);
-    struct timespec t = {0, (long)(ms * 1e6)};
-    if (nanosleep(&t, NULL) != 0 || now(CLOCK_MONOTONIC) - t0 < ms * 1e-3) exit(7);
-}
-
-static void g(void) { ENTER(1); WALL(40); EXIT(1); }
-static void f(void) { ENTER(0); WALL(30); g(); WALL(30); EXIT(0); }
-
-static void deepest(void) { ENTER(2); WALL(20); exit(3); }
-static void deeper(void) { ENTER(1); WALL(20); deepest(); EXIT(1); }
-
-static void cpu_work(void) { ENTER(0); CPU(60); EXIT(0); }
-static void sleeper(void) { ENTER(1); nap(60); EXIT(1); }
-
-static void *worker(void *arg) {
-    (void)arg;
-    __knobs_method_enter(3);
-    WALL(40);
-    __knobs_method_exit(3);
-    return NULL;
-}
-
-static jmp_buf env;
-static void thrower(void) { ENTER(2); longjmp(env, 1); }
-static void middle(void) { ENTER(1); thrower(); EXIT(1); }
-
-int main(int argc, char **argv) {
-    const char *s = argc > 1 ? argv[1] : "";
-    tracking = 1;
-    truth_last = now(CLOCK_MONOTONIC);
-    atexit(truth_print);
-    if (!strcmp(s, "nested")) {
-        WALL(20);                 /* base */
-        f();                      /* 0: 60 ms self, 1: 40 ms */
-        WALL(10);                 /* base */
-    } else if (!strcmp(s, "exit-deep")) {
-        ENTER(0);
-        WALL(20);                 /* 0 */
-        deeper();                 /* 1: 20 ms, 2: 20 ms, then exit(3) with 3 open */
-    } else if (!strcmp(s, "cpu-vs-sleep")) {
-        cpu_work();               /* 0: 60 ms of CPU */
-        sleeper();                /* 1: 60 ms asleep */
-    } else if (!strcmp(s, "threads")) {
-        ENTER(4);
-        pthread_t a, b;
-        pthread_create(&a, NULL, worker, NULL);
-        pthread_create(&b, NULL, worker, NULL);
-        pthread_join(a, NULL);
-        pthread_join(b, NULL);
-        EXIT(4);
-        WALL(20);                 /* base: the workers are gone and no longer sampled */
-    } else if (!strcmp(s, "longjmp")) {
-        ENTER(0);
-        if (!setjmp(env)) middle();   /* 1 and 2 left open by longjmp */
-        EXIT(0);                      /* pops 2 and 1 too */
-        WALL(20);                     /* base */
-    } else if (!strcmp(s, "fork")) {
-        int fds[2];
-        if (pipe(fds)) return 1;
-        pid_t child = fork();
-        if (child == 0) {
-            close(fds[1]);
-            tracking = 0;
-            ENTER(9);
-            char c;
-            while (read(fds[0], &c, 1) > 0) {}
-            _exit(0);             /* must not write (and prints nothing) */
-        }
-        ENTER(0);
-        WALL(20);
-        EXIT(0);
-    }
-    return 0;
-}
-"#;
+/// The scenarios (`prog SCENARIO`).
+const PROGRAM: &str = include_str!("profiler_scenarios.c");
 
 fn clang() -> &'static Path {
     Path::new("clang-19")
@@ -210,11 +82,34 @@ fn truth(out: &Output) -> BTreeMap<Option<u32>, f64> {
         .collect()
 }
 
+/// How often a scenario is run before a starved sampler fails the test.
+const ATTEMPTS: u32 = 6;
+
+/// Profiled runs of this test binary take turns: parallel tests would otherwise starve each
+/// other's samplers on a small machine.
+static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A profiled run of a scenario whose sampler kept up (ran again, with a pause, while the
+/// machine is too busy for it; a test fails rather than check nothing).
 fn profiled(scenario: &str, extra: &[(&str, &str)]) -> (Output, Profile) {
     let mut env = vec![(profiler::ENV_VAR, "$FILE")];
     env.extend_from_slice(extra);
-    let (out, p) = run(scenario, &env);
-    (out, p.expect("a profile was written"))
+    for attempt in 1..=ATTEMPTS {
+        let (out, p) = {
+            let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+            run(scenario, &env)
+        };
+        let p = p.expect("a profile was written");
+        if !starved(&p) {
+            return (out, p);
+        }
+        eprintln!(
+            "note: {scenario}: sampler starved ({} of its ticks missed), run {attempt} of {ATTEMPTS}",
+            p.missed
+        );
+        std::thread::sleep(std::time::Duration::from_millis(250 * u64::from(attempt)));
+    }
+    panic!("{scenario}: the sampler was starved in all {ATTEMPTS} runs: the machine is too busy");
 }
 
 /// Whether the wall-clock sampler was starved (missed more than a tenth of its ticks: a
@@ -224,16 +119,9 @@ fn starved(p: &Profile) -> bool {
 }
 
 /// `got` seconds within `slack` samples, 10 % of `want` seconds and 5 ms (how late the
-/// sampler may wake) of `want` seconds — unless the sampler was [`starved`] (then a note).
+/// sampler may wake) of `want` seconds ([`profiled`] gives only runs whose sampler kept up).
 fn near(got: f64, want: f64, p: &Profile, slack: f64, what: &str) {
     let tol = slack * p.weight + 0.1 * want + 0.005;
-    if starved(p) {
-        eprintln!(
-            "note: sampler starved ({} of its ticks missed), not checking {what}",
-            p.missed
-        );
-        return;
-    }
     assert!(
         (got - want).abs() <= tol,
         "{what}: {got} s, expected {want} ± {tol}: {p:?}"
@@ -347,10 +235,8 @@ fn wall_clock_counts_sleep_without_interrupting_it() {
 
 #[test]
 fn cpu_clock_counts_cpu_time() {
-    // The CPU clock's totals: the 60 ms busy loop and nearly nothing of the 60 ms sleep. Which
-    // region a late-processed timer expiry lands in depends on the machine's load (kernel CPU
-    // timers are checked at scheduler ticks), so attribution is checked on an idle machine
-    // only (`cpu_clock_attribution`, ignored by default).
+    // The CPU clock's totals: the 60 ms busy loop and nearly nothing of the 60 ms sleep
+    // (attribution per region: `examples/bench_cpu_attribution.rs`).
     let (out, p) = profiled("cpu-vs-sleep", &[(profiler::CLOCK_VAR, "cpu")]);
     assert!(out.status.success(), "{out:?}"); // the sleep was not interrupted
     assert_eq!(p.clock, ProfileClock::Cpu);
@@ -362,26 +248,6 @@ fn cpu_clock_counts_cpu_time() {
         "{p:?}"
     );
     assert!(t.wall >= 0.120 && t.region(1).entries == 1, "{p:?}");
-}
-
-#[test]
-#[ignore = "needs an idle machine: CPU-timer expiries are processed late under contention"]
-fn cpu_clock_attribution() {
-    let (out, p) = profiled("cpu-vs-sleep", &[(profiler::CLOCK_VAR, "cpu")]);
-    assert!(out.status.success(), "{out:?}");
-    let t = &p.times;
-    near(t.region(0).self_seconds, 0.060, &p, 4.0, "cpu_work (cpu)");
-    assert!(t.region(1).self_seconds <= 2.0 * p.period, "sleeper: {p:?}");
-    let (out, p) = profiled("threads", &[(profiler::CLOCK_VAR, "cpu")]);
-    assert!(out.status.success());
-    near(
-        p.times.region(3).self_seconds,
-        0.080,
-        &p,
-        6.0,
-        "workers (cpu)",
-    );
-    assert!(p.times.region(4).self_seconds <= 3.0 * p.period, "{p:?}");
 }
 
 #[test]
@@ -502,18 +368,35 @@ fn running_example_at_method_level() {
         (&["-A"][..], Some(1.0)),
         (&["-A", "-C"][..], Some(4.0)),
     ] {
-        let _ = std::fs::remove_file(&file);
-        let out = Command::new(&exe)
-            .args(args)
-            .env("FIG2_UNIT_MS", "10")
-            .env(profiler::ENV_VAR, &file)
-            .env_remove(profiler::PERIOD_VAR)
-            .env_remove(profiler::CLOCK_VAR)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        let p = Profile::read(&file).unwrap();
         let ctx = format!("{args:?}");
+        // Run again while the machine starves the sampler; fail if it always does.
+        let mut attempt = 0;
+        let p = loop {
+            attempt += 1;
+            let _ = std::fs::remove_file(&file);
+            let out = {
+                let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+                Command::new(&exe)
+                    .args(args)
+                    .env("FIG2_UNIT_MS", "10")
+                    .env(profiler::ENV_VAR, &file)
+                    .env_remove(profiler::PERIOD_VAR)
+                    .env_remove(profiler::CLOCK_VAR)
+                    .output()
+                    .unwrap()
+            };
+            assert!(out.status.success(), "{out:?}");
+            let p = Profile::read(&file).unwrap();
+            if !starved(&p) {
+                break p;
+            }
+            assert!(
+                attempt < ATTEMPTS,
+                "{ctx}: the sampler was starved in all {ATTEMPTS} runs: the machine is too busy"
+            );
+            eprintln!("note: {ctx}: sampler starved, run {attempt} of {ATTEMPTS}");
+            std::thread::sleep(std::time::Duration::from_millis(250 * u64::from(attempt)));
+        };
         // What the run took beyond its sleeps (a loaded machine wakes sleepers late).
         let on = |n: &str| args.contains(&format!("-{n}").as_str());
         let nominal = 1.0
@@ -526,11 +409,6 @@ fn running_example_at_method_level() {
             + foo_units.unwrap_or(0.0);
         let late = (p_wall(&file) - nominal * unit).max(0.0);
         let t = &p.times;
-        if starved(&p) {
-            eprintln!("note: sampler starved, not checking {ctx}: {p:?}");
-            assert_eq!(t.region(foo).entries, u64::from(foo_units.is_some()));
-            continue;
-        }
         match foo_units {
             None => assert_eq!(t.region(foo), Default::default(), "{ctx}: {p:?}"),
             Some(u) => {
