@@ -17,14 +17,14 @@ step() { printf '\n\033[1m$ knobs %s\033[0m\n' "$*"; knobs "$@"; }
 # Black-box modelling of a real program, end to end.
 step space show examples/xz/knobs.toml
 step measure --spec examples/xz/knobs.toml --sample all
-step results show --store examples/xz/knobs.db
-step experiment compare examples/xz/knobs.db --strategies featurewise,pairwise,random:12,random:24 --learners "stepwise:log;rf;auto" --reps 10
+step results show --spec examples/xz/knobs.toml
+step experiment compare examples/xz/knobs.db --sample featurewise,pairwise,random:12,random:24 --learners "stepwise:log;rf;auto" --repetitions 10
 step learn examples/xz/knobs.db --learner stepwise:log --sample pairwise -o "$out/xz-model.json"
 step model show "$out/xz-model.json"
 step evaluate "$out/xz-model.json" examples/xz/knobs.db
 if [ -d ../shared/datasets/deepperf ]; then
   # DeepPerf's protocol on a published dataset (5 repetitions here; the benchmark runs 30).
-  step experiment deepperf ../shared/datasets/deepperf/x264.csv --learner auto --n 16 --reps 5
+  step experiment deepperf ../shared/datasets/deepperf/x264.csv --learner auto --n 16 --repetitions 5
 fi
 
 # White-box: ConfigCrusher on the paper's running example (compile with clang-19, taint

@@ -6,10 +6,10 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 use comprex::pipeline::{OverheadFit, ProbeSettings};
 use comprex::{Granularity, Options, Report};
-use instrumented::Session;
 
 use crate::Outcome;
 use crate::progress::Progress;
+use crate::session_args::SessionArgs;
 
 #[derive(Args)]
 #[command(
@@ -17,12 +17,8 @@ use crate::progress::Progress;
     knobs comprex --spec knobs.toml --granularity-table   # the paper's Table IV"
 )]
 pub struct ComprexArgs {
-    /// The system spec; it needs a [build] section (C sources or bitcode).
-    #[arg(long, default_value = "knobs.toml")]
-    spec: PathBuf,
-    /// The workload to measure with (default: the spec's first workload for measurement).
-    #[arg(long)]
-    workload: Option<String>,
+    #[command(flatten)]
+    session: SessionArgs,
     /// The workload for the taint runs (default: the first with purpose "analysis").
     #[arg(long)]
     analysis_workload: Option<String>,
@@ -40,18 +36,9 @@ pub struct ComprexArgs {
     /// Terms smaller than this many seconds are reported as trivial and left out.
     #[arg(long, default_value_t = 0.001)]
     trivial_below: f64,
-    /// The results store (default: knobs.db beside the spec).
-    #[arg(long)]
-    store: Option<PathBuf>,
     /// Where to write the model JSON (default: NAME.comprex.json beside the spec).
     #[arg(long, short = 'o')]
     out: Option<PathBuf>,
-    /// Where builds go (default: .knobs/comprex beside the spec).
-    #[arg(long)]
-    work_dir: Option<PathBuf>,
-    /// Run configurations whose earlier runs failed again.
-    #[arg(long)]
-    retry_failed: bool,
     /// Put a profiler probe on every method region, even hot tiny ones (default: methods
     /// entered at least --probe-min-entries times in a calibration run whose self time per
     /// call is below --probe-min-ns get no probe; their time and decisions go to their
@@ -76,9 +63,6 @@ pub struct ComprexArgs {
     /// Seed choosing the configurations of the overhead correction.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Print the report as JSON on stdout (progress stays on stderr).
-    #[arg(long)]
-    json: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -95,19 +79,7 @@ enum FitArg {
 }
 
 pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
-    let session = Session::open(
-        &args.spec,
-        args.workload.as_deref(),
-        args.store,
-        args.work_dir,
-        "comprex",
-    )?;
-    let mut settings = session.settings.clone();
-    settings.retry_failed = args.retry_failed;
-    let session = Session {
-        settings,
-        ..session
-    };
+    let session = args.session.open("comprex")?;
     let options = Options {
         analysis_workload: args.analysis_workload,
         granularity: match args.granularity {
@@ -133,7 +105,7 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
         model_path: args.out,
     };
     let report = comprex::run(&session, &options, &mut Progress::new())?;
-    if args.json {
+    if args.session.json {
         crate::print_json(&report)?;
     } else {
         render(&report, args.trivial_below)?;
@@ -197,10 +169,7 @@ fn render(report: &Report, trivial_below: f64) -> Result<()> {
             c.intercept.abs()
         );
     }
-    if let (Some(path), Some(store), Some(variant)) =
-        (&report.model_path, &report.store, &report.variant)
-    {
-        crate::model_cmd::print_model(&model::ModelFile::load(path)?, 10);
+    if let Some(output) = &report.output {
         if report.trivial_terms > 0 {
             eprintln!(
                 "{} trivial terms (below {trivial_below} s) left out",
@@ -216,11 +185,7 @@ fn render(report: &Report, trivial_below: f64) -> Result<()> {
                 s.measurements
             );
         }
-        eprintln!(
-            "model written to {} (measurements in {}, variant {variant})",
-            path.display(),
-            store.display()
-        );
+        crate::print_model_output(output)?;
     }
     for note in &report.notes {
         eprintln!("note: {note}");

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use configcrusher::{Options, Report, Stage};
-use instrumented::Session;
 
 use crate::Outcome;
 use crate::progress::Progress;
+use crate::session_args::SessionArgs;
 
 #[derive(Args)]
 #[command(
@@ -16,28 +16,14 @@ use crate::progress::Progress;
     knobs crush --spec knobs.toml --explain sha256,blocks   # why two options interact"
 )]
 pub struct CrushArgs {
-    /// The system spec; it needs a [build] section (C sources or bitcode).
-    #[arg(long, default_value = "knobs.toml")]
-    spec: PathBuf,
-    /// The workload to run (default: the spec's first workload for measurement).
-    #[arg(long)]
-    workload: Option<String>,
-    /// The results store (default: knobs.db beside the spec).
-    #[arg(long)]
-    store: Option<PathBuf>,
+    #[command(flatten)]
+    session: SessionArgs,
     /// Where to write the model JSON (default: NAME.configcrusher.json beside the spec).
     #[arg(long, short = 'o')]
     out: Option<PathBuf>,
-    /// Where bitcode and the instrumented program go (default: .knobs/configcrusher beside
-    /// the spec).
-    #[arg(long)]
-    work_dir: Option<PathBuf>,
     /// Place regions without the propagation optimisations (Algorithms 3 and 4).
     #[arg(long)]
     no_optimise: bool,
-    /// Run configurations whose earlier runs failed again.
-    #[arg(long)]
-    retry_failed: bool,
     /// Stop after this stage: `analyse` (regions and compression, nothing built), or
     /// `instrument` (the instrumented program built, nothing measured).
     #[arg(long, value_enum)]
@@ -49,9 +35,6 @@ pub struct CrushArgs {
     /// that brings each option there.
     #[arg(long, value_name = "OPTIONS", value_delimiter = ',')]
     explain: Vec<String>,
-    /// Print the report as JSON on stdout (progress stays on stderr).
-    #[arg(long)]
-    json: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -61,19 +44,7 @@ enum StopAfter {
 }
 
 pub fn crush(args: CrushArgs) -> Result<Outcome> {
-    let session = Session::open(
-        &args.spec,
-        args.workload.as_deref(),
-        args.store,
-        args.work_dir,
-        "configcrusher",
-    )?;
-    let mut settings = session.settings.clone();
-    settings.retry_failed = args.retry_failed;
-    let session = Session {
-        settings,
-        ..session
-    };
+    let session = args.session.open("configcrusher")?;
     let explain: Vec<String> = args
         .explain
         .iter()
@@ -92,7 +63,7 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
         ..Options::default()
     };
     let report = configcrusher::run(&session, &options, &mut Progress::new())?;
-    if args.json {
+    if args.session.json {
         crate::print_json(&report)?;
     } else {
         render(&report)?;
@@ -105,31 +76,11 @@ fn render(report: &Report) -> Result<()> {
     if let Some(explanation) = &report.explanation {
         print!("{explanation}");
     }
-    if let (Some(path), Some(store), Some(variant)) =
-        (&report.model_path, &report.store, &report.variant)
-    {
+    if let Some(output) = &report.output {
         if let Some(o) = &report.overhead {
-            let mut line = format!(
-                "region entries per run (RC): {:.0}",
-                o.region_entries_per_run
-            );
-            match o.instrumented_over_plain {
-                Some(ratio) => line.push_str(&format!(
-                    "; instrumented / plain {}: {ratio:.3} (geometric mean over {} configurations)",
-                    o.metric, o.configurations_compared
-                )),
-                None => line.push_str(
-                    "; overhead unknown (measure the plain program with `knobs measure` too)",
-                ),
-            }
-            eprintln!("{line}");
+            eprintln!("{o}");
         }
-        crate::model_cmd::print_model(&model::ModelFile::load(path)?, 10);
-        eprintln!(
-            "model written to {} (measurements in {}, variant {variant})",
-            path.display(),
-            store.display()
-        );
+        crate::print_model_output(output)?;
     }
     for note in &report.notes {
         eprintln!("note: {note}");

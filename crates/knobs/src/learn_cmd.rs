@@ -15,9 +15,20 @@ use space::formats::read_configurations_csv;
 use space::{Dataset, Strategy, ValidConfigurations};
 
 use crate::Outcome;
+use crate::space_cmd::strategies;
 
 const DATA_HELP: &str = "Measured configurations: a knobs results store (knobs.db), a dataset CSV (one column per option, performance last) or SPL Conqueror measurements XML (with --space)";
 const LEARNER_HELP: &str = "Learner: stepwise | lasso | cart | rf | boost | ols:TERMS | auto, settings after `:` (e.g. `lasso:degree=2,log`), or a mean `L1+L2`; see the README";
+/// `--space` of every command that reads DATA.
+const SPACE_OPTION_HELP: &str = "Variability model of SPL Conqueror measurements XML in DATA: SPL Conqueror .xml, or any space file (.toml, .dimacs)";
+/// `--sample` of the commands that learn from measured configurations.
+const LEARN_SAMPLE_HELP: &str = concat!(
+    "Which measured configurations to learn from: ",
+    strategies!(),
+    " (random:N draws among the measured ones; every other configuration sampled must have been measured)"
+);
+const REPETITIONS_HELP: &str = "Repetitions of the experiment, each with its own seed (derived from --seed) for the sample and the learner; the table shows means and the 95 % margin of the error";
+const EXPERIMENT_SEED_HELP: &str = "Seed for the random choices (samples, cross-validation folds, forests); each repetition derives its own from it, and the same seed gives the same table";
 
 /// Loads the measured configurations a command learns from or evaluates on. `space` is the
 /// variability model SPL Conqueror measurements need.
@@ -45,40 +56,52 @@ pub fn load_data(path: &Path, space: Option<&Path>) -> Result<Dataset> {
 }
 
 #[derive(Args)]
+#[command(after_help = "Example:\n  \
+    knobs learn examples/xz/knobs.db --learner stepwise:log --sample pairwise -o xz-model.json\n  \
+    knobs learn ../shared/datasets/deepperf/x264.csv --learner auto --sample random:80 -o x264.json --json")]
 pub struct LearnArgs {
     #[arg(help = DATA_HELP)]
     data: PathBuf,
     #[arg(long, short = 'l', help = LEARNER_HELP)]
     learner: String,
-    /// Which measured configurations to learn from: all | random:N (among the measured
-    /// ones) | featurewise | pairwise | twise:T | distance:N | file:PATH.csv (each sampled
-    /// configuration must have been measured).
-    #[arg(long, short = 's', default_value = "all")]
+    #[arg(long, short = 's', default_value = "all", help = LEARN_SAMPLE_HELP)]
     sample: String,
-    /// Seed for sampling, cross-validation folds and forests.
+    /// Seed for the random choices (sample, cross-validation folds, forests); the same seed
+    /// gives the same model.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Variability model (SPL Conqueror .xml, or any space file) for XML measurements.
-    #[arg(long)]
+    #[arg(long, help = SPACE_OPTION_HELP)]
     space: Option<PathBuf>,
     /// Where to write the model JSON.
     #[arg(long, short = 'o')]
     out: PathBuf,
+    /// Print what was learned as JSON on stdout instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
+#[command(after_help = "Example:\n  \
+    knobs evaluate xz-model.json examples/xz/knobs.db\n  \
+    knobs evaluate x264.json ../shared/datasets/deepperf/x264.csv --all --json")]
 pub struct EvaluateArgs {
-    /// Model JSON.
+    /// The model JSON (docs/model-json.md).
     model: PathBuf,
     #[arg(help = DATA_HELP)]
     data: PathBuf,
     /// Evaluate on these configurations (CSV with a header of option names, as written by
     /// `knobs space sample`), looked up in DATA; default: every configuration of DATA the
-    /// model was not trained on.
-    #[arg(long)]
+    /// model was not built from (trained on, or measured by `knobs crush`/`knobs comprex`).
+    #[arg(long, conflicts_with = "all")]
     test: Option<PathBuf>,
+    /// Evaluate on every configuration of DATA, including those the model was built from.
     #[arg(long)]
+    all: bool,
+    #[arg(long, help = SPACE_OPTION_HELP)]
     space: Option<PathBuf>,
+    /// Print the error as JSON on stdout instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Subcommand)]
@@ -86,9 +109,17 @@ pub enum ExperimentCommand {
     /// DeepPerf's protocol: for each sample size, draw random samples, learn, and compute
     /// the mean relative error on all other configurations; prints size, mean MRE, its 95 %
     /// margin, seconds per experiment and model size.
+    #[command(after_help = "Example:\n  \
+        knobs experiment deepperf ../shared/datasets/deepperf/x264.csv --learner auto --n 16 --repetitions 5\n  \
+        knobs experiment deepperf ../shared/datasets/deepperf/Apache.csv --learner lasso --sizes 9,18 --json")]
     Deepperf(DeepPerfArgs),
     /// Sampling strategies × learners (Comprex, Tables II/III): sample size, measurement cost,
     /// learning time, MAPE on the configurations not sampled, model size.
+    #[command(after_help = "Example:\n  \
+        knobs experiment compare examples/xz/knobs.db --sample featurewise,pairwise,random:12 \\\n      \
+        --learners \"stepwise:log;rf;auto\" --repetitions 10\n  \
+        knobs experiment compare ../shared/datasets/splconqueror/LLVM/measurements.xml \\\n      \
+        --space ../shared/datasets/splconqueror/LLVM/FeatureModel.xml --sample pairwise --learners stepwise,cart")]
     Compare(CompareArgs),
 }
 
@@ -109,34 +140,38 @@ pub struct DeepPerfArgs {
     /// Sizes n, 2n, …, 5n (DeepPerf's per-system n).
     #[arg(long)]
     n: Option<usize>,
-    /// Repetitions per size.
-    #[arg(long, default_value_t = 30)]
-    reps: usize,
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 30, help = REPETITIONS_HELP)]
+    repetitions: usize,
+    #[arg(long, default_value_t = 1, help = EXPERIMENT_SEED_HELP)]
     seed: u64,
-    #[arg(long)]
+    #[arg(long, help = SPACE_OPTION_HELP)]
     space: Option<PathBuf>,
+    /// Print the table as JSON on stdout instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
 pub struct CompareArgs {
     #[arg(help = DATA_HELP)]
     data: PathBuf,
-    /// Sampling strategies, comma-separated (e.g. `featurewise,pairwise,random:50`).
-    #[arg(long, value_delimiter = ',', required = true)]
-    strategies: Vec<String>,
-    /// Learners, comma-separated (e.g. `stepwise,rf`; `;` separates learners whose settings
-    /// contain commas unambiguously).
+    /// Sampling strategies, comma-separated, each as --sample of `knobs learn` (e.g.
+    /// `featurewise,pairwise,random:50`).
+    #[arg(long, short = 's', value_delimiter = ',', required = true)]
+    sample: Vec<String>,
+    /// Learners, comma-separated, each as --learner of `knobs learn` (e.g. `stepwise,rf`; `;`
+    /// separates learners whose settings contain commas unambiguously).
     #[arg(long, required = true)]
     learners: String,
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, help = EXPERIMENT_SEED_HELP)]
     seed: u64,
-    /// Repetitions with different seeds (sample and learner); the table shows means and the
-    /// 95 % margin of the MAPE.
-    #[arg(long, default_value_t = 1)]
-    reps: usize,
-    #[arg(long)]
+    #[arg(long, default_value_t = 1, help = REPETITIONS_HELP)]
+    repetitions: usize,
+    #[arg(long, help = SPACE_OPTION_HELP)]
     space: Option<PathBuf>,
+    /// Print the table as JSON on stdout instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn learn_model(args: LearnArgs) -> Result<Outcome> {
@@ -151,27 +186,42 @@ pub fn learn_model(args: LearnArgs) -> Result<Outcome> {
     p.insert("dataset".into(), json!(args.data.display().to_string()));
     p.insert("sample".into(), json!(strategy.to_string()));
     file.save(&args.out)?;
+    let resolved = file.provenance["resolved"].as_str().unwrap_or("");
+    let cv_mre = file.provenance.get("cv_mre").and_then(|v| v.as_f64());
+    let leaves: usize = file.trees.iter().map(|t| t.leaves()).sum();
+    let log = file.transform == model::Transform::Log;
+    if args.json {
+        return crate::print_json(&json!({
+            "learner": resolved,
+            "sample": strategy.to_string(),
+            "seed": args.seed,
+            "training_configurations": rows.len(),
+            "configurations": data.configurations.len(),
+            "seconds": seconds,
+            "cv_mre_percent": cv_mre.map(|cv| cv * 100.0),
+            "transform": if log { "log" } else { "none" },
+            "terms": file.terms.terms().len(),
+            "trees": file.trees.len(),
+            "leaves": leaves,
+            "model": args.out,
+        }))
+        .map(|()| Outcome::Done);
+    }
     println!(
-        "learned {} from {} of {} configurations in {seconds:.3} s",
-        file.provenance["resolved"].as_str().unwrap_or(""),
+        "learned {resolved} from {} of {} configurations in {seconds:.3} s",
         rows.len(),
         data.configurations.len()
     );
-    if let Some(cv) = file.provenance.get("cv_mre").and_then(|v| v.as_f64()) {
+    if let Some(cv) = cv_mre {
         println!("cross-validated MRE on the sample: {:.2} %", cv * 100.0);
     }
     if file.trees.is_empty() {
         println!(
             "{} terms{}",
             file.terms.terms().len(),
-            if file.transform == model::Transform::Log {
-                " (of ln(performance))"
-            } else {
-                ""
-            }
+            if log { " (of ln(performance))" } else { "" }
         );
     } else {
-        let leaves: usize = file.trees.iter().map(|t| t.leaves()).sum();
         println!(
             "{} terms, {} trees with {leaves} leaves",
             file.terms.terms().len(),
@@ -187,42 +237,67 @@ pub fn evaluate_model(args: EvaluateArgs) -> Result<Outcome> {
     let data = load_data(&args.data, args.space.as_deref())?;
     let table = Table::new(&data);
     let total = table.rows.len();
-    let (rows, which) = match &args.test {
-        Some(test) => {
+    // The rows of DATA the model was built from, if it records them.
+    let training = training_rows(&file, &table).map(|training| {
+        let mut trained = vec![false; total];
+        for r in training {
+            trained[r] = true;
+        }
+        trained
+    });
+    let trained_count = training.as_ref().map(|t| t.iter().filter(|&&b| b).count());
+    let (rows, set, which) = match (&args.test, &training) {
+        (Some(test), _) => {
             let rows = lookup(&data, test, &args.data)?;
             let which = format!("the {} configurations of {}", rows.len(), test.display());
-            (rows, which)
+            (rows, "test", which)
         }
-        None => match training_rows(&file, &table) {
-            Some(training) => {
-                let mut trained = vec![false; total];
-                for r in training {
-                    trained[r] = true;
-                }
-                let rows: Vec<usize> = (0..total).filter(|r| !trained[*r]).collect();
-                let which = format!(
-                    "{} configurations not used for training (of {total})",
-                    rows.len()
-                );
-                (rows, which)
-            }
-            None => (
-                (0..total).collect(),
-                format!(
-                    "all {total} configurations (the model does not record its training configurations)"
-                ),
+        (None, Some(trained)) if !args.all => {
+            let rows: Vec<usize> = (0..total).filter(|r| !trained[*r]).collect();
+            let which = format!(
+                "{} configurations not used for training (of {total})",
+                rows.len()
+            );
+            (rows, "untrained", which)
+        }
+        (None, Some(_)) => (
+            (0..total).collect(),
+            "all",
+            format!(
+                "all {total} configurations ({} of them used for training)",
+                trained_count.unwrap_or(0)
             ),
-        },
+        ),
+        (None, None) => (
+            (0..total).collect(),
+            "all",
+            format!(
+                "all {total} configurations (the model does not record its training configurations)"
+            ),
+        ),
     };
     if rows.is_empty() {
         bail!(
-            "{}: no configurations to evaluate on (the model was trained on all of them); give --test",
+            "{}: no configurations to evaluate on (the model was trained on all of them); give --test or --all",
             args.data.display()
         );
     }
     let error = evaluate(&file, &table, &rows)
         .with_context(|| format!("evaluating {}", args.model.display()))?;
-    println!("MAPE {error:.2} % on {which}");
+    if args.json {
+        crate::print_json(&json!({
+            "model": args.model,
+            "data": args.data,
+            "mape_percent": error,
+            "set": set,
+            "test": args.test,
+            "configurations": rows.len(),
+            "of": total,
+            "training_configurations": trained_count,
+        }))?;
+    } else {
+        println!("MAPE {error:.2} % on {which}");
+    }
     Ok(Outcome::Done)
 }
 
@@ -260,16 +335,40 @@ pub fn experiment(cmd: ExperimentCommand) -> Result<Outcome> {
                 Some(_) => bail!("--n must be at least 1"),
                 None => args.sizes.clone(),
             };
-            if args.reps == 0 {
-                bail!("--reps must be at least 1");
+            if args.repetitions == 0 {
+                bail!("--repetitions must be at least 1");
             }
             let data = load_data(&args.data, args.space.as_deref())?;
             let table = Table::new(&data);
-            let results = deepperf(&table, &sizes, &learner, args.reps, args.seed)?;
+            let results = deepperf(&table, &sizes, &learner, args.repetitions, args.seed)?;
+            if args.json {
+                let rows: Vec<_> = results
+                    .iter()
+                    .map(|r| {
+                        json!({
+                            "size": r.size,
+                            "mean_mre_percent": r.mean_mre,
+                            "margin_percent": r.margin,
+                            "seconds_per_experiment": r.seconds,
+                            "mean_model_size": r.mean_size,
+                            "mre_percent": r.errors,
+                        })
+                    })
+                    .collect();
+                crate::print_json(&json!({
+                    "data": args.data,
+                    "learner": learner.to_string(),
+                    "repetitions": args.repetitions,
+                    "seed": args.seed,
+                    "configurations": table.rows.len(),
+                    "rows": rows,
+                }))?;
+                return Ok(Outcome::Done);
+            }
             println!(
                 "# {}: {learner}, {} repetitions (seed {}); MRE on all configurations not in the sample",
                 args.data.display(),
-                args.reps,
+                args.repetitions,
                 args.seed
             );
             println!(
@@ -287,21 +386,49 @@ pub fn experiment(cmd: ExperimentCommand) -> Result<Outcome> {
         ExperimentCommand::Compare(args) => {
             let learners = Learner::parse_list(&args.learners)?;
             let strategies = args
-                .strategies
+                .sample
                 .iter()
                 .map(|s| s.parse::<Strategy>())
                 .collect::<Result<Vec<_>, _>>()?;
             let data = load_data(&args.data, args.space.as_deref())?;
-            if args.reps == 0 {
-                bail!("--reps must be at least 1");
+            if args.repetitions == 0 {
+                bail!("--repetitions must be at least 1");
             }
-            let rows = compare(&data, &strategies, &learners, args.seed, args.reps)?;
+            let rows = compare(&data, &strategies, &learners, args.seed, args.repetitions)?;
+            if args.json {
+                let rows: Vec<_> = rows
+                    .iter()
+                    .map(|r| {
+                        json!({
+                            "sample": r.strategy,
+                            "learner": r.learner,
+                            "repetitions": r.repetitions,
+                            "configurations": r.configurations,
+                            "measurement": r.measurement,
+                            "learn_seconds": r.learn_seconds,
+                            "mape_percent": r.mape.map(|(m, _)| m),
+                            "margin_percent": r.mape.map(|(_, margin)| margin),
+                            "terms": r.terms,
+                            "leaves": r.leaves,
+                        })
+                    })
+                    .collect();
+                crate::print_json(&json!({
+                    "data": args.data,
+                    "configurations": data.configurations.len(),
+                    "metric": data.metric,
+                    "repetitions": args.repetitions,
+                    "seed": args.seed,
+                    "rows": rows,
+                }))?;
+                return Ok(Outcome::Done);
+            }
             println!(
                 "# {}: {} configurations; measurement = sum of the sampled configurations' {}; means over {} repetition(s)",
                 args.data.display(),
                 data.configurations.len(),
                 data.metric,
-                args.reps
+                args.repetitions
             );
             let width = rows
                 .iter()

@@ -1,9 +1,15 @@
 //! `knobs`: which configuration options make a program slower or faster, by how much, and
-//! where. This binary is a thin command-line layer over the library crates: `space`
-//! (configuration spaces and sampling) and `model` (performance-influence models).
+//! where. This binary is flags plus glue over the library crates: `space` (configuration
+//! spaces and sampling), `measure` (system specs, running configurations, the results
+//! store), `model` (performance-influence models), `learn` (black-box learners and the
+//! evaluation protocols), `configcrusher` and `comprex` (the white-box approaches), and
+//! `instrumented` (building and measuring an instrumented program, which they share).
+//!
+//! Every command that prints results has `--json` (one JSON document on stdout); results go
+//! to stdout, progress and notes to stderr.
 //!
 //! Exit status: 0 on success, 1 when `space check` finds an invalid configuration, 2 on an
-//! error (bad input), with a one-line message on stderr.
+//! error (bad input), with a one-line message on stderr (usage errors are clap's).
 
 mod comprex_cmd;
 mod crush_cmd;
@@ -11,6 +17,7 @@ mod learn_cmd;
 mod measure_cmd;
 mod model_cmd;
 mod progress;
+mod session_args;
 mod space_cmd;
 
 use std::process::ExitCode;
@@ -50,7 +57,8 @@ enum Command {
     /// Learn a performance model from measured configurations (black-box): stepwise, LASSO,
     /// CART, random forest, boosted trees, least squares on given terms, or `auto`.
     Learn(learn_cmd::LearnArgs),
-    /// Print a model's MAPE on measured configurations it was not trained on.
+    /// Print a model's MAPE on measured configurations: by default those it was not built
+    /// from (trained on, or measured by a white-box approach); --all for every one.
     Evaluate(learn_cmd::EvaluateArgs),
     /// Evaluation protocols of the literature: DeepPerf's sample sizes, Comprex's
     /// strategies × learners.
@@ -69,6 +77,19 @@ enum Command {
 /// Prints a report as pretty JSON on stdout (what `--json` gives every command).
 pub fn print_json(report: &impl serde::Serialize) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string_pretty(report)?);
+    Ok(())
+}
+
+/// A white-box approach's model (its largest terms and regions, on stdout) and where it and
+/// its measurements are.
+pub fn print_model_output(output: &instrumented::ModelOutput) -> anyhow::Result<()> {
+    model_cmd::print_model(&model::ModelFile::load(&output.model_path)?, 10);
+    eprintln!(
+        "model written to {} (measurements in {}, variant {})",
+        output.model_path.display(),
+        output.store.display(),
+        output.variant
+    );
     Ok(())
 }
 

@@ -5,16 +5,22 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use measure::campaign::{Campaign, CampaignReport};
 use measure::{Metric, Selection, Store, SystemSpec};
+use serde::Serialize;
+use serde_json::json;
 use space::formats::write_dataset_csv;
 use space::{Strategy, ValidConfigurations, sample};
 
 use crate::Outcome;
 use crate::progress::with_progress;
+use crate::space_cmd::{SAMPLE_HELP, SEED_HELP};
 
 #[derive(Args)]
+#[command(after_help = "Example:\n  \
+    knobs init -- xz --compress --stdout input.txt   # writes knobs.toml\n  \
+    knobs init -o gzip.toml --force -- gzip -c input.txt")]
 pub struct InitArgs {
     /// Where to write the spec.
     #[arg(long, short = 'o', default_value = "knobs.toml")]
@@ -56,18 +62,18 @@ pub fn init(args: InitArgs) -> Result<Outcome> {
 }
 
 #[derive(Args)]
+#[command(after_help = "Example:\n  \
+    knobs measure --spec examples/xz/knobs.toml --sample all\n  \
+    knobs measure --spec examples/xz/knobs.toml --sample pairwise --workload small --json")]
 pub struct MeasureArgs {
     /// The system spec.
     #[arg(long, default_value = "knobs.toml")]
     spec: PathBuf,
-    /// Which configurations: all | featurewise | negfeaturewise | pairwise | twise:T |
-    /// random:N | distance:N | file:PATH.csv
-    #[arg(long, short = 's', default_value = "all")]
+    #[arg(long, short = 's', default_value = "all", help = SAMPLE_HELP)]
     sample: String,
-    /// Seed for sampling.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, help = SEED_HELP)]
     seed: u64,
-    /// The workload to run (default: the spec's first workload for measurement).
+    /// The workload to measure with (default: the spec's first workload for measurement).
     #[arg(long)]
     workload: Option<String>,
     /// The results store (default: knobs.db beside the spec).
@@ -82,6 +88,24 @@ pub struct MeasureArgs {
     /// Run configurations whose earlier runs failed again.
     #[arg(long)]
     retry_failed: bool,
+    /// Print the report as JSON on stdout (progress stays on stderr).
+    #[arg(long)]
+    json: bool,
+}
+
+/// What `knobs measure --json` prints: the campaign and where its measurements went.
+#[derive(Serialize)]
+struct MeasureReport<'a> {
+    system: &'a str,
+    workload: &'a str,
+    store: &'a Path,
+    /// The sampling strategy, as the store's provenance and `knobs learn` write it.
+    sample: String,
+    seed: u64,
+    /// Configurations in the sample.
+    sampled: usize,
+    #[serde(flatten)]
+    campaign: &'a CampaignReport,
 }
 
 /// A file beside the spec: where the store, builds and models go by default.
@@ -129,29 +153,81 @@ pub fn measure(args: MeasureArgs) -> Result<Outcome> {
     let report =
         with_progress(|on_event| Ok(campaign.run(&store, &plan.configurations, on_event)?))?;
     print_report(&report, spec.measure.max_cv);
+    if args.json {
+        crate::print_json(&MeasureReport {
+            system: &spec.name,
+            workload: &workload.name,
+            store: &store_path,
+            sample: strategy.to_string(),
+            seed: args.seed,
+            sampled: plan.configurations.len(),
+            campaign: &report,
+        })?;
+    }
     Ok(Outcome::Done)
 }
 
 #[derive(Args)]
 pub struct StoreArgs {
-    /// The results store.
-    #[arg(long, default_value = "knobs.db")]
-    store: PathBuf,
+    /// The system spec; only its place matters here: the store defaults to knobs.db beside
+    /// it (the spec file need not exist when --store is given).
+    #[arg(long, default_value = "knobs.toml")]
+    spec: PathBuf,
+    /// The results store (default: knobs.db beside the spec).
+    #[arg(long)]
+    store: Option<PathBuf>,
     /// Only this system.
     #[arg(long)]
     system: Option<String>,
     /// Only measurements under this spec (a prefix of its hash).
     #[arg(long)]
     spec_hash: Option<String>,
-    /// Only this workload.
+    /// Only measurements with this workload.
     #[arg(long)]
     workload: Option<String>,
     /// A derived build's measurements (e.g. `configcrusher:…`) instead of the program's.
     #[arg(long, default_value = "")]
     variant: String,
-    /// The metric: wall, user, system, cpu or max_rss (default: the spec's).
-    #[arg(long)]
-    metric: Option<String>,
+    /// The metric (default: the one of the spec the measurements were taken under).
+    #[arg(long, value_enum)]
+    metric: Option<MetricArg>,
+}
+
+/// A per-run quantity (`measure::Metric`), as `--metric` spells it.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum MetricArg {
+    /// Wall-clock time (s).
+    Wall,
+    /// User CPU time (s).
+    User,
+    /// System CPU time (s).
+    System,
+    /// User plus system CPU time (s).
+    Cpu,
+    /// Peak resident set size (KiB).
+    #[value(name = "max_rss")]
+    MaxRss,
+}
+
+impl From<MetricArg> for Metric {
+    fn from(m: MetricArg) -> Metric {
+        match m {
+            MetricArg::Wall => Metric::Wall,
+            MetricArg::User => Metric::User,
+            MetricArg::System => Metric::System,
+            MetricArg::Cpu => Metric::Cpu,
+            MetricArg::MaxRss => Metric::MaxRss,
+        }
+    }
+}
+
+/// What `knobs results export` writes.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ExportFormat {
+    /// The dataset layout: one column per option and the median of the metric.
+    Csv,
+    /// Every run with all its fields.
+    Json,
 }
 
 impl StoreArgs {
@@ -164,10 +240,29 @@ impl StoreArgs {
         }
     }
 
+    /// The store given with --store, else knobs.db beside the spec.
+    fn path(&self) -> PathBuf {
+        self.store
+            .clone()
+            .unwrap_or_else(|| beside(&self.spec, "knobs.db"))
+    }
+
+    fn open(&self) -> Result<Store> {
+        let path = self.path();
+        if self.store.is_none() && !path.exists() {
+            bail!(
+                "{}: no such results store (the default: knobs.db beside the spec {}); give --store or --spec",
+                path.display(),
+                self.spec.display()
+            );
+        }
+        Ok(Store::open_existing(&path)?)
+    }
+
     /// The metric asked for, else the one of the spec the measurements were taken under.
     fn metric(&self, store: &Store) -> Result<Metric> {
-        match &self.metric {
-            Some(m) => Ok(Metric::parse(m)?),
+        match self.metric {
+            Some(m) => Ok(m.into()),
             None => {
                 let stored = store.spec(&self.selection())?;
                 Ok(SystemSpec::parse(&stored.text, Path::new(&stored.path))?
@@ -181,15 +276,28 @@ impl StoreArgs {
 #[derive(Subcommand)]
 pub enum ResultsCommand {
     /// Per configuration: runs, failures, median, mean, standard deviation, variation.
-    Show(StoreArgs),
+    #[command(
+        after_help = "Example:\n  knobs results show --spec examples/xz/knobs.toml\n  \
+        knobs results show --store examples/xz/knobs.db --metric max_rss --json"
+    )]
+    Show {
+        #[command(flatten)]
+        store: StoreArgs,
+        /// Print the summaries as JSON on stdout instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Export the measurements: `csv` is the dataset layout (one column per option and the
     /// median of the metric), `json` every run with all its fields.
+    #[command(after_help = "Example:\n  \
+        knobs results export --spec examples/xz/knobs.toml -o xz.csv\n  \
+        knobs results export --store examples/xz/knobs.db --format json -o runs.json")]
     Export {
         #[command(flatten)]
         store: StoreArgs,
-        /// csv or json.
-        #[arg(long, default_value = "csv")]
-        format: String,
+        /// The output format.
+        #[arg(long, value_enum, default_value_t = ExportFormat::Csv)]
+        format: ExportFormat,
         /// Write here instead of standard output.
         #[arg(long, short = 'o')]
         out: Option<PathBuf>,
@@ -198,8 +306,8 @@ pub enum ResultsCommand {
 
 pub fn results(cmd: ResultsCommand) -> Result<Outcome> {
     match cmd {
-        ResultsCommand::Show(args) => {
-            let store = Store::open_existing(&args.store)?;
+        ResultsCommand::Show { store: args, json } => {
+            let store = args.open()?;
             let metric = args.metric(&store)?;
             let stored = store.spec(&args.selection())?;
             let selection = Selection {
@@ -217,6 +325,18 @@ pub fn results(cmd: ResultsCommand) -> Result<Outcome> {
                     "note: the store also holds measurements under {older} other spec(s) of {}; --spec-hash selects one",
                     stored.system
                 );
+            }
+            if json {
+                crate::print_json(&json!({
+                    "store": args.path(),
+                    "system": stored.system,
+                    "spec_hash": stored.hash,
+                    "variant": args.variant,
+                    "metric": metric.name(),
+                    "unit": metric.label(),
+                    "configurations": summaries,
+                }))?;
+                return Ok(Outcome::Done);
             }
             let mut out = std::io::stdout().lock();
             writeln!(
@@ -259,25 +379,24 @@ pub fn results(cmd: ResultsCommand) -> Result<Outcome> {
             Ok(Outcome::Done)
         }
         ResultsCommand::Export { store, format, out } => {
-            let db = Store::open_existing(&store.store)?;
+            let db = store.open()?;
             let mut sink: Box<dyn Write> = match &out {
                 Some(path) => Box::new(std::io::BufWriter::new(
                     std::fs::File::create(path).with_context(|| path.display().to_string())?,
                 )),
                 None => Box::new(std::io::stdout().lock()),
             };
-            match format.as_str() {
-                "csv" => {
+            match format {
+                ExportFormat::Csv => {
                     let metric = store.metric(&db)?;
                     let data = db.dataset(&store.selection(), metric)?;
                     write_dataset_csv(&data, &mut sink)?;
                 }
-                "json" => {
+                ExportFormat::Json => {
                     let runs = db.runs(&store.selection())?;
                     serde_json::to_writer_pretty(&mut sink, &runs)?;
                     writeln!(sink)?;
                 }
-                f => bail!("unknown export format `{f}`; expected csv or json"),
             }
             sink.flush()?;
             Ok(Outcome::Done)

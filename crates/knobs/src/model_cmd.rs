@@ -13,8 +13,11 @@ use model::{
 use crate::Outcome;
 
 #[derive(Args)]
+#[command(after_help = "Example:\n  \
+    knobs space sample examples/running-example/space.toml --sample all -o all.csv\n  \
+    knobs predict examples/running-example/model.json all.csv")]
 pub struct PredictArgs {
-    /// Model JSON (docs/model-json.md).
+    /// The model JSON (docs/model-json.md).
     model: PathBuf,
     /// Configurations as CSV with a header of option names (e.g. from `knobs space sample`).
     configs: PathBuf,
@@ -23,7 +26,12 @@ pub struct PredictArgs {
 #[derive(Subcommand)]
 pub enum ModelCommand {
     /// Print a model sorted by influence, optionally pruning small terms.
+    #[command(
+        after_help = "Example:\n  knobs model show examples/running-example/model.json\n  \
+        knobs model show examples/running-example/model.json --prune-relative 0.05 --json"
+    )]
     Show {
+        /// The model JSON (docs/model-json.md).
         model: PathBuf,
         /// Drop terms whose |coefficient| is below this value.
         #[arg(long, conflicts_with = "prune_relative")]
@@ -34,12 +42,14 @@ pub enum ModelCommand {
         /// Decimals to print.
         #[arg(long, default_value_t = 2)]
         precision: usize,
-        /// Print the (pruned) model as JSON instead.
+        /// Print the (pruned) model JSON on stdout instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Build a model from the subspace form: one value per combination of the options.
     /// Cell i has option j selected when bit j of i is set (cell 0: none selected).
+    #[command(after_help = "Example:\n  \
+        knobs model from-subspaces --options A,C 0 3 0 6   # 0 s, 3 s with A, 0 s with C, 6 s with both")]
     FromSubspaces {
         /// Options, comma-separated: `A,B`.
         #[arg(long, value_delimiter = ',', required = true)]
@@ -49,8 +59,12 @@ pub enum ModelCommand {
         cells: Vec<f64>,
     },
     /// Print a model's subspace form over the given binary options (CSV: options, value).
+    #[command(after_help = "Example:\n  \
+        knobs model subspaces examples/running-example/model.json --options A,B,C")]
     Subspaces {
+        /// The model JSON (docs/model-json.md).
         model: PathBuf,
+        /// Binary options, comma-separated: `A,B`.
         #[arg(long, value_delimiter = ',', required = true)]
         options: Vec<String>,
     },

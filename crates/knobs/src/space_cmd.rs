@@ -13,28 +13,65 @@ use space::{ConfigSpace, Domain, GroupKind, Strategy, ValidConfigurations, sampl
 
 use crate::Outcome;
 
-const SPACE_HELP: &str = "Space file: knobs spec (.toml), SPL Conqueror variability model (.xml), DIMACS (.dimacs/.cnf) or dataset (.csv)";
+/// The positional space argument of every `knobs space` command.
+pub const SPACE_HELP: &str = "Space file: knobs spec (.toml), SPL Conqueror variability model (.xml), DIMACS (.dimacs/.cnf) or dataset (.csv)";
+
+/// The grammar of sampling strategies (`--sample` of every command that samples).
+macro_rules! strategies {
+    () => {
+        "all | featurewise | negfeaturewise | pairwise | twise:T (T=1..3) | random:N | distance:N | file:PATH.csv"
+    };
+}
+pub(crate) use strategies;
+
+/// `--sample` of the commands that sample a space (`space sample`, `measure`).
+pub const SAMPLE_HELP: &str = concat!("Which configurations: ", strategies!());
+
+/// `--seed` of the commands that sample a space.
+pub const SEED_HELP: &str = "Seed for the random choices; the same seed gives the same sample";
 
 #[derive(Subcommand)]
 pub enum SpaceCommand {
     /// Print the option tree, groups, constraints and the number of valid configurations.
-    Show {
-        #[arg(help = SPACE_HELP)]
-        space: PathBuf,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
-    },
+    #[command(after_help = "Example:\n  knobs space show examples/xz/space.toml\n  \
+        knobs space show ../shared/datasets/splconqueror/x264/FeatureModel.xml --json")]
+    Show(ShowArgs),
     /// Print the exact number of valid configurations.
-    Count {
-        #[arg(help = SPACE_HELP)]
-        space: PathBuf,
-    },
+    #[command(
+        after_help = "Example:\n  knobs space count examples/xz/space.toml\n  \
+        knobs space count ../shared/datasets/splconqueror/x264/FeatureModel.xml   # 1152"
+    )]
+    Count(CountArgs),
     /// Check configurations and say which rule each invalid one breaks (exit status 1 if
     /// any is invalid).
+    #[command(after_help = "Example:\n  \
+        knobs space check examples/xz/space.toml \"format,format_xz,check_crc64,level=6,threads=2\"\n  \
+        knobs space check examples/xz/space.toml --csv configs.csv --json")]
     Check(CheckArgs),
     /// Sample valid configurations; prints CSV (header of option names, one row each).
+    #[command(after_help = "Example:\n  \
+        knobs space sample examples/xz/space.toml --sample pairwise --seed 1 -o pairwise.csv\n  \
+        knobs space sample ../shared/datasets/splconqueror/x264/FeatureModel.xml --sample random:50")]
     Sample(SampleArgs),
+}
+
+#[derive(Args)]
+pub struct ShowArgs {
+    #[arg(help = SPACE_HELP)]
+    space: PathBuf,
+    /// Print JSON on stdout instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct CountArgs {
+    #[arg(help = SPACE_HELP)]
+    space: PathBuf,
+    /// Print JSON on stdout instead of text: the space's name and the count (a string:
+    /// counts exceed every JSON number type for large spaces).
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -47,18 +84,19 @@ pub struct CheckArgs {
     /// Check every row of a CSV file (header of option names) instead.
     #[arg(long, conflicts_with = "config")]
     csv: Option<PathBuf>,
+    /// Print JSON on stdout instead of text: per configuration, whether it is valid and the
+    /// rules it breaks.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
 pub struct SampleArgs {
     #[arg(help = SPACE_HELP)]
     space: PathBuf,
-    /// Strategy: all | featurewise | negfeaturewise | pairwise | twise:T (T=1..3) |
-    /// random:N | distance:N | file:PATH.csv
-    #[arg(long, short = 's')]
+    #[arg(long, short = 's', help = SAMPLE_HELP)]
     sample: String,
-    /// Seed for the random choices; the same seed gives the same sample.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, help = SEED_HELP)]
     seed: u64,
     /// Write the CSV here instead of standard output.
     #[arg(long, short = 'o')]
@@ -71,11 +109,18 @@ fn load(path: &Path) -> Result<ConfigSpace> {
 
 pub fn run(cmd: SpaceCommand) -> Result<Outcome> {
     match cmd {
-        SpaceCommand::Show { space, json } => show(&space, json),
-        SpaceCommand::Count { space } => {
-            let s = load(&space)?;
+        SpaceCommand::Show(args) => show(&args.space, args.json),
+        SpaceCommand::Count(args) => {
+            let s = load(&args.space)?;
             let valid = ValidConfigurations::new(&s)?;
-            println!("{}", valid.count());
+            if args.json {
+                crate::print_json(&json!({
+                    "name": s.name,
+                    "valid_configurations": valid.count().to_string(),
+                }))?;
+            } else {
+                println!("{}", valid.count());
+            }
             Ok(Outcome::Done)
         }
         SpaceCommand::Check(args) => check(args),
@@ -126,7 +171,7 @@ fn show(path: &Path, as_json: bool) -> Result<Outcome> {
             // A string: counts exceed every JSON number type for large spaces.
             "valid_configurations": valid.count().to_string(),
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        crate::print_json(&out)?;
     } else {
         print!("{s}");
         println!("valid configurations: {}", valid.count());
@@ -148,22 +193,42 @@ fn check(args: CheckArgs) -> Result<Outcome> {
         }
         _ => anyhow::bail!("give a configuration (e.g. `a,b,level=6`) or --csv FILE"),
     };
-    let mut all_valid = true;
-    for (label, config) in &configs {
-        let broken = s.violations(config);
-        debug_assert_eq!(broken.is_empty(), valid.is_valid(config));
-        if broken.is_empty() {
-            println!("{label}: valid");
-        } else {
-            all_valid = false;
-            println!(
-                "{label}: invalid: {}",
-                broken
-                    .iter()
-                    .map(|r| r.why.as_str())
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            );
+    let verdicts: Vec<(&String, &space::Configuration, Vec<space::Rule>)> = configs
+        .iter()
+        .map(|(label, config)| {
+            let broken = s.violations(config);
+            debug_assert_eq!(broken.is_empty(), valid.is_valid(config));
+            (label, config, broken)
+        })
+        .collect();
+    let all_valid = verdicts.iter().all(|(_, _, broken)| broken.is_empty());
+    if args.json {
+        let rows: Vec<_> = verdicts
+            .iter()
+            .map(|(label, config, broken)| {
+                json!({
+                    "label": label,
+                    "configuration": s.format_configuration(config),
+                    "valid": broken.is_empty(),
+                    "violations": broken.iter().map(|r| r.why.as_str()).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        crate::print_json(&json!({ "all_valid": all_valid, "configurations": rows }))?;
+    } else {
+        for (label, _, broken) in &verdicts {
+            if broken.is_empty() {
+                println!("{label}: valid");
+            } else {
+                println!(
+                    "{label}: invalid: {}",
+                    broken
+                        .iter()
+                        .map(|r| r.why.as_str())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                );
+            }
         }
     }
     Ok(if all_valid {

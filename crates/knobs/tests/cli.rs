@@ -454,6 +454,78 @@ fn check_csv_gives_every_row_a_verdict() {
     assert!(lines[1].contains("format_lzma => threads=1"), "{stdout}");
 }
 
+#[test]
+fn check_and_count_print_json() {
+    // An invalid configuration: exit status 1 still, and the rules it breaks, as the text.
+    let space = xz();
+    let config = "format,format_lzma,check_crc64,level=6,threads=2";
+    let args = ["space", "check", s(&space), config, "--json"];
+    let out = run(&args, None);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", describe(&args, &out)));
+    assert_eq!(json["all_valid"], false, "{json}");
+    let rows = json["configurations"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{json}");
+    assert_eq!(rows[0]["valid"], false, "{json}");
+    let broken: Vec<&str> = rows[0]["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(
+        broken
+            .iter()
+            .any(|r| r.contains("`check_crc64` requires its parent `format_xz`")),
+        "{json}"
+    );
+    assert!(
+        broken
+            .iter()
+            .any(|r| r.contains("format_lzma => threads=1")),
+        "{json}"
+    );
+    // The same rules as the text output names.
+    let text_out = text(&run(&args[..4], None).stdout);
+    assert_eq!(
+        text_out.trim_end(),
+        format!("configuration: invalid: {}", broken.join("; "))
+    );
+    assert_eq!(text(&out.stderr), "");
+
+    // A CSV: one entry per row, labelled by line, with the configuration it reads.
+    let dir = TempDir::new().unwrap();
+    let names = option_names(&xz()).join(",");
+    let csv =
+        format!("{names}\n1,2,4,1,1,0,0,1,0,0,1,0,1,0,0,0\n1,2,4,1,1,1,0,1,0,0,1,0,1,0,0,0\n");
+    fs::write(dir.path().join("mixed.csv"), csv).unwrap();
+    let args = ["space", "check", s(&space), "--csv", "mixed.csv", "--json"];
+    let out = run(&args, Some(dir.path()));
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = json["configurations"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{json}");
+    assert_eq!(rows[0]["label"], "mixed.csv:2", "{json}");
+    assert_eq!(rows[0]["valid"], true, "{json}");
+    assert_eq!(rows[0]["violations"].as_array().unwrap().len(), 0, "{json}");
+    assert_eq!(rows[1]["label"], "mixed.csv:3", "{json}");
+    assert_eq!(rows[1]["valid"], false, "{json}");
+    // The configuration read back through `space check` is the row it came from.
+    let row2 = rows[0]["configuration"].as_str().unwrap();
+    let (out, _) = ok(&["space", "check", s(&space), row2]);
+    assert_eq!(out, "configuration: valid\n");
+
+    // Count: the number as a string (counts outgrow JSON numbers), equal to the text.
+    let (out, _) = ok(&["space", "count", s(&x264()), "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["valid_configurations"], "1152", "{out}");
+    let (out, _) = ok(&["space", "count", s(&xz()), "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let (plain, _) = ok(&["space", "count", s(&xz())]);
+    assert_eq!(json["valid_configurations"], plain.trim(), "{out}");
+}
+
 // ---------------------------------------------------------------------------------------
 // 6. bad input: exit status 2, one line on stderr
 // ---------------------------------------------------------------------------------------
@@ -929,6 +1001,73 @@ fn help_pages() {
     let (out, _) = ok(&["--help"]);
     for command in ["space", "predict", "model"] {
         assert!(out.contains(command), "{out}");
+    }
+}
+
+/// Every command's `--help` ends with an example that runs the bundled examples.
+#[test]
+fn every_command_has_an_example() {
+    let commands: &[&[&str]] = &[
+        &["space", "show"],
+        &["space", "count"],
+        &["space", "check"],
+        &["space", "sample"],
+        &["predict"],
+        &["model", "show"],
+        &["model", "from-subspaces"],
+        &["model", "subspaces"],
+        &["init"],
+        &["measure"],
+        &["results", "show"],
+        &["results", "export"],
+        &["learn"],
+        &["evaluate"],
+        &["experiment", "deepperf"],
+        &["experiment", "compare"],
+        &["crush"],
+        &["comprex"],
+    ];
+    for command in commands {
+        let mut args = command.to_vec();
+        args.push("--help");
+        let (out, _) = ok(&args);
+        let example = out
+            .split_once("\nExample:\n  knobs ")
+            .map(|(_, e)| e)
+            .unwrap_or_else(|| panic!("knobs {} --help has no example: {out}", command.join(" ")));
+        let call = format!("knobs {} ", command.join(" "));
+        assert!(
+            format!("knobs {example}").contains(&call),
+            "knobs {} --help: the example does not call `{call}`: {out}",
+            command.join(" ")
+        );
+    }
+    // One spelling per concept: the old flags are gone, the new ones documented.
+    let (out, _) = ok(&["experiment", "compare", "--help"]);
+    assert!(out.contains("--sample <SAMPLE>"), "{out}");
+    assert!(out.contains("--repetitions <REPETITIONS>"), "{out}");
+    assert!(
+        !out.contains("--strategies") && !out.contains("--reps "),
+        "{out}"
+    );
+    let (out, _) = ok(&["experiment", "deepperf", "--help"]);
+    assert!(out.contains("--repetitions <REPETITIONS>"), "{out}");
+    assert!(out.contains("each with its own seed"), "{out}");
+    // Every `--space` option says what it is.
+    for command in [
+        &["learn"][..],
+        &["evaluate"],
+        &["experiment", "deepperf"],
+        &["experiment", "compare"],
+    ] {
+        let mut args = command.to_vec();
+        args.push("--help");
+        let (out, _) = ok(&args);
+        let line = out
+            .lines()
+            .find(|l| l.trim_start().starts_with("--space <SPACE>"))
+            .unwrap_or_else(|| panic!("no --space in {out}"));
+        assert!(line.contains("Variability model"), "{line}");
     }
 }
 

@@ -211,7 +211,7 @@ fn experiment_deepperf_prints_one_row_per_size() {
         "lasso",
         "--n",
         "9",
-        "--reps",
+        "--repetitions",
         "2",
     ]);
     let rows: Vec<Vec<&str>> = out
@@ -233,7 +233,7 @@ fn experiment_deepperf_prints_one_row_per_size() {
         "cart:depth=3,leaf=2",
         "--sizes",
         "20,40",
-        "--reps",
+        "--repetitions",
         "3",
     ]);
     assert_eq!(out.lines().count(), 4, "{out}");
@@ -247,11 +247,11 @@ fn experiment_compare_strategies_and_learners() {
         &shared("splconqueror/LLVM/measurements.xml"),
         "--space",
         &shared("splconqueror/LLVM/FeatureModel.xml"),
-        "--strategies",
+        "--sample",
         "featurewise,random:30",
         "--learners",
         "stepwise,cart",
-        "--reps",
+        "--repetitions",
         "3",
     ]);
     let rows: Vec<Vec<&str>> = out
@@ -340,8 +340,212 @@ fn bad_input_is_one_line_and_exit_2() {
         "lasso",
         "--sizes",
         "500",
-        "--reps",
+        "--repetitions",
         "1",
     ]);
     assert!(e.contains("sample size 500"), "{e}");
+}
+
+/// Stdout of a `--json` run, parsed.
+fn json_of(args: &[&str]) -> serde_json::Value {
+    let out = ok(args);
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("knobs {}: {e}: {out}", args.join(" ")))
+}
+
+#[test]
+fn learn_and_evaluate_print_json() {
+    let dir = TempDir::new().unwrap();
+    let model = dir.path().join("x264.json");
+    let data = shared("deepperf/x264.csv");
+    let learned = json_of(&[
+        "learn",
+        &data,
+        "--learner",
+        "stepwise:log",
+        "--sample",
+        "random:80",
+        "--seed",
+        "3",
+        "--out",
+        s(&model),
+        "--json",
+    ]);
+    assert_eq!(learned["training_configurations"], 80, "{learned}");
+    assert_eq!(learned["configurations"], 1152, "{learned}");
+    assert_eq!(learned["sample"], "random:80", "{learned}");
+    assert_eq!(learned["seed"], 3, "{learned}");
+    assert_eq!(learned["transform"], "log", "{learned}");
+    assert_eq!(learned["trees"], 0, "{learned}");
+    assert_eq!(learned["model"], s(&model), "{learned}");
+    assert!(
+        learned["learner"].as_str().unwrap().starts_with("stepwise"),
+        "{learned}"
+    );
+    assert!(learned["seconds"].as_f64().unwrap() >= 0.0, "{learned}");
+    // Only `auto` cross-validates.
+    assert!(learned["cv_mre_percent"].is_null(), "{learned}");
+    // What it reports is what it wrote.
+    let file: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&model).unwrap()).unwrap();
+    assert_eq!(
+        learned["terms"].as_u64().unwrap() as usize,
+        file["terms"].as_array().unwrap().len(),
+        "{learned}"
+    );
+    assert_eq!(
+        learned["learner"], file["provenance"]["resolved"],
+        "{learned}"
+    );
+
+    // `auto`: the cross-validated error of its choice, in percent; trees counted.
+    let auto = dir.path().join("auto.json");
+    let chosen = json_of(&[
+        "learn",
+        &shared("deepperf/Apache.csv"),
+        "--learner",
+        "auto",
+        "--sample",
+        "random:40",
+        "-o",
+        s(&auto),
+        "--json",
+    ]);
+    let file: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&auto).unwrap()).unwrap();
+    let cv = chosen["cv_mre_percent"].as_f64().unwrap();
+    assert!(cv > 0.0 && cv < 30.0, "{chosen}");
+    assert!(
+        (file["provenance"]["cv_mre"].as_f64().unwrap() * 100.0 - cv).abs() < 1e-9,
+        "{chosen}"
+    );
+    assert_eq!(chosen["training_configurations"], 40, "{chosen}");
+    assert_eq!(
+        chosen["trees"].as_u64().unwrap() as usize,
+        file["trees"].as_array().map_or(0, Vec::len),
+        "{chosen}"
+    );
+
+    // Evaluate: by default on the configurations not trained on, the same MAPE as the text.
+    let default = json_of(&["evaluate", s(&model), &data, "--json"]);
+    assert_eq!(default["set"], "untrained", "{default}");
+    assert_eq!(default["configurations"], 1072, "{default}");
+    assert_eq!(default["of"], 1152, "{default}");
+    assert_eq!(default["training_configurations"], 80, "{default}");
+    let mape = default["mape_percent"].as_f64().unwrap();
+    assert!(mape > 0.0 && mape < 10.0, "{default}");
+    let text = ok(&["evaluate", s(&model), &data]);
+    assert_eq!(
+        format!("{:.2}", mape),
+        format!("{:.2}", mape_of(&text)),
+        "{text}"
+    );
+
+    // --all: every configuration, the training ones included.
+    let all = json_of(&["evaluate", s(&model), &data, "--all", "--json"]);
+    assert_eq!(all["set"], "all", "{all}");
+    assert_eq!(all["configurations"], 1152, "{all}");
+    assert_eq!(
+        all["configurations"].as_u64().unwrap() - default["configurations"].as_u64().unwrap(),
+        learned["training_configurations"].as_u64().unwrap(),
+        "the counts differ by the training size"
+    );
+    assert_ne!(all["mape_percent"], default["mape_percent"], "{all}");
+    let text = ok(&["evaluate", s(&model), &data, "--all"]);
+    assert!(
+        text.contains("on all 1152 configurations (80 of them used for training)"),
+        "{text}"
+    );
+    // --test: those configurations.
+    let configs = dir.path().join("configs.csv");
+    let rows = fs::read_to_string(&data).unwrap();
+    fs::write(
+        &configs,
+        rows.lines().take(6).collect::<Vec<_>>().join("\n") + "\n",
+    )
+    .unwrap();
+    let test = json_of(&[
+        "evaluate",
+        s(&model),
+        &data,
+        "--test",
+        s(&configs),
+        "--json",
+    ]);
+    assert_eq!(test["set"], "test", "{test}");
+    assert_eq!(test["configurations"], 5, "{test}");
+    assert_eq!(test["test"], s(&configs), "{test}");
+    // --all and --test contradict each other.
+    let args = ["evaluate", s(&model), &data, "--all", "--test", s(&configs)];
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&args, &out));
+
+    // A model trained on every configuration: nothing left by default, all of them with --all.
+    let full = dir.path().join("full.json");
+    let apache = shared("deepperf/Apache.csv");
+    ok(&["learn", &apache, "--learner", "lasso", "--out", s(&full)]);
+    let e = error(&["evaluate", s(&full), &apache]);
+    assert!(e.contains("give --test or --all"), "{e}");
+    let all = json_of(&["evaluate", s(&full), &apache, "--all", "--json"]);
+    assert_eq!(all["configurations"], 192, "{all}");
+    assert_eq!(all["training_configurations"], 192, "{all}");
+}
+
+#[test]
+fn experiments_print_json() {
+    let data = shared("deepperf/Apache.csv");
+    let args = [
+        "experiment",
+        "deepperf",
+        &data,
+        "--learner",
+        "lasso",
+        "--sizes",
+        "9,18",
+        "--repetitions",
+        "3",
+    ];
+    let json = json_of(&[&args[..], &["--json"]].concat());
+    assert_eq!(json["repetitions"], 3, "{json}");
+    assert_eq!(json["configurations"], 192, "{json}");
+    let rows = json["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{json}");
+    // The same table as the text (same seed, same samples).
+    let text = ok(&args);
+    for (row, line) in rows.iter().zip(text.lines().skip(2)) {
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(row["size"].to_string(), cells[0], "{line}");
+        assert_eq!(
+            format!("{:.2}", row["mean_mre_percent"].as_f64().unwrap()),
+            cells[1],
+            "{line}"
+        );
+        assert_eq!(row["mre_percent"].as_array().unwrap().len(), 3, "{json}");
+    }
+
+    let json = json_of(&[
+        "experiment",
+        "compare",
+        &shared("splconqueror/LLVM/measurements.xml"),
+        "--space",
+        &shared("splconqueror/LLVM/FeatureModel.xml"),
+        "--sample",
+        "featurewise,random:30",
+        "--learners",
+        "stepwise,cart",
+        "--repetitions",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(json["configurations"], 1024, "{json}");
+    let rows = json["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{json}");
+    assert_eq!(rows[0]["sample"], "featurewise", "{json}");
+    assert_eq!(rows[3]["sample"], "random:30", "{json}");
+    assert_eq!(rows[3]["configurations"], 30.0, "{json}");
+    for r in rows {
+        assert_eq!(r["repetitions"], 2, "{json}");
+        let mape = r["mape_percent"].as_f64().unwrap();
+        assert!(mape > 0.0 && mape < 30.0, "{json}");
+        assert!(r["margin_percent"].as_f64().unwrap() >= 0.0, "{json}");
+    }
 }

@@ -493,7 +493,7 @@ fn xz_example_end_to_end_on_the_small_workload() {
         .args(["experiment", "compare"])
         .arg(&store)
         .args([
-            "--strategies",
+            "--sample",
             "pairwise,random:12",
             "--learners",
             "stepwise;rf",
@@ -502,4 +502,223 @@ fn xz_example_end_to_end_on_the_small_workload() {
         .success()
         .stdout(predicates::str::contains("twise:2"))
         .stdout(predicates::str::contains("random:12"));
+}
+
+/// Stdout of a successful run, parsed as JSON.
+fn json_stdout(cmd: &mut Command) -> serde_json::Value {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stdout));
+    })
+}
+
+/// The sleeper with a shorter base time, measured once per configuration.
+fn fast_sleeper(dir: &Path) -> std::path::PathBuf {
+    write(
+        dir,
+        "knobs.toml",
+        &SLEEP_SPEC
+            .replace("\"0.02\", ", "\"0.001\", ")
+            .replace("repetitions = 2", "repetitions = 1"),
+    )
+}
+
+#[test]
+fn measure_and_results_show_print_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = fast_sleeper(dir.path());
+    let store = dir.path().join("knobs.db");
+    let report = json_stdout(
+        knobs()
+            .args(["measure", "--sample", "all", "--json", "--spec"])
+            .arg(&spec),
+    );
+    assert_eq!(report["system"], "sleeper", "{report}");
+    assert_eq!(report["workload"], "none", "{report}");
+    assert_eq!(report["store"], store.to_str().unwrap(), "{report}");
+    assert_eq!(report["sample"], "all", "{report}");
+    assert_eq!(report["seed"], 1, "{report}");
+    assert_eq!(report["sampled"], 16, "{report}");
+    assert_eq!(report["configurations"], 16, "{report}");
+    assert_eq!(report["reused"], 0, "{report}");
+    assert_eq!(report["runs"], 16, "{report}");
+    assert_eq!(report["failed"].as_array().unwrap().len(), 0, "{report}");
+    assert!(report["seconds"].as_f64().unwrap() > 0.0, "{report}");
+    // Again: everything is in the store already.
+    let again = json_stdout(
+        knobs()
+            .args(["measure", "--sample", "twise:1", "--json", "--spec"])
+            .arg(&spec),
+    );
+    assert_eq!(again["sample"], "twise:1", "{again}");
+    assert_eq!(again["runs"], 0, "{again}");
+    assert_eq!(again["reused"], again["configurations"], "{again}");
+
+    // The summaries, with medians of the known model.
+    let shown = json_stdout(
+        knobs()
+            .args(["results", "show", "--json", "--spec"])
+            .arg(&spec),
+    );
+    assert_eq!(shown["system"], "sleeper", "{shown}");
+    assert_eq!(shown["metric"], "wall", "{shown}");
+    assert_eq!(shown["unit"], "wall_s", "{shown}");
+    assert_eq!(shown["store"], store.to_str().unwrap(), "{shown}");
+    let configurations = shown["configurations"].as_array().unwrap();
+    assert_eq!(configurations.len(), 16, "{shown}");
+    for c in configurations {
+        assert_eq!(c["runs"], 1, "{c}");
+        assert_eq!(c["failed"], 0, "{c}");
+        let on = |o: &str| {
+            c["configuration"]
+                .as_str()
+                .unwrap()
+                .split(',')
+                .any(|s| s == o) as u8 as f64
+        };
+        let expected = 0.001 + 0.03 * on("a") + 0.06 * on("b") + 0.01 * on("c") + 0.02 * on("d");
+        let median = c["summary"]["median"].as_f64().unwrap();
+        assert!(
+            median >= expected && median < expected + 0.25,
+            "{c}: expected about {expected}"
+        );
+        assert_eq!(c["summary"]["n"], 1, "{c}");
+    }
+    // The text table says the same.
+    let out = knobs()
+        .args(["results", "show", "--spec"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with(&format!(
+            "sleeper (spec {}), metric wall_s: 16 configurations",
+            shown["spec_hash"].as_str().unwrap()
+        )),
+        "{text}"
+    );
+    // Another metric, by name.
+    let rss = json_stdout(
+        knobs()
+            .args(["results", "show", "--json", "--metric", "max_rss", "--spec"])
+            .arg(&spec),
+    );
+    assert_eq!(rss["metric"], "max_rss", "{rss}");
+    assert_eq!(rss["unit"], "max_rss_kib", "{rss}");
+    assert!(
+        rss["configurations"][0]["summary"]["median"]
+            .as_f64()
+            .unwrap()
+            > 100.0,
+        "{rss}"
+    );
+}
+
+#[test]
+fn results_find_the_store_beside_the_spec() {
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let spec = fast_sleeper(dir.path());
+    knobs()
+        .args(["measure", "--sample", "featurewise", "--spec"])
+        .arg(&spec)
+        .assert()
+        .success();
+    // From another working directory: --spec finds knobs.db beside it.
+    knobs()
+        .current_dir(elsewhere.path())
+        .args(["results", "show", "--spec"])
+        .arg(&spec)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("sleeper (spec "));
+    knobs()
+        .current_dir(elsewhere.path())
+        .args(["results", "export", "--spec"])
+        .arg(&spec)
+        .assert()
+        .success()
+        .stdout(predicates::str::starts_with("a,b,c,d,wall_s\n"));
+    // In the spec's directory, the defaults (knobs.toml, knobs.db beside it) are enough.
+    knobs()
+        .current_dir(dir.path())
+        .args(["results", "show"])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("sleeper (spec "));
+    // Elsewhere, no store: one line that names where it looked and what to give.
+    let out = knobs()
+        .current_dir(elsewhere.path())
+        .args(["results", "show"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("knobs: error: ./knobs.db: no such results store"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("give --store or --spec"), "{stderr}");
+    assert!(
+        !elsewhere.path().join("knobs.db").exists(),
+        "no store created"
+    );
+    // --store given: no spec file needed.
+    knobs()
+        .current_dir(elsewhere.path())
+        .args(["results", "show", "--spec", "no/such/knobs.toml", "--store"])
+        .arg(dir.path().join("knobs.db"))
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("sleeper (spec "));
+}
+
+#[test]
+fn enumerations_are_checked_by_the_parser() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("none.db");
+    // A bad --metric: clap's error (naming the possible values), exit status 2, before the
+    // store is looked at.
+    for (args, flag, values) in [
+        (
+            &["results", "show", "--metric", "wallclock"][..],
+            "'wallclock' for '--metric <METRIC>'",
+            "[possible values: wall, user, system, cpu, max_rss]",
+        ),
+        (
+            &["results", "export", "--metric", "max-rss"][..],
+            "'max-rss' for '--metric <METRIC>'",
+            "[possible values: wall, user, system, cpu, max_rss]",
+        ),
+        (
+            &["results", "export", "--format", "xml"][..],
+            "'xml' for '--format <FORMAT>'",
+            "[possible values: csv, json]",
+        ),
+    ] {
+        let out = knobs()
+            .args(args)
+            .arg("--store")
+            .arg(&store)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        assert_eq!(
+            stderr.lines().next(),
+            Some(format!("error: invalid value {flag}").as_str()),
+            "{args:?}: {stderr}"
+        );
+        assert!(stderr.contains(values), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    assert!(!store.exists());
 }
