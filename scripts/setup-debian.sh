@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what knobs needs to build on Debian 12, when it is missing:
-# a C compiler (for bundled C code in dependencies), LLVM 19 (for the white-box frontend) and a
+# a C compiler (for bundled C code in dependencies), LLVM 19 (for the white-box approaches) and a
 # Rust toolchain with rustfmt and clippy (rustup; Debian's own cargo is too old for edition 2024). Safe to run again: it only installs what is absent.
 set -euo pipefail
 
@@ -10,7 +10,7 @@ if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
 need_apt=()
 command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
-# LLVM 19 for the white-box frontend (crates/frontend compiles C with clang-19 and links
+# LLVM 19 for the white-box approaches (crates/llvm compiles C with clang-19 and links
 # libLLVM through inkwell; .cargo/config.toml points LLVM_SYS_191_PREFIX at /usr/lib/llvm-19).
 if ! command -v clang-19 >/dev/null 2>&1 || ! command -v llvm-config-19 >/dev/null 2>&1; then
   need_apt+=(clang-19 llvm-19-dev libclang-rt-19-dev libpolly-19-dev libzstd-dev zlib1g-dev

@@ -7,7 +7,7 @@
 //! that wrote a memory class, … [`Explainer::explain`] searches these justifications backwards
 //! (breadth first, so the chain is a shortest one) until it reaches a source. It is a
 //! diagnostic for imprecision: the chain names the memory class, the decision or the call site
-//! through which an option arrived (`cargo run --release -p frontend --example bench_sqlite
+//! through which an option arrived (`cargo run --release -p configcrusher --example bench_sqlite
 //! -- --explain 20`).
 
 use std::collections::VecDeque;

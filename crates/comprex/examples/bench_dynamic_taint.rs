@@ -2,7 +2,7 @@
 //! work, calls, a heap buffer) built natively and with `llvm::instrument_taint`, both with
 //! `clang-19 -O2` from the same SSA bitcode, each run 5 times (median wall time).
 //!
-//! `cargo run --release -p frontend --example bench_dynamic_taint`
+//! `cargo run --release -p comprex --example bench_dynamic_taint`
 
 use std::path::PathBuf;
 use std::time::Instant;

@@ -3,7 +3,7 @@
 //! `KNOBS_TAINT_TIME=1` the wall times of the instrumented and the native build, and of
 //! instrumenting and linking (stderr).
 //!
-//! `cargo run --release -p frontend --example taint_records -- PROGRAM OPTIONS [ARGS...]`
+//! `cargo run --release -p comprex --example taint_records -- PROGRAM OPTIONS [ARGS...]`
 //!
 //! - `PROGRAM`: a C file, or LLVM bitcode (`.bc`: one linked module, as a spec's `bitcode`).
 //! - `OPTIONS`: comma-separated; `NAME` is a global annotated `knobs:option=NAME`, and

@@ -1,8 +1,8 @@
-//! Benchmark: the LLVM frontend and the static taint analysis on SQLite's amalgamation
+//! Benchmark: the LLVM translation and the static taint analysis on SQLite's amalgamation
 //! (~250 KLOC of C, the copy bundled in the libsqlite3-sys crate, or a path given as the
 //! first argument).
 //!
-//! `cargo run --release -p frontend --example bench_sqlite [path/to/sqlite3.c] [--explain N]`
+//! `cargo run --release -p configcrusher --example bench_sqlite [path/to/sqlite3.c] [--explain N]`
 //!
 //! With `--explain N`, also prints for N sampled influenced instructions why each option
 //! reaches them (a shortest chain of taint facts back to the option's source, see

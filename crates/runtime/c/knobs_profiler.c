@@ -5,7 +5,7 @@
  *     void __knobs_method_enter(uint32_t id);
  *     void __knobs_method_exit(uint32_t id);
  *     void __knobs_region_enter(uint32_t id);   same functions under the names
- *     void __knobs_region_exit(uint32_t id);    frontend::instrument emits
+ *     void __knobs_region_exit(uint32_t id);    llvm::instrument emits
  * Enter/exit only push/pop a per-thread stack of region ids and publish its top (no clock
  * read, no system call, no lock, no allocation but amortised growth). A sampler charges
  * every tick of `period` to the innermost open region of each sampled thread (its self

@@ -1,6 +1,6 @@
 /* knobs region-timing runtime (ConfigCrusher §3.4), linked into instrumented programs.
  *
- * API (C ABI, called by the code `frontend::instrument` inserts):
+ * API (C ABI, called by the code `llvm::instrument` inserts):
  *     void __knobs_region_enter(uint32_t id);
  *     void __knobs_region_exit(uint32_t id);
  *     void __knobs_fixed_check(uint32_t id, int64_t value, int64_t expected);

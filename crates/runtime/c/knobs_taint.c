@@ -1,5 +1,5 @@
 /* knobs dynamic taint runtime (Comprex §III–§IV): label sets, shadow memory and the decision
- * records, linked into programs instrumented by `frontend::taint`. The hot paths (unions,
+ * records, linked into programs instrumented by `llvm::taint_pass`. The hot paths (unions,
  * shadow loads and stores of up to 32 bytes, the per-site "already recorded" check, the
  * control taint) are inlined by the instrumenter; this file has their slow paths.
  *
@@ -19,7 +19,7 @@
  *
  * Control taint: kept by the instrumented code (per function, one slot per decision in SSA
  * values or, for functions with many decisions, in an array __knobs_taint_union_all unions;
- * see frontend::taint);
+ * see llvm::taint_pass);
  * the thread-local __knobs_taint_ctrl is the control taint of the running code (the union of
  * the open tainted decisions of every frame), which callees inherit and stores union in.
  *

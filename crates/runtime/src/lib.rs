@@ -1,7 +1,7 @@
 //! `runtime`: the region-timing library linked into instrumented programs, and the reader of
 //! what it writes.
 //!
-//! `frontend::instrument` inserts `__knobs_region_enter(u32)` / `__knobs_region_exit(u32)`
+//! `llvm::instrument` inserts `__knobs_region_enter(u32)` / `__knobs_region_exit(u32)`
 //! calls at region starts and ends (ConfigCrusher §3.3); this crate provides those two
 //! functions as a small C static library ([`build`] compiles `c/knobs_runtime.c` with clang 19
 //! into `libknobs_runtime.a`, cached by content hash) and reads the file the instrumented
@@ -46,7 +46,7 @@ pub const ENV_VAR: &str = "KNOBS_REGION_TIMES";
 /// The first line of the output file.
 pub const HEADER: &str = "knobs-region-times 1";
 
-/// Linker flags for the instrumented program (e.g. `frontend::link_instrumented`'s
+/// Linker flags for the instrumented program (e.g. `llvm::link_instrumented`'s
 /// `extra_flags`): they pull the runtime out of its archive even when the program calls
 /// neither function (no region instrumented), so the file with `base` and `total` is still
 /// written.

@@ -2,7 +2,7 @@
 //! regions", §V.A), as a second static library linked *instead of* the region timers.
 //!
 //! `c/knobs_profiler.c` defines `__knobs_method_enter/exit(u32)` and, as aliases, the
-//! `__knobs_region_enter/exit(u32)` that `frontend::instrument` emits, so a program
+//! `__knobs_region_enter/exit(u32)` that `llvm::instrument` emits, so a program
 //! instrumented with one probe per function (start before the entry block's first
 //! instruction, an end before every `ret`) is profiled by linking [`build`]'s
 //! `libknobs_profiler.a` in place of [`crate::build`]'s library (link one or the other, never

@@ -1,12 +1,12 @@
 //! The dynamic taint runtime (Comprex): `c/knobs_taint.c`, linked into programs instrumented
-//! by `frontend::taint`, built by [`build`] into `libknobs_taint.a` (cached by content hash,
+//! by `llvm::taint_pass`, built by [`build`] into `libknobs_taint.a` (cached by content hash,
 //! like the region runtime).
 //!
 //! What the C file implements (its header comment is the full statement): 32-bit labels of
 //! sets of options (bit sets for the first 31 options, interned sets beyond: any number of
 //! options; a union cache), shadow memory with one label per byte in a two-level page table,
 //! the thread-local control taint and argument/return label slots, the slow paths of what the
-//! instrumented code does inline (`frontend::taint`), and the decision records written at exit
+//! instrumented code does inline (`llvm::taint_pass`), and the decision records written at exit
 //! as a `knobs-taint-run` JSON object (`docs/comprex-records.md`) to the file named by
 //! [`ENV_VAR`], with an empty `configuration` for the caller to fill in and an extra `options`
 //! array (the registered option names).
