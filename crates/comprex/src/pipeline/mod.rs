@@ -1,0 +1,35 @@
+//! Comprex end to end (Velez et al., Comprex, §III–§V), from a system spec to a model with a
+//! local model per method.
+//!
+//! 1. [`explore`]: build the program ([`instrumented::build`]), instrument it for dynamic taint
+//!    tracking with data-flow and control-flow taints (`llvm::instrument_taint`, the
+//!    `runtime::taint_library` library), and run the iterative analysis (`comprex::explore`,
+//!    Algorithm 1) with the spec's *analysis* workload: each run reports its decisions' taints,
+//!    which refine the partition of the configuration space per region, until every subspace
+//!    of every region has been explored;
+//! 2. [`select_probes`] and [`fold`] (optional): methods that are hot and tiny in calibration
+//!    runs get no profiler probe, and their decisions refine the partitions of the probed
+//!    methods their time goes to (`docs/profiler.md`, "Which methods get a probe");
+//! 3. [`instrument_methods`]: the regions' methods get enter/exit calls, linked with the
+//!    sampling profiler (`runtime::profiler`): self time is charged to the innermost open
+//!    region, everything else to the base;
+//! 4. [`measure_configurations`]: the explored configurations are measured with the real
+//!    workload through the results store (repetitions, timeouts, resumable);
+//! 5. [`overhead_correction`] (optional, §V.A): k of them also natively, and a line from
+//!    profiled to native time;
+//! 6. [`build_model`] / [`build_model_corrected`]: per region, the measured times grouped by
+//!    subspace and averaged become local models (`comprex::build_model`), composed into the
+//!    global model; trivial terms and regions whose partition may be incomplete (§V.D) are
+//!    reported.
+
+mod model;
+mod overhead;
+mod probes;
+mod profile;
+mod taint;
+
+pub use model::{build_model, build_model_corrected};
+pub use overhead::{OverheadCorrection, OverheadFit, choose, overhead_correction};
+pub use probes::{DroppedProbe, ProbeSelection, ProbeSettings, select_probes};
+pub use profile::{Profiled, instrument_methods, measure_configurations};
+pub use taint::{Explored, explore, fold};

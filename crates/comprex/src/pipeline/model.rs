@@ -1,0 +1,188 @@
+//! Stored profiles → the global model and the per-method local models (with the overhead
+//! correction, and the time outside the profile charged to the base).
+
+use super::overhead::OverheadCorrection;
+use super::profile::Profiled;
+use super::taint::Explored;
+use crate::Error;
+use crate::{ComprexModel, ModelSettings};
+use instrumented::BASE;
+use measure::store::Store;
+use measure::{SystemSpec, Workload};
+use space::{Configuration, ValidConfigurations};
+use std::collections::BTreeMap;
+
+/// Per configuration, the median over its profiled runs of the measured time (the spec's
+/// metric) minus the profile's total: what the profiler cannot see — the process starting
+/// before the profiler's constructor and ending after its destructor (xz: 6–10 ms per run, a
+/// quarter of a 30 ms run). It is time outside every region, so it belongs to the base: then
+/// the model predicts what is measured. `None` when the metric is not the profiler's clock
+/// (wall time and the default wall clock, or cpu and `KNOBS_PROFILE_CLOCK=cpu`).
+pub(super) fn outside_the_profile(
+    store: &Store,
+    spec: &SystemSpec,
+    workload: &Workload,
+    profiled: &Profiled,
+    some: Option<&Configuration>,
+) -> Result<Option<BTreeMap<String, f64>>, Error> {
+    let Some(config) = some else {
+        return Ok(None);
+    };
+    let env = spec
+        .invocation_of(profiled.binary.clone(), config, workload)?
+        .env;
+    let cpu_clock = env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == runtime::profiler::CLOCK_VAR)
+        .is_some_and(|(_, v)| v == "cpu");
+    let metric = spec.measure.metric;
+    let matches = match metric {
+        measure::Metric::Wall => !cpu_clock,
+        measure::Metric::Cpu => cpu_clock,
+        _ => false,
+    };
+    if !matches {
+        return Ok(None);
+    }
+    let selection = measure::Selection {
+        system: Some(spec.name.clone()),
+        spec_hash: Some(spec.hash.clone()),
+        workload: Some(workload.name.clone()),
+        variant: profiled.variant.clone(),
+    };
+    let mut profiled_total: BTreeMap<i64, f64> = BTreeMap::new();
+    for (_, run, r) in store.region_times(&selection)? {
+        *profiled_total.entry(run).or_default() += r.seconds;
+    }
+    let mut per_config: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for run in store.runs(&selection)? {
+        if let (true, Some(total)) = (run.is_ok(), profiled_total.get(&run.id)) {
+            let measured = match metric {
+                measure::Metric::Cpu => run.user + run.system_time,
+                _ => run.wall,
+            };
+            per_config
+                .entry(run.configuration.clone())
+                .or_default()
+                .push((measured - total).max(0.0));
+        }
+    }
+    Ok(Some(
+        per_config
+            .into_iter()
+            .filter_map(|(c, v)| Some((c, stats::median(&v)?)))
+            .collect(),
+    ))
+}
+
+/// Stage 4: local models per region from the stored profiles, and the global model.
+pub fn build_model(
+    store: &Store,
+    spec: &SystemSpec,
+    workload: &Workload,
+    explored: &Explored,
+    profiled: &Profiled,
+    settings: &ModelSettings,
+) -> Result<ComprexModel, Error> {
+    build_model_corrected(store, spec, workload, explored, profiled, settings, None)
+}
+
+/// [`build_model`] with §V.A's overhead correction applied to the region times: each
+/// region's time over the slope, the intercept over the slope taken off the base, so the
+/// global model predicts `(profiled − b) / a`. The correction is recorded in the model's
+/// provenance (`overhead_correction`).
+pub fn build_model_corrected(
+    store: &Store,
+    spec: &SystemSpec,
+    workload: &Workload,
+    explored: &Explored,
+    profiled: &Profiled,
+    settings: &ModelSettings,
+    correction: Option<&OverheadCorrection>,
+) -> Result<ComprexModel, Error> {
+    let medians = instrumented::median_region_times(store, spec, workload, &profiled.variant)?;
+    let outside = outside_the_profile(
+        store,
+        spec,
+        workload,
+        profiled,
+        explored.exploration.configurations.first(),
+    )?;
+    let mut region_times = Vec::new();
+    for (config, mut regions) in medians {
+        let configuration = spec.space.parse_configuration(&config)?;
+        if let Some(extra) = outside.as_ref().and_then(|o| o.get(&config)) {
+            *regions.entry(BASE.to_string()).or_default() += extra;
+        }
+        let seconds = regions
+            .into_iter()
+            .map(|(region, s)| {
+                let name = region
+                    .strip_prefix('r')
+                    .and_then(|id| id.parse::<u32>().ok())
+                    .and_then(|id| profiled.methods.get(&id).cloned())
+                    .unwrap_or(if region == BASE {
+                        BASE.to_string()
+                    } else {
+                        region
+                    });
+                (name, s)
+            })
+            .map(|(name, s)| match correction {
+                // (t − b) / a, summed over regions: every region's time over a, and −b/a
+                // once, with the base.
+                Some(c) if name == BASE => (name, (s - c.line.intercept) / c.line.slope),
+                Some(c) => (name, s / c.line.slope),
+                None => (name, s),
+            })
+            .collect();
+        region_times.push(crate::RegionTimes {
+            configuration,
+            seconds,
+        });
+    }
+    let valid = ValidConfigurations::new(&spec.space)?;
+    let regions = explored.exploration.regions(explored.granularity);
+    let mut model = crate::build_model(&valid, regions, &region_times, settings)?;
+    model.file.system = Some(spec.name.clone());
+    model.file.metric = Some("wall time (s), from the sampling profiler".into());
+    let provenance = &mut model.file.provenance;
+    provenance.insert("approach".into(), "comprex".into());
+    provenance.insert("variant".into(), profiled.variant.clone().into());
+    provenance.insert("workload".into(), workload.name.clone().into());
+    provenance.insert(
+        "configurations".into(),
+        explored.exploration.configurations.len().into(),
+    );
+    if outside.is_some() {
+        provenance.insert("base_includes_time_outside_the_profile".into(), true.into());
+    }
+    if let Some(c) = correction {
+        provenance.insert("overhead_correction".into(), c.to_json());
+        model.file.metric = Some(
+            "wall time (s), from the sampling profiler, corrected for its overhead (§V.A)".into(),
+        );
+    }
+    if !explored.fold.is_empty() {
+        provenance.insert(
+            "unprobed_methods".into(),
+            serde_json::to_value(&explored.fold).expect("a map of strings serialises"),
+        );
+    }
+    model.file.record_training(
+        &spec
+            .space
+            .options()
+            .iter()
+            .map(|o| o.name.clone())
+            .collect::<Vec<_>>(),
+        explored
+            .exploration
+            .configurations
+            .iter()
+            .map(|c| spec.space.values(c))
+            .collect(),
+    );
+    Ok(model)
+}

@@ -1,0 +1,145 @@
+//! §V.A's correction for the profiler's overhead: k configurations with and without the
+//! profiler, interleaved, and the line fitted from profiled to native time.
+
+use super::profile::Profiled;
+use crate::Error;
+use instrumented::Settings;
+use measure::runner;
+use measure::{SystemSpec, Workload};
+use space::Configuration;
+
+/// §V.A's optional correction for the profiler's overhead: a line `profiled = a · native + b`
+/// fitted to k configurations measured with and without profiling.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OverheadCorrection {
+    pub fit: OverheadFit,
+    pub line: runtime::profiler::Linear,
+    /// Per configuration used: its text, the profiled build's median and the native
+    /// program's median (the spec's metric, seconds).
+    pub pairs: Vec<(String, f64, f64)>,
+}
+
+impl OverheadCorrection {
+    /// As recorded in a model's provenance.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "fit": self.fit.name(),
+            "slope": self.line.slope,
+            "intercept": self.line.intercept,
+            "configurations": self.pairs.iter().map(|(c, p, n)| serde_json::json!({
+                "configuration": c, "profiled": p, "native": n,
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// How the overhead correction's line is fitted to the k pairs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OverheadFit {
+    /// `profiled = a · native`, `a` the median ratio (`runtime::profiler::overhead_ratio`):
+    /// robust to a pair disturbed by a busy machine.
+    #[default]
+    Ratio,
+    /// `profiled = a · native + b` by least squares (`runtime::profiler::overhead_correction`).
+    Line,
+}
+
+impl OverheadFit {
+    pub fn name(self) -> &'static str {
+        match self {
+            OverheadFit::Ratio => "ratio",
+            OverheadFit::Line => "line",
+        }
+    }
+}
+
+/// `k` of `configurations`, chosen uniformly at random for a `seed` (ChaCha8; all of them
+/// when there are no more than `k`), in their original order.
+pub fn choose(configurations: &[Configuration], k: usize, seed: u64) -> Vec<Configuration> {
+    use rand::SeedableRng;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut picked =
+        rand::seq::index::sample(&mut rng, configurations.len(), k.min(configurations.len()))
+            .into_vec();
+    picked.sort_unstable();
+    picked
+        .into_iter()
+        .map(|i| configurations[i].clone())
+        .collect()
+}
+
+/// Measures `k` of the profiled configurations (chosen by [`choose`] with `seed`) with and
+/// without the profiler and fits the correction (§V.A; the paper uses k = 5 random
+/// configurations and a "linear correction"; knobs' default fit is the median ratio,
+/// [`OverheadFit`]). Per configuration, one warm-up each, then `repetitions` (the spec's, at
+/// least 3) rounds alternating the native program as the spec runs it and the profiled build,
+/// profiling on: the two medians of a pair are taken under the same conditions, so the drift
+/// of a shared machine between a brute-force campaign and the profiled one does not become
+/// the "overhead". These runs are not stored. `on_pair` hears of each pair (configuration,
+/// profiled, native). The inner error says why there is no correction (e.g. the spec's
+/// program does not exist, or it failed).
+#[allow(clippy::too_many_arguments)]
+pub fn overhead_correction(
+    spec: &SystemSpec,
+    settings: &Settings,
+    workload: &Workload,
+    profiled: &Profiled,
+    configurations: &[Configuration],
+    k: usize,
+    seed: u64,
+    fit: OverheadFit,
+    on_pair: &mut dyn FnMut(&str, f64, f64),
+) -> Result<Result<OverheadCorrection, String>, Error> {
+    let native = match spec.program() {
+        Ok(p) => std::path::absolute(&p).unwrap_or(p),
+        // E.g. the spec's program is built separately and was not: nothing to compare with.
+        Err(why) => return Ok(Err(format!("the program as the spec runs it: {why}"))),
+    };
+    spec.prepare_workload(workload)?;
+    let out = settings.work_dir.join("overhead-run.tsv");
+    let rounds = (spec.measure.repetitions as usize).max(3);
+    let metric = spec.measure.metric;
+    let mut pairs = Vec::new();
+    for config in choose(configurations, k, seed) {
+        let text = spec.space.format_configuration(&config);
+        let plain = spec.invocation_of(native.clone(), &config, workload)?;
+        let mut with = spec.invocation_of(profiled.binary.clone(), &config, workload)?;
+        with.env
+            .push((runtime::profiler::ENV_VAR.into(), out.display().to_string()));
+        let (mut p, mut n) = (Vec::new(), Vec::new());
+        for round in 0..=rounds {
+            for (invocation, into) in [(&plain, &mut n), (&with, &mut p)] {
+                let result = runner::run(invocation);
+                if !result.outcome.is_ok() {
+                    return Ok(Err(format!(
+                        "`{text}`: {} {}",
+                        invocation.program.display(),
+                        result.outcome.describe()
+                    )));
+                }
+                if round > 0 {
+                    into.push(result.metric(metric));
+                }
+            }
+        }
+        let median = |v: &[f64]| stats::median(v).unwrap_or(f64::NAN);
+        let (p, n) = (median(&p), median(&n));
+        on_pair(&text, p, n);
+        pairs.push((text, p, n));
+    }
+    let points: Vec<(f64, f64)> = pairs.iter().map(|(_, p, n)| (*p, *n)).collect();
+    let line = match fit {
+        OverheadFit::Ratio => runtime::profiler::overhead_ratio(&points),
+        OverheadFit::Line => runtime::profiler::overhead_correction(&points),
+    };
+    Ok(match line {
+        Some(line) => Ok(OverheadCorrection { fit, line, pairs }),
+        None if pairs.is_empty() => Err("no configuration to measure".into()),
+        None => Err(format!(
+            "no positive {} fit to {} pairs",
+            fit.name(),
+            pairs.len()
+        )),
+    })
+}

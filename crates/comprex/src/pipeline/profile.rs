@@ -1,0 +1,120 @@
+//! The profiled build (enter/exit calls per probed method, linked with the sampling
+//! profiler) and its measurement on the real workload through the results store.
+
+use super::taint::Explored;
+use crate::Error;
+use crate::Granularity;
+use instrumented::Settings;
+use ir::InstKind;
+use llvm::RegionProbe;
+use measure::campaign::{CampaignReport, Event, RegionOutput};
+use measure::store::{RegionMeasurement, Store};
+use measure::{SystemSpec, Workload};
+use space::Configuration;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A build with method-level regions linked to the sampling profiler.
+pub struct Profiled {
+    pub binary: PathBuf,
+    pub variant: String,
+    /// Region id → method name.
+    pub methods: BTreeMap<u32, String>,
+}
+
+/// Stage 2: enter/exit calls around the methods of the explored regions, linked with the
+/// sampling profiler. Time in methods without a probe is charged to the innermost probed
+/// method on the call stack, or to the base. After [`fold`], the methods left unprobed by
+/// [`select_probes`] are no longer regions, so they get no probe.
+pub fn instrument_methods(
+    spec: &SystemSpec,
+    settings: &Settings,
+    explored: &Explored,
+) -> Result<Profiled, Error> {
+    instrument_named(spec, settings, explored, "comprex")
+}
+
+pub(super) fn instrument_named(
+    spec: &SystemSpec,
+    settings: &Settings,
+    explored: &Explored,
+    approach: &str,
+) -> Result<Profiled, Error> {
+    let program = &explored.built.translation.program;
+    let mut probes = Vec::new();
+    let mut ids = BTreeMap::new();
+    for region in explored.exploration.regions(Granularity::Method) {
+        let Some(f) = program.function_named(&region.id) else {
+            continue;
+        };
+        let func = program.func(f);
+        let Some(entry) = func.entry() else { continue };
+        let id = probes.len() as u32;
+        let ends = func
+            .blocks
+            .iter()
+            .flat_map(|&b| program.block(b).insts.iter().copied())
+            .filter(|&i| matches!(program.inst(i).kind, InstKind::Return { .. }))
+            .map(ir::ProgramPoint::Before)
+            .collect();
+        probes.push(RegionProbe {
+            id,
+            start: vec![ir::ProgramPoint::Before(program.block(entry).insts[0])],
+            end: ends,
+        });
+        ids.insert(id, func.name.clone());
+    }
+    let bitcode = settings.work_dir.join(format!("program.{approach}.bc"));
+    llvm::instrument(
+        &explored.built.ssa,
+        program,
+        &explored.built.translation.positions,
+        &probes,
+        &bitcode,
+    )?;
+    let library = runtime::profiler::build(&settings.clang, &settings.work_dir.join("runtime"))?;
+    let (binary, variant) = instrumented::link(
+        spec,
+        settings,
+        &bitcode,
+        library,
+        runtime::profiler::LINK_FLAGS,
+        approach,
+    )?;
+    Ok(Profiled {
+        binary,
+        variant,
+        methods: ids,
+    })
+}
+
+pub(super) fn read_profile(path: &Path) -> Result<Vec<RegionMeasurement>, String> {
+    let profile = runtime::profiler::Profile::read(path).map_err(|e| e.to_string())?;
+    Ok(instrumented::region_measurements(&profile.times))
+}
+
+/// Stage 3: measure configurations with the profiled build and the real workload.
+pub fn measure_configurations(
+    store: &Store,
+    settings: &Settings,
+    spec: &SystemSpec,
+    workload: &Workload,
+    profiled: &Profiled,
+    configurations: &[Configuration],
+    on_event: &mut dyn FnMut(Event),
+) -> Result<CampaignReport, Error> {
+    Ok(instrumented::measure_instrumented(
+        store,
+        settings,
+        spec,
+        workload,
+        &profiled.binary,
+        &profiled.variant,
+        RegionOutput {
+            env: runtime::profiler::ENV_VAR.into(),
+            read: std::sync::Arc::new(read_profile),
+        },
+        configurations,
+        on_event,
+    )?)
+}

@@ -1,0 +1,167 @@
+//! Stage 1: the program instrumented for dynamic taint tracking, explored with the
+//! analysis workload (Algorithm 1), and the decisions of unprobed methods folded into their
+//! probed callers' partitions.
+
+use crate::Error;
+use crate::{Exploration, ExploreSettings, Granularity, Pick};
+use instrumented::{Built, Settings};
+use llvm::TaintStats;
+use measure::runner;
+use measure::{SystemSpec, Workload};
+use space::{Configuration, ValidConfigurations};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// The iterative analysis' result.
+pub struct Explored {
+    pub built: Built,
+    pub stats: TaintStats,
+    pub exploration: Exploration,
+    pub granularity: Granularity,
+    /// Seconds of the taint runs (the analysis' cost).
+    pub seconds: f64,
+    /// The taint-instrumented binary (kept for the runs [`fold`] may need).
+    pub taint_binary: PathBuf,
+    /// Method regions whose decisions were folded into other regions ([`fold`]).
+    pub fold: BTreeMap<String, Vec<String>>,
+}
+
+/// Stage 1: taint-instrument the program and explore the configuration space with it.
+/// `on_run` hears of each taint run (configuration, decisions reported).
+pub fn explore(
+    spec: &SystemSpec,
+    settings: &Settings,
+    workload: &Workload,
+    granularity: Granularity,
+    max_runs: usize,
+    on_run: &mut dyn FnMut(&str, usize),
+) -> Result<Explored, Error> {
+    let built = instrumented::build(spec, settings, "Comprex")?;
+    let program = &built.translation.program;
+    let names: Vec<String> = spec.space.names().iter().map(|n| n.to_string()).collect();
+    let bitcode = settings.work_dir.join("program.taint.bc");
+    let stats = llvm::instrument_taint(
+        &built.ssa,
+        program,
+        &built.translation.positions,
+        &built.sources.by_index(),
+        &names,
+        &bitcode,
+    )?;
+    let library =
+        runtime::taint_library::build(&settings.clang, &settings.work_dir.join("runtime"))?;
+    let (binary, _) = instrumented::link(spec, settings, &bitcode, library, &[], "comprex-taint")?;
+    spec.prepare_workload(workload)?;
+    let valid = ValidConfigurations::new(&spec.space)?;
+    let out = settings.work_dir.join("taint-run.json");
+    let started = Instant::now();
+    let exploration = crate::explore(
+        &valid,
+        explore_settings(granularity, max_runs),
+        taint_runner(spec, &binary, workload, &out, on_run),
+    )?;
+    if exploration.regions(granularity).is_empty() {
+        return Err(Error::Invalid(
+            "the program never reached a decision influenced by an option: check the options' `source` entries".into(),
+        ));
+    }
+    Ok(Explored {
+        built,
+        stats,
+        exploration,
+        granularity,
+        seconds: started.elapsed().as_secs_f64(),
+        taint_binary: binary,
+        fold: BTreeMap::new(),
+    })
+}
+
+pub(super) fn explore_settings(granularity: Granularity, max_runs: usize) -> ExploreSettings {
+    ExploreSettings {
+        granularities: vec![granularity],
+        start: None,
+        pick: Pick::Fewest,
+        max_runs,
+    }
+}
+
+/// One taint run of `binary` in a configuration on `workload`: its decision records.
+pub(super) fn taint_runner<'a>(
+    spec: &'a SystemSpec,
+    binary: &'a Path,
+    workload: &'a Workload,
+    out: &'a Path,
+    on_run: &'a mut dyn FnMut(&str, usize),
+) -> impl FnMut(&Configuration) -> Result<Vec<crate::DecisionRecord>, String> + 'a {
+    move |config: &Configuration| {
+        let text = spec.space.format_configuration(config);
+        let mut invocation = spec
+            .invocation_of(binary.to_path_buf(), config, workload)
+            .map_err(|e| e.to_string())?;
+        let _ = std::fs::remove_file(out);
+        invocation.env.push((
+            runtime::taint_library::ENV_VAR.into(),
+            out.display().to_string(),
+        ));
+        let result = runner::run(&invocation);
+        if !result.outcome.is_ok() {
+            let last = result.stderr_tail.lines().last().unwrap_or("");
+            return Err(format!(
+                "the taint-instrumented program {}{}",
+                result.outcome.describe(),
+                if last.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {last}")
+                }
+            ));
+        }
+        let json = std::fs::read_to_string(out)
+            .map_err(|e| format!("no taint records ({}: {e})", out.display()))?;
+        let run: crate::TaintRun = serde_json::from_str(&json)
+            .map_err(|e| format!("{}: malformed taint records: {e}", out.display()))?;
+        on_run(&text, run.decisions.len());
+        Ok(run.decisions)
+    }
+}
+
+/// Re-partitions after [`select_probes`]: the decisions of each unprobed method refine the
+/// partitions of the methods its time goes to (`comprex::Explorer::fold_methods`), replaying
+/// the earlier taint runs; if that leaves subspaces unexplored, more taint runs follow.
+/// Returns the number of new runs.
+pub fn fold(
+    spec: &SystemSpec,
+    workload: &Workload,
+    explored: &mut Explored,
+    fold: BTreeMap<String, Vec<String>>,
+    max_runs: usize,
+    on_run: &mut dyn FnMut(&str, usize),
+) -> Result<usize, Error> {
+    if fold.is_empty() {
+        return Ok(0);
+    }
+    let valid = ValidConfigurations::new(&spec.space)?;
+    let mut explorer =
+        crate::Explorer::new(&valid, explore_settings(Granularity::Method, max_runs));
+    explorer.fold_methods(fold.clone());
+    explorer.replay(&explored.exploration)?;
+    let out = explored.built.ssa.with_file_name("taint-run.json");
+    let started = Instant::now();
+    let mut run = taint_runner(spec, &explored.taint_binary, workload, &out, on_run);
+    let mut new = 0;
+    while let Some(config) = explorer.next_configuration()? {
+        let records = run(&config).map_err(|cause| crate::Error::Run {
+            run: explored.exploration.configurations.len() + new + 1,
+            configuration: spec.space.format_configuration(&config),
+            cause,
+        })?;
+        explorer.record(config, records)?;
+        new += 1;
+    }
+    explored.exploration = explorer.finish();
+    explored.granularity = Granularity::Method;
+    explored.seconds += started.elapsed().as_secs_f64();
+    explored.fold = fold;
+    Ok(new)
+}
