@@ -35,8 +35,29 @@ cppflags=""
 [ "$(uname -m)" = x86_64 ] && cppflags="-DUNALIGNED_OK"
 
 # --- 1. the source ------------------------------------------------------------------------
+# Pinned: this version of Debian's source package, whose .dsc (it lists the checksums of the
+# tarballs dpkg-source unpacks and checks) must have this SHA-256. bench/subjects.toml pins
+# the same and passes them in the environment; a mismatch stops the script.
+version="${KNOBS_SOURCE_VERSION:-1.12-1}"
+sha256="${KNOBS_SOURCE_SHA256:-49a287787a0b4fc816eb576c011c472d1f630ec1778dfa120bd7fce4a844c253}"
+dsc="$build/gzip_${version#*:}.dsc"
+verify() {
+    local got
+    got="$(sha256sum "$dsc" | cut -d' ' -f1)"
+    if [ "$got" != "$sha256" ]; then
+        log "checksum mismatch: $dsc has sha256 $got, expected $sha256"
+        exit 1
+    fi
+}
 src=""
 for d in "$build"/gzip-*/; do [ -f "$d/configure.ac" ] && src="${d%/}"; done
+if [ -n "$src" ] && [ ! -f "$dsc" ]; then
+    # Unpacked from another version (or before the pin): start again from the pinned one.
+    log "no $dsc: removing the unpacked source and the builds of another version"
+    rm -rf "$build"/gzip-*/ "$build"/gzip_* "$build/native" "$build/bitcode" \
+        "$build/gzip" "$build/gzip.bc" "$build/gzip.bc.cflags"
+    src=""
+fi
 if [ -z "$src" ]; then
     if ! command -v dpkg-source >/dev/null; then
         log "installing dpkg-dev (for apt-get source)"
@@ -49,11 +70,17 @@ if [ -z "$src" ]; then
             | sudo_ tee "$list" >/dev/null
         sudo_ apt-get update -qq
     fi
-    log "apt-get source gzip"
-    (cd "$build" && apt-get source -qq gzip)
+    log "apt-get source --download-only gzip=$version"
+    (cd "$build" && apt-get source -qq --download-only "gzip=$version") \
+        || { log "apt-get source gzip=$version failed (no longer in the archive? snapshot.debian.org keeps every version)"; exit 1; }
+    [ -f "$dsc" ] || { log "apt-get source did not download $dsc"; exit 1; }
+    # Verified before anything is unpacked; dpkg-source then checks the tarballs against it.
+    verify
+    (cd "$build" && dpkg-source -q -x "$dsc") || { log "dpkg-source -x $dsc failed"; exit 1; }
     for d in "$build"/gzip-*/; do [ -f "$d/configure.ac" ] && src="${d%/}"; done
     [ -n "$src" ] || { log "apt-get source did not unpack gzip"; exit 1; }
 fi
+verify
 # Debian's disable-Werror.patch edits configure.ac (only what --enable-gcc-warnings does; the
 # Debian build then runs autoreconf). Without autotools, make would try to run aclocal-1.16
 # because configure.ac is newer than what the tarball generated from it: mark the generated

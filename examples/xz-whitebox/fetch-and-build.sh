@@ -38,8 +38,29 @@ common_conf=(--disable-shared --enable-static --disable-nls --disable-threads
              --disable-scripts --disable-doc --disable-clmul-crc)
 
 # --- 1. the source ------------------------------------------------------------------------
+# Pinned: this version of Debian's source package, whose .dsc (it lists the checksums of the
+# tarballs dpkg-source unpacks and checks) must have this SHA-256. bench/subjects.toml pins
+# the same and passes them in the environment; a mismatch stops the script.
+version="${KNOBS_SOURCE_VERSION:-5.4.1-1+deb12u1}"
+sha256="${KNOBS_SOURCE_SHA256:-38f98e356f7e7e89b0920d39c55dd5f3d1a9f2684bff83c8b4890561e1832e94}"
+dsc="$build/xz-utils_${version#*:}.dsc"
+verify() {
+    local got
+    got="$(sha256sum "$dsc" | cut -d' ' -f1)"
+    if [ "$got" != "$sha256" ]; then
+        log "checksum mismatch: $dsc has sha256 $got, expected $sha256"
+        exit 1
+    fi
+}
 src=""
 for d in "$build"/xz-utils-*/; do [ -f "$d/configure.ac" ] && src="${d%/}"; done
+if [ -n "$src" ] && [ ! -f "$dsc" ]; then
+    # Unpacked from another version (or before the pin): start again from the pinned one.
+    log "no $dsc: removing the unpacked source and the builds of another version"
+    rm -rf "$build"/xz-utils-*/ "$build"/xz-utils_* "$build/native" "$build/bitcode" \
+        "$build/xz" "$build/xz.bc" "$build/xz.bc.cflags"
+    src=""
+fi
 if [ -z "$src" ]; then
     if ! command -v dpkg-source >/dev/null; then
         log "installing dpkg-dev (for apt-get source)"
@@ -52,11 +73,17 @@ if [ -z "$src" ]; then
             | sudo_ tee "$list" >/dev/null
         sudo_ apt-get update -qq
     fi
-    log "apt-get source xz-utils"
-    (cd "$build" && apt-get source -qq xz-utils)
+    log "apt-get source --download-only xz-utils=$version"
+    (cd "$build" && apt-get source -qq --download-only "xz-utils=$version") \
+        || { log "apt-get source xz-utils=$version failed (no longer in the archive? snapshot.debian.org keeps every version)"; exit 1; }
+    [ -f "$dsc" ] || { log "apt-get source did not download $dsc"; exit 1; }
+    # Verified before anything is unpacked; dpkg-source then checks the tarballs against it.
+    verify
+    (cd "$build" && dpkg-source -q -x "$dsc") || { log "dpkg-source -x $dsc failed"; exit 1; }
     for d in "$build"/xz-utils-*/; do [ -f "$d/configure.ac" ] && src="${d%/}"; done
     [ -n "$src" ] || { log "apt-get source did not unpack xz-utils"; exit 1; }
 fi
+verify
 log "source: $src"
 
 # --- 2. native build (-O2) ----------------------------------------------------------------

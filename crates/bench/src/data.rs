@@ -1,0 +1,124 @@
+//! The dataset CSVs `knobs results export` writes (one column per option, the metric's
+//! median last), and the few statistics the rows need.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+
+/// A dataset CSV: option columns and one performance value per configuration.
+#[derive(Clone, Debug, Default)]
+pub struct Data {
+    pub options: Vec<String>,
+    /// The last column's name (e.g. `wall_s`).
+    pub metric: String,
+    pub rows: Vec<(Vec<f64>, f64)>,
+}
+
+impl Data {
+    pub fn read(path: &Path) -> Result<Data> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        Data::parse(&text).with_context(|| format!("{}", path.display()))
+    }
+
+    pub fn parse(text: &str) -> Result<Data> {
+        let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+        let header: Vec<String> = lines
+            .next()
+            .context("empty CSV")?
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .collect();
+        if header.len() < 2 {
+            bail!("the header has no option and performance columns");
+        }
+        let (metric, options) = header.split_last().expect("two columns");
+        let mut rows = Vec::new();
+        for (i, line) in lines.enumerate() {
+            let cells: Vec<f64> = line
+                .split(',')
+                .map(|c| c.trim().parse::<f64>())
+                .collect::<Result<_, _>>()
+                .with_context(|| format!("line {}: not a number", i + 2))?;
+            if cells.len() != header.len() {
+                bail!(
+                    "line {}: {} cells, the header has {}",
+                    i + 2,
+                    cells.len(),
+                    header.len()
+                );
+            }
+            let (value, config) = cells.split_last().expect("cells");
+            rows.push((config.to_vec(), *value));
+        }
+        Ok(Data {
+            options: options.to_vec(),
+            metric: metric.clone(),
+            rows,
+        })
+    }
+
+    /// Σ of the performance column (Σ medians: the measurement time of these configurations).
+    pub fn sum(&self) -> f64 {
+        self.rows.iter().map(|(_, v)| v).sum()
+    }
+
+    /// The performance per configuration, keyed by [`key`].
+    pub fn by_configuration(&self) -> HashMap<String, f64> {
+        self.rows.iter().map(|(c, v)| (key(c), *v)).collect()
+    }
+
+    /// A configuration given by option name, in this data's column order; `None` when an
+    /// option of the data is missing.
+    pub fn ordered(&self, named: &HashMap<String, f64>) -> Option<Vec<f64>> {
+        self.options.iter().map(|o| named.get(o).copied()).collect()
+    }
+}
+
+/// A configuration's values as a lookup key.
+pub fn key(values: &[f64]) -> String {
+    values
+        .iter()
+        .map(|v| v.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Per configuration both have, `a / b`: the ratios of one build's medians to another's.
+pub fn ratios(a: &Data, b: &Data) -> Vec<f64> {
+    let b = b.by_configuration();
+    a.rows
+        .iter()
+        .filter_map(|(c, v)| Some(v / b.get(&key(c))?))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_an_export() {
+        let d = Data::parse("A,B,level,wall_s\n0,1,6,0.5\n1,1,9,1.5\n").unwrap();
+        assert_eq!(d.options, ["A", "B", "level"]);
+        assert_eq!(d.metric, "wall_s");
+        assert_eq!(d.sum(), 2.0);
+        let named: HashMap<String, f64> = [
+            ("level".to_string(), 9.0),
+            ("A".into(), 1.0),
+            ("B".into(), 1.0),
+        ]
+        .into();
+        let c = d.ordered(&named).unwrap();
+        assert_eq!(d.by_configuration()[&key(&c)], 1.5);
+        assert!(Data::parse("A,wall_s\n0,x\n").is_err());
+    }
+
+    #[test]
+    fn ratios_per_configuration() {
+        let a = Data::parse("A,wall_s\n0,2\n1,3\n").unwrap();
+        let b = Data::parse("A,wall_s\n1,1.5\n").unwrap();
+        assert_eq!(ratios(&a, &b), [2.0]);
+    }
+}

@@ -1,0 +1,27 @@
+//! `knobs-bench`: knobs' benchmarks as declared runs.
+//!
+//! The subjects are data (`bench/subjects.toml`): a system spec, the command that fetches
+//! and builds the program (with its pinned source version and checksum), the workload, the
+//! ground truth's sample and the approaches to run — brute force, ConfigCrusher (`knobs
+//! crush`), Comprex (`knobs comprex`), the black-box baselines (`knobs learn` on a
+//! feature-wise or pair-wise sample) and ConfigCrusher's instrumentation overhead (the
+//! journal paper's Table 7). One runner runs them by calling the `knobs` binary with `--json`
+//! and reading its stdout; the error of every model is `knobs evaluate --json` against the
+//! ground truth. Every number, with the exact commands, the commit, the machine and the load
+//! at the start and end of each step, goes to one JSON Lines file per run and subject under
+//! `docs/results/`, and `docs/results/latest.md` is regenerated from the newest rows:
+//!
+//! ```text
+//! cargo run --release -p bench -- [SUBJECT...] [--approaches crush,comprex,...] [--list]
+//! ```
+//!
+//! Modules: [`subjects`] (the declarations), [`run`] (the steps), [`overhead`] (Table 7's
+//! interleaved runs), [`reports`] (what is read from knobs' JSON), [`rows`] (the recorded
+//! rows and the summary), [`data`] (dataset CSVs and statistics).
+
+pub mod data;
+pub mod overhead;
+pub mod reports;
+pub mod rows;
+pub mod run;
+pub mod subjects;

@@ -1,0 +1,216 @@
+//! `knobs-bench`: runs the benchmarks declared in `bench/subjects.toml` and records their
+//! results under `docs/results/` (see the library's documentation, `crates/bench/src/lib.rs`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context, Result, bail};
+use bench::rows::{self, RunInfo};
+use bench::run::{Settings, SubjectRun, shell_quote};
+use bench::subjects::{Approach, SUBJECTS_FILE, SubjectsFile};
+use clap::Parser;
+
+/// Runs knobs' benchmarks as declared in bench/subjects.toml: every approach on every subject
+/// through `knobs … --json`, one row per approach in docs/results/DATE-COMMIT-SUBJECT.jsonl,
+/// and docs/results/latest.md regenerated from the newest rows.
+#[derive(Parser)]
+#[command(name = "knobs-bench", version)]
+struct Args {
+    /// Subjects to run (default: every declared subject).
+    subjects: Vec<String>,
+    /// Only these approaches, of those each subject declares (comma-separated): brute-force,
+    /// crush, comprex, featurewise, pairwise, overhead, or the name of a subject's extra run.
+    /// The brute force runs first whenever an error is measured against it.
+    #[arg(long, value_delimiter = ',')]
+    approaches: Option<Vec<String>>,
+    /// List the declared subjects and exit.
+    #[arg(long)]
+    list: bool,
+    /// The knobs binary (default: `cargo build --release -p knobs`, then target/release/knobs).
+    #[arg(long)]
+    knobs: Option<PathBuf>,
+    /// Where the rows and latest.md go.
+    #[arg(long, default_value = "docs/results")]
+    results_dir: PathBuf,
+    /// Stores, models, builds and logs go to WORK_DIR/SUBJECT/ (emptied first unless --resume).
+    #[arg(long, default_value = "target/bench")]
+    work_dir: PathBuf,
+    /// Keep WORK_DIR/SUBJECT/ from an earlier run: measurements already in its stores are
+    /// reused (the rows then say so in the measurement reports).
+    #[arg(long)]
+    resume: bool,
+    /// Measure the ground truth on this sample instead of the subject's (e.g. `random:64`;
+    /// recorded in every row).
+    #[arg(long)]
+    ground_truth: Option<String>,
+    /// Only regenerate latest.md from the rows in the results directory.
+    #[arg(long)]
+    summary_only: bool,
+}
+
+fn main() -> ExitCode {
+    match run(Args::parse()) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("knobs-bench: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The workspace root (this crate is crates/bench).
+fn workspace_root() -> Result<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    root.canonicalize()
+        .with_context(|| format!("no workspace at {}", root.display()))
+}
+
+/// Builds knobs in release mode and returns its path.
+fn build_knobs(root: &Path) -> Result<PathBuf> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    eprintln!("knobs-bench: cargo build --release -p knobs");
+    let status = Command::new(&cargo)
+        .args(["build", "--release", "-p", "knobs"])
+        .current_dir(root)
+        .status()
+        .context("cannot run cargo")?;
+    if !status.success() {
+        bail!("cargo build --release -p knobs failed ({status})");
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map_or_else(|| root.join("target"), |t| root.join(t));
+    Ok(target.join("release/knobs"))
+}
+
+fn run(args: Args) -> Result<bool> {
+    let root = workspace_root()?;
+    let file = SubjectsFile::load(&root.join(SUBJECTS_FILE))?;
+    let order: Vec<String> = file.subjects.iter().map(|s| s.name.clone()).collect();
+    let results_dir = root.join(&args.results_dir);
+    if args.list {
+        for s in &file.subjects {
+            println!(
+                "{:16} {} — {}",
+                s.name,
+                s.spec.display(),
+                if s.about.is_empty() { "" } else { &s.about }
+            );
+            println!(
+                "{:16} approaches: {}; ground truth: {}{}",
+                "",
+                s.plan(None)
+                    .iter()
+                    .map(|a| a.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                s.ground_truth,
+                s.source.as_ref().map_or(String::new(), |src| format!(
+                    "; source: {} {} ({})",
+                    src.package, src.version, src.origin
+                ))
+            );
+        }
+        return Ok(true);
+    }
+    if args.summary_only {
+        let path = rows::write_summary(&results_dir, &order)?;
+        eprintln!("knobs-bench: wrote {}", path.display());
+        return Ok(true);
+    }
+    let selected: Vec<&bench::subjects::Subject> = if args.subjects.is_empty() {
+        file.subjects.iter().collect()
+    } else {
+        args.subjects
+            .iter()
+            .map(|n| file.get(n))
+            .collect::<Result<_>>()?
+    };
+    if let Some(only) = &args.approaches {
+        for name in only {
+            if !selected.iter().any(|s| s.step_names().contains(name)) {
+                bail!(
+                    "--approaches: no selected subject knows `{name}` (approaches: {})",
+                    Approach::ALL.map(Approach::name).join(", ")
+                );
+            }
+        }
+    }
+    let knobs = match &args.knobs {
+        Some(k) => root.join(k),
+        None => build_knobs(&root)?,
+    };
+    let version = Command::new(&knobs)
+        .arg("--version")
+        .output()
+        .with_context(|| format!("cannot run {}", knobs.display()))?;
+    let (commit, dirty) = rows::git_commit(&root);
+    let info = RunInfo {
+        run: String::new(),
+        started: rows::now_utc(),
+        commit,
+        dirty,
+        machine: rows::Machine::this(),
+        knobs_version: String::from_utf8_lossy(&version.stdout).trim().to_string(),
+        knobs: knobs.display().to_string(),
+        knobs_sha256: bench::run::sha256_file(&knobs)?,
+        knobs_modified: std::fs::metadata(&knobs)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(String::new(), |d| rows::format_utc(d.as_secs())),
+        runner: std::env::args()
+            .map(|a| shell_quote(&a))
+            .collect::<Vec<_>>()
+            .join(" "),
+    };
+    let settings = Settings {
+        root: root.clone(),
+        knobs,
+        results_dir: results_dir.clone(),
+        work_dir: root.join(&args.work_dir),
+        resume: args.resume,
+        ground_truth: args.ground_truth.clone(),
+        only: args.approaches.clone(),
+        command_line: info.runner.clone(),
+    };
+    let mut failed: Vec<String> = Vec::new();
+    for subject in selected {
+        let mut sr = SubjectRun::new(&settings, subject, &info)?;
+        let build = match sr.build() {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("knobs-bench: {}: error: {e:#}", subject.name);
+                failed.push(format!("{}: build", subject.name));
+                continue;
+            }
+        };
+        let mut truth_failed = false;
+        for step in subject.plan(settings.only.as_deref()) {
+            let name = &step.name;
+            if truth_failed && step.approach.needs_ground_truth() {
+                failed.push(format!("{}: {name} (no ground truth)", subject.name));
+                continue;
+            }
+            if let Err(e) = sr.approach(&step, &build) {
+                eprintln!("knobs-bench: {}: {name}: error: {e:#}", subject.name);
+                failed.push(format!("{}: {name}", subject.name));
+                truth_failed |= step.approach == Approach::BruteForce;
+            }
+        }
+        if sr.rows_file.exists() {
+            eprintln!(
+                "knobs-bench: {}: rows in {}",
+                subject.name,
+                sr.rows_file.display()
+            );
+        }
+    }
+    let path = rows::write_summary(&results_dir, &order)?;
+    eprintln!("knobs-bench: wrote {}", path.display());
+    if !failed.is_empty() {
+        eprintln!("knobs-bench: failed: {}", failed.join("; "));
+    }
+    Ok(failed.is_empty())
+}

@@ -1,0 +1,393 @@
+//! ConfigCrusher's instrumentation overhead before and after the propagation optimisation,
+//! the journal paper's Table 7.
+//!
+//! `knobs crush --stop-after instrument --json` builds the two instrumented programs
+//! (Algorithm 2 alone with `--no-optimise`, and with Algorithms 3/4) without measuring
+//! anything and reports their paths and region counts. The runner then runs the native
+//! program and both builds itself on the same configurations, *interleaved* — each
+//! configuration with the three programs in turn, and all of that for a number of rounds —
+//! because on a shared machine builds measured minutes apart differ by more than the
+//! overhead measured. Each run is started exactly as `knobs measure` starts it: the spec's
+//! invocation (`measure::SystemSpec::invocation_of`, the function `knobs measure` uses; knobs
+//! has no command that prints a configuration's argv) run by `measure::runner::run` (no
+//! shell, its own process group, the spec's timeout). The instrumented builds write their
+//! region entries to `KNOBS_REGION_TIMES` (docs/region-times.md); RC is their sum per run.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+
+use crate::reports::CrushReport;
+use crate::rows::Row;
+use crate::run::{SubjectRun, command_line};
+use crate::subjects::Count;
+
+/// What one run of an instrumented build wrote to its region-times file.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RegionFile {
+    /// Region entries (RC), summed over regions.
+    pub entries: u64,
+    /// Exits of regions that were not open.
+    pub unmatched_exits: u64,
+    /// Fixed-setting checks that failed (each `fixed` line's count).
+    pub fixed_violations: u64,
+}
+
+impl RegionFile {
+    pub fn parse(text: &str) -> Result<RegionFile> {
+        let mut lines = text.lines();
+        match lines.next() {
+            Some(h) if h.starts_with("knobs-region-times ") => {}
+            _ => bail!("not a region-times file"),
+        }
+        let mut r = RegionFile::default();
+        for line in lines {
+            let f: Vec<&str> = line.split('\t').collect();
+            match f.as_slice() {
+                ["unmatched_exits", n] => r.unmatched_exits = n.parse()?,
+                ["fixed", _id, _value, count] => r.fixed_violations += count.parse::<u64>()?,
+                [id, _self, entries] if id.bytes().all(|b| b.is_ascii_digit()) => {
+                    r.entries += entries.parse::<u64>()?
+                }
+                _ => {}
+            }
+        }
+        Ok(r)
+    }
+}
+
+/// A program's runs in one configuration.
+#[derive(Clone, Debug, Default)]
+struct Runs {
+    times: Vec<f64>,
+    failures: Vec<String>,
+    /// The last successful run's region file (runs are deterministic for these subjects).
+    regions: Option<RegionFile>,
+    violations: u64,
+}
+
+impl Runs {
+    fn median(&self) -> Option<f64> {
+        stats::median(&self.times)
+    }
+}
+
+/// The option columns and rows of a configurations CSV (`knobs space sample -o`).
+fn read_configurations(path: &Path) -> Result<(Vec<String>, Vec<Vec<f64>>)> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let header: Vec<String> = lines
+        .next()
+        .with_context(|| format!("{}: empty", path.display()))?
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .collect();
+    let rows = lines
+        .map(|l| {
+            l.split(',')
+                .map(|c| c.trim().parse::<f64>())
+                .collect::<Result<Vec<f64>, _>>()
+        })
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("{}: not a number", path.display()))?;
+    Ok((header, rows))
+}
+
+const PROGRAMS: [&str; 3] = ["native", "before", "after"];
+
+pub fn table7(run: &mut SubjectRun, row: &mut Row) -> Result<()> {
+    let dir = run.work.join("overhead");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+
+    // 1. The two instrumented builds, nothing measured.
+    let build = |run: &mut SubjectRun, name: &str, extra: &[&str]| {
+        let mut args = vec!["crush".to_string()];
+        args.extend(run.spec_args());
+        args.extend([
+            "--store".into(),
+            dir.join(format!("{name}.db")).display().to_string(),
+            "--work-dir".into(),
+            dir.join(name).display().to_string(),
+            "-o".into(),
+            dir.join(format!("{name}.model.json")).display().to_string(),
+            "--stop-after".into(),
+            "instrument".into(),
+            "--json".into(),
+        ]);
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let (r, raw): (CrushReport, Value) = run.knobs_json(&args)?;
+        let binary = r
+            .instrumentation
+            .as_ref()
+            .map(|i| i.binary.clone())
+            .filter(|b| !b.as_os_str().is_empty())
+            .context(
+                "`knobs crush --stop-after instrument --json` reported no instrumented binary",
+            )?;
+        anyhow::Ok((r, raw, binary))
+    };
+    let (after, after_raw, after_bin) = build(run, "after", &[])?;
+    let (before, before_raw, before_bin) = build(run, "before", &["--no-optimise"])?;
+
+    // 2. The configurations: a distance-based sample (spread over the number of options
+    // selected), or all.
+    let total = after.configurations.total;
+    let sample = match run.subject.overhead.configurations {
+        Count::Some(n) if (n as f64) < total => format!("distance:{n}"),
+        _ => "all".to_string(),
+    };
+    let configs_csv = dir.join("configurations.csv");
+    run.knobs(&[
+        "space".into(),
+        "sample".into(),
+        run.spec.display().to_string(),
+        "--sample".into(),
+        sample.clone(),
+        "--seed".into(),
+        "1".into(),
+        "-o".into(),
+        configs_csv.display().to_string(),
+    ])?;
+    let (columns, cells) = read_configurations(&configs_csv)?;
+
+    // 3. The invocations, as the spec describes them.
+    let spec = measure::SystemSpec::load(&run.spec)?;
+    let workload = spec.workload(run.subject.workload.as_deref())?;
+    spec.prepare_workload(workload)?;
+    let native = spec.program().context(
+        "Table 7 needs the native program the spec runs; build it first (the subject's `build`)",
+    )?;
+    let index: HashMap<&str, usize> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.as_str(), i))
+        .collect();
+    let mut configurations = Vec::new();
+    for r in &cells {
+        let ordered: Vec<f64> =
+            spec.space
+                .options()
+                .iter()
+                .map(|o| {
+                    index.get(o.name.as_str()).map(|&i| r[i]).with_context(|| {
+                        format!("{}: no column `{}`", configs_csv.display(), o.name)
+                    })
+                })
+                .collect::<Result<_>>()?;
+        configurations.push(spec.space.configuration_from_values(&ordered)?);
+    }
+    let names: Vec<String> = configurations
+        .iter()
+        .map(|c| spec.space.format_configuration(c))
+        .collect();
+    let binaries: [PathBuf; 3] = [native, before_bin, after_bin];
+    let mut invocations = Vec::new();
+    for c in &configurations {
+        let mut per_program = Vec::new();
+        for (p, bin) in PROGRAMS.iter().zip(&binaries) {
+            let mut inv = spec.invocation_of(bin.clone(), c, workload)?;
+            if *p != "native" {
+                let file = dir.join(format!("regions-{p}.txt"));
+                inv.env
+                    .push((runtime_env().into(), file.display().to_string()));
+            }
+            run.record(format!(
+                "(cd {} && {})",
+                crate::run::shell_quote(&inv.cwd.display().to_string()),
+                command_line(&inv.env, &inv.program, &inv.args)
+            ));
+            per_program.push(inv);
+        }
+        invocations.push(per_program);
+    }
+
+    // 4. Interleaved runs: the spec's warm-up rounds (not recorded), then the rounds.
+    measure::runner::kill_runs_on_interrupt();
+    let metric = spec.measure.metric;
+    let rounds = run.subject.overhead.rounds.max(1);
+    let warmup = spec.measure.warmup as usize;
+    let mut runs: Vec<[Runs; 3]> = vec![Default::default(); configurations.len()];
+    for round in 0..warmup + rounds {
+        let recorded = round >= warmup;
+        for (c, per_program) in invocations.iter().enumerate() {
+            for (p, inv) in per_program.iter().enumerate() {
+                let file = inv
+                    .env
+                    .iter()
+                    .find(|(k, _)| k == runtime_env())
+                    .map(|(_, v)| PathBuf::from(v));
+                if let Some(f) = &file {
+                    let _ = std::fs::remove_file(f);
+                }
+                let result = measure::runner::run(inv);
+                if !recorded {
+                    continue;
+                }
+                let slot = &mut runs[c][p];
+                if !result.outcome.is_ok() {
+                    let last = result.stderr_tail.lines().last().unwrap_or("").to_string();
+                    slot.failures
+                        .push(format!("{}: {last}", result.outcome.describe()));
+                    continue;
+                }
+                slot.times.push(result.metric(metric));
+                if let Some(f) = &file {
+                    let regions = std::fs::read_to_string(f)
+                        .map_err(anyhow::Error::from)
+                        .and_then(|t| RegionFile::parse(&t))
+                        .with_context(|| {
+                            format!("{} wrote no region times to {}", PROGRAMS[p], f.display())
+                        })?;
+                    slot.violations += regions.fixed_violations;
+                    slot.regions = Some(regions);
+                }
+            }
+        }
+        if recorded {
+            eprintln!("  round {} of {rounds} done", round - warmup + 1);
+        } else {
+            eprintln!("  warm-up round {} of {warmup} done", round + 1);
+        }
+    }
+
+    // 5. Medians, ratios, RC.
+    let medians: Vec<[Option<f64>; 3]> = runs
+        .iter()
+        .map(|r| [r[0].median(), r[1].median(), r[2].median()])
+        .collect();
+    for (p, name) in PROGRAMS.iter().enumerate() {
+        if runs.iter().all(|r| r[p].times.is_empty()) {
+            let why = runs
+                .iter()
+                .find_map(|r| r[p].failures.first())
+                .cloned()
+                .unwrap_or_default();
+            bail!("every run of the {name} program failed: {why}");
+        }
+    }
+    let placement = |p: usize, r: &CrushReport| {
+        let pairs: Vec<(f64, f64)> = medians
+            .iter()
+            .filter_map(|m| Some((m[p]?, m[0]?)))
+            .collect();
+        let ratios: Vec<f64> = pairs.iter().map(|(i, n)| i / n).collect();
+        let rc: Vec<f64> = runs
+            .iter()
+            .filter_map(|x| x[p].regions.map(|f| f.entries as f64))
+            .collect();
+        let unmatched: Vec<f64> = runs
+            .iter()
+            .filter_map(|x| x[p].regions.map(|f| f.unmatched_exits as f64))
+            .collect();
+        let instr = r.instrumentation.clone().unwrap_or_default();
+        json!({
+            "regions": r.regions.count,
+            "regions_before_propagation": r.regions.before_propagation,
+            "enter_calls": instr.enter_calls,
+            "exit_calls": instr.exit_calls,
+            "value_checks": instr.value_checks,
+            "binary": instr.binary,
+            "rc_mean": stats::mean(&rc),
+            "rc_max": rc.iter().copied().reduce(f64::max),
+            "unmatched_exits_mean": stats::mean(&unmatched),
+            "unmatched_exits_max": unmatched.iter().copied().reduce(f64::max),
+            "fixed_violations": runs.iter().map(|x| x[p].violations).sum::<u64>(),
+            "ratio_geometric_mean": stats::geometric_mean(&ratios),
+            "ratio_min": ratios.iter().copied().reduce(f64::min),
+            "ratio_max": ratios.iter().copied().reduce(f64::max),
+            "configurations_compared": ratios.len(),
+            "sum_medians": pairs.iter().map(|(i, _)| i).sum::<f64>(),
+            "native_sum_medians": pairs.iter().map(|(_, n)| n).sum::<f64>(),
+            "failed_runs": runs.iter().map(|x| x[p].failures.len()).sum::<usize>(),
+        })
+    };
+    let before_d = placement(1, &before);
+    let after_d = placement(2, &after);
+    // The paper's procedure: the configuration with the most region entries after
+    // optimisation, the slowest natively among those tied.
+    let worst = (0..configurations.len())
+        .filter(|&c| runs[c][2].regions.is_some() && medians[c][0].is_some())
+        .max_by(|&a, &b| {
+            let rc = |c: usize| runs[c][2].regions.map_or(0, |f| f.entries);
+            rc(a)
+                .cmp(&rc(b))
+                .then(medians[a][0].partial_cmp(&medians[b][0]).expect("finite"))
+        })
+        .map(|c| {
+            json!({
+                "configuration": names[c],
+                "native_median": medians[c][0],
+                "before_rc": runs[c][1].regions.map(|f| f.entries),
+                "before_median": medians[c][1],
+                "after_rc": runs[c][2].regions.map(|f| f.entries),
+                "after_median": medians[c][2],
+            })
+        });
+    let per_configuration: Vec<Value> = (0..configurations.len())
+        .map(|c| {
+            json!({
+                "configuration": names[c],
+                "native_median": medians[c][0],
+                "before_median": medians[c][1],
+                "after_median": medians[c][2],
+                "before_rc": runs[c][1].regions.map(|f| f.entries),
+                "after_rc": runs[c][2].regions.map(|f| f.entries),
+                "failures": PROGRAMS.iter().enumerate()
+                    .flat_map(|(p, name)| runs[c][p].failures.iter().map(move |f| format!("{name}: {f}")))
+                    .collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+
+    row.configurations = Some(configurations.len() as f64);
+    row.total_configurations = Some(total);
+    row.measurement_seconds = None;
+    row.detail("sample", &sample);
+    row.detail("rounds", rounds);
+    row.detail("warmup_rounds", warmup);
+    row.detail("metric", metric.name());
+    row.detail("before", before_d);
+    row.detail("after", after_d);
+    row.detail("worst", worst);
+    row.detail("analysis_seconds", after.analysis.seconds);
+    row.detail("peak_memory_mib", after.analysis.peak_memory_mib);
+    row.detail("crush_measures", after.configurations.measured);
+    row.detail("lower_bound", after.configurations.lower_bound);
+    row.detail("per_configuration", per_configuration);
+    row.detail(
+        "reports",
+        json!({ "before": before_raw, "after": after_raw }),
+    );
+    Ok(())
+}
+
+/// The variable the instrumented program's runtime writes its region times to.
+fn runtime_env() -> &'static str {
+    "KNOBS_REGION_TIMES"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_region_times_file() {
+        let r = RegionFile::parse(
+            "knobs-region-times 1\ntotal\t0.08\nbase\t0.01\nwall\t0.08\nthreads\t1\n\
+             unmatched_exits\t2\nopen_at_exit\t0\nfixed\t0\t3\t7\n0\t0.04\t1\n1\t0.03\t2\n",
+        )
+        .unwrap();
+        assert_eq!(
+            r,
+            RegionFile {
+                entries: 3,
+                unmatched_exits: 2,
+                fixed_violations: 7
+            }
+        );
+        assert!(RegionFile::parse("hello").is_err());
+    }
+}

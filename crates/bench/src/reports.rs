@@ -1,0 +1,205 @@
+//! What the runner reads from `knobs … --json` (stdout): only the fields it needs, all with
+//! defaults, so that fields added to the reports change nothing here. The whole report is
+//! kept in the row beside what is read from it.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// A measurement campaign (`knobs measure --json`, and the `measurement` of the white-box
+/// reports): `measure::campaign::CampaignReport`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Campaign {
+    /// Configurations asked for.
+    pub configurations: u64,
+    /// Configurations that needed no new runs.
+    pub reused: u64,
+    /// Runs made.
+    pub runs: u64,
+    /// (configuration, why) of the configurations that failed.
+    pub failed: Vec<Value>,
+    pub noisy: Vec<Value>,
+    pub seconds: f64,
+}
+
+/// `knobs measure --json`: the campaign, at the top level or under `measurement`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct MeasureReport {
+    #[serde(flatten)]
+    pub top: Campaign,
+    pub measurement: Option<Campaign>,
+}
+
+impl MeasureReport {
+    pub fn campaign(&self) -> &Campaign {
+        self.measurement.as_ref().unwrap_or(&self.top)
+    }
+}
+
+/// `knobs crush --json`: `configcrusher::Report`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct CrushReport {
+    pub build: CrushBuild,
+    pub analysis: CrushAnalysis,
+    pub regions: Regions,
+    pub configurations: CrushConfigurations,
+    pub instrumentation: Option<Instrumentation>,
+    pub measurement: Option<Campaign>,
+    pub overhead: Option<CrushOverhead>,
+    pub model_path: Option<PathBuf>,
+    pub store: Option<PathBuf>,
+    pub variant: Option<String>,
+    pub notes: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct CrushBuild {
+    pub functions: u64,
+    pub instructions: u64,
+    pub seconds: f64,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct CrushAnalysis {
+    pub seconds: f64,
+    pub peak_memory_mib: Option<f64>,
+    pub tainted_decisions: u64,
+    pub irrelevant: Vec<String>,
+    pub interactions: Vec<Vec<String>>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Regions {
+    /// R: regions placed.
+    pub count: u64,
+    /// R before the propagation of Algorithms 3/4.
+    pub before_propagation: u64,
+}
+
+/// Counts of configurations; `f64` because the totals may exceed 64 bits.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct CrushConfigurations {
+    pub measured: f64,
+    pub total: f64,
+    pub lower_bound: f64,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Instrumentation {
+    pub binary: PathBuf,
+    pub variant: String,
+    pub enter_calls: u64,
+    pub exit_calls: u64,
+    pub value_checks: u64,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct CrushOverhead {
+    pub region_entries_per_run: f64,
+    pub instrumented_over_plain: Option<f64>,
+}
+
+/// `knobs comprex --json`: `comprex::Report`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ComprexReport {
+    pub total_configurations: f64,
+    pub exploration: Option<Exploration>,
+    pub probes: Option<Probes>,
+    /// The configurations measured with the profiler.
+    pub configurations: Vec<String>,
+    pub measurement: Option<Campaign>,
+    pub overhead_correction: Option<Correction>,
+    pub model_path: Option<PathBuf>,
+    pub store: Option<PathBuf>,
+    pub variant: Option<String>,
+    pub notes: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Exploration {
+    /// Configurations the taint runs explored.
+    pub configurations: u64,
+    pub seconds: f64,
+    pub decision_sites: u64,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Probes {
+    pub probed: u64,
+    pub methods: u64,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Correction {
+    pub slope: f64,
+    pub intercept: f64,
+    pub pairs: Vec<Value>,
+}
+
+/// `knobs space count --json`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct SpaceCount {
+    /// A decimal string: counts exceed JSON's numbers for large spaces.
+    pub valid_configurations: String,
+}
+
+/// `knobs evaluate --json`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct EvaluateReport {
+    /// Mean absolute percentage error, in percent.
+    #[serde(alias = "mape_percent")]
+    pub mape: Option<f64>,
+    /// Configurations evaluated on.
+    #[serde(alias = "evaluated")]
+    pub configurations: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_crush_report_reads_with_what_it_has() {
+        let r: CrushReport = serde_json::from_str(
+            r#"{"regions": {"count": 10, "before_propagation": 16},
+                "configurations": {"measured": 8, "total": 1024, "lower_bound": 8},
+                "instrumentation": {"binary": "/x/fig2.instrumented", "enter_calls": 10,
+                                    "exit_calls": 12, "split_edges": 0},
+                "something_new": [1, 2]}"#,
+        )
+        .unwrap();
+        assert_eq!(r.regions.count, 10);
+        assert_eq!(r.configurations.total, 1024.0);
+        assert_eq!(r.instrumentation.unwrap().exit_calls, 12);
+        assert!(r.model_path.is_none());
+    }
+
+    #[test]
+    fn a_measure_report_may_nest_the_campaign() {
+        let top: MeasureReport =
+            serde_json::from_str(r#"{"configurations": 48, "runs": 288, "seconds": 90.5}"#)
+                .unwrap();
+        assert_eq!(top.campaign().configurations, 48);
+        let nested: MeasureReport = serde_json::from_str(
+            r#"{"sample": "all", "measurement": {"configurations": 48, "runs": 288}}"#,
+        )
+        .unwrap();
+        assert_eq!(nested.campaign().runs, 288);
+    }
+}

@@ -1,0 +1,533 @@
+//! The recorded results: one JSON object per approach and run (JSON Lines, one file per
+//! run and subject under `docs/results/`), and the markdown summary regenerated from the
+//! newest rows (`docs/results/latest.md`).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::subjects::Source;
+
+/// The row format's version; bump it when a field changes meaning.
+pub const SCHEMA: u32 = 1;
+
+/// The summary's file name in the results directory.
+pub const LATEST: &str = "latest.md";
+
+/// Where and on what a run happened.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Machine {
+    pub hostname: String,
+    /// `model name` of /proc/cpuinfo.
+    pub cpu: String,
+    /// Logical processors.
+    pub cores: u64,
+    pub memory_mib: u64,
+    pub kernel: String,
+}
+
+impl Machine {
+    pub fn this() -> Machine {
+        let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+        let cpuinfo = read("/proc/cpuinfo");
+        let cpu = cpuinfo
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == "model name").then(|| v.trim().to_string())
+            })
+            .unwrap_or_default();
+        let cores = cpuinfo
+            .lines()
+            .filter(|l| l.split(':').next().is_some_and(|k| k.trim() == "processor"))
+            .count() as u64;
+        let cores = if cores > 0 {
+            cores
+        } else {
+            std::thread::available_parallelism().map_or(0, |n| n.get() as u64)
+        };
+        let memory_mib = read("/proc/meminfo")
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map_or(0, |kib| kib / 1024);
+        Machine {
+            hostname: read("/proc/sys/kernel/hostname").trim().to_string(),
+            cpu,
+            cores,
+            memory_mib,
+            kernel: read("/proc/sys/kernel/osrelease").trim().to_string(),
+        }
+    }
+}
+
+/// The 1, 5 and 15 minute load averages (/proc/loadavg).
+pub fn load_average() -> [f64; 3] {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let mut it = text
+        .split_whitespace()
+        .map(|v| v.parse().unwrap_or(f64::NAN));
+    [
+        it.next().unwrap_or(f64::NAN),
+        it.next().unwrap_or(f64::NAN),
+        it.next().unwrap_or(f64::NAN),
+    ]
+}
+
+/// The source tree's commit, and whether the tree differs from it (tracked files only).
+pub fn git_commit(root: &Path) -> (String, bool) {
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let commit = git(&["rev-parse", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    let dirty =
+        git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+    (commit, dirty)
+}
+
+/// Now, as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn now_utc() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    format_utc(secs)
+}
+
+/// Seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ` (proleptic Gregorian, UTC).
+pub fn format_utc(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's days-to-civil.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// What every row of one run shares.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct RunInfo {
+    /// The run's id: its file's name without `.jsonl`.
+    pub run: String,
+    /// When the run started (UTC).
+    pub started: String,
+    pub commit: String,
+    /// The working tree had changes to tracked files.
+    pub dirty: bool,
+    pub machine: Machine,
+    /// `knobs --version` and the binary run, with its SHA-256 and modification time (UTC):
+    /// the binary may have been built from another tree than `commit` (`--knobs PATH`).
+    pub knobs_version: String,
+    pub knobs: String,
+    pub knobs_sha256: String,
+    pub knobs_modified: String,
+    /// The runner's own command line.
+    pub runner: String,
+}
+
+/// One approach on one subject in one run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Row {
+    pub schema: u32,
+    #[serde(flatten)]
+    pub info: RunInfo,
+    pub subject: String,
+    pub approach: String,
+    /// When this approach started (UTC).
+    pub date: String,
+    pub load_start: [f64; 3],
+    pub load_end: [f64; 3],
+    pub spec: String,
+    pub workload: Option<String>,
+    pub source: Option<Source>,
+    /// The ground truth's sample (`all`: brute force), what the error is measured against.
+    pub ground_truth: Option<String>,
+    /// Configurations the approach measured (a mean over seeds for the black-box ones).
+    pub configurations: Option<f64>,
+    /// Valid configurations of the space.
+    pub total_configurations: Option<f64>,
+    pub lower_bound: Option<f64>,
+    /// Σ over the configurations measured of their median (metric seconds).
+    pub measurement_seconds: Option<f64>,
+    /// Wall time of the whole step (analysis, builds and measuring included).
+    pub elapsed_seconds: f64,
+    /// MAPE against the ground truth, %.
+    pub mape_percent: Option<f64>,
+    /// Every command the step ran, as a shell would run it.
+    pub commands: Vec<String>,
+    /// Everything else the approach reports (regions, RC, overhead ratios, per-seed
+    /// results, …).
+    pub details: BTreeMap<String, Value>,
+}
+
+impl Row {
+    pub fn detail(&mut self, key: &str, value: impl Serialize) {
+        self.details.insert(
+            key.to_string(),
+            serde_json::to_value(value).expect("serialisable"),
+        );
+    }
+}
+
+/// Appends a row to a JSON Lines file.
+pub fn append(path: &Path, row: &Row) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    let mut line = serde_json::to_string(row)?;
+    line.push('\n');
+    f.write_all(line.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// A fresh file name for a run's rows: `DATE-COMMIT-SUBJECT.jsonl`, with `-2`, `-3`, … when
+/// that run already has one.
+pub fn run_file(dir: &Path, date: &str, commit: &str, subject: &str) -> PathBuf {
+    let short = &commit[..commit.len().min(7)];
+    let stem = format!("{}-{short}-{subject}", &date[..date.len().min(10)]);
+    let mut path = dir.join(format!("{stem}.jsonl"));
+    let mut n = 2;
+    while path.exists() {
+        path = dir.join(format!("{stem}-{n}.jsonl"));
+        n += 1;
+    }
+    path
+}
+
+/// Every row of every `*.jsonl` in `dir`, in file order then line order.
+pub fn read_all(dir: &Path) -> Result<Vec<Row>> {
+    let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
+        Ok(entries) => entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
+    };
+    files.sort();
+    let mut rows = Vec::new();
+    for f in files {
+        let text =
+            std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
+        for (i, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            rows.push(
+                serde_json::from_str(line).with_context(|| format!("{}:{}", f.display(), i + 1))?,
+            );
+        }
+    }
+    Ok(rows)
+}
+
+/// The approaches as the summary names them.
+fn approach_label(row: &Row) -> String {
+    let learner = row
+        .details
+        .get("learner")
+        .and_then(Value::as_str)
+        .unwrap_or("?");
+    let base = match kind(row) {
+        "brute-force" => "brute force".into(),
+        "crush" => "ConfigCrusher".into(),
+        "comprex" => "Comprex".into(),
+        "featurewise" => format!("feature-wise + {learner}"),
+        "pairwise" => format!("pair-wise + {learner}"),
+        other => other.to_string(),
+    };
+    match row.details.get("extra_args").and_then(Value::as_array) {
+        Some(args) => format!(
+            "{base}, `{}`",
+            args.iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+        None => base,
+    }
+}
+
+/// The approach a row ran (an extra run's is in its details).
+fn kind(row: &Row) -> &str {
+    row.details
+        .get("approach_kind")
+        .and_then(Value::as_str)
+        .unwrap_or(&row.approach)
+}
+
+/// Where a row goes in a subject's table.
+fn rank(row: &Row) -> (usize, bool, String) {
+    let order = ["brute-force", "crush", "comprex", "featurewise", "pairwise"];
+    (
+        order
+            .iter()
+            .position(|o| *o == kind(row))
+            .unwrap_or(order.len()),
+        row.approach != kind(row),
+        row.approach.clone(),
+    )
+}
+
+fn number(v: f64) -> String {
+    if v.abs() >= 1e5 {
+        format!("{:.2} M", v / 1e6)
+    } else if v.fract() == 0.0 || v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.filter(|v| v.is_finite()).map_or("—".into(), number)
+}
+
+fn get<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(v, |v, k| v.get(k))
+}
+
+fn get_f64(v: &Value, path: &[&str]) -> Option<f64> {
+    get(v, path).and_then(Value::as_f64)
+}
+
+/// The markdown summary of the newest row per subject and approach. `order` lists the
+/// subjects in the order they are declared (others follow, by name).
+pub fn summary(rows: &[Row], order: &[String]) -> String {
+    // Newest per (subject, approach): the latest date, and the later line on a tie.
+    let mut newest: BTreeMap<(String, String), &Row> = BTreeMap::new();
+    for r in rows {
+        let k = (r.subject.clone(), r.approach.clone());
+        if newest.get(&k).is_none_or(|old| r.date >= old.date) {
+            newest.insert(k, r);
+        }
+    }
+    let mut subjects: Vec<String> = order
+        .iter()
+        .filter(|s| newest.keys().any(|(n, _)| n == *s))
+        .cloned()
+        .collect();
+    for (s, _) in newest.keys() {
+        if !subjects.contains(s) {
+            subjects.push(s.clone());
+        }
+    }
+    let mut out = String::new();
+    out.push_str(
+        "# Benchmark results\n\n\
+         Generated by `cargo run --release -p bench` (crates/bench, subjects declared in \
+         `bench/subjects.toml`) from the newest row per subject and approach in \
+         `docs/results/*.jsonl`, which hold every number, the exact commands, the commit, the \
+         machine and the load. Do not edit by hand.\n\n\
+         Measurement is Σ over the configurations an approach measured of their median (wall \
+         time unless the spec says otherwise); MAPE is against the ground truth, the native \
+         program measured in every configuration (brute force), on every configuration for \
+         the white-box models and on those not trained on for the black-box ones (mean over \
+         seeds).\n",
+    );
+    for s in &subjects {
+        let of = |a: &str| newest.get(&(s.clone(), a.to_string())).copied();
+        let mut table: Vec<&Row> = newest
+            .iter()
+            .filter(|((n, a), _)| n == s && a != "overhead")
+            .map(|(_, r)| *r)
+            .collect();
+        table.sort_by_key(|r| rank(r));
+        let any = table
+            .first()
+            .copied()
+            .or_else(|| of("overhead"))
+            .expect("a subject with rows");
+        let _ = write!(out, "\n## {s}\n\n`{}`", any.spec);
+        if let Some(w) = &any.workload {
+            let _ = write!(out, ", workload `{w}`");
+        }
+        if let Some(src) = &any.source {
+            let _ = write!(
+                out,
+                "; {} {} ({}, `{}` sha256 `{}`)",
+                src.package,
+                src.version,
+                src.origin,
+                src.file
+                    .file_name()
+                    .map_or(String::new(), |f| f.to_string_lossy().into()),
+                src.sha256
+            );
+        }
+        out.push_str(".\n");
+        if !table.is_empty() {
+            out.push_str(
+                "\n| approach | configurations | measurement (s) | MAPE (%) | run |\n\
+                 |---|---|---|---|---|\n",
+            );
+            for r in table {
+                let mut configs = opt(r.configurations);
+                if let Some(t) = r.total_configurations {
+                    let _ = write!(configs, " of {}", number(t));
+                }
+                if let Some(lb) = r.lower_bound {
+                    let _ = write!(configs, " (lower bound {})", number(lb));
+                }
+                let mut mape = opt(r.mape_percent);
+                if let Some(sd) = r.details.get("mape_sd").and_then(Value::as_f64) {
+                    let _ = write!(mape, " ± {} (sd)", number(sd));
+                }
+                if let Some(own) = r.details.get("mape_own_runs").and_then(Value::as_f64) {
+                    let _ = write!(mape, " ({} against its own runs)", number(own));
+                }
+                if r.approach == "brute-force" {
+                    mape = "— (ground truth)".into();
+                }
+                let _ = writeln!(
+                    out,
+                    "| {} | {configs} | {} | {mape} | {} |",
+                    approach_label(r),
+                    opt(r.measurement_seconds),
+                    run_label(r)
+                );
+            }
+        }
+        if let Some(r) = of("overhead") {
+            let d = serde_json::to_value(&r.details).expect("json");
+            let _ = write!(
+                out,
+                "\nTable 7, instrumentation overhead: native and both instrumented builds run \
+                 interleaved on {} of {} configurations, {} rounds, medians ({}):\n\n\
+                 | placement | R | RC per run (mean / max) | instrumented / native (geometric mean, min – max) |\n\
+                 |---|---|---|---|\n",
+                opt(r.configurations),
+                opt(r.total_configurations),
+                get_f64(&d, &["rounds"]).map_or("?".into(), number),
+                run_label(r)
+            );
+            for (key, label) in [
+                ("before", "before optimisation (`--no-optimise`)"),
+                ("after", "after optimisation"),
+            ] {
+                let p = |k: &[&str]| {
+                    let mut path = vec![key];
+                    path.extend_from_slice(k);
+                    get_f64(&d, &path)
+                };
+                let _ = writeln!(
+                    out,
+                    "| {label} | {} | {} / {} | {} ({} – {}) |",
+                    opt(p(&["regions"])),
+                    opt(p(&["rc_mean"])),
+                    opt(p(&["rc_max"])),
+                    opt(p(&["ratio_geometric_mean"])),
+                    opt(p(&["ratio_min"])),
+                    opt(p(&["ratio_max"])),
+                );
+            }
+        }
+    }
+    out
+}
+
+fn run_label(r: &Row) -> String {
+    format!(
+        "{}, `{}`{}, load {}",
+        &r.date[..r.date.len().min(10)],
+        &r.info.commit[..r.info.commit.len().min(7)],
+        if r.info.dirty { "+" } else { "" },
+        number(r.load_start[0])
+    )
+}
+
+/// Regenerates `latest.md` in `dir` from every row there.
+pub fn write_summary(dir: &Path, order: &[String]) -> Result<PathBuf> {
+    let rows = read_all(dir)?;
+    let path = dir.join(LATEST);
+    std::fs::write(&path, summary(&rows, order))
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(format_utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(format_utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(format_utc(1_795_469_374), "2026-11-23T21:29:34Z");
+    }
+
+    #[test]
+    fn file_names_do_not_clash() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = run_file(dir.path(), "2026-11-23T21:00:00Z", "9b62c418101c", "gzip");
+        assert_eq!(a.file_name().unwrap(), "2026-11-23-9b62c41-gzip.jsonl");
+        std::fs::write(&a, "").unwrap();
+        let b = run_file(dir.path(), "2026-11-23T22:00:00Z", "9b62c418101c", "gzip");
+        assert_eq!(b.file_name().unwrap(), "2026-11-23-9b62c41-gzip-2.jsonl");
+    }
+
+    #[test]
+    fn the_summary_takes_the_newest_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let row = |date: &str, mape: f64| Row {
+            schema: SCHEMA,
+            subject: "gzip".into(),
+            approach: "crush".into(),
+            date: date.into(),
+            spec: "examples/gzip-whitebox/knobs.toml".into(),
+            configurations: Some(24.0),
+            total_configurations: Some(48.0),
+            lower_bound: Some(24.0),
+            measurement_seconds: Some(8.7),
+            mape_percent: Some(mape),
+            ..Row::default()
+        };
+        let f = dir.path().join("a.jsonl");
+        append(&f, &row("2026-11-23T10:00:00Z", 8.0)).unwrap();
+        append(&f, &row("2026-11-24T10:00:00Z", 7.5)).unwrap();
+        append(&f, &row("2026-11-22T10:00:00Z", 9.0)).unwrap();
+        let path = write_summary(dir.path(), &["gzip".into()]).unwrap();
+        let text = std::fs::read_to_string(path).unwrap();
+        assert!(
+            text.contains("| ConfigCrusher | 24 of 48 (lower bound 24) | 8.70 | 7.50 |"),
+            "{text}"
+        );
+        assert_eq!(text.matches("| ConfigCrusher").count(), 1);
+    }
+}

@@ -1,0 +1,749 @@
+//! Runs the declared approaches on one subject: each step calls the `knobs` binary, reads
+//! its `--json` report from stdout (stderr goes to a log file, never parsed), and appends a
+//! row to the run's JSON Lines file as soon as the step is done.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::data::{self, Data};
+use crate::reports::{ComprexReport, CrushReport, EvaluateReport, MeasureReport, SpaceCount};
+use crate::rows::{self, Row, RunInfo};
+use crate::subjects::{Approach, Step, Subject};
+
+/// What every subject of one invocation shares.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The workspace root: subjects' paths are relative to it.
+    pub root: PathBuf,
+    /// The `knobs` binary.
+    pub knobs: PathBuf,
+    /// Where the rows and `latest.md` go.
+    pub results_dir: PathBuf,
+    /// Stores, models, builds and logs go to `WORK/SUBJECT/`.
+    pub work_dir: PathBuf,
+    /// Keep `WORK/SUBJECT/` from an earlier run (stores resume) instead of starting afresh.
+    pub resume: bool,
+    /// Overrides every subject's ground-truth sample.
+    pub ground_truth: Option<String>,
+    /// Only these steps (approach or extra names, of those each subject declares).
+    pub only: Option<Vec<String>>,
+    /// The runner's own command line, recorded in every row.
+    pub command_line: String,
+}
+
+/// Quotes an argument for a POSIX shell when it needs it.
+pub fn shell_quote(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-./:=,+@%".contains(&b));
+    if plain {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+}
+
+/// A command line as a shell would run it, with the environment given first.
+pub fn command_line(env: &[(String, String)], program: &Path, args: &[String]) -> String {
+    env.iter()
+        .map(|(k, v)| format!("{k}={}", shell_quote(v)))
+        .chain(std::iter::once(shell_quote(&program.display().to_string())))
+        .chain(args.iter().map(|a| shell_quote(a)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn path_arg(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// The SHA-256 of a file, lower-case hex.
+pub fn sha256_file(path: &Path) -> Result<String> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
+/// One subject's run: its work directory, its rows file and the commands of the step in
+/// progress.
+pub struct SubjectRun<'a> {
+    pub settings: &'a Settings,
+    pub subject: &'a Subject,
+    pub info: RunInfo,
+    /// The spec, absolute (knobs resolves an instrumented program relative to the spec).
+    pub spec: PathBuf,
+    pub work: PathBuf,
+    pub rows_file: PathBuf,
+    pub ground_truth: String,
+    /// The ground truth, once measured.
+    pub truth: Option<GroundTruth>,
+    /// Commands of the current step.
+    commands: Vec<String>,
+    logs: usize,
+    evaluate_has_all: Option<bool>,
+}
+
+pub struct GroundTruth {
+    pub store: PathBuf,
+    pub csv: PathBuf,
+    pub data: Data,
+}
+
+impl<'a> SubjectRun<'a> {
+    pub fn new(settings: &'a Settings, subject: &'a Subject, info: &RunInfo) -> Result<Self> {
+        let work = settings.work_dir.join(&subject.name);
+        if !settings.resume && work.exists() {
+            std::fs::remove_dir_all(&work)
+                .with_context(|| format!("removing the old work directory {}", work.display()))?;
+        }
+        std::fs::create_dir_all(work.join("logs"))
+            .with_context(|| format!("creating {}", work.display()))?;
+        let rows_file = rows::run_file(
+            &settings.results_dir,
+            &info.started,
+            &info.commit,
+            &subject.name,
+        );
+        let mut info = info.clone();
+        info.run = rows_file
+            .file_stem()
+            .map_or(String::new(), |s| s.to_string_lossy().into_owned());
+        let spec = settings.root.join(&subject.spec);
+        let spec = spec
+            .canonicalize()
+            .with_context(|| format!("{}: no spec at {}", subject.name, spec.display()))?;
+        Ok(SubjectRun {
+            settings,
+            subject,
+            info,
+            spec,
+            work,
+            rows_file,
+            ground_truth: settings
+                .ground_truth
+                .clone()
+                .unwrap_or_else(|| subject.ground_truth.clone()),
+            truth: None,
+            commands: Vec::new(),
+            logs: 0,
+            evaluate_has_all: None,
+        })
+    }
+
+    /// Records a command the runner ran itself (Table 7's program runs).
+    pub(crate) fn record(&mut self, line: String) {
+        self.commands.push(line);
+    }
+
+    fn say(&self, what: &str) {
+        eprintln!("knobs-bench: {}: {what}", self.subject.name);
+    }
+
+    /// Runs a command in the workspace root; stdout is returned, stderr goes to a log file
+    /// (its tail is in the error when the command fails).
+    fn run(
+        &mut self,
+        env: &[(String, String)],
+        program: &Path,
+        args: &[String],
+    ) -> Result<Vec<u8>> {
+        let line = command_line(env, program, args);
+        self.commands.push(line.clone());
+        self.logs += 1;
+        let name = args
+            .iter()
+            .take_while(|a| !a.starts_with('-'))
+            .take(2)
+            .map(|a| {
+                Path::new(a)
+                    .file_name()
+                    .map_or(a.clone(), |f| f.to_string_lossy().into_owned())
+            })
+            .collect::<Vec<_>>()
+            .join("-");
+        let log = self.work.join("logs").join(format!(
+            "{:02}-{}.log",
+            self.logs,
+            if name.is_empty() { "run".into() } else { name }
+        ));
+        let stderr =
+            std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        eprintln!("  $ {line}");
+        let output = Command::new(program)
+            .args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&self.settings.root)
+            .stdin(Stdio::null())
+            .stderr(stderr)
+            .output()
+            .with_context(|| format!("cannot start {}", program.display()))?;
+        if !output.stdout.is_empty() {
+            let kept = log.with_extension("stdout");
+            std::fs::write(&kept, &output.stdout)
+                .with_context(|| format!("writing {}", kept.display()))?;
+        }
+        if !output.status.success() {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let last = text
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("(no output on stderr)");
+            bail!(
+                "`{line}` failed ({}): {last} (log: {})",
+                output.status,
+                log.display()
+            );
+        }
+        Ok(output.stdout)
+    }
+
+    pub(crate) fn knobs(&mut self, args: &[String]) -> Result<Vec<u8>> {
+        let knobs = self.settings.knobs.clone();
+        self.run(&[], &knobs, args)
+    }
+
+    /// Runs knobs with `--json` (given in `args`) and reads its report, returning it also
+    /// as it was printed.
+    pub(crate) fn knobs_json<T: DeserializeOwned>(
+        &mut self,
+        args: &[String],
+    ) -> Result<(T, Value)> {
+        let out = self.knobs(args)?;
+        let value: Value = serde_json::from_slice(&out).with_context(|| {
+            format!(
+                "`{}` did not print JSON on stdout: {}",
+                self.commands.last().expect("a command ran"),
+                String::from_utf8_lossy(&out)
+                    .lines()
+                    .next()
+                    .unwrap_or("(nothing)")
+            )
+        })?;
+        let report = serde_json::from_value(value.clone()).with_context(|| {
+            format!(
+                "reading the report of `{}`",
+                self.commands.last().expect("a command ran")
+            )
+        })?;
+        Ok((report, value))
+    }
+
+    pub(crate) fn spec_args(&self) -> Vec<String> {
+        let mut a = vec!["--spec".into(), path_arg(&self.spec)];
+        if let Some(w) = &self.subject.workload {
+            a.extend(["--workload".into(), w.clone()]);
+        }
+        a
+    }
+
+    fn workload_args(&self) -> Vec<String> {
+        self.subject
+            .workload
+            .iter()
+            .flat_map(|w| ["--workload".to_string(), w.clone()])
+            .collect()
+    }
+
+    /// A new row for `approach`, with the run's and subject's fields.
+    fn row(&self, approach: Approach, date: String, load_start: [f64; 3]) -> Row {
+        Row {
+            schema: rows::SCHEMA,
+            info: self.info.clone(),
+            subject: self.subject.name.clone(),
+            approach: approach.name().into(),
+            date,
+            load_start,
+            spec: self.subject.spec.display().to_string(),
+            workload: self.subject.workload.clone(),
+            source: self.subject.source.clone(),
+            ground_truth: approach
+                .needs_ground_truth()
+                .then(|| self.ground_truth.clone()),
+            ..Row::default()
+        }
+    }
+
+    /// Fetches and builds the subject's program, and checks the pinned source's checksum.
+    pub fn build(&mut self) -> Result<Vec<String>> {
+        self.commands.clear();
+        let s = self.subject;
+        if let Some((program, args)) = s.build.split_first() {
+            self.say("fetching and building");
+            let env: Vec<(String, String)> = s
+                .source
+                .iter()
+                .flat_map(|src| {
+                    [
+                        ("KNOBS_SOURCE_VERSION".to_string(), src.version.clone()),
+                        ("KNOBS_SOURCE_SHA256".to_string(), src.sha256.clone()),
+                    ]
+                })
+                .collect();
+            self.run(&env, Path::new(program), args)?;
+        }
+        if let Some(src) = &s.source {
+            let file = self.settings.root.join(&src.file);
+            let got = sha256_file(&file).with_context(|| {
+                format!(
+                    "{}: the pinned source file is missing after the build",
+                    s.name
+                )
+            })?;
+            if got != src.sha256 {
+                bail!(
+                    "{}: checksum mismatch for {}: expected sha256 {}, got {got}",
+                    s.name,
+                    src.file.display(),
+                    src.sha256
+                );
+            }
+        }
+        Ok(std::mem::take(&mut self.commands))
+    }
+
+    /// Runs one step and appends its row.
+    pub fn approach(&mut self, step: &Step, build_commands: &[String]) -> Result<Row> {
+        self.commands.clear();
+        let approach = step.approach;
+        let name = &step.name;
+        self.say(name);
+        let date = rows::now_utc();
+        let load_start = rows::load_average();
+        let t0 = Instant::now();
+        let mut row = self.row(approach, date, load_start);
+        row.approach = name.clone();
+        if !step.args.is_empty() {
+            row.detail("approach_kind", approach.name());
+            row.detail("extra_args", &step.args);
+        }
+        match approach {
+            Approach::BruteForce => self.brute_force(&mut row)?,
+            Approach::Crush => self.crush(&mut row, step)?,
+            Approach::Comprex => self.comprex(&mut row, step)?,
+            Approach::Featurewise => self.blackbox(&mut row, "featurewise")?,
+            Approach::Pairwise => self.blackbox(&mut row, "pairwise")?,
+            Approach::Overhead => crate::overhead::table7(self, &mut row)?,
+        }
+        row.elapsed_seconds = t0.elapsed().as_secs_f64();
+        row.load_end = rows::load_average();
+        row.commands = build_commands
+            .iter()
+            .cloned()
+            .chain(std::mem::take(&mut self.commands))
+            .collect();
+        rows::append(&self.rows_file, &row)?;
+        self.say(&format!(
+            "{name}: {} configurations, {} s measured, MAPE {} % (row in {})",
+            row.configurations.map_or("?".into(), |c| format!("{c}")),
+            row.measurement_seconds
+                .map_or("?".into(), |s| format!("{s:.2}")),
+            row.mape_percent.map_or("—".into(), |m| format!("{m:.1}")),
+            self.rows_file.display()
+        ));
+        Ok(row)
+    }
+
+    fn truth(&self) -> Result<&GroundTruth> {
+        self.truth
+            .as_ref()
+            .context("the ground truth has not been measured (run brute-force first)")
+    }
+
+    fn export(&mut self, store: &Path, variant: Option<&str>, out: &Path) -> Result<Data> {
+        let mut args = vec![
+            "results".into(),
+            "export".into(),
+            "--store".into(),
+            path_arg(store),
+        ];
+        args.extend(self.workload_args());
+        if let Some(v) = variant {
+            args.extend(["--variant".into(), v.into()]);
+        }
+        args.extend(["--format".into(), "csv".into(), "-o".into(), path_arg(out)]);
+        self.knobs(&args)?;
+        Data::read(out)
+    }
+
+    /// Whether `knobs evaluate` has `--all` (evaluate on every configuration of the data,
+    /// training configurations included).
+    fn evaluate_has_all(&mut self) -> bool {
+        if let Some(has) = self.evaluate_has_all {
+            return has;
+        }
+        let has = Command::new(&self.settings.knobs)
+            .args(["evaluate", "--help"])
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("--all"));
+        self.evaluate_has_all = Some(has);
+        has
+    }
+
+    /// `knobs evaluate MODEL DATA --json [--all]`: MAPE (%) and the configurations it is over.
+    fn evaluate(&mut self, model: &Path, data: &Path, all: bool) -> Result<(f64, Option<u64>)> {
+        let mut args = vec![
+            "evaluate".into(),
+            path_arg(model),
+            path_arg(data),
+            "--json".into(),
+        ];
+        if all && self.evaluate_has_all() {
+            args.push("--all".into());
+        }
+        let (r, raw): (EvaluateReport, Value) = self.knobs_json(&args)?;
+        let mape = r
+            .mape
+            .with_context(|| format!("`knobs evaluate --json` printed no MAPE: {raw}"))?;
+        Ok((mape, r.configurations))
+    }
+
+    fn brute_force(&mut self, row: &mut Row) -> Result<()> {
+        let store = self.work.join("ground-truth.db");
+        let mut args = vec!["measure".into()];
+        args.extend(self.spec_args());
+        args.extend([
+            "--store".into(),
+            path_arg(&store),
+            "--sample".into(),
+            self.ground_truth.clone(),
+            "--json".into(),
+        ]);
+        let (report, raw): (MeasureReport, Value) = self.knobs_json(&args)?;
+        let csv = self.work.join("ground-truth.csv");
+        let data = self.export(&store, None, &csv)?;
+        let c = report.campaign();
+        let (count, _): (SpaceCount, Value) = self.knobs_json(&[
+            "space".into(),
+            "count".into(),
+            path_arg(&self.spec),
+            "--json".into(),
+        ])?;
+        row.total_configurations = count.valid_configurations.parse().ok();
+        row.ground_truth = Some(self.ground_truth.clone());
+        row.configurations = Some(data.rows.len() as f64);
+        row.measurement_seconds = Some(data.sum());
+        row.detail("sample", &self.ground_truth);
+        row.detail("metric", &data.metric);
+        row.detail("runs", c.runs);
+        row.detail("reused_configurations", c.reused);
+        row.detail("failed_configurations", c.failed.len());
+        row.detail("noisy_configurations", c.noisy.len());
+        row.detail("campaign_seconds", c.seconds);
+        row.detail("report", raw);
+        if !c.failed.is_empty() {
+            self.say(&format!(
+                "warning: {} configurations failed; the ground truth lacks them",
+                c.failed.len()
+            ));
+        }
+        if data.rows.is_empty() {
+            bail!("the ground truth is empty: no configuration was measured");
+        }
+        self.truth = Some(GroundTruth { store, csv, data });
+        Ok(())
+    }
+
+    /// The measured configurations' Σ medians and the model's error against the ground
+    /// truth and against the build's own runs; shared by the white-box approaches.
+    fn white_box_numbers(
+        &mut self,
+        row: &mut Row,
+        model: &Path,
+        store: &Path,
+        variant: Option<&str>,
+        name: &str,
+    ) -> Result<()> {
+        let own_csv = self.work.join(format!("{name}.csv"));
+        let own = self.export(store, variant, &own_csv)?;
+        row.measurement_seconds = Some(own.sum());
+        let truth_csv = self.truth()?.csv.clone();
+        let (mape, n) = self.evaluate(model, &truth_csv, true)?;
+        row.mape_percent = Some(mape);
+        row.detail("mape_configurations", n);
+        let truth_rows = self.truth()?.data.rows.len() as f64;
+        if self.evaluate_has_all() && row.configurations.is_some_and(|c| c < truth_rows) {
+            // Without --all: on the configurations the model was not built from, when its
+            // file records them (else on all of them again).
+            if let Ok((m, n)) = self.evaluate(model, &truth_csv, false) {
+                row.detail("mape_not_measured", m);
+                row.detail("mape_not_measured_configurations", n);
+            }
+        }
+        let (own_mape, _) = self.evaluate(model, &own_csv, true)?;
+        row.detail("mape_own_runs", own_mape);
+        // Instrumented (or profiled) over native medians, measured minutes apart (Table 7's
+        // interleaved runs are the `overhead` approach).
+        let ratios = data::ratios(&own, &self.truth()?.data);
+        row.detail("over_native_geometric_mean", stats::geometric_mean(&ratios));
+        row.detail("over_native_configurations", ratios.len());
+        Ok(())
+    }
+
+    fn crush(&mut self, row: &mut Row, step: &Step) -> Result<()> {
+        let store = self.work.join(format!("{}.db", step.name));
+        let model = self.work.join(format!("{}.model.json", step.name));
+        let mut args = vec!["crush".into()];
+        args.extend(self.spec_args());
+        args.extend([
+            "--store".into(),
+            path_arg(&store),
+            "--work-dir".into(),
+            path_arg(&self.work.join(&step.name)),
+            "-o".into(),
+            path_arg(&model),
+            "--json".into(),
+        ]);
+        args.extend(step.args.iter().cloned());
+        let (r, raw): (CrushReport, Value) = self.knobs_json(&args)?;
+        let model = r.model_path.clone().unwrap_or(model);
+        let variant = r
+            .variant
+            .clone()
+            .or_else(|| r.instrumentation.as_ref().map(|i| i.variant.clone()))
+            .filter(|v| !v.is_empty())
+            .context("`knobs crush --json` reported no variant")?;
+        let store = r.store.clone().unwrap_or(store);
+        row.configurations = Some(r.configurations.measured);
+        row.total_configurations = Some(r.configurations.total);
+        row.lower_bound = Some(r.configurations.lower_bound);
+        self.white_box_numbers(row, &model, &store, Some(&variant), &step.name)?;
+        row.detail("variant", &variant);
+        row.detail("regions", r.regions.count);
+        row.detail("regions_before_propagation", r.regions.before_propagation);
+        row.detail("analysis_seconds", r.analysis.seconds);
+        row.detail("peak_memory_mib", r.analysis.peak_memory_mib);
+        row.detail("tainted_decisions", r.analysis.tainted_decisions);
+        row.detail("interactions", &r.analysis.interactions);
+        row.detail("irrelevant", &r.analysis.irrelevant);
+        row.detail("build_seconds", r.build.seconds);
+        if let Some(i) = &r.instrumentation {
+            row.detail("enter_calls", i.enter_calls);
+            row.detail("exit_calls", i.exit_calls);
+        }
+        if let Some(o) = &r.overhead {
+            row.detail("rc_mean", o.region_entries_per_run);
+        }
+        row.detail("report", raw);
+        Ok(())
+    }
+
+    fn comprex(&mut self, row: &mut Row, step: &Step) -> Result<()> {
+        let store = self.work.join(format!("{}.db", step.name));
+        let model = self.work.join(format!("{}.model.json", step.name));
+        let mut args = vec!["comprex".into()];
+        args.extend(self.spec_args());
+        args.extend([
+            "--store".into(),
+            path_arg(&store),
+            "--work-dir".into(),
+            path_arg(&self.work.join(&step.name)),
+            "-o".into(),
+            path_arg(&model),
+            "--json".into(),
+        ]);
+        args.extend(step.args.iter().cloned());
+        let (r, mut raw): (ComprexReport, Value) = self.knobs_json(&args)?;
+        // Each region's partition as formulas is about 200 KB on xz: the row keeps their
+        // number (the whole report stays in the work directory, logs/NN-comprex.stdout).
+        if let Some(regions) = raw.pointer_mut("/exploration/regions")
+            && let Some(n) = regions.as_array().map(Vec::len)
+        {
+            *regions = Value::from(n);
+        }
+        let model = r.model_path.clone().unwrap_or(model);
+        let variant = r
+            .variant
+            .clone()
+            .filter(|v| !v.is_empty())
+            .context("`knobs comprex --json` reported no variant")?;
+        let store = r.store.clone().unwrap_or(store);
+        row.configurations = Some(r.configurations.len() as f64);
+        row.total_configurations = Some(r.total_configurations);
+        self.white_box_numbers(row, &model, &store, Some(&variant), &step.name)?;
+        row.detail("variant", &variant);
+        if let Some(e) = &r.exploration {
+            row.detail("taint_runs", e.configurations);
+            row.detail("taint_seconds", e.seconds);
+            row.detail("decision_sites", e.decision_sites);
+        }
+        if let Some(p) = &r.probes {
+            row.detail("probed_methods", p.probed);
+            row.detail("methods", p.methods);
+        }
+        if let Some(c) = &r.overhead_correction {
+            row.detail("correction_slope", c.slope);
+            row.detail("correction_intercept", c.intercept);
+            row.detail("correction_configurations", c.pairs.len());
+        }
+        row.detail("report", raw);
+        Ok(())
+    }
+
+    /// A black-box baseline: for each seed, learn from a `sample` of the measured
+    /// configurations and evaluate on the ground truth's others.
+    fn blackbox(&mut self, row: &mut Row, sample: &str) -> Result<()> {
+        let learner = self.subject.blackbox.learner.clone();
+        // With brute force as the ground truth every sample is in its store; otherwise the
+        // samples are measured into a store of their own.
+        let full = self.ground_truth == "all";
+        let store = if full {
+            self.truth()?.store.clone()
+        } else {
+            self.work.join("blackbox.db")
+        };
+        let truth_csv = self.truth()?.csv.clone();
+        let mut learned = Vec::new();
+        for &seed in &self.subject.blackbox.seeds.clone() {
+            if !full {
+                let mut args = vec!["measure".into()];
+                args.extend(self.spec_args());
+                args.extend([
+                    "--store".into(),
+                    path_arg(&store),
+                    "--sample".into(),
+                    sample.into(),
+                    "--seed".into(),
+                    seed.to_string(),
+                    "--json".into(),
+                ]);
+                let _: (MeasureReport, Value) = self.knobs_json(&args)?;
+            }
+            let model = self.work.join(format!("{sample}-{seed}.model.json"));
+            let (_, learned_report): (serde::de::IgnoredAny, Value) = self.knobs_json(&[
+                "learn".into(),
+                path_arg(&store),
+                "--learner".into(),
+                learner.clone(),
+                "--sample".into(),
+                sample.into(),
+                "--seed".into(),
+                seed.to_string(),
+                "-o".into(),
+                path_arg(&model),
+                "--json".into(),
+            ])?;
+            let (mape, n) = self.evaluate(&model, &truth_csv, false)?;
+            learned.push((seed, model, mape, n, learned_report));
+        }
+        // What each model was trained on, from its provenance, and their Σ medians.
+        let export = self.work.join(format!("{sample}-store.csv"));
+        let measured = self.export(&store, None, &export)?;
+        let by = measured.by_configuration();
+        let mut per_seed = Vec::new();
+        let (mut mapes, mut counts, mut seconds) = (Vec::new(), Vec::new(), Vec::new());
+        for (seed, model, mape, n, learned_report) in learned {
+            let training = training_configurations(&model, &measured)?;
+            let secs: f64 = training.iter().filter_map(|k| by.get(k)).sum();
+            per_seed.push(serde_json::json!({
+                "seed": seed,
+                "configurations": training.len(),
+                "measurement_seconds": secs,
+                "mape_percent": mape,
+                "mape_configurations": n,
+                "learned": learned_report,
+            }));
+            mapes.push(mape);
+            counts.push(training.len() as f64);
+            seconds.push(secs);
+        }
+        row.configurations = stats::mean(&counts);
+        row.total_configurations = None;
+        row.measurement_seconds = stats::mean(&seconds);
+        row.mape_percent = stats::mean(&mapes);
+        row.detail("learner", &learner);
+        row.detail("sample", sample);
+        row.detail("mape_sd", stats::sample_sd(&mapes));
+        row.detail("seeds", per_seed);
+        Ok(())
+    }
+}
+
+/// The configurations a learned model was trained on (its provenance's `training`), as
+/// keys of `data` ([`data::key`]).
+pub fn training_configurations(model: &Path, data: &Data) -> Result<Vec<String>> {
+    let text =
+        std::fs::read_to_string(model).with_context(|| format!("reading {}", model.display()))?;
+    let v: Value =
+        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", model.display()))?;
+    let training = v
+        .get("provenance")
+        .and_then(|p| p.get("training"))
+        .with_context(|| format!("{}: no provenance.training", model.display()))?;
+    let columns: Vec<String> = training
+        .get("columns")
+        .and_then(Value::as_array)
+        .map(|c| {
+            c.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let rows = training
+        .get("rows")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for r in rows {
+        let values: Vec<f64> = r
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_f64).collect())
+            .unwrap_or_default();
+        let named: HashMap<String, f64> = columns.iter().cloned().zip(values).collect();
+        let ordered = data.ordered(&named).with_context(|| {
+            format!(
+                "{}: a training configuration lacks options of the data",
+                model.display()
+            )
+        })?;
+        out.push(data::key(&ordered));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting() {
+        assert_eq!(shell_quote("--sample"), "--sample");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(
+            command_line(
+                &[("X".into(), "1 2".into())],
+                Path::new("/bin/knobs"),
+                &["crush".into(), "--json".into()]
+            ),
+            "X='1 2' /bin/knobs crush --json"
+        );
+    }
+
+    #[test]
+    fn training_configurations_are_keyed_like_the_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = dir.path().join("m.json");
+        std::fs::write(
+            &model,
+            r#"{"provenance": {"training": {"columns": ["B", "A"], "rows": [[1, 0], [0, 1]]}}}"#,
+        )
+        .unwrap();
+        let data = Data::parse("A,B,wall_s\n0,1,2.0\n1,0,3.0\n1,1,4.0\n").unwrap();
+        let keys = training_configurations(&model, &data).unwrap();
+        let by = data.by_configuration();
+        assert_eq!(keys.iter().map(|k| by[k]).sum::<f64>(), 5.0);
+    }
+}

@@ -1,0 +1,472 @@
+//! The declared subjects (`bench/subjects.toml`): what to build, what to measure, and how.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+/// The file of declared subjects, relative to the workspace root.
+pub const SUBJECTS_FILE: &str = "bench/subjects.toml";
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubjectsFile {
+    #[serde(rename = "subject")]
+    pub subjects: Vec<Subject>,
+}
+
+/// One subject: a system spec, how to get its program, and what to run on it.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Subject {
+    pub name: String,
+    /// One line on what the subject is.
+    #[serde(default)]
+    pub about: String,
+    /// The system spec (`knobs.toml`), relative to the workspace root.
+    pub spec: PathBuf,
+    /// The spec's workload to measure (default: the spec's first one for measurement).
+    pub workload: Option<String>,
+    /// The command that fetches and builds the program (argv, run in the workspace root;
+    /// it must be idempotent). With a `source`, it gets `KNOBS_SOURCE_VERSION` and
+    /// `KNOBS_SOURCE_SHA256` in its environment and must verify them.
+    #[serde(default)]
+    pub build: Vec<String>,
+    /// The pinned source the build uses.
+    pub source: Option<Source>,
+    /// The ground truth's sample (`knobs measure --sample`): brute force is `all`.
+    #[serde(default = "default_ground_truth")]
+    pub ground_truth: String,
+    /// What to run, in this order.
+    pub approaches: Vec<Approach>,
+    #[serde(default)]
+    pub blackbox: BlackBox,
+    #[serde(default)]
+    pub overhead: OverheadSettings,
+    /// More runs of a white-box approach with other flags (`[[subject.extra]]`), each its
+    /// own row.
+    #[serde(default, rename = "extra")]
+    pub extras: Vec<Extra>,
+}
+
+/// Another run of `crush` or `comprex` with more flags, e.g. Comprex without its overhead
+/// correction.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Extra {
+    /// The row's approach name, e.g. `comprex-uncorrected`.
+    pub name: String,
+    pub approach: Approach,
+    /// Flags added to the approach's command line.
+    #[serde(default)]
+    pub args: Vec<String>,
+}
+
+/// One step of a subject's run: an approach, under its own name, with its extra flags.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    pub name: String,
+    pub approach: Approach,
+    pub args: Vec<String>,
+}
+
+impl Step {
+    fn of(approach: Approach) -> Step {
+        Step {
+            name: approach.name().to_string(),
+            approach,
+            args: Vec::new(),
+        }
+    }
+}
+
+fn default_ground_truth() -> String {
+    "all".to_string()
+}
+
+/// A pinned source: the package, its version and the checksum of the file that pins it.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    /// Where it comes from, in words (e.g. `Debian bookworm source package`).
+    pub origin: String,
+    pub package: String,
+    pub version: String,
+    /// The file whose checksum pins the source (relative to the workspace root, present
+    /// after the build): a Debian `.dsc` lists the checksums of every tarball it unpacks.
+    pub file: PathBuf,
+    /// Its SHA-256, lower-case hex.
+    pub sha256: String,
+}
+
+/// The black-box baselines: a learner on a sample, over several seeds.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlackBox {
+    #[serde(default = "default_learner")]
+    pub learner: String,
+    #[serde(default = "default_seeds")]
+    pub seeds: Vec<u64>,
+}
+
+impl Default for BlackBox {
+    fn default() -> Self {
+        BlackBox {
+            learner: default_learner(),
+            seeds: default_seeds(),
+        }
+    }
+}
+
+fn default_learner() -> String {
+    "stepwise".to_string()
+}
+
+fn default_seeds() -> Vec<u64> {
+    vec![1]
+}
+
+/// Table 7: how many configurations, how many interleaved rounds.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OverheadSettings {
+    /// A number (a distance-based sample of that size, seed 1) or `"all"`.
+    #[serde(default = "default_overhead_configurations")]
+    pub configurations: Count,
+    #[serde(default = "default_rounds")]
+    pub rounds: usize,
+}
+
+impl Default for OverheadSettings {
+    fn default() -> Self {
+        OverheadSettings {
+            configurations: default_overhead_configurations(),
+            rounds: default_rounds(),
+        }
+    }
+}
+
+fn default_overhead_configurations() -> Count {
+    Count::Some(8)
+}
+
+fn default_rounds() -> usize {
+    5
+}
+
+/// `8` or `"all"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Count {
+    All,
+    Some(u64),
+}
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Count, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            N(u64),
+            S(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::N(n) => Ok(Count::Some(n)),
+            Raw::S(s) if s == "all" => Ok(Count::All),
+            Raw::S(s) => Err(serde::de::Error::custom(format!(
+                "expected a number or \"all\", found \"{s}\""
+            ))),
+        }
+    }
+}
+
+/// What the runner can run on a subject. The brute force (the ground truth) runs first
+/// whenever an approach's error is measured against it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Approach {
+    /// `knobs measure --sample all` (or the subject's `ground_truth` sample).
+    BruteForce,
+    /// ConfigCrusher: `knobs crush`.
+    Crush,
+    /// Comprex: `knobs comprex`.
+    Comprex,
+    /// Black-box: feature-wise sample, the subject's learner.
+    Featurewise,
+    /// Black-box: pair-wise sample, the subject's learner.
+    Pairwise,
+    /// ConfigCrusher's instrumentation overhead before and after optimisation (Table 7).
+    Overhead,
+}
+
+impl Approach {
+    pub const ALL: [Approach; 6] = [
+        Approach::BruteForce,
+        Approach::Crush,
+        Approach::Comprex,
+        Approach::Featurewise,
+        Approach::Pairwise,
+        Approach::Overhead,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Approach::BruteForce => "brute-force",
+            Approach::Crush => "crush",
+            Approach::Comprex => "comprex",
+            Approach::Featurewise => "featurewise",
+            Approach::Pairwise => "pairwise",
+            Approach::Overhead => "overhead",
+        }
+    }
+
+    /// Whether its error is measured against the ground truth.
+    pub fn needs_ground_truth(self) -> bool {
+        matches!(
+            self,
+            Approach::Crush | Approach::Comprex | Approach::Featurewise | Approach::Pairwise
+        )
+    }
+}
+
+impl fmt::Display for Approach {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Approach {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Approach, String> {
+        Approach::ALL
+            .into_iter()
+            .find(|a| a.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown approach `{s}` (one of {})",
+                    Approach::ALL.map(Approach::name).join(", ")
+                )
+            })
+    }
+}
+
+impl SubjectsFile {
+    pub fn load(path: &Path) -> Result<SubjectsFile> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        Self::parse(&text).with_context(|| format!("{}", path.display()))
+    }
+
+    pub fn parse(text: &str) -> Result<SubjectsFile> {
+        let file: SubjectsFile = toml::from_str(text)?;
+        let mut seen = std::collections::BTreeSet::new();
+        for s in &file.subjects {
+            if !seen.insert(s.name.as_str()) {
+                bail!("subject `{}` is declared twice", s.name);
+            }
+            if s.approaches.is_empty() {
+                bail!("subject `{}` declares no approaches", s.name);
+            }
+            if s.blackbox.seeds.is_empty() {
+                bail!("subject `{}`: blackbox.seeds is empty", s.name);
+            }
+            for e in &s.extras {
+                if !matches!(e.approach, Approach::Crush | Approach::Comprex) {
+                    bail!(
+                        "subject `{}`: extra `{}`: only crush and comprex take extra runs",
+                        s.name,
+                        e.name
+                    );
+                }
+                if e.name.parse::<Approach>().is_ok()
+                    || s.extras.iter().filter(|o| o.name == e.name).count() > 1
+                {
+                    bail!(
+                        "subject `{}`: extra `{}`: the name is taken",
+                        s.name,
+                        e.name
+                    );
+                }
+            }
+            if let Some(src) = &s.source
+                && (src.sha256.len() != 64 || !src.sha256.bytes().all(|b| b.is_ascii_hexdigit()))
+            {
+                bail!("subject `{}`: source.sha256 is not 64 hex digits", s.name);
+            }
+        }
+        Ok(file)
+    }
+
+    pub fn get(&self, name: &str) -> Result<&Subject> {
+        self.subjects
+            .iter()
+            .find(|s| s.name == name)
+            .with_context(|| {
+                format!(
+                    "no subject `{name}` in {SUBJECTS_FILE} (declared: {})",
+                    self.subjects
+                        .iter()
+                        .map(|s| s.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })
+    }
+}
+
+impl Subject {
+    /// The steps to run: the declared approaches and extras (restricted to those named in
+    /// `only` when given), with the brute force first when anything needs it.
+    pub fn plan(&self, only: Option<&[String]>) -> Vec<Step> {
+        let wanted = |name: &str| only.is_none_or(|o| o.iter().any(|n| n == name));
+        let mut plan: Vec<Step> = Vec::new();
+        for a in &self.approaches {
+            if *a != Approach::BruteForce && wanted(a.name()) {
+                plan.push(Step::of(*a));
+            }
+            for e in self.extras.iter().filter(|e| e.approach == *a) {
+                if wanted(&e.name) {
+                    plan.push(Step {
+                        name: e.name.clone(),
+                        approach: e.approach,
+                        args: e.args.clone(),
+                    });
+                }
+            }
+        }
+        let needs = plan.iter().any(|s| s.approach.needs_ground_truth());
+        if needs || wanted(Approach::BruteForce.name()) && only.is_some() {
+            plan.insert(0, Step::of(Approach::BruteForce));
+        }
+        plan
+    }
+
+    /// Every step name this subject knows.
+    pub fn step_names(&self) -> Vec<String> {
+        Approach::ALL
+            .iter()
+            .map(|a| a.name().to_string())
+            .chain(self.extras.iter().map(|e| e.name.clone()))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_declared_subjects_parse() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let file = SubjectsFile::load(&root.join(SUBJECTS_FILE)).unwrap();
+        for s in &file.subjects {
+            assert!(
+                root.join(&s.spec).is_file(),
+                "{}: no spec {}",
+                s.name,
+                s.spec.display()
+            );
+        }
+        for name in ["running-example", "gzip", "xz"] {
+            file.get(name).unwrap();
+        }
+    }
+
+    /// The pins in subjects.toml are the defaults of the fetch scripts too, so that running
+    /// a script by hand builds the same source.
+    #[test]
+    fn the_fetch_scripts_pin_the_same_sources() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let file = SubjectsFile::load(&root.join(SUBJECTS_FILE)).unwrap();
+        for s in &file.subjects {
+            let Some(src) = &s.source else { continue };
+            let script = s
+                .build
+                .iter()
+                .find(|a| a.ends_with(".sh"))
+                .unwrap_or_else(|| panic!("{}: a pinned source needs a build script", s.name));
+            let text = std::fs::read_to_string(root.join(script)).unwrap();
+            assert!(
+                text.contains(&format!("KNOBS_SOURCE_VERSION:-{}}}", src.version)),
+                "{script} does not default to version {}",
+                src.version
+            );
+            assert!(
+                text.contains(&format!("KNOBS_SOURCE_SHA256:-{}}}", src.sha256)),
+                "{script} does not default to sha256 {}",
+                src.sha256
+            );
+        }
+    }
+
+    #[test]
+    fn plan_puts_the_brute_force_first_when_needed() {
+        let file = SubjectsFile::parse(
+            r#"
+            [[subject]]
+            name = "x"
+            spec = "x.toml"
+            approaches = ["overhead", "crush", "pairwise"]
+            [[subject.extra]]
+            name = "crush-unoptimised"
+            approach = "crush"
+            args = ["--no-optimise"]
+            "#,
+        )
+        .unwrap();
+        let s = &file.subjects[0];
+        let names = |only: Option<&[&str]>| {
+            let only: Option<Vec<String>> = only.map(|o| o.iter().map(|n| n.to_string()).collect());
+            s.plan(only.as_deref())
+                .into_iter()
+                .map(|s| s.name)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            names(None),
+            [
+                "brute-force",
+                "overhead",
+                "crush",
+                "crush-unoptimised",
+                "pairwise"
+            ]
+        );
+        assert_eq!(names(Some(&["overhead"])), ["overhead"]);
+        assert_eq!(names(Some(&["crush", "comprex"])), ["brute-force", "crush"]);
+        assert_eq!(names(Some(&["brute-force"])), ["brute-force"]);
+        assert_eq!(
+            s.plan(Some(&["crush-unoptimised".to_string()]))[1].args,
+            ["--no-optimise"]
+        );
+        assert!(
+            SubjectsFile::parse(
+                "[[subject]]\nname = \"x\"\nspec = \"x\"\napproaches = [\"crush\"]\n\
+                 [[subject.extra]]\nname = \"crush\"\napproach = \"crush\"\n"
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn counts_are_numbers_or_all() {
+        let file = SubjectsFile::parse(
+            r#"
+            [[subject]]
+            name = "x"
+            spec = "x.toml"
+            approaches = ["overhead"]
+            overhead = { configurations = "all", rounds = 3 }
+            "#,
+        )
+        .unwrap();
+        assert_eq!(file.subjects[0].overhead.configurations, Count::All);
+        assert!(
+            SubjectsFile::parse(
+                "[[subject]]\nname = \"x\"\nspec = \"x\"\napproaches = [\"overhead\"]\noverhead = { configurations = \"some\" }\n"
+            )
+            .is_err()
+        );
+    }
+}
