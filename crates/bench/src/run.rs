@@ -490,10 +490,12 @@ impl<'a> SubjectRun<'a> {
         Ok(())
     }
 
-    fn crush(&mut self, row: &mut Row, step: &Step) -> Result<()> {
+    /// A white-box command's arguments for a step: its own store, build directory and model
+    /// file, `--json`, then the step's own arguments; with the store and model paths.
+    fn white_box_args(&self, command: &str, step: &Step) -> (Vec<String>, PathBuf, PathBuf) {
         let store = self.work.join(format!("{}.db", step.name));
         let model = self.work.join(format!("{}.model.json", step.name));
-        let mut args = vec!["crush".into()];
+        let mut args = vec![command.to_string()];
         args.extend(self.spec_args());
         args.extend([
             "--store".into(),
@@ -505,6 +507,11 @@ impl<'a> SubjectRun<'a> {
             "--json".into(),
         ]);
         args.extend(step.args.iter().cloned());
+        (args, store, model)
+    }
+
+    fn crush(&mut self, row: &mut Row, step: &Step) -> Result<()> {
+        let (args, store, model) = self.white_box_args("crush", step);
         let (r, raw): (CrushReport, Value) = self.knobs_json(&args)?;
         let model = r.model_path.clone().unwrap_or(model);
         let variant = r
@@ -539,20 +546,7 @@ impl<'a> SubjectRun<'a> {
     }
 
     fn comprex(&mut self, row: &mut Row, step: &Step) -> Result<()> {
-        let store = self.work.join(format!("{}.db", step.name));
-        let model = self.work.join(format!("{}.model.json", step.name));
-        let mut args = vec!["comprex".into()];
-        args.extend(self.spec_args());
-        args.extend([
-            "--store".into(),
-            path_arg(&store),
-            "--work-dir".into(),
-            path_arg(&self.work.join(&step.name)),
-            "-o".into(),
-            path_arg(&model),
-            "--json".into(),
-        ]);
-        args.extend(step.args.iter().cloned());
+        let (args, store, model) = self.white_box_args("comprex", step);
         let (r, mut raw): (ComprexReport, Value) = self.knobs_json(&args)?;
         // Each region's partition as formulas is about 200 KB on xz: the row keeps their
         // number (the whole report stays in the work directory, logs/NN-comprex.stdout).
