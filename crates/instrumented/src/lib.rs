@@ -349,3 +349,46 @@ pub fn median_region_times(
     }
     Ok(out)
 }
+
+/// Per configuration (in the store's text form), the median over a variant's runs of the
+/// measured time (`metric`: wall, or user + system for cpu) minus the time the runtime
+/// charged to the base and the regions: what the runtime cannot see, the process starting
+/// before its constructor and ending after its destructor (xz: 6–10 ms per run, a quarter of
+/// a 30 ms run). It is time outside every region, so models add it to the base and predict
+/// what is measured. Callers pass only a metric the runtime's own clock measures.
+pub fn time_outside_the_runtime(
+    store: &Store,
+    spec: &SystemSpec,
+    workload: &Workload,
+    variant: &str,
+    metric: measure::Metric,
+) -> Result<std::collections::BTreeMap<String, f64>, Error> {
+    use std::collections::BTreeMap;
+    let selection = measure::Selection {
+        system: Some(spec.name.clone()),
+        spec_hash: Some(spec.hash.clone()),
+        workload: Some(workload.name.clone()),
+        variant: variant.to_string(),
+    };
+    let mut runtime_total: BTreeMap<i64, f64> = BTreeMap::new();
+    for (_, run, r) in store.region_times(&selection)? {
+        *runtime_total.entry(run).or_default() += r.seconds;
+    }
+    let mut per_config: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for run in store.runs(&selection)? {
+        if let (true, Some(total)) = (run.is_ok(), runtime_total.get(&run.id)) {
+            let measured = match metric {
+                measure::Metric::Cpu => run.user + run.system_time,
+                _ => run.wall,
+            };
+            per_config
+                .entry(run.configuration.clone())
+                .or_default()
+                .push((measured - total).max(0.0));
+        }
+    }
+    Ok(per_config
+        .into_iter()
+        .filter_map(|(c, v)| Some((c, stats::median(&v)?)))
+        .collect())
+}

@@ -12,12 +12,9 @@ use measure::{SystemSpec, Workload};
 use space::{Configuration, ValidConfigurations};
 use std::collections::BTreeMap;
 
-/// Per configuration, the median over its profiled runs of the measured time (the spec's
-/// metric) minus the profile's total: what the profiler cannot see — the process starting
-/// before the profiler's constructor and ending after its destructor (xz: 6–10 ms per run, a
-/// quarter of a 30 ms run). It is time outside every region, so it belongs to the base: then
-/// the model predicts what is measured. `None` when the metric is not the profiler's clock
-/// (wall time and the default wall clock, or cpu and `KNOBS_PROFILE_CLOCK=cpu`).
+/// Per configuration, the time the profiler cannot see
+/// ([`instrumented::time_outside_the_runtime`]); `None` when the metric is not the profiler's
+/// clock (wall time and the default wall clock, or cpu and `KNOBS_PROFILE_CLOCK=cpu`).
 pub(super) fn outside_the_profile(
     store: &Store,
     spec: &SystemSpec,
@@ -45,35 +42,13 @@ pub(super) fn outside_the_profile(
     if !matches {
         return Ok(None);
     }
-    let selection = measure::Selection {
-        system: Some(spec.name.clone()),
-        spec_hash: Some(spec.hash.clone()),
-        workload: Some(workload.name.clone()),
-        variant: profiled.variant.clone(),
-    };
-    let mut profiled_total: BTreeMap<i64, f64> = BTreeMap::new();
-    for (_, run, r) in store.region_times(&selection)? {
-        *profiled_total.entry(run).or_default() += r.seconds;
-    }
-    let mut per_config: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for run in store.runs(&selection)? {
-        if let (true, Some(total)) = (run.is_ok(), profiled_total.get(&run.id)) {
-            let measured = match metric {
-                measure::Metric::Cpu => run.user + run.system_time,
-                _ => run.wall,
-            };
-            per_config
-                .entry(run.configuration.clone())
-                .or_default()
-                .push((measured - total).max(0.0));
-        }
-    }
-    Ok(Some(
-        per_config
-            .into_iter()
-            .filter_map(|(c, v)| Some((c, stats::median(&v)?)))
-            .collect(),
-    ))
+    Ok(Some(instrumented::time_outside_the_runtime(
+        store,
+        spec,
+        workload,
+        &profiled.variant,
+        metric,
+    )?))
 }
 
 /// Stage 4: local models per region from the stored profiles, and the global model.
