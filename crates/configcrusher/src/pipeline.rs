@@ -52,6 +52,8 @@ pub struct Analysed {
     /// Regions Algorithm 2 finds without propagation, for comparison (R before/after).
     pub regions_unoptimised: usize,
     pub compression: Compression,
+    /// Valid configurations of the space (saturated at `u128::MAX`).
+    pub total_configurations: u128,
     /// Options no decision depends on.
     pub irrelevant: Vec<String>,
     pub build_seconds: f64,
@@ -124,6 +126,7 @@ pub fn analyse(
         .collect();
     let valid = ValidConfigurations::new(&spec.space)?;
     let compression = crate::compress(&valid, &interactions, options.combination_limit)?;
+    let total_configurations = u128::try_from(&valid.count()).unwrap_or(u128::MAX);
     let relevant = influence.relevant_options();
     // An option selected in every configuration (mandatory up to the root: a grouping such as
     // "level") cannot change anything; it is not reported as irrelevant either.
@@ -151,6 +154,7 @@ pub fn analyse(
         plan,
         regions_unoptimised,
         compression,
+        total_configurations,
         irrelevant,
         build_seconds: built.seconds,
         analysis_seconds,

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use analysis::explanation::Explanation;
 use instrumented::{ModelOutput, Reporter, Session};
 use serde::Serialize;
-use space::ValidConfigurations;
 
 use crate::Error;
 use crate::overhead::{Overhead, overhead};
@@ -263,9 +262,7 @@ fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
         ));
     }
     let interactions = analysed.interactions(spec);
-    let total = ValidConfigurations::new(&spec.space)
-        .map(|v| u128::try_from(&v.count()).unwrap_or(u128::MAX))
-        .unwrap_or(0);
+    let total = analysed.total_configurations;
     let measured = analysed.compression.configurations.len();
     if measured as u128 >= total
         && let Some(widest) = interactions.iter().max_by_key(|i| i.len())
