@@ -152,7 +152,7 @@ impl<'a> Explainer<'a> {
                     || self
                         .program
                         .terminator(b)
-                        .and_then(|t| self.program.inst(t).kind.decision())
+                        .and_then(|t| self.program.inst(t).kind.control_decision())
                         .is_some_and(|c| has(self.si.value_taint[c]))
             }
             _ => has(self.taint(fact)),
@@ -287,7 +287,7 @@ impl<'a> Explainer<'a> {
             Fact::Decision(b) => {
                 push(Fact::Control(b), None, "decision under");
                 if let Some(t) = p.terminator(b)
-                    && let Some(c) = p.inst(t).kind.decision()
+                    && let Some(c) = p.inst(t).kind.control_decision()
                 {
                     push(Fact::Value(c), Some(t), "decides on");
                 }

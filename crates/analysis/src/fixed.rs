@@ -411,7 +411,7 @@ pub fn specialise(program: &Program, fixed: &[FixedGlobal]) -> Specialised {
                             .into_iter()
                             .filter(|to| p.edges.contains(&(b, *to)))
                             .collect();
-                        if taken.len() == 1 && inst.kind.decision().is_some() {
+                        if taken.len() == 1 && inst.kind.control_decision().is_some() {
                             decided += 1;
                             *kind = InstKind::Jump { target: taken[0] };
                         }

@@ -25,7 +25,7 @@ pub use fixed::{FixedGlobal, FoldedLoad, Specialised, specialise};
 pub use ir::dom::{DomTree, FunctionDominance, ProgramDominance};
 pub use options::{OptionSet, SetId, SetInterner};
 pub use sources::{FieldRef, OptionSource, ResolvedSources, SourceKind};
-pub use static_taint::{StatementInfluence, TaintedDecision, analyse};
+pub use static_taint::{DecisionKind, StatementInfluence, TaintedDecision, analyse};
 
 /// Everything that can go wrong in an analysis; each message is one line.
 #[derive(Debug, thiserror::Error)]

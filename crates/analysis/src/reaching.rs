@@ -1,5 +1,5 @@
-//! Local definitions of globals: which loads of a global (or of a field of a global struct)
-//! read only what their own function stored there before them.
+//! Local definitions of globals and address-taken locals: which loads of such an object (or
+//! of a field of a struct object) read only what their own function stored there before them.
 //!
 //! The taint analysis keeps one taint per memory cell for the whole run (flow-insensitive),
 //! so a global that a program resets at the start of each unit of work (`ifd = open (…)` for
@@ -35,22 +35,46 @@ impl LocalDefinitions {
     }
 }
 
-/// A location named by a constant address: a global, or one field of a global struct.
-type Location = (GlobalId, Option<(StructId, u32)>);
+/// An object whose address is a constant within a function: a global, or a local variable
+/// whose address is taken (an alloca that `mem2reg` left, like a `struct timespec` passed to
+/// `nanosleep`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Object {
+    Global(GlobalId),
+    Local(ValueId),
+}
+
+/// A location named by a constant address: an object, or one field of a struct object.
+type Location = (Object, Option<(StructId, u32)>);
+
+fn object(program: &Program, ptr: ValueId) -> Option<Object> {
+    match program.value(ptr) {
+        ValueDef::Global(g) => Some(Object::Global(*g)),
+        ValueDef::Inst(i) if matches!(program.inst(*i).kind, InstKind::Alloca { .. }) => {
+            Some(Object::Local(ptr))
+        }
+        _ => None,
+    }
+}
 
 fn location(program: &Program, ptr: ValueId) -> Option<Location> {
+    if let Some(o) = object(program, ptr) {
+        return Some((o, None));
+    }
     match program.value(ptr) {
-        ValueDef::Global(g) => Some((*g, None)),
         ValueDef::Inst(i) => match &program.inst(*i).kind {
             InstKind::FieldAddr {
                 base,
                 structure,
                 field,
-            } => match program.value(*base) {
-                ValueDef::Global(g) if *field == 0 => Some((*g, None)),
-                ValueDef::Global(g) => Some((*g, Some(program.field_key(*structure, *field)))),
-                _ => None,
-            },
+            } => {
+                let o = object(program, *base)?;
+                if *field == 0 {
+                    Some((o, None))
+                } else {
+                    Some((o, Some(program.field_key(*structure, *field))))
+                }
+            }
             _ => None,
         },
         _ => None,
@@ -169,7 +193,7 @@ fn join(a: &Reaching, b: &Reaching) -> Reaching {
     }
 }
 
-/// The local definitions of every function's loads of globals.
+/// The local definitions of every function's loads of globals and address-taken locals.
 pub fn local_definitions(
     program: &Program,
     pts: &PointsTo,
@@ -203,13 +227,15 @@ pub fn local_definitions(
             }
         }
         for loc in locations {
-            let (g, _) = loc;
             // What a store through another pointer or a call must reach to overwrite it.
             let cells = location_cells(pts, program, loc);
             if cells.is_empty() {
                 continue;
             }
-            let library = !program.globals[g].defined;
+            let library = match loc.0 {
+                Object::Global(g) => !program.globals[g].defined,
+                Object::Local(_) => false,
+            };
             let clobbers = |i: InstId| -> bool {
                 match &program.inst(i).kind {
                     InstKind::Store { ptr, .. } => pts.of(*ptr).iter().any(|c| cells.contains(c)),
@@ -292,8 +318,11 @@ pub fn local_definitions(
 }
 
 /// The cells of a location.
-fn location_cells(pts: &PointsTo, program: &Program, (g, field): Location) -> Vec<CellId> {
-    let address = program.globals[g].address;
+fn location_cells(pts: &PointsTo, program: &Program, (object, field): Location) -> Vec<CellId> {
+    let address = match object {
+        Object::Global(g) => program.globals[g].address,
+        Object::Local(v) => v,
+    };
     match field {
         None => pts.of(address).to_vec(),
         Some((s, f)) => pts

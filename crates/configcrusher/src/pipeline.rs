@@ -462,7 +462,24 @@ pub fn build_model(
             terms,
         });
     }
-    let base_time = configs.iter().map(|(_, c)| mean(c, BASE)).sum::<f64>() / configs.len() as f64;
+    // The region timers measure wall time; what they cannot see (the process starting and
+    // ending) is time outside every region, so it goes to the base and the model predicts
+    // what `knobs measure` measures.
+    let outside = match spec.measure.metric {
+        measure::Metric::Wall => instrumented::time_outside_the_runtime(
+            store,
+            spec,
+            workload,
+            variant,
+            spec.measure.metric,
+        )?,
+        _ => Default::default(),
+    };
+    let base_time = configs
+        .iter()
+        .map(|(_, c)| mean(c, BASE) + outside.get(*c).copied().unwrap_or(0.0))
+        .sum::<f64>()
+        / configs.len() as f64;
     let base = InfluenceModel::from_terms([Term::new::<&str>(&[], base_time)]);
     regions.insert(
         0,

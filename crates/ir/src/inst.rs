@@ -204,9 +204,26 @@ impl InstKind {
         out
     }
 
-    /// The value a conditional terminator decides on, if this is one with two or more
-    /// distinct successors.
+    /// The value this instruction decides on, if it is a decision: what code runs, or which
+    /// value flows on, depends on it. A conditional terminator with two or more distinct
+    /// successors decides which block runs next; an indirect call decides which function
+    /// runs (`handlers[mode]()`, `codec->encode()`); a `select` decides which value flows on
+    /// (the optimiser's form of a small `if`). Only terminators decide control flow
+    /// ([`InstKind::control_decision`]).
     pub fn decision(&self) -> Option<ValueId> {
+        match self {
+            InstKind::Select { cond, .. } => Some(*cond),
+            InstKind::Call {
+                callee: Callee::Indirect(pointer),
+                ..
+            } => Some(*pointer),
+            _ => self.control_decision(),
+        }
+    }
+
+    /// The value a conditional terminator decides on, if this is one with two or more
+    /// distinct successors: the decisions that blocks are control dependent on.
+    pub fn control_decision(&self) -> Option<ValueId> {
         match self {
             InstKind::Branch {
                 cond,

@@ -27,6 +27,7 @@ mod id;
 mod id_vec;
 mod inst;
 mod int_op;
+pub mod library;
 mod place;
 mod point;
 mod program;

@@ -18,7 +18,9 @@
 //!    caller); memory, contexts and influence see concrete taints.
 //!
 //! SI(instruction) = its local influence (the control taint of its block, plus the data taint
-//! of the decided value for a conditional terminator) ∪ its function's context taint — but
+//! of the decided value for a decision: a conditional terminator's condition, a `select`'s
+//! condition, an indirect call's callee, or what a call into the C library is given, from
+//! which the library decides how much work it does) ∪ its function's context taint — but
 //! only when the local influence is non-empty. A statement no decision of its own function
 //! influences runs whenever the function runs, so its time belongs to the region open at the
 //! call site (§3.3: a callee only influenced through its context counts in its caller's
@@ -42,6 +44,7 @@
 //! pointers) and `solver` (the fixpoint itself).
 
 mod call_graph;
+mod library;
 mod memory;
 mod params;
 mod seeds;
@@ -60,6 +63,7 @@ use crate::sources::ResolvedSources;
 
 pub use call_graph::CallGraph;
 use call_graph::dying_functions;
+use library::LocalObjects;
 use memory::{CellReaders, cell_readers};
 use params::parameter_pointers;
 use seeds::seed_sources;
@@ -78,13 +82,45 @@ pub(crate) fn is_copier(name: &str) -> bool {
         || name.starts_with("llvm.memmove")
 }
 
-/// A conditional branch or switch whose decided value carries option taint.
+/// A decision whose decided value carries option taint.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TaintedDecision {
     pub inst: InstId,
-    /// Data taint of the decided value.
+    pub kind: DecisionKind,
+    /// Data taint of the decided value (for a library call: of what it is given).
     pub options: SetId,
     pub loc: ir::DebugLoc,
+}
+
+/// What a decision decides (see [`ir::InstKind::decision`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DecisionKind {
+    /// A conditional branch or switch: which code runs next.
+    Branch,
+    /// A `select`: which value flows on.
+    Select,
+    /// A call through a pointer: which function runs.
+    IndirectCall,
+    /// A call of a function outside the program (the C library), or of one that passes
+    /// what it is given on to the library: how much work the library does, from what it is
+    /// given (`nanosleep`, `memset`, `write`). Its time is the library's, so only the call
+    /// can be timed.
+    LibraryCall,
+}
+
+impl DecisionKind {
+    fn of(kind: &ir::InstKind) -> DecisionKind {
+        match kind {
+            ir::InstKind::Select { .. } => DecisionKind::Select,
+            ir::InstKind::Call {
+                callee: ir::Callee::Indirect(_),
+                ..
+            } => DecisionKind::IndirectCall,
+            ir::InstKind::Call { .. } => DecisionKind::LibraryCall,
+            _ => DecisionKind::Branch,
+        }
+    }
 }
 
 /// The statement-influence map and what it was computed from.
@@ -200,6 +236,7 @@ pub fn analyse_with(
     } = cell_readers(program, &pts, &call_graph, &param_pointer);
 
     let nfuncs = program.functions.len();
+    let local_objects = LocalObjects::new(program);
     let label_base = sources
         .sources
         .iter()
@@ -234,6 +271,9 @@ pub fn analyse_with(
         queued: IdVec::from_elem(false, nfuncs),
         visits: 0,
         func_names: &func_names,
+        library_input: FxMap::default(),
+        library_params: IdVec::from_elem(SetId::EMPTY, nfuncs),
+        local_objects: &local_objects,
     };
     // A cell the spec names as where an option lives holds that option and nothing else:
     // what the program stores there (argument parsing, under decisions on argv and on
@@ -288,6 +328,24 @@ pub fn analyse_with(
         let t = solver.ret_taint[g];
         solver.ret_taint[g] = solver.concrete(g, t);
     }
+    // What each call gives the library, as a decision of its own: the options found in its
+    // function (parameters are passed on to the call sites, see `library`). Objects that are
+    // not the caller's own were written under their writers' contexts (stores carry the
+    // context); taint that is only the calling function's context says whether the call
+    // runs, which the caller's region times already, so it does not make the call a decision.
+    let library_input: FxMap<InstId, SetId> = std::mem::take(&mut solver.library_input)
+        .into_iter()
+        .map(|(call, input)| {
+            let f = program.func_of(call);
+            let (own, _) = solver.split(input.values);
+            let t = if solver.sets.is_subset(input.objects, solver.context[f]) {
+                own
+            } else {
+                solver.sets.union(own, input.objects)
+            };
+            (call, t)
+        })
+        .collect();
     let Solver {
         mut sets,
         value_taint,
@@ -305,16 +363,21 @@ pub fn analyse_with(
             for &i in &program.block(b).insts {
                 let inst = program.inst(i);
                 let mut local = block_taint[b];
-                if let Some(cond) = inst.kind.decision() {
-                    let t = value_taint[cond];
-                    if t != SetId::EMPTY {
-                        decisions.push(TaintedDecision {
-                            inst: i,
-                            options: t,
-                            loc: inst.loc,
-                        });
-                        local = sets.union(local, t);
-                    }
+                let mut decided = inst
+                    .kind
+                    .decision()
+                    .map_or(SetId::EMPTY, |c| value_taint[c]);
+                if let Some(&input) = library_input.get(&i) {
+                    decided = sets.union(decided, input);
+                }
+                if decided != SetId::EMPTY {
+                    decisions.push(TaintedDecision {
+                        inst: i,
+                        kind: DecisionKind::of(&inst.kind),
+                        options: decided,
+                        loc: inst.loc,
+                    });
+                    local = sets.union(local, decided);
                 }
                 // A statement that no decision of its own function influences runs whenever
                 // its function runs: its time belongs to the region open at the call site,

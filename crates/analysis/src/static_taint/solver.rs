@@ -4,11 +4,12 @@
 
 use std::collections::VecDeque;
 
-use ir::{BlockId, Callee, FuncId, IdVec, InstKind, Program, ValueId};
+use ir::{BlockId, Callee, FuncId, IdVec, InstId, InstKind, Program, ValueId};
 use space::OptionId;
 
 use super::call_graph::CallGraph;
 use super::is_copier;
+use super::library::{LibraryInput, LibraryParameters, LocalObjects};
 use super::memory::CellGroups;
 use super::params::ParameterPointers;
 use crate::ProgramDominance;
@@ -62,6 +63,11 @@ pub(super) struct Solver<'a> {
     pub(super) queued: IdVec<FuncId, bool>,
     pub(super) visits: usize,
     pub(super) func_names: &'a IdVec<FuncId, &'a str>,
+    /// Per call: what it gives the library, which decides from it how much work it does
+    /// (`nanosleep`, `memset`, `write`; see [`super::library`]).
+    pub(super) library_input: FxMap<InstId, LibraryInput>,
+    pub(super) library_params: LibraryParameters,
+    pub(super) local_objects: &'a LocalObjects,
 }
 
 impl Solver<'_> {
@@ -86,7 +92,7 @@ impl Solver<'_> {
     }
 
     /// A set's real options and the parameter labels in it.
-    fn split(&mut self, s: SetId) -> (SetId, Vec<u32>) {
+    pub(super) fn split(&mut self, s: SetId) -> (SetId, Vec<u32>) {
         if let Some(x) = self.split.get(&s) {
             return x.clone();
         }
@@ -152,12 +158,44 @@ impl Solver<'_> {
         out
     }
 
+    /// Adds `given` to what call `i` (in `f`, under control taint `control`) gives the
+    /// library; the parameters of `f` in it become library parameters of `f`, so `f`'s
+    /// callers pass them on — unless a decision of `f` on them controls the call already
+    /// (its region in `f` times the call).
+    fn add_library_input(&mut self, f: FuncId, i: InstId, given: LibraryInput, control: SetId) {
+        let old = self.library_input.get(&i).copied().unwrap_or_default();
+        let new = LibraryInput {
+            values: self.sets.union(old.values, given.values),
+            objects: self.sets.union(old.objects, given.objects),
+        };
+        self.library_input.insert(i, new);
+        let (_, mut labels) = self.split(given.values);
+        let (_, decided) = self.split(control);
+        labels.retain(|l| !decided.contains(l));
+        if labels.is_empty() {
+            return;
+        }
+        let base = self.label_base;
+        let labels = self.sets.intern(crate::OptionSet::from_ids(
+            labels.iter().map(|l| OptionId(base + l)),
+        ));
+        let old = self.library_params[f];
+        let new = self.sets.union(old, labels);
+        if new != old {
+            self.library_params[f] = new;
+            for k in 0..self.call_graph.callers[f].len() {
+                let call = self.call_graph.callers[f][k];
+                self.enqueue(self.program.func_of(call));
+            }
+        }
+    }
+
     /// Taint of the decision ending block `b` (local index) of `f`, or its control taint if it
     /// does not decide anything.
     fn decision_taint(&mut self, b: BlockId) -> SetId {
         let lct = self.block_taint[b];
         match self.program.terminator(b) {
-            Some(t) => match self.program.inst(t).kind.decision() {
+            Some(t) => match self.program.inst(t).kind.control_decision() {
                 Some(cond) => {
                     let ct = self.taint(cond);
                     self.sets.union(lct, ct)
@@ -263,6 +301,8 @@ impl Solver<'_> {
                                 Callee::Direct(_) => SetId::EMPTY,
                             };
                             let site = self.sets.union(full, pointer_taint);
+                            // Which function ran decides the result too.
+                            t = self.sets.union(t, pointer_taint);
                             for &g in self.call_graph.targets_of(i) {
                                 let callee = program.func(g);
                                 match self.pts.wrappers.copy_at(program, i, g) {
@@ -283,6 +323,16 @@ impl Solver<'_> {
                                         self.copy_block(dst, src, concrete);
                                         if callee.is_declaration {
                                             t = self.sets.union(t, scalar);
+                                            // How many bytes are copied.
+                                            let mut values = SetId::EMPTY;
+                                            for &a in args {
+                                                values = self.sets.union(values, self.taint(a));
+                                            }
+                                            let given = LibraryInput {
+                                                values,
+                                                objects: SetId::EMPTY,
+                                            };
+                                            self.add_library_input(f, i, given, lct);
                                             continue;
                                         }
                                     }
@@ -290,16 +340,40 @@ impl Solver<'_> {
                                 }
                                 if callee.is_declaration {
                                     let mut input = SetId::EMPTY;
+                                    let mut given = LibraryInput::default();
                                     for &a in args {
-                                        input = self.sets.union(input, self.taint(a));
+                                        let v = self.taint(a);
+                                        input = self.sets.union(input, v);
                                         let m = self.read_objects(a);
                                         input = self.sets.union(input, m);
+                                        given.values = self.sets.union(given.values, v);
+                                        match self.local_objects.stores_into(program, a) {
+                                            Some(stores) => {
+                                                for &st in stores {
+                                                    let st = program.inst(st);
+                                                    if let InstKind::Store { value, .. } = st.kind {
+                                                        let s = self.sets.union(
+                                                            self.taint(value),
+                                                            self.block_taint[st.block],
+                                                        );
+                                                        given.values =
+                                                            self.sets.union(given.values, s);
+                                                    }
+                                                }
+                                            }
+                                            None => {
+                                                given.objects = self.sets.union(given.objects, m)
+                                            }
+                                        }
                                     }
                                     // A fresh address does not depend on the options that chose
                                     // the object's size (the size itself and the contents do).
                                     let name = crate::pointsto::libc_name(self.func_names[g]);
                                     if !ALLOCATORS.contains(&name) {
                                         t = self.sets.union(t, input);
+                                    }
+                                    if !ir::library::is_negligible_work(name) {
+                                        self.add_library_input(f, i, given, lct);
                                     }
                                     if is_copier(self.func_names[g])
                                         && let Some(&dst) = args.first()
@@ -341,6 +415,15 @@ impl Solver<'_> {
                                 }
                                 let r = self.substitute(self.ret_taint[g], args);
                                 t = self.sets.union(t, r);
+                                // What this site passes to the callee's library calls.
+                                if self.library_params[g] != SetId::EMPTY {
+                                    let values = self.substitute(self.library_params[g], args);
+                                    let given = LibraryInput {
+                                        values,
+                                        objects: SetId::EMPTY,
+                                    };
+                                    self.add_library_input(f, i, given, lct);
+                                }
                             }
                         }
                         InstKind::Return { value: Some(v) } => {

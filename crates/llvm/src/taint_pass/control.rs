@@ -1,4 +1,5 @@
-//! Control taint: decisions (conditional branches and switches) numbered as sites, the
+//! Control taint: decisions (conditional branches and switches, and the decisions inside
+//! blocks: selects, indirect and library calls) numbered as sites, the
 //! frame of a function with decisions (a slot per decision, the union of the open ones), and
 //! the static analysis of which decisions may be open at each block.
 
@@ -10,6 +11,7 @@ use llvm_sys::core as c;
 use llvm_sys::prelude::{LLVMBasicBlockRef, LLVMValueRef};
 
 use super::{Label, Pass};
+use crate::bitcode;
 
 /// A function with decisions whose frame union (see [`Frame`]) would read more slots than this
 /// in total keeps its slots in memory, and recomputes the union with one call: slots in SSA
@@ -114,12 +116,54 @@ impl LlvmCfg {
 }
 
 /// A function's decisions: per block the decision ending it (its index in the function) and
-/// the decisions popped at its start; ids are `first_id + index`.
+/// the decisions popped at its start; ids are `first_id + index`. Then the decisions inside
+/// blocks (selects, indirect calls, library calls: [`point_decision`]), which open no entry,
+/// each with its id.
 pub(super) struct Decisions {
     pub first_id: usize,
     pub count: usize,
     pub decision: Vec<Option<usize>>,
     pub pops: Vec<Vec<usize>>,
+    pub points: HashMap<LLVMValueRef, u64>,
+}
+
+/// What an instruction that is not a terminator decides, if it is a decision (as
+/// `ir::InstKind::decision` and the static analysis' library calls say).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum PointDecision {
+    /// A `select`: which value flows on (its condition).
+    Select,
+    /// A call through a pointer: which function runs (the pointer).
+    IndirectCall,
+    /// A call into the C library: how much work it does (what it is given).
+    LibraryCall,
+}
+
+/// Whether instruction `i` is a decision inside its block ([`PointDecision`]).
+pub(super) fn point_decision(i: LLVMValueRef) -> Option<PointDecision> {
+    // SAFETY: `i` is an instruction of the live module (the handle rule); the called value is
+    // asked only of a call, blocks are counted only of a function.
+    unsafe {
+        match c::LLVMGetInstructionOpcode(i) {
+            Op::LLVMSelect => Some(PointDecision::Select),
+            Op::LLVMCall => {
+                let callee = c::LLVMGetCalledValue(i);
+                if !c::LLVMIsAInlineAsm(callee).is_null() {
+                    return None;
+                }
+                if c::LLVMIsAFunction(callee).is_null() {
+                    return Some(PointDecision::IndirectCall);
+                }
+                let name = bitcode::value_name(callee);
+                let library = c::LLVMCountBasicBlocks(callee) == 0
+                    && !bitcode::is_ignored_intrinsic(&name)
+                    && !name.starts_with("__knobs_")
+                    && !ir::library::is_negligible_work(&name);
+                library.then_some(PointDecision::LibraryCall)
+            }
+            _ => None,
+        }
+    }
 }
 
 impl Pass {
@@ -152,12 +196,59 @@ impl Pass {
                 pops[p as usize].push(d);
             }
         }
+        let count = self.sites.len() - first_id;
+        let mut points = HashMap::new();
+        for (k, &bb) in blocks.iter().enumerate() {
+            if !dom.dom.is_reachable(k as u32) {
+                continue;
+            }
+            for i in bitcode::instructions(bb) {
+                if point_decision(i).is_some() {
+                    points.insert(i, self.sites.len() as u64);
+                    self.sites.push(site_text(name, i));
+                }
+            }
+        }
         Decisions {
             first_id,
-            count: self.sites.len() - first_id,
+            count,
             decision,
             pops,
+            points,
         }
+    }
+
+    /// Reports decision `id` with its data and control labels to the runtime (unless the
+    /// site's last record has the same pair, or `only_tainted` and the data label is 0), at
+    /// the builder's position.
+    pub(super) fn record_decision(
+        &self,
+        id: u64,
+        data: LLVMValueRef,
+        ctrl: LLVMValueRef,
+        only_tainted: bool,
+    ) {
+        let mut idx = [self.size(id)];
+        // SAFETY: the builder is positioned inside a function of the live module (the
+        // invariant of [`Pass`]); `self.last` is the `i64` array of per-site keys (replaced by
+        // one with an element per site in `init_in_main`), and `idx` a live local array of
+        // the one index passed.
+        let last = unsafe {
+            c::LLVMBuildInBoundsGEP2(
+                self.b,
+                self.i64t,
+                self.last,
+                idx.as_mut_ptr(),
+                1,
+                c"".as_ptr(),
+            )
+        };
+        let decide = if only_tainted {
+            self.decide_tainted
+        } else {
+            self.decide
+        };
+        self.call(decide, &[last, self.konst(id), data, ctrl]);
     }
 
     /// The frame of a function with decisions, built at the builder's position (the start of

@@ -9,7 +9,7 @@ use llvm_sys::LLVMOpcode as Op;
 use llvm_sys::core as c;
 use llvm_sys::prelude::{LLVMBasicBlockRef, LLVMValueRef};
 
-use super::control::{Frame, LlvmCfg};
+use super::control::{Frame, LlvmCfg, PointDecision, point_decision};
 use super::{Label, MAX_ARGS, Pass};
 use crate::bitcode;
 
@@ -107,7 +107,8 @@ impl Pass {
             for (j, &i) in body.iter().enumerate() {
                 let next = body.get(j + 1).copied();
                 let at = frame.as_ref().map(|f| (f, k as usize));
-                self.instruction(i, next, &mut shadow, at, first_id);
+                let point = decisions.points.get(&i).copied();
+                self.instruction(i, next, &mut shadow, at, first_id, point);
             }
         }
 
@@ -169,7 +170,8 @@ impl Pass {
     /// Instruments one non-phi instruction: its label goes into `shadow`. Code for before it
     /// goes before `i`, code after it before `next` (the next original instruction). `frame`:
     /// the function's frame and the instruction's block, when the function has decisions
-    /// (numbered from `first_id`).
+    /// (numbered from `first_id`). `point`: the id of the decision `i` is, if it is one inside
+    /// its block ([`point_decision`]).
     fn instruction(
         &self,
         i: LLVMValueRef,
@@ -177,6 +179,7 @@ impl Pass {
         shadow: &mut HashMap<LLVMValueRef, LLVMValueRef>,
         frame: Option<(&Frame, usize)>,
         first_id: usize,
+        point: Option<u64>,
     ) {
         let label = |v: LLVMValueRef| -> Label { shadow.get(&v).copied() };
         // SAFETY: `i` is an instruction of the live module (the invariant of [`Pass`]).
@@ -204,6 +207,36 @@ impl Pass {
             unsafe { c::LLVMGetOperand(i, k) }
         };
         let source = self.sources.get(&i).cloned().unwrap_or_default();
+        // A decision inside the block is recorded before it runs. The function an indirect
+        // call chooses runs under that choice (its decisions and stores carry it), and what
+        // it returns depends on it: `(pointer label, control taint to restore)`.
+        let mut chosen: Option<(LLVMValueRef, LLVMValueRef)> = None;
+        if let Some(id) = point {
+            let kind = point_decision(i).expect("numbered as a decision");
+            before();
+            let data = match kind {
+                PointDecision::Select => label(operand(0)),
+                // A call's last operand is the called value.
+                PointDecision::IndirectCall => label(operand(nops - 1)),
+                PointDecision::LibraryCall => self.library_input(i, &label),
+            };
+            // Only when tainted by more than the control taint: a select or call whose
+            // input is untainted, or tainted only by the decisions that led to it (what a
+            // helper stores and passes on under its callers' branches), changes nothing the
+            // branches around it do not say already (the static analysis' rule too).
+            if let Some(d) = data {
+                let ctrl = self.load_tls(self.ctrl);
+                let news = self.beyond(d, ctrl);
+                self.record_decision(id, news, ctrl, true);
+                if kind == PointDecision::IndirectCall {
+                    let now = self.union(Some(ctrl), Some(d)).unwrap();
+                    // SAFETY: the builder is before `i` (above); an `i32` label stored to the
+                    // `i32` thread-local control taint.
+                    unsafe { c::LLVMBuildStore(self.b, now, self.ctrl) };
+                    chosen = Some((d, ctrl));
+                }
+            }
+        }
         let result: Label = match op {
             Op::LLVMLoad => {
                 after();
@@ -285,21 +318,7 @@ impl Pass {
                         Some(self.load_i32(frame.open))
                     };
                     let ctrl = self.union(Some(frame.base), others).unwrap();
-                    let mut idx = [self.size(id)];
-                    // SAFETY: the builder is before `i` (above); `self.last` is the `i64`
-                    // array of per-site keys (replaced by one with an element per site in
-                    // `init_in_main`), and `idx` a live local array of the one index passed.
-                    let last = unsafe {
-                        c::LLVMBuildInBoundsGEP2(
-                            self.b,
-                            self.i64t,
-                            self.last,
-                            idx.as_mut_ptr(),
-                            1,
-                            c"".as_ptr(),
-                        )
-                    };
-                    self.call(self.decide, &[last, self.konst(id), cond, ctrl]);
+                    self.record_decision(id, cond, ctrl, false);
                     // SAFETY: as above; `i32` labels stored to the decision's `i32` slot.
                     unsafe { c::LLVMBuildStore(self.b, cond, frame.slots[d]) };
                     let open = self.union(others, Some(cond)).unwrap();
@@ -332,11 +351,86 @@ impl Pass {
                 }
             }
         };
+        let result = match chosen {
+            Some((pointer, ctrl)) => {
+                after();
+                // SAFETY: the builder is after the call (`after`); an `i32` label stored to
+                // the `i32` thread-local control taint.
+                unsafe { c::LLVMBuildStore(self.b, ctrl, self.ctrl) };
+                result.map(|r| self.union(Some(r), Some(pointer)).unwrap())
+            }
+            None => result,
+        };
         if let Some(l) = result {
             shadow.insert(i, l);
         }
     }
+
+    /// `data`, or 0 when it holds no option beyond `ctrl`'s (known only for labels that are
+    /// plain bit sets; an interned label is kept), at the builder's position.
+    fn beyond(&self, data: LLVMValueRef, ctrl: LLVMValueRef) -> LLVMValueRef {
+        // SAFETY: the builder is positioned inside a function of the live module (the
+        // invariant of [`Pass`]); `data` and `ctrl` are `i32` labels of it.
+        unsafe {
+            let both = c::LLVMBuildOr(self.b, data, ctrl, c"".as_ptr());
+            let within = c::LLVMBuildICmp(
+                self.b,
+                llvm_sys::LLVMIntPredicate::LLVMIntEQ,
+                both,
+                ctrl,
+                c"".as_ptr(),
+            );
+            let plain = c::LLVMBuildICmp(
+                self.b,
+                llvm_sys::LLVMIntPredicate::LLVMIntSGE,
+                both,
+                self.konst(0),
+                c"".as_ptr(),
+            );
+            let covered = c::LLVMBuildAnd(self.b, within, plain, c"".as_ptr());
+            c::LLVMBuildSelect(self.b, covered, self.konst(0), data, c"".as_ptr())
+        }
+    }
+
+    /// The label of what a call into the C library is given (at the builder's position): its
+    /// arguments' labels, and the contents of the small local and global objects they point
+    /// to directly (a `struct timespec` for `nanosleep`). Larger objects (buffers) are left
+    /// out: the work done on a buffer depends on its size, an argument, not on its bytes.
+    fn library_input(&self, call: LLVMValueRef, label: &dyn Fn(LLVMValueRef) -> Label) -> Label {
+        // SAFETY: `call` is a call of the live module (the invariant of [`Pass`]); its
+        // argument operands are read below their count; sizes are asked of an alloca's
+        // allocated type and a global's value type, both types of the live context.
+        unsafe {
+            let mut l = None;
+            for k in 0..c::LLVMGetNumArgOperands(call) {
+                let a = c::LLVMGetOperand(call, k);
+                l = self.union(l, label(a));
+                let size = if !c::LLVMIsAAllocaInst(a).is_null() {
+                    let count = c::LLVMGetOperand(a, 0);
+                    let one = !c::LLVMIsAConstantInt(count).is_null()
+                        && c::LLVMConstIntGetZExtValue(count) == 1;
+                    if one {
+                        self.store_size(c::LLVMGetAllocatedType(a))
+                    } else {
+                        0
+                    }
+                } else if !c::LLVMIsAGlobalVariable(a).is_null() {
+                    self.store_size(c::LLVMGlobalGetValueType(a))
+                } else {
+                    0
+                };
+                if (1..=MAX_LIBRARY_OBJECT).contains(&size) {
+                    l = self.union(l, Some(self.shadow_load(a, size)));
+                }
+            }
+            l
+        }
+    }
 }
+
+/// The largest object behind a library call's argument whose contents count as its input
+/// (bytes): structs of settings, not buffers.
+const MAX_LIBRARY_OBJECT: u64 = 64;
 
 /// The opcode of an instruction.
 fn opcode(i: LLVMValueRef) -> Op {

@@ -56,6 +56,17 @@ new:
 done:
   ret void
 }
+
+define void @__knobs_taint_decide_tainted(ptr %last, i32 %id, i32 %data, i32 %ctrl) alwaysinline {
+entry:
+  %none = icmp eq i32 %data, 0
+  br i1 %none, label %done, label %decide, !prof !1
+decide:
+  call void @__knobs_taint_decide(ptr %last, i32 %id, i32 %data, i32 %ctrl)
+  br label %done
+done:
+  ret void
+}
 "#,
     );
     let sizes = (1..=INLINE_ACCESS).chain([32]);

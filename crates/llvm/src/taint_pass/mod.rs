@@ -42,11 +42,16 @@
 //!   global (any address inside it) or from an option struct field, and the result of a selected
 //!   call (e.g. `getenv("X")`), get the option's label added.
 //! - Decisions: ids number the conditional branches and switches in module order (stable for one
-//!   build); each reports its function, file, line and column. A decision records its (data,
-//!   control) taint pair through the runtime only when it differs from the site's last recorded
-//!   pair (`__knobs_taint_last`, one key per site, checked inline), so a decision executed again
-//!   with the same taints costs a compare. Untainted decisions are reported too, with empty
-//!   taints (they make their region known to Comprex).
+//!   build), each function's followed by its decisions inside blocks: selects (their
+//!   condition), indirect calls (the called pointer; the callee runs with it added to the
+//!   control taint, and its result carries it) and calls into the C library other than
+//!   printing and `free` (what they are given: the arguments' labels and the contents of the
+//!   small local and global objects they point to). Each reports its function, file, line and
+//!   column. A decision records its (data, control) taint pair through the runtime only when
+//!   it differs from the site's last recorded pair (`__knobs_taint_last`, one key per site,
+//!   checked inline), so a decision executed again with the same taints costs a compare.
+//!   Untainted branches and switches are reported too, with empty taints (they make their
+//!   region known to Comprex); decisions inside blocks only when their data is tainted.
 //!
 //! The runtime is initialised at the start of `main` (a program without `main` records nothing).//!
 //! The parts: `sources` (which loads and calls read an option), `helpers` (the LLVM IR
@@ -84,7 +89,8 @@ const MAX_ARGS: u32 = 64;
 pub struct TaintStats {
     /// Functions instrumented (with bodies).
     pub functions: usize,
-    /// Decision sites (conditional branches and switches), numbered `0..decisions`.
+    /// Decision sites (conditional branches, switches, and decisions inside blocks), numbered
+    /// `0..decisions`.
     pub decisions: usize,
     /// Loads and calls that read an option (sources).
     pub source_sites: usize,
@@ -178,6 +184,8 @@ struct Pass {
     /// `__knobs_taint_union_<n>` by `n` ([`Pass::union_n`]).
     unions: std::cell::RefCell<HashMap<usize, (LLVMTypeRef, LLVMValueRef)>>,
     decide: (LLVMTypeRef, LLVMValueRef),
+    /// [`Pass::decide`] only when the data label is not 0 (decisions inside blocks).
+    decide_tainted: (LLVMTypeRef, LLVMValueRef),
     /// `__knobs_taint_load_<n>` and `__knobs_taint_store_<n>` by `n`.
     inline_loads: HashMap<u64, (LLVMTypeRef, LLVMValueRef)>,
     inline_stores: HashMap<u64, (LLVMTypeRef, LLVMValueRef)>,
@@ -277,6 +285,11 @@ impl Pass {
                 union_all: declare(c"__knobs_taint_union_all", i32t, &[ptrt, i64t]),
                 unions: Default::default(),
                 decide: declare(c"__knobs_taint_decide", voidt, &[ptrt, i32t, i32t, i32t]),
+                decide_tainted: declare(
+                    c"__knobs_taint_decide_tainted",
+                    voidt,
+                    &[ptrt, i32t, i32t, i32t],
+                ),
                 inline_loads,
                 inline_stores,
                 load: declare(c"__knobs_taint_load", i32t, &[ptrt, i64t]),
