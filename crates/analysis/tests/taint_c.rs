@@ -768,3 +768,92 @@ fn an_option_source_naming_a_global_the_program_lacks_is_named() {
         "option source names global `levle`, which the program does not define"
     );
 }
+
+const CHOSEN: &str = r#"
+#include <unistd.h>
+static int mode, packed, slow, verbose;
+static void copy(void) {}
+static void fast(void) {}
+static void (*const handlers[2])(void) = {copy, fast};
+struct codec { void (*encode)(int); };
+static void plain_encode(int n) { usleep(n); }
+static void packed_encode(int n) { usleep(2 * n); }
+static const struct codec plain = {plain_encode}, tight = {packed_encode};
+static void pause_for(int us) { usleep(us); }
+int main(void) {
+    handlers[mode]();                            /* at-table */
+    const struct codec *c = packed ? &tight : &plain;
+    c->encode(100);                              /* at-codec */
+    pause_for(slow ? 600 : 100);                 /* at-helper */
+    pause_for(100);                              /* at-constant */
+    usleep(verbose ? 10 : 0);                    /* at-library */
+    return 0;
+}
+"#;
+
+/// The influence of the statement on the line marked `marker` that decides.
+fn decision_on(p: &Program, si: &StatementInfluence, source: &str, marker: &str) -> OptionSet {
+    let line = llvm::fixture::line_of(source, marker);
+    let calls: Vec<ir::InstId> = p
+        .insts
+        .iter_enumerated()
+        .filter(|(_, inst)| inst.loc.line == line && matches!(inst.kind, ir::InstKind::Call { .. }))
+        .map(|(i, _)| i)
+        .collect();
+    assert!(!calls.is_empty(), "no call on line {line}");
+    let mut out = OptionSet::new();
+    for i in calls {
+        out = out.union(si.of(i));
+    }
+    out
+}
+
+#[test]
+fn options_that_choose_code_through_pointers_selects_and_the_library_are_decisions() {
+    let sources = [
+        global(0, "mode"),
+        global(1, "packed"),
+        global(2, "slow"),
+        global(3, "verbose"),
+    ];
+    let (p, si) = run(CHOSEN, &sources);
+    assert_eq!(
+        decision_on(&p, &si, CHOSEN, "at-table"),
+        set(&[0]),
+        "handler table"
+    );
+    assert_eq!(
+        decision_on(&p, &si, CHOSEN, "at-codec"),
+        set(&[1]),
+        "struct of pointers"
+    );
+    assert_eq!(
+        decision_on(&p, &si, CHOSEN, "at-helper"),
+        set(&[2]),
+        "a helper passing its parameter to the library: the call site decides"
+    );
+    assert_eq!(decision_on(&p, &si, CHOSEN, "at-constant"), set(&[]));
+    assert_eq!(
+        decision_on(&p, &si, CHOSEN, "at-library"),
+        set(&[3]),
+        "select into libc"
+    );
+    // The helper itself does not collect its callers' options.
+    let pause = p.function_named("pause_for").unwrap();
+    let in_pause: Vec<&OptionSet> = p
+        .insts
+        .iter_enumerated()
+        .filter(|(i, _)| p.func_of(*i) == pause)
+        .map(|(i, _)| si.of(i))
+        .collect();
+    assert!(in_pause.iter().all(|s| s.is_empty()), "{in_pause:?}");
+    use analysis::DecisionKind;
+    let kinds: Vec<DecisionKind> = si.decisions.iter().map(|d| d.kind).collect();
+    for k in [
+        DecisionKind::IndirectCall,
+        DecisionKind::Select,
+        DecisionKind::LibraryCall,
+    ] {
+        assert!(kinds.contains(&k), "{kinds:?}");
+    }
+}
