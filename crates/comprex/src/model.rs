@@ -87,6 +87,12 @@ pub fn build_model(
         ));
     }
     let whole = Partition::whole(&enc);
+    let choices = valid
+        .space()
+        .exclusive_choices()
+        .iter()
+        .map(|c| model::Choice::parse(&c.members, c.given.as_deref()))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut ids: Vec<&str> = regions.iter().map(|r| r.id.as_str()).collect();
     ids.extend(
         times
@@ -151,7 +157,9 @@ pub fn build_model(
         {
             suspects.push(w);
         }
-        let mut terms = influence_form(&enc, &averages);
+        // Against a reference member: a subspace's cube names every value of a numeric
+        // option (`MODE=0 ∧ MODE≠1`) and the members of alternative groups.
+        let mut terms = influence_form(&enc, &averages).against_reference(&choices);
         trivial.extend(
             terms
                 .prune(Threshold::Absolute(settings.trivial_below))

@@ -102,9 +102,10 @@ fn numeric_options_become_value_indicators() {
         &ModelSettings::default(),
     )
     .unwrap();
+    // Against the first value: the intercept is level=1's time.
     assert_eq!(
         m.file.terms.to_string(),
-        "5.00·level=9 + 2.00·level=6 + 1.00·level=1"
+        "1.00 + 4.00·level=9 + 1.00·level=6"
     );
     let bound = m.file.bind(&["level", "A"]).unwrap();
     for c in valid.iter() {
@@ -236,4 +237,85 @@ fn a_region_without_decisions_gets_a_constant_model() {
     assert_eq!(m.file.regions.len(), 1);
     assert_eq!(m.file.regions[0].terms.to_string(), "2.00");
     assert_eq!(m.file.terms.to_string(), "2.00");
+}
+
+#[test]
+fn alternatives_are_expressed_against_a_reference_member() {
+    // An algorithm chosen from an alternative group, and a trace option that costs more
+    // with one of them: every cube of the partition names all members (`ALG_HUFF ∧ ¬ALG_LZ`),
+    // yet no printed term may be a product of two members, nor the reference member itself.
+    let mut space = ConfigSpace::new("alternatives");
+    let algs: Vec<_> = ["ALG_STORE", "ALG_HUFF", "ALG_LZ"]
+        .iter()
+        .map(|n| space.add_binary(n, None, false).unwrap())
+        .collect();
+    space
+        .add_group(space::GroupKind::Alternative, None, algs)
+        .unwrap();
+    space.add_binary("TRACE", None, false).unwrap();
+    let valid = ValidConfigurations::new(&space).unwrap();
+    let ex = explore(&valid, ExploreSettings::default(), |c| {
+        let mut t = Tracer::new(&space, c);
+        let (huff, lz, trace) = (t.option("ALG_HUFF"), t.option("ALG_LZ"), t.option("TRACE"));
+        t.decide(1, "f", 1, &huff);
+        t.decide(2, "f", 2, &lz);
+        t.decide(3, "f", 3, &trace);
+        Ok::<_, Infallible>(t.records)
+    })
+    .unwrap();
+    let cost = |c: &Configuration| {
+        let on = |i: usize| c.0[i] == 1;
+        let alg = if on(1) {
+            3.0
+        } else if on(2) {
+            7.0
+        } else {
+            1.0
+        };
+        alg + if on(3) {
+            if on(2) { 4.0 } else { 1.0 }
+        } else {
+            0.0
+        }
+    };
+    let times: Vec<RegionTimes> = ex
+        .configurations
+        .iter()
+        .map(|c| RegionTimes {
+            configuration: c.clone(),
+            seconds: [("f".to_string(), cost(c))].into(),
+        })
+        .collect();
+    let m = build_model(
+        &valid,
+        ex.regions(Granularity::Method),
+        &times,
+        &ModelSettings::default(),
+    )
+    .unwrap();
+    for t in m.file.terms.terms() {
+        let members = t
+            .options
+            .iter()
+            .filter(|f| f.option().starts_with("ALG_"))
+            .count();
+        assert!(members <= 1, "a product of alternatives: {}", m.file.terms);
+        assert!(
+            t.options.iter().all(|f| f.option() != "ALG_STORE"),
+            "the reference member has a term: {}",
+            m.file.terms
+        );
+    }
+    assert_eq!(
+        m.file.terms.to_string(),
+        "1.00 + 6.00·ALG_LZ + 3.00·ALG_LZ·TRACE + 2.00·ALG_HUFF + 1.00·TRACE"
+    );
+    let bound = m
+        .file
+        .bind(&["ALG_STORE", "ALG_HUFF", "ALG_LZ", "TRACE"])
+        .unwrap();
+    for c in valid.iter() {
+        let row: Vec<f64> = c.0.iter().map(|&v| v as f64).collect();
+        assert!((bound.predict(&row) - cost(&c)).abs() < 1e-9, "{c:?}");
+    }
 }

@@ -492,6 +492,14 @@ pub fn build_model(
     );
     // `compose` adds the base itself; the base region is listed for completeness.
     let mut file = ModelFile::compose(InfluenceModel::new(), regions);
+    // Alternative group members against a reference member (the intercept stands for it).
+    let choices = spec
+        .space
+        .exclusive_choices()
+        .iter()
+        .map(|c| model::Choice::parse(&c.members, c.given.as_deref()))
+        .collect::<Result<Vec<_>, _>>()?;
+    file.express_against_reference(&choices);
     file.system = Some(spec.name.clone());
     file.metric = Some("wall time (s), from region timers".into());
     file.provenance

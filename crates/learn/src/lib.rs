@@ -338,6 +338,15 @@ pub fn learn(
     let table = Table::new(data);
     let trained = train(&table, rows, learner, seed)?;
     let mut file = trained.to_model_file(&table);
+    // Alternative group members and value indicators against a reference member: no term
+    // for a product no configuration selects, none that the intercept already is.
+    let choices = data
+        .space
+        .exclusive_choices()
+        .iter()
+        .map(|c| model::Choice::parse(&c.members, c.given.as_deref()))
+        .collect::<Result<Vec<_>, _>>()?;
+    file.express_against_reference(&choices);
     file.system = Some(data.space.name.clone()).filter(|s| !s.is_empty());
     file.metric = Some(data.metric.clone()).filter(|s| !s.is_empty());
     let p = &mut file.provenance;

@@ -15,6 +15,7 @@
 
 mod file;
 mod influence;
+mod reference;
 mod subspace;
 mod tree;
 
@@ -22,6 +23,7 @@ pub use file::{
     BoundModelFile, FORMAT, ModelFile, Region, SourceSpan, Transform, VERSION, predict_csv,
 };
 pub use influence::{BoundModel, Factor, InfluenceModel, Term, Threshold};
+pub use reference::Choice;
 pub use subspace::{
     MAX_OPTIONS, influence_from_levels, influence_from_subspaces, subspaces_from_influence,
 };

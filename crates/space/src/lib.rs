@@ -12,12 +12,14 @@
 //! Architecture invariant: this crate knows nothing of measurements, models or programs; a
 //! [`Dataset`] pairs configurations with numbers and nothing more.
 
+mod choices;
 pub mod formats;
 mod formula;
 pub mod sampling;
 mod space;
 mod valid;
 
+pub use choices::ExclusiveChoice;
 pub use formats::{Dataset, load_space};
 pub use formula::{Formula, FormulaError};
 pub use sampling::{Sample, Strategy, TupleCoverage, sample};
