@@ -168,6 +168,16 @@ pub struct EvaluateReport {
     /// Configurations evaluated on.
     #[serde(alias = "evaluated")]
     pub configurations: Option<u64>,
+    /// On the configurations the model was not built from (knobs after schema 2 of the rows).
+    #[serde(alias = "mape_unmeasured_percent")]
+    pub mape_unmeasured: Option<f64>,
+    /// On every configuration.
+    #[serde(alias = "mape_all_percent")]
+    pub mape_all: Option<f64>,
+    /// How many configurations the model was built from, when it records them.
+    pub training_configurations: Option<u64>,
+    /// All configurations of the data.
+    pub of: Option<u64>,
 }
 
 #[cfg(test)]

@@ -390,6 +390,36 @@ impl<'a> SubjectRun<'a> {
         has
     }
 
+    /// `knobs evaluate MODEL DATA --json`: MAPE (%) on the configurations the model was not
+    /// built from (`None` when it was built from all of them) and on all, with how many
+    /// configurations each is over. An older knobs that prints one error is asked twice.
+    fn evaluate_both(&mut self, model: &Path, data: &Path) -> Result<Evaluation> {
+        let args = vec![
+            "evaluate".into(),
+            path_arg(model),
+            path_arg(data),
+            "--json".into(),
+            "--all".into(),
+        ];
+        if self.evaluate_has_all()
+            && let Ok((r, _)) = self.knobs_json::<EvaluateReport>(&args)
+            && let Some(all) = r.mape_all
+        {
+            let of = r.of.or(r.configurations);
+            let unmeasured_count = match (of, r.training_configurations) {
+                (Some(of), Some(t)) => Some(of.saturating_sub(t)),
+                _ => None,
+            };
+            return Ok(Evaluation {
+                unmeasured: r.mape_unmeasured.map(|m| (m, unmeasured_count)),
+                all: (all, of),
+            });
+        }
+        let all = self.evaluate(model, data, true)?;
+        let unmeasured = self.evaluate(model, data, false).ok();
+        Ok(Evaluation { unmeasured, all })
+    }
+
     /// `knobs evaluate MODEL DATA --json [--all]`: MAPE (%) and the configurations it is over.
     fn evaluate(&mut self, model: &Path, data: &Path, all: bool) -> Result<(f64, Option<u64>)> {
         let mut args = vec![
@@ -468,17 +498,15 @@ impl<'a> SubjectRun<'a> {
         let own = self.export(store, variant, &own_csv)?;
         row.measurement_seconds = Some(own.sum());
         let truth_csv = self.truth()?.csv.clone();
-        let (mape, n) = self.evaluate(model, &truth_csv, true)?;
-        row.mape_percent = Some(mape);
-        row.detail("mape_configurations", n);
+        let e = self.evaluate_both(model, &truth_csv)?;
+        row.mape_all_percent = Some(e.all.0);
+        row.detail("mape_all_configurations", e.all.1);
         let truth_rows = self.truth()?.data.rows.len() as f64;
-        if self.evaluate_has_all() && row.configurations.is_some_and(|c| c < truth_rows) {
-            // Without --all: on the configurations the model was not built from, when its
-            // file records them (else on all of them again).
-            if let Ok((m, n)) = self.evaluate(model, &truth_csv, false) {
-                row.detail("mape_not_measured", m);
-                row.detail("mape_not_measured_configurations", n);
-            }
+        if row.configurations.is_some_and(|c| c < truth_rows)
+            && let Some((m, n)) = e.unmeasured
+        {
+            row.mape_percent = Some(m);
+            row.detail("mape_configurations", n);
         }
         let (own_mape, _) = self.evaluate(model, &own_csv, true)?;
         row.detail("mape_own_runs", own_mape);
@@ -627,16 +655,18 @@ impl<'a> SubjectRun<'a> {
                 path_arg(&model),
                 "--json".into(),
             ])?;
-            let (mape, n) = self.evaluate(&model, &truth_csv, false)?;
-            learned.push((seed, model, mape, n, learned_report));
+            let e = self.evaluate_both(&model, &truth_csv)?;
+            learned.push((seed, model, e, learned_report));
         }
         // What each model was trained on, from its provenance, and their Σ medians.
         let export = self.work.join(format!("{sample}-store.csv"));
         let measured = self.export(&store, None, &export)?;
         let by = measured.by_configuration();
         let mut per_seed = Vec::new();
-        let (mut mapes, mut counts, mut seconds) = (Vec::new(), Vec::new(), Vec::new());
-        for (seed, model, mape, n, learned_report) in learned {
+        let (mut mapes, mut alls, mut counts, mut seconds) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for (seed, model, e, learned_report) in learned {
+            let (mape, n) = e.unmeasured.unwrap_or(e.all);
             let training = training_configurations(&model, &measured)?;
             let secs: f64 = training.iter().filter_map(|k| by.get(k)).sum();
             per_seed.push(serde_json::json!({
@@ -645,9 +675,11 @@ impl<'a> SubjectRun<'a> {
                 "measurement_seconds": secs,
                 "mape_percent": mape,
                 "mape_configurations": n,
+                "mape_all_percent": e.all.0,
                 "learned": learned_report,
             }));
             mapes.push(mape);
+            alls.push(e.all.0);
             counts.push(training.len() as f64);
             seconds.push(secs);
         }
@@ -655,6 +687,7 @@ impl<'a> SubjectRun<'a> {
         row.total_configurations = None;
         row.measurement_seconds = stats::mean(&seconds);
         row.mape_percent = stats::mean(&mapes);
+        row.mape_all_percent = stats::mean(&alls);
         row.detail("learner", &learner);
         row.detail("sample", sample);
         row.detail("mape_sd", stats::sample_sd(&mapes));
@@ -704,6 +737,13 @@ pub fn training_configurations(model: &Path, data: &Data) -> Result<Vec<String>>
         out.push(data::key(&ordered));
     }
     Ok(out)
+}
+
+/// A model's error against the ground truth: on the configurations it was not built from
+/// (with how many), and on all of them.
+struct Evaluation {
+    unmeasured: Option<(f64, Option<u64>)>,
+    all: (f64, Option<u64>),
 }
 
 #[cfg(test)]

@@ -100,10 +100,26 @@ fn running_example_rows() {
     assert_eq!(crush.configurations, Some(8.0));
     assert_eq!(crush.total_configurations, Some(1024.0));
     assert_eq!(crush.lower_bound, Some(8.0));
-    let mape = crush.mape_percent.expect("a MAPE");
+    // Both errors: on the ground truth's configurations it did not measure, and on all.
+    let mape = crush.mape_percent.expect("a MAPE on the unmeasured");
     assert!(
         mape < 20.0,
         "ConfigCrusher's MAPE {mape} % on the running example"
+    );
+    let all = crush.mape_all_percent.expect("a MAPE on all");
+    assert!(
+        all < 20.0,
+        "ConfigCrusher's MAPE {all} % on all configurations"
+    );
+    let count = |key: &str| crush.details.get(key).and_then(|v| v.as_u64()).unwrap();
+    // The ground truth is a sample: only some of the 8 measured configurations are in it.
+    let (unmeasured, all) = (
+        count("mape_configurations"),
+        count("mape_all_configurations"),
+    );
+    assert!(
+        all - 8 <= unmeasured && unmeasured < all,
+        "{unmeasured} of {all}"
     );
     assert!(
         crush
@@ -114,6 +130,7 @@ fn running_example_rows() {
 
     let fw = row("featurewise");
     assert!(fw.mape_percent.is_some_and(f64::is_finite));
+    assert!(fw.mape_all_percent.is_some_and(f64::is_finite));
     assert!(fw.configurations.unwrap() >= 10.0);
 
     // Table 7: propagation removes regions and entries without slowing the program.

@@ -284,11 +284,32 @@ pub fn evaluate_model(args: EvaluateArgs) -> Result<Outcome> {
     }
     let error = evaluate(&file, &table, &rows)
         .with_context(|| format!("evaluating {}", args.model.display()))?;
+    // The papers' metric is the error on the configurations a model did not measure; the
+    // error on all of them goes beside it, so the two are never mistaken for each other.
+    let untrained: Option<Vec<usize>> = training
+        .as_ref()
+        .map(|trained| (0..total).filter(|r| !trained[*r]).collect());
+    let (unmeasured, all) = if args.test.is_some() {
+        (None, None)
+    } else {
+        let unmeasured = match &untrained {
+            Some(rows) if !rows.is_empty() => Some(
+                evaluate(&file, &table, rows)
+                    .with_context(|| format!("evaluating {}", args.model.display()))?,
+            ),
+            _ => None,
+        };
+        let all = evaluate(&file, &table, &(0..total).collect::<Vec<_>>())
+            .with_context(|| format!("evaluating {}", args.model.display()))?;
+        (unmeasured, Some(all))
+    };
     if args.json {
         crate::print_json(&json!({
             "model": args.model,
             "data": args.data,
             "mape_percent": error,
+            "mape_unmeasured_percent": unmeasured,
+            "mape_all_percent": all,
             "set": set,
             "test": args.test,
             "configurations": rows.len(),
@@ -296,7 +317,16 @@ pub fn evaluate_model(args: EvaluateArgs) -> Result<Outcome> {
             "training_configurations": trained_count,
         }))?;
     } else {
-        println!("MAPE {error:.2} % on {which}");
+        match (set, unmeasured, all) {
+            ("untrained", _, Some(all)) => {
+                println!("MAPE {error:.2} % on {which}; {all:.2} % on all {total}")
+            }
+            ("all", Some(u), _) if trained_count.is_some() => println!(
+                "MAPE {error:.2} % on {which}; {u:.2} % on the {} not used for training",
+                total - trained_count.unwrap_or(0)
+            ),
+            _ => println!("MAPE {error:.2} % on {which}"),
+        }
     }
     Ok(Outcome::Done)
 }
