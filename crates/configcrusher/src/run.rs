@@ -123,6 +123,8 @@ pub struct ConfigurationCount {
     pub total: u128,
     /// No cover of the interactions can be smaller.
     pub lower_bound: u128,
+    /// Whether `measured` is proven the fewest that cover them.
+    pub minimal: bool,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -302,6 +304,7 @@ fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
             measured,
             total,
             lower_bound: analysed.compression.lower_bound,
+            minimal: analysed.compression.optimal,
         },
         compressed: analysed
             .compression
@@ -359,12 +362,17 @@ impl Report {
             }
         ));
         lines.push(format!(
-            "regions: {} ({} before propagation); configurations to measure: {} of {} (lower bound {})",
+            "regions: {} ({} before propagation); configurations to measure: {} of {} (lower bound {}){}",
             self.regions.count,
             self.regions.before_propagation,
             self.configurations.measured,
             self.configurations.total,
-            self.configurations.lower_bound
+            self.configurations.lower_bound,
+            if self.configurations.minimal {
+                ""
+            } else {
+                ", perhaps not the fewest"
+            }
         ));
         lines
     }
