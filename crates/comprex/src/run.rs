@@ -63,7 +63,7 @@ pub struct Report {
     pub total_configurations: u128,
     /// The iterative analysis at the chosen granularity (absent with `granularity_table`).
     pub exploration: Option<ExplorationReport>,
-    /// Table IV: the iterative analysis at each granularity.
+    /// Table IV: one exploration's regions at each granularity, with their covers.
     pub granularity_table: Vec<ExplorationReport>,
     pub probes: Option<ProbeReport>,
     /// Configurations measured with the profiler (after folding unprobed methods).
@@ -82,7 +82,12 @@ pub struct Report {
 #[derive(Clone, Debug, Serialize)]
 pub struct ExplorationReport {
     pub granularity: String,
+    /// Configurations the exploration ran (taint runs).
     pub configurations: usize,
+    /// Table IV: configurations that reach every subspace of every region at this
+    /// granularity, chosen from the one exploration's records (a greedy cover).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cover: Option<usize>,
     pub seconds: f64,
     pub decision_sites: usize,
     /// Each region's partition: its subspaces as formulas.
@@ -146,6 +151,7 @@ fn exploration_report(explored: &pipeline::Explored, g: Granularity) -> Explorat
     ExplorationReport {
         granularity: granularity_name(g).to_string(),
         configurations: explored.exploration.configurations.len(),
+        cover: None,
         seconds: explored.seconds,
         decision_sites: explored.stats.decisions,
         regions: explored
@@ -195,31 +201,50 @@ pub fn run(
         notes: Vec::new(),
     };
     if options.granularity_table {
+        // As the paper does: one exploration, then per granularity the configurations that
+        // cover its regions' subspaces. Exploring until the program region's partition (the
+        // cross product of every decision's) is covered sees every decision the finer
+        // regions partition on.
+        let explored = pipeline::explore_tracking(
+            spec,
+            settings,
+            analysis,
+            &[
+                Granularity::Program,
+                Granularity::Method,
+                Granularity::Statement,
+            ],
+            options.max_runs,
+            &mut |c, d| reporter.note(&taint_line(c, d)),
+        )?;
+        let valid = ValidConfigurations::new(&spec.space)?;
         for g in [
             Granularity::Program,
             Granularity::Method,
             Granularity::Statement,
         ] {
-            let explored = pipeline::explore(
-                spec,
-                settings,
-                analysis,
-                g,
-                options.max_runs,
-                &mut |_, _| {},
-            )?;
-            report
-                .granularity_table
-                .push(exploration_report(&explored, g));
+            let mut row = exploration_report(&explored, g);
+            row.cover = Some(crate::cover(&valid, &explored.exploration, g).len());
+            report.granularity_table.push(row);
         }
         return Ok(report);
     }
 
-    let explored = pipeline::explore(
+    // Profiling and models need the method partitions: a chosen granularity is tracked in
+    // the same runs, which continue until both are explored.
+    let mut granularities = vec![Granularity::Method];
+    if options.granularity != Granularity::Method {
+        granularities.push(options.granularity);
+        report.notes.push(format!(
+            "regions at {} granularity for the analysis; profiling and models are per method",
+            granularity_name(options.granularity)
+        ));
+    }
+    let explored = pipeline::explore_tracking(
         spec,
         settings,
         analysis,
-        options.granularity,
+        &granularities,
         options.max_runs,
         &mut |c, d| reporter.note(&taint_line(c, d)),
     )?;
@@ -229,24 +254,7 @@ pub fn run(
         analysis.name, exploration.configurations, exploration.seconds, exploration.decision_sites
     ));
     report.exploration = Some(exploration);
-    let mut method_level = if options.granularity == Granularity::Method {
-        explored
-    } else {
-        // Profiling and models need the method partitions: explore again at method
-        // granularity (cheap next to measuring, and it reuses nothing it should not).
-        report.notes.push(format!(
-            "regions at {} granularity; profiling and models are per method",
-            granularity_name(options.granularity)
-        ));
-        pipeline::explore(
-            spec,
-            settings,
-            analysis,
-            Granularity::Method,
-            options.max_runs,
-            &mut |_, _| {},
-        )?
-    };
+    let mut method_level = explored;
     if !options.all_probes {
         let selection =
             pipeline::select_probes(spec, settings, analysis, &method_level, &options.probes)?;

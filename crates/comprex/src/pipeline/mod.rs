@@ -32,4 +32,4 @@ pub use model::{build_model, build_model_corrected};
 pub use overhead::{OverheadCorrection, OverheadFit, choose, overhead_correction};
 pub use probes::{DroppedProbe, ProbeSelection, ProbeSettings, select_probes};
 pub use profile::{Profiled, instrument_methods, measure_configurations};
-pub use taint::{Explored, explore, fold};
+pub use taint::{Explored, explore, explore_tracking, fold};

@@ -37,6 +37,20 @@ pub fn explore(
     max_runs: usize,
     on_run: &mut dyn FnMut(&str, usize),
 ) -> Result<Explored, Error> {
+    explore_tracking(spec, settings, workload, &[granularity], max_runs, on_run)
+}
+
+/// [`explore`] until every subspace of the first granularity's regions is explored, with the
+/// regions of the others recorded from the same runs too (Table IV).
+pub fn explore_tracking(
+    spec: &SystemSpec,
+    settings: &Settings,
+    workload: &Workload,
+    granularities: &[Granularity],
+    max_runs: usize,
+    on_run: &mut dyn FnMut(&str, usize),
+) -> Result<Explored, Error> {
+    let granularity = granularities[0];
     let built = instrumented::build(spec, settings, "Comprex")?;
     let program = &built.translation.program;
     let names: Vec<String> = spec.space.names().iter().map(|n| n.to_string()).collect();
@@ -56,9 +70,11 @@ pub fn explore(
     let valid = ValidConfigurations::new(&spec.space)?;
     let out = settings.work_dir.join("taint-run.json");
     let started = Instant::now();
+    let mut tracked = explore_settings(granularity, max_runs);
+    tracked.granularities = granularities.to_vec();
     let exploration = crate::explore(
         &valid,
-        explore_settings(granularity, max_runs),
+        tracked,
         taint_runner(spec, &binary, workload, &out, on_run),
     )?;
     if exploration.regions(granularity).is_empty() {
