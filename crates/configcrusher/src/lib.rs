@@ -16,6 +16,7 @@
 //! itself an interaction of the program (invariants 1 and 2 of the paper).
 
 pub mod compress;
+pub mod infer;
 pub mod overhead;
 pub mod pipeline;
 pub mod regions;
@@ -31,6 +32,14 @@ pub use run::{
     RegionCount, Report, Stage, run,
 };
 
+/// A measured run that contradicted an inferred fixed setting.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Contradiction {
+    pub global: String,
+    pub configuration: String,
+    pub message: String,
+}
+
 /// Everything that can go wrong; one line each.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -40,6 +49,11 @@ pub enum Error {
     UnknownOption { name: String, context: String },
     #[error("interaction needs {needed} configurations, more than the limit of {limit}")]
     TooManyCombinations { needed: u128, limit: u128 },
+    /// Runs contradicted fixed settings inferred from the observation runs: the analysis
+    /// must be redone without them ([`run`] does). Per global: the first configuration that
+    /// contradicted it and how.
+    #[error("{}", .0.iter().map(|c| format!("configuration `{}`: {}", c.configuration, c.message)).collect::<Vec<_>>().join("; "))]
+    InferredFixedContradicted(Vec<Contradiction>),
     #[error(transparent)]
     Instrumented(#[from] instrumented::Error),
     #[error(transparent)]

@@ -58,6 +58,8 @@ pub struct Analysed {
     pub irrelevant: Vec<String>,
     pub build_seconds: f64,
     pub analysis_seconds: f64,
+    /// Fixed settings inferred from the program's own runs (none when inference is off).
+    pub inference: Option<crate::infer::Inference>,
 }
 
 impl Analysed {
@@ -94,7 +96,27 @@ pub fn analyse(
 ) -> Result<Analysed, Error> {
     let built = instrumented::build(spec, settings, "ConfigCrusher")?;
     let started = Instant::now();
-    let fixed = fixed_globals(spec, &built.translation.program)?;
+    let mut fixed = fixed_globals(spec, &built.translation.program)?;
+    let inference = match &spec.build {
+        Some(b) if b.infer_fixed => {
+            let mut excluded: Vec<String> = b.fixed.keys().cloned().collect();
+            excluded.extend(b.not_fixed.iter().cloned());
+            excluded.extend(options.not_fixed.iter().cloned());
+            let workload = spec.analysis_workload()?;
+            let inference = crate::infer::infer_fixed(spec, settings, &built, workload, &excluded)?;
+            let program = &built.translation.program;
+            for s in &inference.fixed {
+                if let Some(global) = program.global_named(&s.global) {
+                    fixed.push(analysis::FixedGlobal {
+                        global,
+                        value: s.value,
+                    });
+                }
+            }
+            Some(inference)
+        }
+        _ => None,
+    };
     let specialised =
         (!fixed.is_empty()).then(|| analysis::specialise(&built.translation.program, &fixed));
     let program = match &specialised {
@@ -130,20 +152,10 @@ pub fn analyse(
     let relevant = influence.relevant_options();
     // An option selected in every configuration (mandatory up to the root: a grouping such as
     // "level") cannot change anything; it is not reported as irrelevant either.
-    let constant = |mut o: space::OptionId| loop {
-        let option = spec.space.option(o);
-        if !option.mandatory {
-            break false;
-        }
-        match option.parent {
-            None => break true,
-            Some(p) => o = p,
-        }
-    };
     let irrelevant = spec
         .space
         .ids()
-        .filter(|o| !relevant.contains(*o) && !constant(*o))
+        .filter(|o| !relevant.contains(*o) && !spec.space.always_selected(*o))
         .map(|o| spec.space.option(o).name.clone())
         .collect();
     let analysis_seconds = started.elapsed().as_secs_f64();
@@ -158,6 +170,7 @@ pub fn analyse(
         irrelevant,
         build_seconds: built.seconds,
         analysis_seconds,
+        inference,
         translation: built.translation,
     })
 }
@@ -237,6 +250,7 @@ pub fn instrument(
                 global: name.clone(),
                 value: value.unwrap_or(f.expected),
                 at: program.describe_loc(program.inst(f.inst).loc),
+                inferred: value.is_none(),
             }
         })
         .collect();
@@ -274,10 +288,15 @@ pub struct FixedRead {
     pub value: i64,
     /// `file:line` of the read.
     pub at: String,
+    /// Inferred from the program's runs, not written in `[build.fixed]`.
+    pub inferred: bool,
 }
 
 /// How a run that contradicts `[build.fixed]` fails (the start of its message).
 const FIXED_VIOLATED: &str = "[build.fixed] says";
+/// How a run that contradicts an inferred fixed setting fails (the start of its message,
+/// then the global's name in backquotes).
+const INFERRED_VIOLATED: &str = "the inferred fixed setting";
 
 /// Reads a region-times file into the store's form: every region entered, plus the base. A
 /// run in which a folded read saw another value than the fixed one is an error: the analysis
@@ -287,6 +306,27 @@ fn read_region_times(
     fixed_reads: &[FixedRead],
 ) -> Result<Vec<RegionMeasurement>, String> {
     let times = runtime::RegionTimes::read(path).map_err(|e| e.to_string())?;
+    // Every inferred setting the run contradicts, so one round of re-analysis drops them all.
+    let mut inferred: Vec<String> = Vec::new();
+    for (&id, violation) in &times.fixed_violations {
+        let read = fixed_reads.get(id as usize).ok_or_else(|| {
+            format!("the program reports fixed-setting check {id}, which was never inserted")
+        })?;
+        if read.inferred
+            && !inferred
+                .iter()
+                .any(|m| m.contains(&format!("`{}`", read.global)))
+        {
+            inferred.push(format!(
+                "{INFERRED_VIOLATED} `{}` = {} (one value in every observation run) does not \
+                 hold: the read at {} saw {} ({} of its reads)",
+                read.global, read.value, read.at, violation.value, violation.count
+            ));
+        }
+    }
+    if !inferred.is_empty() {
+        return Err(inferred.join("; "));
+    }
     if let Some((&id, violation)) = times.fixed_violations.iter().next() {
         let read = fixed_reads.get(id as usize).ok_or_else(|| {
             format!("the program reports fixed-setting check {id}, which was never inserted")
@@ -329,7 +369,28 @@ pub fn measure_configurations(
     )
     .map_err(Error::from)
     .and_then(|report| {
-        // A contradicted fixed setting invalidates the analysis, not just one run.
+        // A contradicted fixed setting invalidates the analysis, not just one run: an inferred
+        // one is dropped and the analysis redone ([`crate::run`]), a written one is an error.
+        let mut contradictions: Vec<crate::Contradiction> = Vec::new();
+        for (config, why) in &report.failed {
+            for part in why.split("; ") {
+                let Some(at) = part.find(INFERRED_VIOLATED) else {
+                    continue;
+                };
+                let message = part[at..].to_string();
+                let global = message.split('`').nth(1).unwrap_or_default().to_string();
+                if !contradictions.iter().any(|c| c.global == global) {
+                    contradictions.push(crate::Contradiction {
+                        global,
+                        configuration: config.clone(),
+                        message,
+                    });
+                }
+            }
+        }
+        if !contradictions.is_empty() {
+            return Err(Error::InferredFixedContradicted(contradictions));
+        }
         match report
             .failed
             .iter()

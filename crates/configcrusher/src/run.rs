@@ -37,6 +37,9 @@ pub struct Options {
     pub explain: Vec<String>,
     /// Where the model JSON goes (default: `NAME.configcrusher.json` beside the spec).
     pub model_path: Option<PathBuf>,
+    /// Globals not to infer as fixed settings, beyond the spec's `not_fixed` (the ones a
+    /// measured run contradicted).
+    pub not_fixed: Vec<String>,
 }
 
 impl Default for Options {
@@ -47,6 +50,7 @@ impl Default for Options {
             stop_after: Stage::Model,
             explain: Vec::new(),
             model_path: None,
+            not_fixed: Vec::new(),
         }
     }
 }
@@ -107,6 +111,8 @@ pub struct FixedReport {
     pub dead_blocks: usize,
     /// Settings no read of which was folded (they change nothing).
     pub unread: Vec<String>,
+    /// The settings inferred from the program's own runs, and from which runs.
+    pub inferred: Option<crate::infer::Inference>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -148,8 +154,47 @@ pub fn run(
     let workload = session.workload();
     spec.prepare_workload(workload)?;
     let option_ids = explained_options(session, &options.explain)?;
+    let mut options = options.clone();
+    let mut dropped: Vec<String> = Vec::new();
+    // Inferred fixed settings measured runs contradict are dropped and everything from the
+    // analysis on redone; each round drops at least one, so this ends.
+    loop {
+        match run_once(session, &options, &option_ids, &dropped, reporter) {
+            Err(Error::InferredFixedContradicted(contradictions))
+                if contradictions
+                    .iter()
+                    .any(|c| !options.not_fixed.contains(&c.global)) =>
+            {
+                for c in contradictions {
+                    let note = format!(
+                        "configuration `{}`: {}; `{}` is no longer taken as fixed, and the \
+                         analysis is redone",
+                        c.configuration, c.message, c.global
+                    );
+                    reporter.note(&note);
+                    dropped.push(note);
+                    options.not_fixed.push(c.global);
+                }
+            }
+            other => return other,
+        }
+    }
+}
+
+/// One round of [`run`] with these options; `dropped` notes the fixed settings earlier
+/// rounds dropped.
+fn run_once(
+    session: &Session,
+    options: &Options,
+    option_ids: &[(space::OptionId, String)],
+    dropped: &[String],
+    reporter: &mut dyn Reporter,
+) -> Result<Report, Error> {
+    let spec = &session.spec;
+    let workload = session.workload();
     let analysed = analyse(spec, &session.settings, options)?;
     let mut report = analysis_report(session, &analysed);
+    report.notes.extend(dropped.iter().cloned());
     for line in report.summary_lines() {
         reporter.note(&line);
     }
@@ -157,7 +202,7 @@ pub fn run(
         report.explanation = Some(Explanation::new(
             analysed.program(),
             &analysed.influence,
-            &option_ids,
+            option_ids,
         ));
     }
     if options.stop_after == Stage::Analyse || !option_ids.is_empty() {
@@ -228,13 +273,17 @@ fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
     let spec = &session.spec;
     let program = &analysed.translation.program;
     let mut notes = Vec::new();
-    let fixed = analysed.specialised.as_ref().map(|s| {
+    let fixed = (analysed.specialised.is_some() || analysed.inference.is_some()).then(|| {
+        let folded = analysed
+            .specialised
+            .as_ref()
+            .map_or(&[][..], |s| &s.folded_loads[..]);
         let unread: Vec<String> = spec
             .build
             .iter()
             .flat_map(|b| b.fixed.keys())
             .filter(|name| {
-                !s.folded_loads
+                !folded
                     .iter()
                     .any(|f| program.globals[f.global].name == **name)
             })
@@ -247,11 +296,13 @@ fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
                 unread.join(", ")
             ));
         }
+        let s = analysed.specialised.as_ref();
         FixedReport {
-            folded_reads: s.folded_loads.len(),
-            decided_branches: s.decided,
-            dead_functions: s.dead_functions,
-            dead_blocks: s.dead_blocks,
+            inferred: analysed.inference.clone(),
+            folded_reads: folded.len(),
+            decided_branches: s.map_or(0, |s| s.decided),
+            dead_functions: s.map_or(0, |s| s.dead_functions),
+            dead_blocks: s.map_or(0, |s| s.dead_blocks),
             unread,
         }
     });
@@ -336,6 +387,29 @@ impl Report {
             self.system, self.build.functions, self.build.instructions, self.build.seconds
         )];
         if let Some(f) = &self.fixed {
+            if let Some(why) = f.inferred.as_ref().and_then(|i| i.failed.as_ref()) {
+                lines.push(format!("fixed settings inferred: none ({why})"));
+            } else if let Some(i) = &f.inferred {
+                let settings: Vec<String> = i
+                    .fixed
+                    .iter()
+                    .map(|s| format!("{} = {} ({} reads)", s.global, s.value, s.reads))
+                    .collect();
+                lines.push(format!(
+                    "fixed settings inferred: of {} integer globals read in {} runs of workload \
+                     `{}` ({}), {} held one value in all: {}",
+                    i.observed,
+                    i.configurations.len(),
+                    i.workload,
+                    i.configurations.join("; "),
+                    i.fixed.len(),
+                    if settings.is_empty() {
+                        "none".to_string()
+                    } else {
+                        settings.join(", ")
+                    }
+                ));
+            }
             lines.push(format!(
                 "fixed settings: {} reads folded, {} branches decided; unreachable in every run: \
                  {} functions and {} blocks of the others",

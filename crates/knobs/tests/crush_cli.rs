@@ -439,6 +439,8 @@ fn fixed_spec(args: &str, fixed: &str) -> String {
 name = "fixed"
 [build]
 sources = ["main.c"]
+# Only the settings written here (tests/fixed_cli.rs covers inferred ones).
+infer_fixed = false
 [build.fixed]
 {fixed}
 [run]

@@ -99,6 +99,53 @@ pub fn instrument_with_checks(
     checks: &[ValueCheck],
     output: &Path,
 ) -> Result<InstrumentStats, Error> {
+    instrument_checked(
+        ssa_bitcode,
+        program,
+        positions,
+        probes,
+        checks,
+        false,
+        output,
+    )
+    .map(|(stats, _)| stats)
+}
+
+/// A build that observes loads (run it with `runtime::OBSERVE_ENV` set): a value check
+/// after each of `loads` that reads an integer of at most 64 bits (check id = its index in
+/// `loads`), no regions. Loads of other types are skipped. Returns the checked loads.
+pub fn instrument_observing(
+    ssa_bitcode: &Path,
+    program: &Program,
+    positions: &LlvmPositions,
+    loads: &[ir::InstId],
+    output: &Path,
+) -> Result<Vec<ValueCheck>, Error> {
+    let checks: Vec<ValueCheck> = loads
+        .iter()
+        .enumerate()
+        .map(|(k, &inst)| ValueCheck {
+            inst,
+            id: k as u32,
+            expected: 0,
+        })
+        .collect();
+    let (_, kept) =
+        instrument_checked(ssa_bitcode, program, positions, &[], &checks, true, output)?;
+    Ok(kept)
+}
+
+/// [`instrument_with_checks`]; with `lenient`, a check whose load is not an integer load is
+/// left out instead of failing. Returns the checks inserted.
+fn instrument_checked(
+    ssa_bitcode: &Path,
+    program: &Program,
+    positions: &LlvmPositions,
+    probes: &[RegionProbe],
+    checks: &[ValueCheck],
+    lenient: bool,
+    output: &Path,
+) -> Result<(InstrumentStats, Vec<ValueCheck>), Error> {
     let context = Context::create();
     let module = bitcode::load_module(&context, ssa_bitcode)?;
     let m = module.as_mut_ptr();
@@ -173,15 +220,21 @@ pub fn instrument_with_checks(
             inst: check.inst,
             message,
         };
+        // Lenient: a load that cannot be checked is not checked.
+        let bad = |message: String| -> Result<(), Error> {
+            if lenient { Ok(()) } else { Err(bad(message)) }
+        };
         let i = check.inst;
         if !program.insts.contains_id(i) {
-            return Err(bad(format!(
+            bad(format!(
                 "the program has only {} instructions",
                 program.insts.len()
-            )));
+            ))?;
+            continue;
         }
         if !matches!(program.inst(i).kind, ir::InstKind::Load { .. }) {
-            return Err(bad("it is not a load".into()));
+            bad("it is not a load".into())?;
+            continue;
         }
         let blocks = layout_of(program.func_of(i))?;
         let local = program.block(program.inst(i).block).local as usize;
@@ -197,24 +250,27 @@ pub fn instrument_with_checks(
         let width = unsafe {
             if c::LLVMGetInstructionOpcode(inst) != LLVMOpcode::LLVMLoad {
                 // An atomic read-modify-write also reads, but is not a plain load.
-                return Err(bad(format!(
+                bad(format!(
                     "its LLVM instruction is not a `load`: {}",
                     llvm_text(inst)
-                )));
+                ))?;
+                continue;
             }
             let ty = c::LLVMTypeOf(inst);
             if c::LLVMGetTypeKind(ty) != llvm_sys::LLVMTypeKind::LLVMIntegerTypeKind
                 || c::LLVMGetIntTypeWidth(ty) > 64
             {
-                return Err(bad(format!(
+                bad(format!(
                     "it does not load an integer of at most 64 bits: {}",
                     llvm_text(inst)
-                )));
+                ))?;
+                continue;
             }
             c::LLVMGetIntTypeWidth(ty)
         };
         check_sites.push((inst, width, check));
     }
+    let inserted: Vec<ValueCheck> = check_sites.iter().map(|(_, _, c)| **c).collect();
 
     let mut stats = InstrumentStats::default();
     // SAFETY: `ctx` is the live context of the live module `m` (the handle rule); the types
@@ -382,7 +438,7 @@ pub fn instrument_with_checks(
         .verify()
         .map_err(|e| Error::Verify(first_line(&e.to_string())))?;
     bitcode::write_bitcode(&module, output)?;
-    Ok(stats)
+    Ok((stats, inserted))
 }
 
 /// The LLVM blocks of a function with their instructions (shared: cloning is cheap).

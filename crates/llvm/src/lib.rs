@@ -30,7 +30,8 @@ pub mod translate;
 pub use compile::{CompileOptions, compile_c};
 
 pub use instrument::{
-    InstrumentStats, RegionProbe, ValueCheck, instrument, instrument_with_checks, link_instrumented,
+    InstrumentStats, RegionProbe, ValueCheck, instrument, instrument_observing,
+    instrument_with_checks, link_instrumented,
 };
 pub use taint_pass::{TaintStats, instrument_taint};
 pub use translate::{FunctionShape, LlvmPositions, Translation, translate_bitcode};

@@ -246,6 +246,18 @@ pub struct BuildSpec {
     /// skips the code they rule out; the instrumented program checks every read it folded.
     #[serde(default)]
     pub fixed: BTreeMap<String, i64>,
+    /// Whether ConfigCrusher infers further fixed settings from the program's own runs on the
+    /// analysis workload (`infer_fixed = false` turns it off; `[build.fixed]` entries always
+    /// win over inferred ones).
+    #[serde(default = "yes")]
+    pub infer_fixed: bool,
+    /// Globals never to infer as fixed settings (`not_fixed = ["counter"]`).
+    #[serde(default)]
+    pub not_fixed: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Where a program keeps an option's value, for the white-box analyses. Exactly one of:

@@ -4,6 +4,9 @@
  *     void __knobs_region_enter(uint32_t id);
  *     void __knobs_region_exit(uint32_t id);
  *     void __knobs_fixed_check(uint32_t id, int64_t value, int64_t expected);
+ * With KNOBS_FIXED_OBSERVE set (non-empty), checks expect nothing: each records the first
+ * value it sees, how often it ran and whether another value came (`observed` lines), which
+ * is how fixed settings are inferred from a program's own runs.
  * Region ids are dense from 0, and so are check ids (a separate id space). Output: at exit, the file named by KNOBS_REGION_TIMES (read
  * when the runtime starts) receives the per-region self times and entry counts in the format
  * of docs/region-times.md. Nothing is ever printed on stdout or stderr.
@@ -75,6 +78,7 @@ struct knobs_fixed_slot {
     _Atomic uint64_t count;
     _Atomic int64_t value; /* this thread's first violating value */
     _Atomic uint64_t seq;  /* its global sequence number: the earliest over threads wins */
+    _Atomic int varied;    /* observing: this thread saw another value than its first */
 };
 
 struct knobs_fixed_table {
@@ -105,6 +109,7 @@ static char *knobs_path;       /* KNOBS_REGION_TIMES, copied at start */
 static _Atomic(struct knobs_thread *) knobs_threads;
 static _Atomic int knobs_finished;
 static _Atomic uint64_t knobs_fixed_seq; /* first violations, in order over all threads */
+static int knobs_observe; /* KNOBS_FIXED_OBSERVE set: checks record values, expect nothing */
 static __thread struct knobs_thread *knobs_self __attribute__((tls_model("initial-exec")));
 
 static uint64_t mono_ns(void) {
@@ -158,6 +163,8 @@ static KNOBS_COLD void global_init(void) {
         return;
     }
     memcpy(knobs_path, path, n);
+    const char *observe = getenv("KNOBS_FIXED_OBSERVE");
+    knobs_observe = observe && *observe;
     knobs_pid = getpid();
     knobs_use_tsc = invariant_tsc();
     knobs_mono0 = mono_ns();
@@ -326,7 +333,31 @@ static KNOBS_COLD void fixed_violation(uint32_t id, int64_t value) {
     atomic_store_explicit(&s->count, n + 1, memory_order_release);
 }
 
+/* Observing: the first value each check sees, how often it ran, whether another came. */
+static KNOBS_COLD void fixed_observe(uint32_t id, int64_t value) {
+    struct knobs_thread *t = knobs_self;
+    if (!t && !(t = thread_init()))
+        return;
+    struct knobs_fixed_table *tab = atomic_load_explicit(&t->fixed, memory_order_relaxed);
+    if ((!tab || id >= tab->cap) && !(tab = grow_fixed(t, id)))
+        return;
+    struct knobs_fixed_slot *s = &tab->slot[id];
+    uint64_t n = atomic_load_explicit(&s->count, memory_order_relaxed);
+    if (n == 0) {
+        atomic_store_explicit(&s->value, value, memory_order_relaxed);
+        atomic_store_explicit(&s->seq, atomic_fetch_add(&knobs_fixed_seq, 1),
+                              memory_order_relaxed);
+    } else if (atomic_load_explicit(&s->value, memory_order_relaxed) != value) {
+        atomic_store_explicit(&s->varied, 1, memory_order_relaxed);
+    }
+    atomic_store_explicit(&s->count, n + 1, memory_order_release);
+}
+
 KNOBS_API void __knobs_fixed_check(uint32_t id, int64_t value, int64_t expected) {
+    if (__builtin_expect(knobs_observe, 0)) {
+        fixed_observe(id, value);
+        return;
+    }
     if (__builtin_expect(value == expected, 1))
         return;
     fixed_violation(id, value);
@@ -387,10 +418,13 @@ static __attribute__((destructor(101))) void knobs_finish(void) {
             fprintf(f, "threads\t%llu\n", (unsigned long long)threads);
             fprintf(f, "unmatched_exits\t%llu\n", (unsigned long long)unmatched);
             fprintf(f, "open_at_exit\t%u\n", open);
-            /* Violated checks: counts summed over threads, the earliest first value. */
+            /* Violated (observed) checks: counts summed over threads, the earliest first
+             * value, and whether any thread saw two values or threads differ. */
             for (uint32_t id = 0; id < fixed_cap; id++) {
                 uint64_t n = 0, first_seq = UINT64_MAX;
                 int64_t first = 0;
+                int varied = 0, have = 0;
+                int64_t any = 0;
                 for (struct knobs_thread *t = head; t; t = t->next) {
                     struct knobs_fixed_table *fx =
                         atomic_load_explicit(&t->fixed, memory_order_acquire);
@@ -400,13 +434,22 @@ static __attribute__((destructor(101))) void knobs_finish(void) {
                     if (!c)
                         continue;
                     n += c;
+                    int64_t v = atomic_load_explicit(&fx->slot[id].value, memory_order_relaxed);
+                    varied |= atomic_load_explicit(&fx->slot[id].varied, memory_order_relaxed);
+                    if (have && v != any)
+                        varied = 1;
+                    any = v;
+                    have = 1;
                     uint64_t q = atomic_load_explicit(&fx->slot[id].seq, memory_order_relaxed);
                     if (q < first_seq) {
                         first_seq = q;
-                        first = atomic_load_explicit(&fx->slot[id].value, memory_order_relaxed);
+                        first = v;
                     }
                 }
-                if (n)
+                if (n && knobs_observe)
+                    fprintf(f, "observed\t%u\t%lld\t%llu\t%d\n", id, (long long)first,
+                            (unsigned long long)n, varied);
+                else if (n)
                     fprintf(f, "fixed\t%u\t%lld\t%llu\n", id, (long long)first,
                             (unsigned long long)n);
             }

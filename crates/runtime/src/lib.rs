@@ -246,6 +246,20 @@ pub struct FixedViolation {
     pub count: u64,
 }
 
+/// What a value check saw in a run with `KNOBS_FIXED_OBSERVE` set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ObservedValue {
+    /// The first value it loaded (sign-extended to 64 bits).
+    pub first: i64,
+    /// How many times it ran (all threads).
+    pub count: u64,
+    /// Whether it loaded another value too.
+    pub varied: bool,
+}
+
+/// The environment variable that makes value checks observe instead of check.
+pub const OBSERVE_ENV: &str = "KNOBS_FIXED_OBSERVE";
+
 /// The contents of a region-times file (`docs/region-times.md`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RegionTimes {
@@ -266,6 +280,8 @@ pub struct RegionTimes {
     pub regions: BTreeMap<u32, RegionTime>,
     /// Value checks that failed at least once, by check id (empty: every check held).
     pub fixed_violations: BTreeMap<u32, FixedViolation>,
+    /// With [`OBSERVE_ENV`] set: what each check that ran saw, by check id.
+    pub observed: BTreeMap<u32, ObservedValue>,
 }
 
 impl RegionTimes {
@@ -325,6 +341,39 @@ impl RegionTimes {
                 };
                 if times.regions.insert(id, region).is_some() {
                     return Err(err(n, format!("region {id} appears twice")));
+                }
+                continue;
+            }
+            if fields[0] == "observed" {
+                if fields.len() != 5 {
+                    return Err(err(
+                        n,
+                        format!(
+                            "expected `observed<TAB>id<TAB>first<TAB>count<TAB>varied`: `{line}`"
+                        ),
+                    ));
+                }
+                let id: u32 = fields[1]
+                    .trim()
+                    .parse()
+                    .map_err(|_| err(n, format!("`{}` is not a check id", fields[1])))?;
+                let first: i64 = fields[2]
+                    .trim()
+                    .parse()
+                    .map_err(|_| err(n, format!("`{}` is not a 64-bit integer", fields[2])))?;
+                let count = count(fields[3])?;
+                let varied = match fields[4].trim() {
+                    "0" => false,
+                    "1" => true,
+                    other => return Err(err(n, format!("`{other}` is not 0 or 1"))),
+                };
+                let seen = ObservedValue {
+                    first,
+                    count,
+                    varied,
+                };
+                if times.observed.insert(id, seen).is_some() {
+                    return Err(err(n, format!("check {id} appears twice")));
                 }
                 continue;
             }
