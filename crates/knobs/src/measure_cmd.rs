@@ -153,6 +153,13 @@ pub fn measure(args: MeasureArgs) -> Result<Outcome> {
     let report =
         with_progress(|on_event| Ok(campaign.run(&store, &plan.configurations, on_event)?))?;
     print_report(&report, spec.measure.max_cv);
+    if !report.failed.is_empty() && !args.retry_failed {
+        eprintln!(
+            "{} configurations failed; their runs stay in the store, and `knobs measure` with \
+             the same arguments and --retry-failed runs them again",
+            report.failed.len()
+        );
+    }
     if args.json {
         crate::print_json(&MeasureReport {
             system: &spec.name,
@@ -163,6 +170,9 @@ pub fn measure(args: MeasureArgs) -> Result<Outcome> {
             sampled: plan.configurations.len(),
             campaign: &report,
         })?;
+    }
+    if !report.failed.is_empty() && report.failed.len() == report.configurations {
+        bail!("every configuration failed: nothing was measured");
     }
     Ok(Outcome::Done)
 }

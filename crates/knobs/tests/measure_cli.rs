@@ -374,6 +374,26 @@ fn init_writes_a_spec_that_measures() {
         .assert()
         .success()
         .stderr(predicates::str::contains("1 of 1 configurations measured"));
+
+    // Arguments with newlines, quotes and control characters make a spec it can read back.
+    let odd = tempfile::tempdir().unwrap();
+    knobs()
+        .current_dir(odd.path())
+        .args(["init", "--", "true", "a\nb", "say \"hi\"\t\u{7}"])
+        .assert()
+        .success();
+    let out = knobs()
+        .current_dir(odd.path())
+        .args(["space", "show", "knobs.toml"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(odd.path().join("knobs.toml")).unwrap();
+    assert!(text.contains(r#""a\nb""#), "{text}");
 }
 
 #[test]
@@ -721,4 +741,55 @@ fn enumerations_are_checked_by_the_parser() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
     assert!(!store.exists());
+}
+
+/// A program without the execute bit is named before anything runs; when every
+/// configuration fails, `measure` says so and exits non-zero; a failed configuration's rerun
+/// needs --retry-failed, and the output says how.
+#[test]
+fn a_program_that_cannot_run_is_an_error_and_failures_say_how_to_retry() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write(dir.path(), "prog.sh", "#!/bin/sh\nexit 0\n");
+    let spec = write(
+        dir.path(),
+        "knobs.toml",
+        "name = \"x\"\n[run]\nprogram = \"./prog.sh\"\nargs = [\"{options}\"]\n[measure]\nrepetitions = 1\n[[workload]]\nname = \"w\"\n[[option]]\nname = \"a\"\non = [\"-a\"]\n",
+    );
+    let out = knobs()
+        .args(["measure", "--spec"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is not executable"), "{stderr}");
+    assert!(!dir.path().join("knobs.db").exists(), "nothing measured");
+
+    // Executable, but every run fails: non-zero, and the way to retry is named.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(&script, "#!/bin/sh\nexit 3\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = knobs()
+        .args(["measure", "--spec"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("every configuration failed"), "{stderr}");
+    assert!(stderr.contains("--retry-failed"), "{stderr}");
+
+    // Fixed: a plain rerun keeps the failures, --retry-failed measures.
+    std::fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
+    let out = knobs()
+        .args(["measure", "--spec"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    knobs()
+        .args(["measure", "--retry-failed", "--spec"])
+        .arg(&spec)
+        .assert()
+        .success();
 }

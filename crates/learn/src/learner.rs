@@ -217,11 +217,22 @@ fn number<T: FromStr>(learner: &str, key: &str, value: &str) -> Result<T, Error>
     })
 }
 
+/// The largest count a learner setting may ask for (trees, rounds, folds, λ values, …):
+/// beyond it a typo would allocate gigabytes before learning anything.
+const MAX_COUNT: usize = 100_000;
+/// The largest interaction degree of candidate terms: their number grows as options^degree.
+const MAX_DEGREE: usize = 10;
+
 fn positive(learner: &str, key: &str, value: &str) -> Result<usize, Error> {
     let n: usize = number(learner, key, value)?;
-    if n == 0 {
+    let max = if key == "degree" {
+        MAX_DEGREE
+    } else {
+        MAX_COUNT
+    };
+    if n == 0 || n > max {
         return Err(Error::Learner(format!(
-            "learner `{learner}`: `{key}` must be at least 1"
+            "learner `{learner}`: `{key}` must be at least 1 and at most {max}"
         )));
     }
     Ok(n)
@@ -607,6 +618,14 @@ mod tests {
         let e = "rf:trees=x".parse::<Learner>().unwrap_err().to_string();
         assert!(e.contains("`trees=x` is not a valid number"), "{e}");
         assert!("rf:trees=0".parse::<Learner>().is_err());
+        for absurd in [
+            "rf:trees=100000000",
+            "lasso:degree=50",
+            "boost:rounds=1000000000",
+        ] {
+            let e = absurd.parse::<Learner>().unwrap_err().to_string();
+            assert!(e.contains("at most"), "{absurd}: {e}");
+        }
         assert!("ols".parse::<Learner>().is_err());
         assert!("cart:tune,depth=3".parse::<Learner>().is_err());
         assert!("boost:rate=0".parse::<Learner>().is_err());

@@ -108,8 +108,10 @@ pub fn help_text(program: &str) -> Option<String> {
 
 use std::os::unix::process::CommandExt;
 
+/// A TOML basic string on one line: every control character escaped (a JSON string is one),
+/// so it also fits in a comment.
 fn toml_string(s: &str) -> String {
-    toml::Value::String(s.to_string()).to_string()
+    serde_json::to_string(s).expect("a string serialises")
 }
 
 fn toml_list(items: &[String]) -> String {
@@ -152,7 +154,7 @@ pub fn starting_spec(command: &[String], dir: &Path, help: Option<&str>) -> Stri
          name = {}\n\n\
          # Cross-tree constraints between options, e.g. \"a => !b\", \"level=9 => !fast\".\n\
          constraints = []\n\n",
-        command.join(" "),
+        command.join(" ").escape_debug(),
         toml_string(&name)
     ));
     out.push_str(&format!(

@@ -15,6 +15,8 @@ use space::{ConfigSpace, Configuration, Domain};
 
 use crate::Error;
 
+/// The longest `run.timeout` (a year): longer is a typo, and would not fit a `Duration`.
+const MAX_TIMEOUT_SECONDS: f64 = 31_536_000.0;
 /// A parsed, checked system spec.
 #[derive(Clone, Debug)]
 pub struct SystemSpec {
@@ -590,12 +592,12 @@ impl SystemSpec {
             ));
         }
         if let Some(t) = run.timeout
-            && !(t.is_finite() && t > 0.0)
+            && !(t.is_finite() && t > 0.0 && t <= MAX_TIMEOUT_SECONDS)
         {
             return Err(format_error(
                 shown,
                 line_of_key(text, "timeout", 0),
-                "run.timeout must be a number of seconds > 0",
+                "run.timeout must be a number of seconds > 0 and at most a year (31536000)",
             ));
         }
         let has = |p: &str| run.args.iter().any(|a| a == p);
@@ -737,6 +739,12 @@ impl SystemSpec {
         let program = &self.run()?.program;
         if program.contains('/') {
             let path = self.dir.join(program);
+            if path.is_file() && !is_executable(&path) {
+                return Err(Error::Invalid(format!(
+                    "program `{}` is not executable (`chmod +x` it)",
+                    path.display()
+                )));
+            }
             if path.is_file() {
                 return Ok(path);
             }
@@ -753,45 +761,110 @@ impl SystemSpec {
     }
 
     /// Makes sure the workload's files exist, running its `prepare` command when one is
-    /// missing. Returns whether `prepare` ran.
+    /// missing — or was left by a `prepare` that did not finish. Returns whether `prepare` ran.
+    ///
+    /// A workload file is complete or absent: after `prepare` succeeds, a marker beside the
+    /// files (`.knobs/prepared-WORKLOAD`) records each file's size and SHA-256; files a
+    /// `prepare` made without a matching marker (it was killed, or failed half-way) are
+    /// removed and made again. A failing `prepare` removes what it wrote; it dies with knobs.
     pub fn prepare_workload(&self, workload: &Workload) -> Result<bool, Error> {
         let cwd = self.cwd();
         let missing = |w: &Workload| w.files.iter().find(|f| !cwd.join(f).exists()).cloned();
-        let Some(first_missing) = missing(workload) else {
-            return Ok(false);
-        };
         let Some(prepare) = &workload.prepare else {
-            return Err(Error::Invalid(format!(
-                "workload `{}`: file `{}` is missing (and the workload has no `prepare` command)",
-                workload.name,
-                cwd.join(&first_missing).display()
-            )));
+            return match missing(workload) {
+                None => Ok(false),
+                Some(first_missing) => Err(Error::Invalid(format!(
+                    "workload `{}`: file `{}` is missing (and the workload has no `prepare` command)",
+                    workload.name,
+                    cwd.join(&first_missing).display()
+                ))),
+            };
         };
-        let status = std::process::Command::new(&prepare[0])
+        if workload.files.is_empty() {
+            return Ok(false);
+        }
+        let marker = cwd
+            .join(".knobs")
+            .join(format!("prepared-{}", marker_name(&workload.name)));
+        let digests = |w: &Workload| -> Option<String> {
+            let mut out = String::new();
+            for f in &w.files {
+                let bytes = std::fs::read(cwd.join(f)).ok()?;
+                let hex: String = Sha256::digest(&bytes)
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                out.push_str(&format!("{f}\t{}\t{hex}\n", bytes.len()));
+            }
+            Some(out)
+        };
+        if missing(workload).is_none()
+            && let (Ok(recorded), Some(now)) = (std::fs::read_to_string(&marker), digests(workload))
+            && recorded == now
+        {
+            return Ok(false);
+        }
+        // Incomplete or unchecked: start from nothing.
+        let remove_files = || {
+            for f in &workload.files {
+                let _ = std::fs::remove_file(cwd.join(f));
+            }
+        };
+        let _ = std::fs::remove_file(&marker);
+        remove_files();
+        let mut command = std::process::Command::new(&prepare[0]);
+        command
             .args(&prepare[1..])
             .current_dir(&cwd)
-            .stdin(std::process::Stdio::null())
-            .status()
-            .map_err(|e| {
-                Error::Invalid(format!(
-                    "workload `{}`: cannot run prepare command `{}`: {e}",
-                    workload.name, prepare[0]
-                ))
-            })?;
+            .stdin(std::process::Stdio::null());
+        {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: `prctl` is async-signal-safe and touches only this (forked) process;
+            // nothing else runs between fork and exec.
+            unsafe {
+                command.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    Ok(())
+                });
+            }
+        }
+        let status = command.status().map_err(|e| {
+            Error::Invalid(format!(
+                "workload `{}`: cannot run prepare command `{}`: {e}",
+                workload.name, prepare[0]
+            ))
+        })?;
         if !status.success() {
+            remove_files();
             return Err(Error::Invalid(format!(
-                "workload `{}`: prepare command `{}` failed ({status})",
+                "workload `{}`: prepare command `{}` failed ({status}); what it wrote was removed",
                 workload.name,
                 prepare.join(" ")
             )));
         }
         if let Some(still) = missing(workload) {
+            remove_files();
             return Err(Error::Invalid(format!(
                 "workload `{}`: prepare command ran but `{}` is still missing",
                 workload.name,
                 cwd.join(still).display()
             )));
         }
+        let recorded = digests(workload).ok_or_else(|| {
+            Error::Invalid(format!(
+                "workload `{}`: cannot read the files `prepare` made",
+                workload.name
+            ))
+        })?;
+        let write = std::fs::create_dir_all(cwd.join(".knobs"))
+            .and_then(|()| std::fs::write(&marker, recorded));
+        write.map_err(|e| {
+            Error::Invalid(format!(
+                "workload `{}`: cannot record the prepared files in {}: {e}",
+                workload.name,
+                marker.display()
+            ))
+        })?;
         Ok(true)
     }
 
@@ -861,6 +934,19 @@ impl SystemSpec {
             timeout: Duration::from_secs_f64(run.timeout.unwrap_or(600.0)),
         })
     }
+}
+
+/// A workload name as a file name: anything but letters, digits, `-` and `_` becomes `_`.
+fn marker_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -973,6 +1059,11 @@ env = { LEVEL = "{value}" }
         assert!(e.to_string().contains("no `{options}`"), "{e}");
         let e = parse(&SPEC.replace("repetitions = 2", "repetitions = 0")).unwrap_err();
         assert!(e.to_string().contains("at least 1"), "{e}");
+        for absurd in ["1e20", "0", "-3", "inf", "nan"] {
+            let e =
+                parse(&SPEC.replace("timeout = 5", &format!("timeout = {absurd}"))).unwrap_err();
+            assert!(e.to_string().contains("at most a year"), "{absurd}: {e}");
+        }
         let e = parse("[run]\nprogram = \"x\"\ntimeout = \"long\"\n").unwrap_err();
         assert!(e.to_string().contains("knobs.toml:3:"), "{e}");
         let e = parse(&SPEC.replace("[run]", "[run\n")).unwrap_err();
@@ -1080,5 +1171,35 @@ env = { LEVEL = "{value}" }
             spec.prepare_workload(small).is_ok(),
             "no files listed: nothing to check"
         );
+    }
+
+    #[test]
+    fn a_workload_file_is_complete_or_absent() {
+        let dir = tempfile::tempdir().unwrap();
+        let with_prepare = |prepare: &str| {
+            let text = SPEC.replace(
+                "args = [\"big.txt\"]",
+                &format!("args = [\"big.txt\"]\nfiles = [\"big.txt\"]\nprepare = {prepare}"),
+            );
+            SystemSpec::parse(&text, &dir.path().join("knobs.toml")).unwrap()
+        };
+        let big = dir.path().join("big.txt");
+        // A prepare that writes a line, then fails: nothing is left behind, and it is an error.
+        let spec = with_prepare(r#"["sh", "-c", "echo half > big.txt; exit 3"]"#);
+        let w = spec.workload(None).unwrap();
+        let e = spec.prepare_workload(w).unwrap_err().to_string();
+        assert!(e.contains("failed") && e.contains("removed"), "{e}");
+        assert!(!big.exists(), "the partial file was removed");
+        // A file a killed prepare left (no marker): made again, whole.
+        std::fs::write(&big, "16 of 40 lines\n").unwrap();
+        let spec = with_prepare(r#"["sh", "-c", "seq 40 > big.txt"]"#);
+        let w = spec.workload(None).unwrap();
+        assert!(spec.prepare_workload(w).unwrap(), "redone");
+        assert_eq!(std::fs::read_to_string(&big).unwrap().lines().count(), 40);
+        assert!(!spec.prepare_workload(w).unwrap(), "complete now: kept");
+        // Changed behind knobs' back: made again.
+        std::fs::write(&big, "edited\n").unwrap();
+        assert!(spec.prepare_workload(w).unwrap());
+        assert_eq!(std::fs::read_to_string(&big).unwrap().lines().count(), 40);
     }
 }

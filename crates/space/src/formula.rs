@@ -46,6 +46,7 @@ impl Formula {
             tokens,
             pos: 0,
             end: text.len(),
+            depth: 0,
         };
         let formula = parser.iff()?;
         if let Some((tok, offset)) = parser.tokens.get(parser.pos) {
@@ -241,13 +242,31 @@ fn tokenize(text: &str) -> Result<Vec<(Token, usize)>, FormulaError> {
     Ok(out)
 }
 
+/// How deeply a formula may nest (parentheses, negations, chained `=>` and `<=>`): deeper is
+/// no constraint anyone writes, and every pass over a formula recurses over its depth.
+pub const MAX_DEPTH: usize = 256;
+
 struct Parser {
     tokens: Vec<(Token, usize)>,
     pos: usize,
     end: usize,
+    /// Nesting of the formula being built.
+    depth: usize,
 }
 
 impl Parser {
+    /// Enters one more level of nesting, or fails past [`MAX_DEPTH`].
+    fn deeper(&mut self) -> Result<(), FormulaError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(FormulaError {
+                message: format!("the formula nests more than {MAX_DEPTH} levels deep"),
+                offset: self.offset(),
+            });
+        }
+        Ok(())
+    }
+
     fn peek(&self) -> Option<&Token> {
         self.tokens.get(self.pos).map(|(t, _)| t)
     }
@@ -267,17 +286,23 @@ impl Parser {
 
     fn iff(&mut self) -> Result<Formula, FormulaError> {
         let mut left = self.implies()?;
+        let depth = self.depth;
         while self.eat(&Token::Iff) {
+            // Each `<=>` nests the chain so far one level deeper.
+            self.deeper()?;
             let right = self.implies()?;
             left = Formula::Iff(Box::new(left), Box::new(right));
         }
+        self.depth = depth;
         Ok(left)
     }
 
     fn implies(&mut self) -> Result<Formula, FormulaError> {
         let left = self.or()?;
         if self.eat(&Token::Implies) {
+            self.deeper()?;
             let right = self.implies()?;
+            self.depth -= 1;
             return Ok(Formula::implies(left, right));
         }
         Ok(left)
@@ -312,11 +337,16 @@ impl Parser {
         match self.tokens.get(self.pos).map(|(t, _)| t.clone()) {
             Some(Token::Not) => {
                 self.pos += 1;
-                Ok(Formula::not(self.unary()?))
+                self.deeper()?;
+                let inner = self.unary()?;
+                self.depth -= 1;
+                Ok(Formula::not(inner))
             }
             Some(Token::Open) => {
                 self.pos += 1;
+                self.deeper()?;
                 let inner = self.iff()?;
+                self.depth -= 1;
                 if !self.eat(&Token::Close) {
                     return Err(FormulaError {
                         message: "expected `)`".into(),
@@ -381,6 +411,23 @@ mod tests {
             Formula::parse("t=-1.5").unwrap(),
             Formula::Equals("t".into(), -1.5)
         );
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_stack_overflow() {
+        let cases = [
+            format!("{}a{}", "(".repeat(10_000), ")".repeat(10_000)),
+            format!("{}a", "!".repeat(100_000)),
+            vec!["a"; 100_000].join(" => "),
+            vec!["a"; 100_000].join(" <=> "),
+        ];
+        for text in &cases {
+            let e = Formula::parse(text).unwrap_err();
+            assert!(e.message.contains("nests more than"), "{}", e.message);
+        }
+        let fine = format!("{}a{}", "(".repeat(200), ")".repeat(200));
+        assert!(Formula::parse(&fine).is_ok());
+        assert!(Formula::parse(&vec!["a"; 100].join(" => ")).is_ok());
     }
 
     #[test]

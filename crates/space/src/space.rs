@@ -489,6 +489,7 @@ impl ConfigSpace {
             .iter()
             .map(|o| if o.is_binary() { Some(0) } else { None })
             .collect();
+        let mut mentioned = std::collections::HashSet::new();
         for item in text
             .split([',', ' '])
             .map(str::trim)
@@ -499,6 +500,11 @@ impl ConfigSpace {
                 None => (item, None),
             };
             let id = self.resolve(name, "the configuration")?;
+            if !mentioned.insert(id) {
+                return Err(Error::Config(format!(
+                    "option `{name}` appears more than once in the configuration"
+                )));
+            }
             let o = self.option(id);
             let index = match (value, o.is_binary()) {
                 (None, true) => 1,
@@ -641,5 +647,27 @@ impl fmt::Display for ConfigSpace {
             writeln!(f, "  constraint {}", c.formula)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repeated_option_in_a_configuration_is_an_error() {
+        let mut s = ConfigSpace::new("c");
+        s.add_binary("fast", None, false).unwrap();
+        s.add_numeric("threads", &[1.0, 2.0]).unwrap();
+        s.add_numeric("level", &[6.0, 7.0]).unwrap();
+        assert!(s.parse_configuration("fast,threads=2,level=6").is_ok());
+        for text in [
+            "fast,threads=2,threads=1,level=6",
+            "threads=1,level=6,level=7",
+            "fast,fast,threads=1,level=6",
+        ] {
+            let err = s.parse_configuration(text).unwrap_err().to_string();
+            assert!(err.contains("appears more than once"), "{text}: {err}");
+        }
     }
 }

@@ -6,8 +6,13 @@ use crate::Error;
 use crate::formula::Formula;
 use crate::space::ConfigSpace;
 
+/// The most variables a DIMACS file may declare: each becomes an option, and a header
+/// declaring more is a corrupt file, not a space anyone can analyse.
+pub const MAX_VARIABLES: usize = 100_000;
+
 pub fn parse_dimacs(text: &str, shown: &str) -> Result<ConfigSpace, Error> {
-    let mut names: Vec<Option<String>> = Vec::new();
+    // Variable names by id, kept sparse: an id in a comment allocates nothing.
+    let mut names: std::collections::BTreeMap<usize, String> = Default::default();
     let mut header: Option<(usize, usize, usize)> = None; // (vars, clauses, line)
     let mut clauses: Vec<(Vec<i64>, usize)> = Vec::new();
     let mut current: Vec<i64> = Vec::new();
@@ -27,10 +32,14 @@ pub fn parse_dimacs(text: &str, shown: &str) -> Result<ConfigSpace, Error> {
                 if id == 0 {
                     return Err(Error::format(shown, line_no, "variable ids start at 1"));
                 }
-                if names.len() < id {
-                    names.resize(id, None);
+                if id > MAX_VARIABLES {
+                    return Err(Error::format(
+                        shown,
+                        line_no,
+                        format!("variable {id} is beyond the {MAX_VARIABLES} a space may have"),
+                    ));
                 }
-                names[id - 1] = Some(name.to_string());
+                names.insert(id, name.to_string());
             }
             continue;
         }
@@ -45,6 +54,13 @@ pub fn parse_dimacs(text: &str, shown: &str) -> Result<ConfigSpace, Error> {
             })?;
             if header.is_some() {
                 return Err(Error::format(shown, line_no, "second `p cnf` line"));
+            }
+            if v > MAX_VARIABLES {
+                return Err(Error::format(
+                    shown,
+                    line_no,
+                    format!("{v} variables: a space may have at most {MAX_VARIABLES}"),
+                ));
             }
             header = Some((v, c, line_no));
             continue;
@@ -101,24 +117,25 @@ pub fn parse_dimacs(text: &str, shown: &str) -> Result<ConfigSpace, Error> {
             ),
         ));
     }
-    if names.len() > vars {
+    if let Some((&id, _)) = names.last_key_value()
+        && id > vars
+    {
         return Err(Error::format(
             shown,
             0,
-            format!(
-                "a `c` line names variable {} but only {vars} are declared",
-                names.len()
-            ),
+            format!("a `c` line names variable {id} but only {vars} are declared"),
         ));
     }
-    names.resize(vars, None);
     let stem = std::path::Path::new(shown)
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("dimacs");
     let mut space = ConfigSpace::new(stem);
-    for (i, name) in names.iter().enumerate() {
-        let name = name.clone().unwrap_or_else(|| format!("x{}", i + 1));
+    for i in 0..vars {
+        let name = names
+            .get(&(i + 1))
+            .cloned()
+            .unwrap_or_else(|| format!("x{}", i + 1));
         space
             .add_binary(&name, None, false)
             .map_err(|e| Error::format(shown, 0, e.to_string()))?;
@@ -155,6 +172,14 @@ mod tests {
 
     #[test]
     fn malformed_input_names_the_line() {
+        for huge in [
+            "p cnf 18446744073709551615 0\n",
+            "c 1000000000000000000 x\np cnf 2 0\n",
+            "p cnf 100001 0\n",
+        ] {
+            let e = parse_dimacs(huge, "m.cnf").unwrap_err().to_string();
+            assert!(e.contains("100000"), "{huge}: {e}");
+        }
         let e = parse_dimacs("p cnf 2 1\n1 x 0\n", "m.cnf").unwrap_err();
         assert_eq!(e.to_string(), "m.cnf:2: `x` is not a literal");
         let e = parse_dimacs("p cnf 2 1\n1 3 0\n", "m.cnf").unwrap_err();
