@@ -316,32 +316,23 @@ KNOBS_API void __knobs_region_exit(uint32_t id) {
     add(&t->unmatched, 1);
 }
 
-static KNOBS_COLD void fixed_violation(uint32_t id, int64_t value) {
+/* This thread's slot for check `id` (NULL when no memory is left). */
+static KNOBS_COLD struct knobs_fixed_slot *fixed_slot(uint32_t id) {
     struct knobs_thread *t = knobs_self;
     if (!t && !(t = thread_init()))
-        return;
+        return NULL;
     struct knobs_fixed_table *tab = atomic_load_explicit(&t->fixed, memory_order_relaxed);
     if ((!tab || id >= tab->cap) && !(tab = grow_fixed(t, id)))
-        return;
-    struct knobs_fixed_slot *s = &tab->slot[id];
-    uint64_t n = atomic_load_explicit(&s->count, memory_order_relaxed);
-    if (n == 0) {
-        atomic_store_explicit(&s->value, value, memory_order_relaxed);
-        atomic_store_explicit(&s->seq, atomic_fetch_add(&knobs_fixed_seq, 1),
-                              memory_order_relaxed);
-    }
-    atomic_store_explicit(&s->count, n + 1, memory_order_release);
+        return NULL;
+    return &tab->slot[id];
 }
 
-/* Observing: the first value each check sees, how often it ran, whether another came. */
-static KNOBS_COLD void fixed_observe(uint32_t id, int64_t value) {
-    struct knobs_thread *t = knobs_self;
-    if (!t && !(t = thread_init()))
+/* A check's value that was not the expected one (or, observing, any value): the first, how
+ * often, and whether another came. */
+static KNOBS_COLD void fixed_record(uint32_t id, int64_t value) {
+    struct knobs_fixed_slot *s = fixed_slot(id);
+    if (!s)
         return;
-    struct knobs_fixed_table *tab = atomic_load_explicit(&t->fixed, memory_order_relaxed);
-    if ((!tab || id >= tab->cap) && !(tab = grow_fixed(t, id)))
-        return;
-    struct knobs_fixed_slot *s = &tab->slot[id];
     uint64_t n = atomic_load_explicit(&s->count, memory_order_relaxed);
     if (n == 0) {
         atomic_store_explicit(&s->value, value, memory_order_relaxed);
@@ -355,12 +346,12 @@ static KNOBS_COLD void fixed_observe(uint32_t id, int64_t value) {
 
 KNOBS_API void __knobs_fixed_check(uint32_t id, int64_t value, int64_t expected) {
     if (__builtin_expect(knobs_observe, 0)) {
-        fixed_observe(id, value);
+        fixed_record(id, value);
         return;
     }
     if (__builtin_expect(value == expected, 1))
         return;
-    fixed_violation(id, value);
+    fixed_record(id, value);
 }
 
 static __attribute__((constructor(101))) void knobs_start(void) {
