@@ -35,7 +35,8 @@ mod record;
 mod run;
 
 pub use explore::{
-    Exploration, ExploreSettings, ExploredSubspace, Explorer, Pick, RegionPartition, cover, explore,
+    Exploration, ExploreSettings, ExploredSubspace, Explorer, Pick, RegionPartition, cover,
+    explore, minimum_cover,
 };
 pub use model::{
     ComprexModel, ModelSettings, RegionTimes, SuspectRegion, TrivialTerm, build_model,

@@ -118,6 +118,22 @@ fn regions_and_configurations_per_granularity() {
         .map(|g| cover(&valid, &ex, *g).len())
         .collect();
     assert_eq!(covers, [4, 4, 6]);
+    // And proven the fewest: every subspace of a partition needs its own configuration, and
+    // the program region alone has six.
+    for (g, expected) in Granularity::ALL.iter().zip([4, 4, 6]) {
+        let (minimum, proven) = comprex::minimum_cover(&valid, &ex, *g);
+        assert_eq!((minimum.len(), proven), (expected, true), "{g:?}");
+        for region in ex.regions(*g) {
+            for s in &region.subspaces {
+                let enc = comprex::Encoding::new(&valid);
+                assert!(
+                    minimum.iter().any(|c| enc.contains(s.subspace.bdd(), c)),
+                    "{} uncovered",
+                    s.text
+                );
+            }
+        }
+    }
     let program = ex.region(Granularity::Program, "program").unwrap();
     assert_eq!(
         program.texts(),

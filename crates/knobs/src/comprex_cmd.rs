@@ -124,15 +124,20 @@ fn render(report: &Report, trivial_below: f64) -> Result<()> {
         println!("|---|---|---|");
         for row in &report.granularity_table {
             println!(
-                "| {} | {} | {} |",
+                "| {} | {} | {}{} |",
                 row.granularity,
                 row.regions.len(),
                 row.cover.unwrap_or(row.configurations),
+                if row.cover_minimal == Some(false) {
+                    " (greedy, perhaps not the fewest)"
+                } else {
+                    ""
+                }
             );
         }
         println!(
             "\nFrom one exploration: {} taint runs in {:.1} s, {} decision sites; each row's \
-             configurations reach every subspace of its regions (a greedy cover).",
+             configurations are the fewest that reach every subspace of its regions.",
             first.configurations, first.seconds, first.decision_sites
         );
         return Ok(());
