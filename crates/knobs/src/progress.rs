@@ -44,7 +44,20 @@ impl Reporter for Progress {
         match event {
             Event::Planned { runs } => self.bar.set_length(runs),
             Event::Starting { configuration } => self.bar.set_message(shown(configuration)),
-            Event::Ran { .. } => self.bar.inc(1),
+            Event::Ran {
+                configuration,
+                result,
+                ..
+            } => {
+                if !result.escaped.is_empty() {
+                    self.note(&format!(
+                        "`{configuration}`: processes that left the run's process group still \
+                         held its output when it ended, and were killed: {}",
+                        result.escaped.join("; ")
+                    ));
+                }
+                self.bar.inc(1)
+            }
             Event::Done {
                 configuration,
                 status,

@@ -793,3 +793,106 @@ fn a_program_that_cannot_run_is_an_error_and_failures_say_how_to_retry() {
         .assert()
         .success();
 }
+
+/// Processes whose command line contains `needle`.
+fn processes_with(needle: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if let Ok(cmd) = std::fs::read(entry.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if cmd.contains(needle) {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
+/// Waits up to `secs` for `done` to hold.
+fn eventually(secs: u64, mut done: impl FnMut() -> bool) -> bool {
+    let until = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < until {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    done()
+}
+
+fn shell_spec(dir: &Path, script: &str, timeout: f64) -> std::path::PathBuf {
+    write(
+        dir,
+        "knobs.toml",
+        &format!(
+            "name = \"x\"\n[run]\nprogram = \"sh\"\nargs = [\"-c\", \"{script}\", \"{{options}}\"]\ntimeout = {timeout}\n[measure]\nrepetitions = 1\nwarmup = 0\n[[workload]]\nname = \"w\"\n[[option]]\nname = \"a\"\non = [\"x\"]\n"
+        ),
+    )
+}
+
+/// A process that leaves the run's group (`setsid`) and holds its output does not hold up
+/// the timeout: the run ends when the timeout says, the escaped process is named and killed.
+#[test]
+fn a_timeout_bounds_the_run_whatever_it_leaves_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = "15.7311";
+    let spec = shell_spec(
+        dir.path(),
+        &format!("setsid sleep {marker} & exec sleep {marker}"),
+        2.0,
+    );
+    let started = Instant::now();
+    let out = knobs()
+        .args(["measure", "--sample", "featurewise", "--spec"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Two configurations, each timing out at 2 s; a daemon would have kept it for 15 s each.
+    assert!(took < Duration::from_secs(12), "took {took:?}: {stderr}");
+    assert!(stderr.contains("timed out"), "{stderr}");
+    assert!(
+        stderr.contains("left the run's process group") && stderr.contains(marker),
+        "{stderr}"
+    );
+    assert!(
+        eventually(5, || processes_with(&format!("sleep {marker}")).is_empty()),
+        "escaped processes still running"
+    );
+}
+
+/// `kill -9` of knobs leaves nothing of the run behind: the watchdog kills the run's whole
+/// process group, children of the program included.
+#[test]
+fn nothing_of_a_run_survives_kill_9_of_knobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = "21.4242";
+    let spec = shell_spec(dir.path(), &format!("sleep {marker} & wait"), 60.0);
+    let mut knobs_process = std::process::Command::new(assert_cmd::cargo::cargo_bin("knobs"))
+        .args(["measure", "--spec"])
+        .arg(&spec)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let needle = format!("sleep {marker}");
+    assert!(
+        eventually(20, || !processes_with(&needle).is_empty()),
+        "the run never started"
+    );
+    knobs_process.kill().unwrap(); // SIGKILL
+    knobs_process.wait().unwrap();
+    assert!(
+        eventually(10, || processes_with(&needle).is_empty()),
+        "{:?} survived kill -9 of knobs",
+        processes_with(&needle)
+    );
+}

@@ -82,6 +82,9 @@ pub struct RunResult {
     pub max_rss_kib: u64,
     /// The last bytes of standard error (only kept when the run did not succeed).
     pub stderr_tail: String,
+    /// Processes that left the run's process group (`setsid`, a daemon) and still held its
+    /// standard error after it ended: `pid command`, each killed.
+    pub escaped: Vec<String>,
 }
 
 impl RunResult {
@@ -103,9 +106,14 @@ impl RunResult {
             system: 0.0,
             max_rss_kib: 0,
             stderr_tail: String::new(),
+            escaped: Vec::new(),
         }
     }
 }
+
+/// How long the output is read after the run's process group is gone: its own processes
+/// have closed the pipe by then; whoever still holds it left the group.
+const ESCAPED_GRACE: Duration = Duration::from_millis(200);
 
 /// What `wait4` reports.
 struct Reaped {
@@ -157,23 +165,32 @@ pub fn run(inv: &Invocation) -> RunResult {
     };
     let pid = child.id() as libc::pid_t;
     RUNNING_GROUP.store(pid, Ordering::SeqCst);
+    watchdog::running(pid);
     let mut stderr = child.stderr.take().expect("stderr is piped");
-    let reader = std::thread::spawn(move || {
-        let mut tail: Vec<u8> = Vec::new();
-        let mut buf = [0u8; 8192];
-        loop {
-            match stderr.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    tail.extend_from_slice(&buf[..n]);
-                    if tail.len() > 2 * STDERR_TAIL_BYTES {
-                        tail.drain(..tail.len() - STDERR_TAIL_BYTES);
+    let pipe = pipe_inode(&stderr);
+    // The tail is shared, not returned: the reader may never finish (see ESCAPED_GRACE).
+    let tail = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let (eof_tx, eof_rx) = mpsc::channel::<()>();
+    {
+        let tail = tail.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            loop {
+                match stderr.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        let mut t = tail.lock().unwrap_or_else(|e| e.into_inner());
+                        t.extend_from_slice(&buf[..n]);
+                        if t.len() > 2 * STDERR_TAIL_BYTES {
+                            let excess = t.len() - STDERR_TAIL_BYTES;
+                            t.drain(..excess);
+                        }
                     }
                 }
             }
-        }
-        tail
-    });
+            let _ = eof_tx.send(());
+        });
+    }
     // A blocking wait4 on its own thread, so the timeout is a channel deadline rather
     // than polling (which would blur the wall time).
     let (tx, rx) = mpsc::channel();
@@ -204,9 +221,16 @@ pub fn run(inv: &Invocation) -> RunResult {
     // Anything the program left behind in its group goes too (and releases the pipe).
     kill_group(pid);
     RUNNING_GROUP.store(0, Ordering::SeqCst);
+    watchdog::running(0);
     // `child` was reaped by wait4; dropping it does not wait again.
     drop(child);
-    let tail = reader.join().unwrap_or_default();
+    // Whoever still holds standard error now left the group: name and kill them, and stop
+    // reading (the reader thread ends when they are gone).
+    let escaped = match eof_rx.recv_timeout(ESCAPED_GRACE) {
+        Ok(()) => Vec::new(),
+        Err(_) => pipe.map(kill_pipe_holders).unwrap_or_default(),
+    };
+    let tail = tail.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let status = std::process::ExitStatus::from_raw(reaped.status);
     let outcome = if timed_out {
         Outcome::Timeout
@@ -232,6 +256,106 @@ pub fn run(inv: &Invocation) -> RunResult {
         system: seconds(reaped.usage.ru_stime),
         max_rss_kib: reaped.usage.ru_maxrss.max(0) as u64,
         stderr_tail,
+        escaped,
+    }
+}
+
+/// The inode of a pipe end (as `/proc/PID/fd` links name it: `pipe:[INODE]`).
+fn pipe_inode(end: &std::process::ChildStderr) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: fstat on a file descriptor we own; `st` is plain old data it fills.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        (libc::fstat(end.as_raw_fd(), &mut st) == 0).then_some(st.st_ino)
+    }
+}
+
+/// Kills every other process that holds the pipe `inode` open, and names them
+/// (`pid command`).
+fn kill_pipe_holders(inode: u64) -> Vec<String> {
+    let me = std::process::id();
+    let target = format!("pipe:[{inode}]");
+    let mut out = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in procs.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let holds = std::fs::read_dir(entry.path().join("fd")).is_ok_and(|fds| {
+            fds.flatten().any(|fd| {
+                std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == target.as_str())
+            })
+        });
+        if holds {
+            let command = std::fs::read(entry.path().join("cmdline"))
+                .map(|c| {
+                    String::from_utf8_lossy(&c)
+                        .split('\0')
+                        .filter(|s| !s.is_empty())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .unwrap_or_default();
+            // SAFETY: sending a signal to a process found holding our pipe.
+            unsafe {
+                libc::kill(pid as libc::pid_t, libc::SIGKILL);
+            }
+            out.push(format!("{pid} {command}"));
+        }
+    }
+    out
+}
+
+/// A process that outlives knobs to kill the running program's group when knobs dies
+/// without a chance to (SIGKILL): `PR_SET_PDEATHSIG` reaches only the direct child, not the
+/// processes it started. It reads the group of the run in progress from a pipe (`0`: none)
+/// and, when the pipe closes — knobs exited, however — kills the last group it was told.
+/// What it cannot reach: processes that left the group (`setsid`, daemons); those that
+/// still hold the run's output when it ends are killed by [`run`] (`RunResult::escaped`).
+mod watchdog {
+    use std::io::Write;
+    use std::os::unix::net::UnixStream;
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    use std::sync::Mutex;
+
+    /// Our end of the watchdog's input: a socket, not a pipe, so a write after the watchdog
+    /// died fails (MSG_NOSIGNAL) instead of raising SIGPIPE in knobs. `Some(None)`: it could
+    /// not be started.
+    static INPUT: Mutex<Option<Option<UnixStream>>> = Mutex::new(None);
+
+    /// POSIX sh (dash takes neither `--` nor `-KILL` before a negative pid: `-9 -PGID`).
+    const SCRIPT: &str = "g=0; while IFS= read -r l; do g=$l; done; \
+        if [ \"$g\" != 0 ]; then kill -9 -\"$g\" 2>/dev/null; fi";
+
+    fn start() -> Option<UnixStream> {
+        let (ours, theirs) = UnixStream::pair().ok()?;
+        Command::new("/bin/sh")
+            .args(["-c", SCRIPT])
+            .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .ok()?;
+        Some(ours)
+    }
+
+    /// Tells the watchdog (started on first use) which group is running (`0`: none).
+    pub(super) fn running(pgid: libc::pid_t) {
+        let mut input = INPUT.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(stream) = input.get_or_insert_with(start) {
+            let _ = writeln!(stream, "{pgid}");
+        }
     }
 }
 

@@ -639,6 +639,7 @@ mod tests {
             system: 0.01,
             max_rss_kib: 1000,
             stderr_tail: String::new(),
+            escaped: Vec::new(),
         }
     }
 
