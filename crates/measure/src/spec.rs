@@ -1032,6 +1032,44 @@ env = { LEVEL = "{value}" }
     }
 
     #[test]
+    fn integers_beyond_a_float_reach_the_program_exactly() {
+        let text = SPEC
+            .replace("constraints = [\"fast => !level=9\"]", "")
+            .replace(
+                "values = [1, 5, 9]",
+                "values = [1, 9007199254740993, 9223372036854775807]",
+            );
+        let spec = parse(&text).unwrap();
+        let w = spec.workload(None).unwrap();
+        for (value, arg) in [
+            ("9007199254740993", "-9007199254740993"),
+            ("9223372036854775807", "-9223372036854775807"),
+            ("1", "-1"),
+        ] {
+            let config = spec
+                .space
+                .parse_configuration(&format!("level={value}"))
+                .unwrap();
+            let inv = spec.invocation(&config, w).unwrap();
+            assert!(
+                inv.args.contains(&arg.to_string()),
+                "{value}: {:?}",
+                inv.args
+            );
+            // And the store's text for it is exact too.
+            assert!(spec.space.format_configuration(&config).contains(value));
+        }
+        // Two values a float cannot tell apart are an error, not one value.
+        let e = parse(&SPEC.replace(
+            "values = [1, 5, 9]",
+            "values = [9007199254740992, 9007199254740993]",
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("too close"), "{e}");
+    }
+
+    #[test]
     fn hash_tracks_meaning_not_repetitions() {
         let a = parse(SPEC).unwrap();
         let b = parse(

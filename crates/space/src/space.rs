@@ -33,6 +33,9 @@ pub struct ConfigOption {
     pub parent: Option<OptionId>,
     /// A mandatory binary option is selected whenever its parent is (always, at the root).
     pub mandatory: bool,
+    /// Per value of a numeric option, its exact decimal text when a 64-bit float cannot hold
+    /// it (integers beyond 2^53): what reaches the program. Empty: none.
+    pub exact: Vec<Option<String>>,
 }
 
 impl ConfigOption {
@@ -52,7 +55,10 @@ impl ConfigOption {
     pub fn format_value(&self, index: u32) -> String {
         match &self.domain {
             Domain::Binary => index.to_string(),
-            Domain::Numeric { values } => format_number(values[index as usize]),
+            Domain::Numeric { values } => match self.exact.get(index as usize) {
+                Some(Some(text)) => text.clone(),
+                _ => format_number(values[index as usize]),
+            },
         }
     }
 
@@ -235,24 +241,55 @@ impl ConfigSpace {
             domain: Domain::Binary,
             parent,
             mandatory,
+            exact: Vec::new(),
         })
     }
 
     /// Adds a numeric option with the given discrete values (sorted and deduplicated here).
     pub fn add_numeric(&mut self, name: &str, values: &[f64]) -> Result<OptionId, Error> {
-        let mut values: Vec<f64> = values.to_vec();
-        if values.is_empty() || values.iter().any(|v| !v.is_finite()) {
+        let values: Vec<(f64, Option<String>)> = values.iter().map(|v| (*v, None)).collect();
+        self.add_numeric_exact(name, &values)
+    }
+
+    /// [`Self::add_numeric`] with, per value, its exact text when a float cannot hold it (an
+    /// integer beyond 2^53 written in a spec). Two values a float cannot tell apart are an
+    /// error, not one value.
+    pub fn add_numeric_exact(
+        &mut self,
+        name: &str,
+        values: &[(f64, Option<String>)],
+    ) -> Result<OptionId, Error> {
+        let mut values: Vec<(f64, Option<String>)> = values.to_vec();
+        if values.is_empty() || values.iter().any(|(v, _)| !v.is_finite()) {
             return Err(Error::Invalid(format!(
                 "numeric option `{name}` needs at least one finite value"
             )));
         }
-        values.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        values.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
         values.dedup();
+        if let Some(w) = values.windows(2).find(|w| w[0].0 == w[1].0) {
+            let text =
+                |(v, t): &(f64, Option<String>)| t.clone().unwrap_or_else(|| format_number(*v));
+            return Err(Error::Invalid(format!(
+                "numeric option `{name}`: values {} and {} are too close for a 64-bit float to \
+                 tell apart",
+                text(&w[0]),
+                text(&w[1])
+            )));
+        }
+        let exact: Vec<Option<String>> = if values.iter().any(|(_, t)| t.is_some()) {
+            values.iter().map(|(_, t)| t.clone()).collect()
+        } else {
+            Vec::new()
+        };
         self.push(ConfigOption {
             name: name.into(),
-            domain: Domain::Numeric { values },
+            domain: Domain::Numeric {
+                values: values.into_iter().map(|(v, _)| v).collect(),
+            },
             parent: None,
             mandatory: false,
+            exact,
         })
     }
 

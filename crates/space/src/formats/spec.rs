@@ -52,7 +52,7 @@ pub struct SpaceSpec {
 #[derive(Debug, Deserialize)]
 pub struct OptionSpec {
     pub name: String,
-    pub values: Option<Vec<f64>>,
+    pub values: Option<Vec<SpecNumber>>,
     pub range: Option<RangeSpec>,
     pub parent: Option<String>,
     #[serde(default)]
@@ -61,6 +61,28 @@ pub struct OptionSpec {
     pub help: Option<String>,
     #[serde(flatten)]
     pub rest: toml::Table,
+}
+
+/// A value as written: an integer stays exact (a float holds integers only up to 2^53).
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum SpecNumber {
+    Integer(i64),
+    Float(f64),
+}
+
+impl SpecNumber {
+    /// The value as a float, with its exact text when the float is not exact.
+    fn value(self) -> (f64, Option<String>) {
+        match self {
+            SpecNumber::Float(v) => (v, None),
+            SpecNumber::Integer(i) => {
+                let v = i as f64;
+                let exact = v >= -(2f64.powi(63)) && v < 2f64.powi(63) && v as i64 == i;
+                (v, (!exact).then(|| i.to_string()))
+            }
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -114,7 +136,8 @@ pub fn space_from_spec(spec: &SpaceSpec, shown: &str) -> Result<ConfigSpace, Err
                 )));
             }
             (Some(values), None) => {
-                space.add_numeric(&o.name, values).map_err(ctx)?;
+                let values: Vec<(f64, Option<String>)> = values.iter().map(|v| v.value()).collect();
+                space.add_numeric_exact(&o.name, &values).map_err(ctx)?;
             }
             (None, Some(r)) => {
                 // NaN steps fail too.
