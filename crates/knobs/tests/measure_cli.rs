@@ -896,3 +896,45 @@ fn nothing_of_a_run_survives_kill_9_of_knobs() {
         processes_with(&needle)
     );
 }
+
+/// Two `knobs measure` of one spec into one store share the plan: each configuration is
+/// claimed before it is measured, so the store ends with exactly the planned runs, not
+/// twice as many, and both processes report every configuration measured.
+#[test]
+fn concurrent_writers_of_one_spec_do_not_repeat_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write(
+        dir.path(),
+        "knobs.toml",
+        &SLEEP_SPEC
+            .replace("\"0.02\", ", "\"0.05\", ")
+            .replace("repetitions = 2", "repetitions = 3"),
+    );
+    let store = dir.path().join("shared.db");
+    let bin = assert_cmd::cargo::cargo_bin("knobs");
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            StdCommand::new(&bin)
+                .args(["measure", "--sample", "all", "--spec"])
+                .arg(&spec)
+                .arg("--store")
+                .arg(&store)
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(stderr.contains("16 of 16 configurations measured"), "{stderr}");
+    }
+    let out = knobs()
+        .args(["results", "export", "--format", "json", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let runs: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(runs.len(), 16 * 3, "exactly the planned runs");
+}

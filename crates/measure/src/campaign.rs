@@ -250,7 +250,36 @@ impl<'a> Campaign<'a> {
             configurations: configurations.len(),
             ..Default::default()
         };
-        for (config, text, mut values, failure) in todo {
+        // Each configuration is claimed in the store before it is measured, so processes
+        // measuring into one store share the plan; one another process holds comes back
+        // later, with what that process stored by then.
+        let owner = format!(
+            "{}:{}:{}",
+            store::host_name(),
+            std::process::id(),
+            store::now()
+        );
+        let lease =
+            || store::now() + spec.run().map_or(600.0, |r| r.timeout.unwrap_or(600.0)) + 60.0;
+        let mut queue: std::collections::VecDeque<_> = todo.into();
+        let mut deferred_in_a_row = 0usize;
+        while let Some((config, text, mut values, mut failure)) = queue.pop_front() {
+            if failure.is_none() && self.needs_more(&values) {
+                let key = self.key(text.clone());
+                if !store.claim(&key, &owner, lease())? {
+                    queue.push_back((config, text, values, failure));
+                    deferred_in_a_row += 1;
+                    if deferred_in_a_row > queue.len() {
+                        // Everything left is another process's: wait for it.
+                        std::thread::sleep(std::time::Duration::from_millis(100));
+                        deferred_in_a_row = 0;
+                    }
+                    continue;
+                }
+                // Another process may have measured it since the plan was made.
+                (values, failure) = self.stored(store, &text)?;
+            }
+            deferred_in_a_row = 0;
             let status = if let Some(failed) = failure {
                 report.reused += 1;
                 ConfigurationStatus::Failed {
@@ -292,6 +321,7 @@ impl<'a> Campaign<'a> {
                     let at = store::now();
                     let (result, regions) = self.run_once(&invocation, &scratch);
                     store.record(&key, at, &result, &regions)?;
+                    store.claim(&key, &owner, lease())?;
                     report.runs += 1;
                     on_event(Event::Ran {
                         configuration: &text,
@@ -328,6 +358,7 @@ impl<'a> Campaign<'a> {
                 } => report.noisy.push((text.clone(), summary.cv)),
                 _ => {}
             }
+            store.release(&self.key(text.clone()), &owner)?;
             on_event(Event::Done {
                 configuration: &text,
                 status: &status,
@@ -336,6 +367,35 @@ impl<'a> Campaign<'a> {
         let _ = std::fs::remove_dir_all(&scratch);
         report.seconds = started.elapsed().as_secs_f64();
         Ok(report)
+    }
+
+    /// A configuration's successful values in the store now, and its failure (unless
+    /// failures are retried).
+    fn stored(
+        &self,
+        store: &Store,
+        text: &str,
+    ) -> Result<(Vec<f64>, Option<crate::store::StoredRun>), Error> {
+        let spec = self.spec;
+        let runs = store.runs_by_configuration(&Selection {
+            variant: self.variant.clone(),
+            system: Some(spec.name.clone()),
+            spec_hash: Some(spec.hash.clone()),
+            workload: Some(self.workload.name.clone()),
+        })?;
+        let runs = runs.get(text).map(Vec::as_slice).unwrap_or(&[]);
+        let values = runs
+            .iter()
+            .filter(|r| r.is_ok())
+            .map(|r| r.metric(self.settings.metric))
+            .collect();
+        let failure = runs
+            .iter()
+            .rev()
+            .find(|r| !r.is_ok())
+            .filter(|_| !self.retry_failed)
+            .cloned();
+        Ok((values, failure))
     }
 
     fn measured(&self, values: Vec<f64>, new_runs: u32) -> ConfigurationStatus {

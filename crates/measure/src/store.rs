@@ -29,7 +29,7 @@ use crate::spec::{Metric, SystemSpec};
 use crate::stats::Summary;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -66,10 +66,21 @@ CREATE TABLE region_times (
     entries INTEGER NOT NULL,
     PRIMARY KEY (run, region)
 );
+CREATE TABLE claims (               -- a configuration being measured, and by whom
+    system TEXT NOT NULL,
+    variant TEXT NOT NULL,
+    spec_hash TEXT NOT NULL,
+    workload TEXT NOT NULL,
+    configuration TEXT NOT NULL,
+    owner TEXT NOT NULL,            -- host:pid:start of the measuring process
+    expires REAL NOT NULL,          -- Unix time; a claim past it is free
+    PRIMARY KEY (system, variant, spec_hash, workload, configuration)
+);
 ";
 
 /// Statements taking a store of version `i + 1` to version `i + 2`.
-const MIGRATIONS: [&str; 1] = ["
+const MIGRATIONS: [&str; 2] = [
+    "
 ALTER TABLE runs ADD COLUMN variant TEXT NOT NULL DEFAULT '';
 CREATE TABLE region_times (
     run INTEGER NOT NULL REFERENCES runs(id),
@@ -78,7 +89,20 @@ CREATE TABLE region_times (
     entries INTEGER NOT NULL,
     PRIMARY KEY (run, region)
 );
-"];
+",
+    "
+CREATE TABLE claims (
+    system TEXT NOT NULL,
+    variant TEXT NOT NULL,
+    spec_hash TEXT NOT NULL,
+    workload TEXT NOT NULL,
+    configuration TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    expires REAL NOT NULL,
+    PRIMARY KEY (system, variant, spec_hash, workload, configuration)
+);
+",
+];
 
 /// Identifies a configuration's measurements.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -304,6 +328,55 @@ impl Store {
             }
         }
         tx.commit().map_err(&err)
+    }
+
+    /// Claims a configuration for measuring until `expires` (Unix seconds): true when
+    /// `owner` holds it now (it was free, expired, or already `owner`'s). Concurrent
+    /// processes on one store share the plan this way; a claimant that dies frees its
+    /// configurations when the lease runs out.
+    pub fn claim(&self, key: &MeasurementKey, owner: &str, expires: f64) -> Result<bool, Error> {
+        let err = db_error(&self.path);
+        let now = now();
+        let changed = self
+            .conn
+            .execute(
+                "INSERT INTO claims (system, variant, spec_hash, workload, configuration, owner, expires)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 ON CONFLICT (system, variant, spec_hash, workload, configuration) DO UPDATE
+                 SET owner = excluded.owner, expires = excluded.expires
+                 WHERE claims.owner = excluded.owner OR claims.expires < ?8",
+                rusqlite::params![
+                    key.system,
+                    key.variant,
+                    key.spec_hash,
+                    key.workload,
+                    key.configuration,
+                    owner,
+                    expires,
+                    now
+                ],
+            )
+            .map_err(&err)?;
+        Ok(changed == 1)
+    }
+
+    /// Gives a claim back (nothing when `owner` does not hold it).
+    pub fn release(&self, key: &MeasurementKey, owner: &str) -> Result<(), Error> {
+        self.conn
+            .execute(
+                "DELETE FROM claims WHERE system = ?1 AND variant = ?2 AND spec_hash = ?3
+                 AND workload = ?4 AND configuration = ?5 AND owner = ?6",
+                rusqlite::params![
+                    key.system,
+                    key.variant,
+                    key.spec_hash,
+                    key.workload,
+                    key.configuration,
+                    owner
+                ],
+            )
+            .map_err(db_error(&self.path))?;
+        Ok(())
     }
 
     pub fn path(&self) -> &Path {
