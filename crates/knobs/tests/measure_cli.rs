@@ -928,7 +928,10 @@ fn concurrent_writers_of_one_spec_do_not_repeat_work() {
         let out = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{stderr}");
-        assert!(stderr.contains("16 of 16 configurations measured"), "{stderr}");
+        assert!(
+            stderr.contains("16 of 16 configurations measured"),
+            "{stderr}"
+        );
     }
     let out = knobs()
         .args(["results", "export", "--format", "json", "--store"])

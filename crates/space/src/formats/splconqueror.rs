@@ -312,6 +312,8 @@ fn eval_step(text: &str, name: &str, n: f64) -> Result<f64, String> {
         i: usize,
         name: &'a str,
         n: f64,
+        /// Open parentheses: bounded, so a deep expression is an error, not a stack overflow.
+        depth: usize,
     }
     impl P<'_> {
         fn ws(&mut self) {
@@ -358,7 +360,15 @@ fn eval_step(text: &str, name: &str, n: f64) -> Result<f64, String> {
             let start = self.i;
             if self.s.get(self.i) == Some(&b'(') {
                 self.i += 1;
+                self.depth += 1;
+                if self.depth > crate::formula::MAX_DEPTH {
+                    return Err(format!(
+                        "parentheses nest more than {} levels deep",
+                        crate::formula::MAX_DEPTH
+                    ));
+                }
                 let v = self.sum()?;
+                self.depth -= 1;
                 self.ws();
                 if self.s.get(self.i) != Some(&b')') {
                     return Err("expected `)`".into());
@@ -385,6 +395,7 @@ fn eval_step(text: &str, name: &str, n: f64) -> Result<f64, String> {
         i: 0,
         name,
         n,
+        depth: 0,
     };
     let v = p.sum()?;
     p.ws();
