@@ -470,7 +470,7 @@ pub fn minimum_cover(
         .flat_map(|r| r.subspaces.iter().map(|s| s.subspace.bdd()))
         .collect();
     let configurations: Vec<Configuration> = valid.iter().collect();
-    // Per configuration, the subspaces it lies in; per subspace, the configurations.
+    // Per configuration, the subspaces it lies in.
     let hits: Vec<Vec<usize>> = configurations
         .iter()
         .map(|c| {
@@ -479,38 +479,25 @@ pub fn minimum_cover(
                 .collect()
         })
         .collect();
-    let mut holders: Vec<Vec<usize>> = vec![Vec::new(); subspaces.len()];
-    for (c, hs) in hits.iter().enumerate() {
-        for &s in hs {
-            holders[s].push(c);
-        }
-    }
-    let widest = hits.iter().map(Vec::len).max().unwrap_or(1).max(1);
-    let mut search = CoverSearch {
-        hits: &hits,
-        holders: &holders,
-        count: vec![0; subspaces.len()],
-        uncovered: subspaces.len(),
-        widest,
-        chosen: Vec::new(),
-        best: None,
-        nodes: 0,
+    let problem = space::sampling::CoverInstance {
+        candidates: &hits,
+        elements: subspaces.len(),
+        groups: None,
     };
-    let mut best = greedy.len();
-    // Try ever smaller covers until one size is impossible.
-    loop {
-        match search.find(best - 1) {
-            Some(true) => {
-                best = search.best.as_ref().map_or(best, Vec::len);
-                if best <= 1 {
-                    break;
-                }
+    // Ever smaller covers until one size is impossible.
+    let mut best: Option<Vec<usize>> = None;
+    let mut size = greedy.len();
+    while size > 1 {
+        match space::sampling::cover_within(&problem, size - 1, EXACT_NODES) {
+            Some(Some(found)) => {
+                size = found.len();
+                best = Some(found);
             }
-            Some(false) => break,
+            Some(None) => break,
             None => return (greedy, false),
         }
     }
-    match &search.best {
+    match best {
         Some(found) => (
             found.iter().map(|&c| configurations[c].clone()).collect(),
             true,
@@ -523,79 +510,3 @@ pub fn minimum_cover(
 const EXACT_CONFIGURATIONS: u32 = 4096;
 /// …and gives up after this many nodes.
 const EXACT_NODES: usize = 1_000_000;
-
-struct CoverSearch<'a> {
-    hits: &'a [Vec<usize>],
-    holders: &'a [Vec<usize>],
-    count: Vec<u32>,
-    uncovered: usize,
-    widest: usize,
-    chosen: Vec<usize>,
-    best: Option<Vec<usize>>,
-    nodes: usize,
-}
-
-impl CoverSearch<'_> {
-    /// Whether at most `limit` configurations cover everything (recording the cover found);
-    /// `None` when the node budget ran out.
-    fn find(&mut self, limit: usize) -> Option<bool> {
-        self.nodes = 0;
-        self.search(limit)
-    }
-
-    fn search(&mut self, left: usize) -> Option<bool> {
-        self.nodes += 1;
-        if self.nodes > EXACT_NODES {
-            return None;
-        }
-        if self.uncovered == 0 {
-            self.best = Some(self.chosen.clone());
-            return Some(true);
-        }
-        if left == 0 || self.uncovered > left * self.widest {
-            return Some(false);
-        }
-        // The uncovered subspace with the fewest configurations in it.
-        let s = (0..self.count.len())
-            .filter(|&s| self.count[s] == 0)
-            .min_by_key(|&s| self.holders[s].len())
-            .expect("something is uncovered");
-        let holders = self.holders;
-        let mut unknown = false;
-        for &c in &holders[s] {
-            self.apply(c, true);
-            let found = self.search(left - 1);
-            self.apply(c, false);
-            match found {
-                Some(true) => return Some(true),
-                Some(false) => {}
-                None => unknown = true,
-            }
-            if self.nodes > EXACT_NODES {
-                return None;
-            }
-        }
-        if unknown { None } else { Some(false) }
-    }
-
-    fn apply(&mut self, c: usize, add: bool) {
-        for &s in &self.hits[c] {
-            if add {
-                self.count[s] += 1;
-                if self.count[s] == 1 {
-                    self.uncovered -= 1;
-                }
-            } else {
-                self.count[s] -= 1;
-                if self.count[s] == 0 {
-                    self.uncovered += 1;
-                }
-            }
-        }
-        if add {
-            self.chosen.push(c);
-        } else {
-            self.chosen.pop();
-        }
-    }
-}

@@ -198,6 +198,22 @@ fn mixed_arities_and_constraints_reach_their_optimum() {
 }
 
 #[test]
+fn the_exhaustive_search_proves_an_optimum_above_every_bound() {
+    // All pairs of A, B, C with A => B: each pair needs at most 4 rows, yet the two rows
+    // with B = 0 must both have A = 0 and cover B·C's 00 and 01 while A·C needs its 10 and
+    // 11 with B = 1: 5 rows, which only the search can show.
+    let (mut s, ids) = binary(3);
+    s.add_constraint("O0 => O1", "test").unwrap();
+    let valid = ValidConfigurations::new(&s).unwrap();
+    let interactions = all_pairs(&ids);
+    let out = compress(&valid, &interactions, 1000).unwrap();
+    assert_covers(&valid, &interactions, &out);
+    assert_eq!(out.configurations.len(), 5);
+    assert_eq!(out.lower_bound, 5, "proven by the search");
+    assert!(out.optimal);
+}
+
+#[test]
 fn a_large_instance_compresses_in_seconds_with_its_bound_stated() {
     // All pairs of 30 binary options: CAN(2, 30, 2) = 8 (C(7, 4) = 35 >= 30).
     let (s, ids) = binary(30);

@@ -239,25 +239,13 @@ pub(super) fn exists(instance: &Instance, n: usize) -> Option<bool> {
                 .collect()
         })
         .collect();
-    let mut rows_of: Vec<Vec<usize>> = vec![Vec::new(); instance.tuples.len()];
-    for (r, ts) in covers.iter().enumerate() {
-        for &t in ts {
-            rows_of[t].push(r);
-        }
-    }
-    let mut search = Search {
-        instance,
-        covers: &covers,
-        rows_of: &rows_of,
-        count: vec![0; instance.tuples.len()],
-        uncovered_in: instance
-            .tuple_of
-            .iter()
-            .map(|t| t.iter().flatten().count())
-            .collect(),
-        nodes: 0,
+    let groups: Vec<usize> = instance.tuples.iter().map(|(i, _)| *i).collect();
+    let problem = space::sampling::CoverInstance {
+        candidates: &covers,
+        elements: instance.tuples.len(),
+        groups: Some(&groups),
     };
-    search.run(n)
+    space::sampling::cover_within(&problem, n, EXACT_NODES).map(|found| found.is_some())
 }
 
 /// Every row of relevant values the constraints allow, if there are at most `limit`.
@@ -291,67 +279,4 @@ fn valid_rows(instance: &Instance, limit: usize) -> Option<Vec<Row>> {
         true
     }
     walk(instance, &mut prefix, &mut out, limit).then_some(out)
-}
-
-struct Search<'a> {
-    instance: &'a Instance<'a>,
-    covers: &'a [Vec<usize>],
-    rows_of: &'a [Vec<usize>],
-    count: Vec<u32>,
-    uncovered_in: Vec<usize>,
-    nodes: usize,
-}
-
-impl Search<'_> {
-    fn run(&mut self, left: usize) -> Option<bool> {
-        self.nodes += 1;
-        if self.nodes > EXACT_NODES {
-            return None;
-        }
-        let worst = self.uncovered_in.iter().copied().max().unwrap_or(0);
-        if worst == 0 {
-            return Some(true);
-        }
-        if worst > left {
-            return Some(false);
-        }
-        // The uncovered tuple with the fewest rows covering it.
-        let t = (0..self.instance.tuples.len())
-            .filter(|&t| self.count[t] == 0)
-            .min_by_key(|&t| self.rows_of[t].len())
-            .expect("something is uncovered");
-        let mut unknown = false;
-        let rows_of = self.rows_of;
-        for &r in &rows_of[t] {
-            self.apply(r, true);
-            let found = self.run(left - 1);
-            self.apply(r, false);
-            match found {
-                Some(true) => return Some(true),
-                Some(false) => {}
-                None => unknown = true,
-            }
-            if self.nodes > EXACT_NODES {
-                return None;
-            }
-        }
-        if unknown { None } else { Some(false) }
-    }
-
-    fn apply(&mut self, r: usize, add: bool) {
-        for &t in &self.covers[r] {
-            let i = self.instance.tuples[t].0;
-            if add {
-                self.count[t] += 1;
-                if self.count[t] == 1 {
-                    self.uncovered_in[i] -= 1;
-                }
-            } else {
-                self.count[t] -= 1;
-                if self.count[t] == 0 {
-                    self.uncovered_in[i] += 1;
-                }
-            }
-        }
-    }
 }

@@ -1,6 +1,7 @@
 //! Sampling strategies: which configurations to measure. Every strategy is seeded and
 //! deterministic and returns only valid configurations, without duplicates.
 
+mod cover;
 mod twise;
 
 use std::collections::HashSet;
@@ -17,6 +18,7 @@ use crate::Error;
 use crate::space::Configuration;
 use crate::valid::ValidConfigurations;
 
+pub use cover::{CoverInstance, cover_within};
 pub use twise::{TupleCoverage, covering_lower_bound, tuple_coverage};
 
 /// A sampling strategy, as written on the command line (see [`Strategy::HELP`]).
