@@ -440,4 +440,7 @@ pub fn store_dataset(path: &Path, workload: Option<&str>) -> Result<space::Datas
 /// The one-line summary of a campaign.
 pub fn print_report(report: &CampaignReport, max_cv: f64) {
     eprintln!("{}", report.summary(max_cv));
+    for note in &report.notes {
+        eprintln!("note: {note}");
+    }
 }

@@ -941,3 +941,43 @@ fn concurrent_writers_of_one_spec_do_not_repeat_work() {
     let runs: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(runs.len(), 16 * 3, "exactly the planned runs");
 }
+
+/// Each run records a digest of the workload's files; runs of files that changed since are
+/// still used, and the output says so.
+#[test]
+fn a_changed_workload_file_is_noticed() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "input.txt", "one\n");
+    let spec = write(
+        dir.path(),
+        "knobs.toml",
+        "name = \"x\"\n[run]\nprogram = \"cat\"\nargs = [\"{options}\", \"{workload}\"]\n[measure]\nrepetitions = 1\nwarmup = 0\n[[workload]]\nname = \"w\"\nargs = [\"input.txt\"]\nfiles = [\"input.txt\"]\n[[option]]\nname = \"a\"\non = [\"-n\"]\n",
+    );
+    let measure = |reps: &str| {
+        knobs()
+            .args(["measure", "--repetitions", reps, "--spec"])
+            .arg(&spec)
+            .output()
+            .unwrap()
+    };
+    let out = measure("1");
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("files were different"));
+    std::fs::write(dir.path().join("input.txt"), "two\n").unwrap();
+    let out = measure("2");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("2 stored runs measured workload `w` when its files were different"),
+        "{stderr}"
+    );
+    let out = knobs()
+        .args(["results", "export", "--format", "json", "--store"])
+        .arg(dir.path().join("knobs.db"))
+        .output()
+        .unwrap();
+    let runs: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let digests: std::collections::BTreeSet<&str> =
+        runs.iter().map(|r| r["inputs"].as_str().unwrap()).collect();
+    assert_eq!(digests.len(), 2, "{runs:?}");
+}

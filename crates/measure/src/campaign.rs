@@ -58,6 +58,8 @@ pub struct CampaignReport {
     /// Configurations flagged as noisy, with their coefficient of variation.
     pub noisy: Vec<(String, f64)>,
     pub seconds: f64,
+    /// What the user should know about the stored runs (changed workload files).
+    pub notes: Vec<String>,
 }
 
 impl CampaignReport {
@@ -167,8 +169,10 @@ impl<'a> Campaign<'a> {
             && !Summary::of(values).is_some_and(|sum| sum.ci_within(s.ci))
     }
 
-    fn key(&self, configuration: String) -> MeasurementKey {
+    /// The store's key for a configuration's runs; `inputs` is the workload's digest.
+    fn key(&self, configuration: String, inputs: &Option<String>) -> MeasurementKey {
         MeasurementKey {
+            inputs: inputs.clone(),
             system: self.spec.name.clone(),
             variant: self.variant.clone(),
             spec_hash: self.spec.hash.clone(),
@@ -215,12 +219,27 @@ impl<'a> Campaign<'a> {
             path: scratch.display().to_string(),
             cause,
         })?;
+        let mut report_notes = Vec::new();
         let existing = store.runs_by_configuration(&Selection {
             variant: self.variant.clone(),
             system: Some(spec.name.clone()),
             spec_hash: Some(spec.hash.clone()),
             workload: Some(self.workload.name.clone()),
         })?;
+        // Runs of a workload whose files have changed since are still used, but said so.
+        let inputs = spec.workload_digest(self.workload);
+        let changed = existing
+            .values()
+            .flatten()
+            .filter(|r| r.inputs.is_some() && r.inputs != inputs)
+            .count();
+        if changed > 0 {
+            report_notes.push(format!(
+                "{changed} stored runs measured workload `{}` when its files were different \
+                 (their digest differs from the files now); a new spec name or store keeps them apart",
+                self.workload.name
+            ));
+        }
         // What each configuration already has: successful values, and whether it failed.
         let mut todo = Vec::new();
         let mut planned = 0u64;
@@ -248,6 +267,7 @@ impl<'a> Campaign<'a> {
         on_event(Event::Planned { runs: planned });
         let mut report = CampaignReport {
             configurations: configurations.len(),
+            notes: report_notes,
             ..Default::default()
         };
         // Each configuration is claimed in the store before it is measured, so processes
@@ -265,7 +285,7 @@ impl<'a> Campaign<'a> {
         let mut deferred_in_a_row = 0usize;
         while let Some((config, text, mut values, mut failure)) = queue.pop_front() {
             if failure.is_none() && self.needs_more(&values) {
-                let key = self.key(text.clone());
+                let key = self.key(text.clone(), &inputs);
                 if !store.claim(&key, &owner, lease())? {
                     queue.push_back((config, text, values, failure));
                     deferred_in_a_row += 1;
@@ -297,7 +317,7 @@ impl<'a> Campaign<'a> {
                     Some(program) => spec.invocation_of(program.clone(), config, self.workload)?,
                     None => spec.invocation(config, self.workload)?,
                 };
-                let key = self.key(text.clone());
+                let key = self.key(text.clone(), &inputs);
                 let before = values.len();
                 let mut failed = None;
                 for _ in 0..self.settings.warmup {
@@ -358,7 +378,7 @@ impl<'a> Campaign<'a> {
                 } => report.noisy.push((text.clone(), summary.cv)),
                 _ => {}
             }
-            store.release(&self.key(text.clone()), &owner)?;
+            store.release(&self.key(text.clone(), &inputs), &owner)?;
             on_event(Event::Done {
                 configuration: &text,
                 status: &status,

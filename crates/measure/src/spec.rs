@@ -786,18 +786,7 @@ impl SystemSpec {
         let marker = cwd
             .join(".knobs")
             .join(format!("prepared-{}", marker_name(&workload.name)));
-        let digests = |w: &Workload| -> Option<String> {
-            let mut out = String::new();
-            for f in &w.files {
-                let bytes = std::fs::read(cwd.join(f)).ok()?;
-                let hex: String = Sha256::digest(&bytes)
-                    .iter()
-                    .map(|b| format!("{b:02x}"))
-                    .collect();
-                out.push_str(&format!("{f}\t{}\t{hex}\n", bytes.len()));
-            }
-            Some(out)
-        };
+        let digests = |w: &Workload| self.file_digests(w);
         if missing(workload).is_none()
             && let (Ok(recorded), Some(now)) = (std::fs::read_to_string(&marker), digests(workload))
             && recorded == now
@@ -866,6 +855,37 @@ impl SystemSpec {
             ))
         })?;
         Ok(true)
+    }
+
+    /// Per listed file of the workload: `name<TAB>size<TAB>sha256`; `None` when one cannot
+    /// be read.
+    fn file_digests(&self, workload: &Workload) -> Option<String> {
+        let cwd = self.cwd();
+        let mut out = String::new();
+        for f in &workload.files {
+            let bytes = std::fs::read(cwd.join(f)).ok()?;
+            let hex: String = Sha256::digest(&bytes)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            out.push_str(&format!("{f}\t{}\t{hex}\n", bytes.len()));
+        }
+        Some(out)
+    }
+
+    /// A digest of the workload's files as they are now (the first 16 hex digits of a SHA-256
+    /// over each file's size and SHA-256), stored with every run so a changed input is
+    /// noticed; `None` when the workload lists no files or one cannot be read.
+    pub fn workload_digest(&self, workload: &Workload) -> Option<String> {
+        if workload.files.is_empty() {
+            return None;
+        }
+        let all = self.file_digests(workload)?;
+        let hex: String = Sha256::digest(all.as_bytes())[..8]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        Some(hex)
     }
 
     /// The command line, environment and input for one configuration and workload.

@@ -56,7 +56,8 @@ CREATE TABLE runs (
     user REAL NOT NULL,
     system_time REAL NOT NULL,
     max_rss_kib INTEGER NOT NULL,
-    stderr_tail TEXT
+    stderr_tail TEXT,
+    inputs TEXT                     -- digest of the workload's files, when it has any
 );
 CREATE INDEX runs_by_configuration ON runs (system, spec_hash, workload, configuration);
 CREATE TABLE region_times (
@@ -91,6 +92,7 @@ CREATE TABLE region_times (
 );
 ",
     "
+ALTER TABLE runs ADD COLUMN inputs TEXT;
 CREATE TABLE claims (
     system TEXT NOT NULL,
     variant TEXT NOT NULL,
@@ -114,6 +116,9 @@ pub struct MeasurementKey {
     pub workload: String,
     /// Compact text (`ConfigSpace::format_configuration`).
     pub configuration: String,
+    /// Digest of the workload's files as measured (`SystemSpec::workload_digest`); `None`
+    /// when the workload lists no files. Stored with each run, not part of the identity.
+    pub inputs: Option<String>,
 }
 
 /// One stored run.
@@ -135,6 +140,8 @@ pub struct StoredRun {
     pub system_time: f64,
     pub max_rss_kib: i64,
     pub stderr_tail: Option<String>,
+    /// The workload's files' digest when it ran (`None`: no files, or an older store).
+    pub inputs: Option<String>,
 }
 
 impl StoredRun {
@@ -419,8 +426,9 @@ impl Store {
         let tx = self.conn.unchecked_transaction().map_err(&err)?;
         tx.execute(
             "INSERT INTO runs (system, variant, spec_hash, workload, configuration, host, started,
-                tool_version, status, detail, wall, user, system_time, max_rss_kib, stderr_tail)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                tool_version, status, detail, wall, user, system_time, max_rss_kib, stderr_tail,
+                inputs)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
             params![
                 key.system,
                 key.variant,
@@ -437,6 +445,7 @@ impl Store {
                 result.system,
                 result.max_rss_kib as i64,
                 tail,
+                key.inputs,
             ],
         )
         .map_err(&err)?;
@@ -501,7 +510,7 @@ impl Store {
             .prepare(
                 "SELECT id, system, spec_hash, workload, configuration, host, started,
                         tool_version, status, detail, wall, user, system_time, max_rss_kib,
-                        stderr_tail, variant
+                        stderr_tail, variant, inputs
                  FROM runs
                  WHERE (?1 IS NULL OR system = ?1) AND (?2 IS NULL OR spec_hash = ?2)
                    AND (?3 IS NULL OR workload = ?3) AND variant = ?4
@@ -534,6 +543,7 @@ impl Store {
                         system_time: r.get(12)?,
                         max_rss_kib: r.get(13)?,
                         stderr_tail: r.get(14)?,
+                        inputs: r.get(16)?,
                     })
                 },
             )
@@ -726,6 +736,7 @@ mod tests {
 
     fn key(spec: &SystemSpec, configuration: &str) -> MeasurementKey {
         MeasurementKey {
+            inputs: None,
             system: spec.name.clone(),
             variant: String::new(),
             spec_hash: spec.hash.clone(),
@@ -859,6 +870,7 @@ mod tests {
             .record(&key(&spec, "a,n=1"), now(), &result(1.0, Outcome::Ok), &[])
             .unwrap();
         let instrumented = MeasurementKey {
+            inputs: None,
             variant: "configcrusher:x".into(),
             ..key(&spec, "a,n=1")
         };
