@@ -130,7 +130,6 @@ pub fn infer_fixed(
     for _ in 0..RANDOM_CONFIGURATIONS {
         configurations.push(valid.sample_uniform(&mut rng));
     }
-    configurations.dedup();
     let mut unique: Vec<Configuration> = Vec::new();
     for c in configurations {
         if !unique.contains(&c) {

@@ -246,23 +246,14 @@ impl<'a> Campaign<'a> {
         for config in configurations {
             let text = spec.space.format_configuration(config);
             let runs = existing.get(&text).map(Vec::as_slice).unwrap_or(&[]);
-            let values: Vec<f64> = runs
-                .iter()
-                .filter(|r| r.is_ok())
-                .map(|r| r.metric(metric))
-                .collect();
-            let failure = runs
-                .iter()
-                .rev()
-                .find(|r| !r.is_ok())
-                .filter(|_| !self.retry_failed);
+            let (values, failure) = self.standing(runs);
             if failure.is_none() && self.needs_more(&values) {
                 let missing = (self.settings.repetitions as usize)
                     .saturating_sub(values.len())
                     .max(1);
                 planned += missing as u64 + self.settings.warmup as u64;
             }
-            todo.push((config, text, values, failure.cloned()));
+            todo.push((config, text, values, failure));
         }
         on_event(Event::Planned { runs: planned });
         let mut report = CampaignReport {
@@ -396,14 +387,21 @@ impl<'a> Campaign<'a> {
         store: &Store,
         text: &str,
     ) -> Result<(Vec<f64>, Option<crate::store::StoredRun>), Error> {
-        let spec = self.spec;
-        let runs = store.runs_by_configuration(&Selection {
+        let selection = Selection {
             variant: self.variant.clone(),
-            system: Some(spec.name.clone()),
-            spec_hash: Some(spec.hash.clone()),
+            system: Some(self.spec.name.clone()),
+            spec_hash: Some(self.spec.hash.clone()),
             workload: Some(self.workload.name.clone()),
-        })?;
-        let runs = runs.get(text).map(Vec::as_slice).unwrap_or(&[]);
+        };
+        Ok(self.standing(&store.runs_of(&selection, text)?))
+    }
+
+    /// Where a configuration stands given its stored runs: the metric of its successful
+    /// runs, and its latest failure (unless failures are retried).
+    fn standing(
+        &self,
+        runs: &[crate::store::StoredRun],
+    ) -> (Vec<f64>, Option<crate::store::StoredRun>) {
         let values = runs
             .iter()
             .filter(|r| r.is_ok())
@@ -415,7 +413,7 @@ impl<'a> Campaign<'a> {
             .find(|r| !r.is_ok())
             .filter(|_| !self.retry_failed)
             .cloned();
-        Ok((values, failure))
+        (values, failure)
     }
 
     fn measured(&self, values: Vec<f64>, new_runs: u32) -> ConfigurationStatus {

@@ -504,6 +504,23 @@ impl Store {
 
     /// Stored runs, oldest first.
     pub fn runs(&self, selection: &Selection) -> Result<Vec<StoredRun>, Error> {
+        self.runs_where(selection, None)
+    }
+
+    /// The stored runs of one configuration (its store text), oldest first.
+    pub fn runs_of(
+        &self,
+        selection: &Selection,
+        configuration: &str,
+    ) -> Result<Vec<StoredRun>, Error> {
+        self.runs_where(selection, Some(configuration))
+    }
+
+    fn runs_where(
+        &self,
+        selection: &Selection,
+        configuration: Option<&str>,
+    ) -> Result<Vec<StoredRun>, Error> {
         let err = db_error(&self.path);
         let mut stmt = self
             .conn
@@ -514,6 +531,7 @@ impl Store {
                  FROM runs
                  WHERE (?1 IS NULL OR system = ?1) AND (?2 IS NULL OR spec_hash = ?2)
                    AND (?3 IS NULL OR workload = ?3) AND variant = ?4
+                   AND (?5 IS NULL OR configuration = ?5)
                  ORDER BY id",
             )
             .map_err(&err)?;
@@ -523,7 +541,8 @@ impl Store {
                     selection.system,
                     selection.spec_hash,
                     selection.workload,
-                    selection.variant
+                    selection.variant,
+                    configuration
                 ],
                 |r| {
                     Ok(StoredRun {
