@@ -87,12 +87,7 @@ pub fn build_model(
         ));
     }
     let whole = Partition::whole(&enc);
-    let choices = valid
-        .space()
-        .exclusive_choices()
-        .iter()
-        .map(|c| model::Choice::parse(&c.members, c.given.as_deref()))
-        .collect::<Result<Vec<_>, _>>()?;
+    let choices = instrumented::reference_choices(valid.space())?;
     let mut ids: Vec<&str> = regions.iter().map(|r| r.id.as_str()).collect();
     ids.extend(
         times

@@ -431,81 +431,19 @@ pub fn build_model(
             .iter()
             .map(|o| spec.space.option(*o).name.clone())
             .collect();
-        // Each non-baseline value of an option is a factor: the option itself when binary,
-        // `name=value` (a value indicator) when numeric.
-        let levels: Vec<Vec<model::Factor>> = options
-            .iter()
-            .map(|o| {
-                let option = spec.space.option(*o);
-                if option.is_binary() {
-                    vec![model::Factor::Option(option.name.clone())]
-                } else {
-                    (1..option.arity() as u32)
-                        .map(|v| {
-                            model::Factor::Equals(option.name.clone(), option.numeric_value(v))
-                        })
-                        .collect()
-                }
-            })
-            .collect();
-        let arities: Vec<usize> = levels.iter().map(|l| l.len() + 1).collect();
-        // One cell per combination of the region's option values (mixed radix, the first
-        // option varying fastest).
-        let ncells: usize = arities.iter().product();
-        let cells: Vec<f64> = (0..ncells)
-            .map(|cell| {
-                let mut rest = cell;
-                let digits: Vec<u32> = arities
-                    .iter()
-                    .map(|a| {
-                        let d = rest % a;
-                        rest /= a;
-                        d as u32
-                    })
-                    .collect();
-                let matching: Vec<f64> = configs
-                    .iter()
-                    .filter(|(c, _)| {
-                        options
-                            .iter()
-                            .zip(&digits)
-                            .all(|(o, d)| c.0[o.index()] == *d)
-                    })
-                    .map(|(_, text)| mean(text, &id))
-                    .collect();
-                // A combination the constraints forbid is never predicted; 0 keeps its
-                // cell out of the way.
-                if matching.is_empty() {
-                    0.0
-                } else {
-                    matching.iter().sum::<f64>() / matching.len() as f64
-                }
-            })
-            .collect();
-        let terms = model::influence_from_levels(&levels, &cells)?;
-        // A product of values no valid configuration takes together (two members of one
-        // alternative group, from cells the constraints forbid) is never active: leave it out.
-        let terms = InfluenceModel::from_terms(
-            terms
-                .terms()
+        let terms = instrumented::influence_of_table(&valid, &options, |digits| {
+            let matching: Vec<f64> = configs
                 .iter()
-                .filter(|t| {
-                    let literals: Vec<space::Literal> = t
-                        .options
+                .filter(|(c, _)| {
+                    options
                         .iter()
-                        .filter_map(|f| {
-                            let (j, _) = names
-                                .iter()
-                                .enumerate()
-                                .find(|(_, n)| n.as_str() == f.option())?;
-                            let value = levels[j].iter().position(|l| l == f)? as u32 + 1;
-                            Some((options[j], value))
-                        })
-                        .collect();
-                    valid.allows(&literals)
+                        .zip(digits)
+                        .all(|(o, d)| c.0[o.index()] == *d)
                 })
-                .cloned(),
-        );
+                .map(|(_, text)| mean(text, &id))
+                .collect();
+            (!matching.is_empty()).then(|| matching.iter().sum::<f64>() / matching.len() as f64)
+        })?;
         let func = program.func(region.function);
         let file = func
             .file
@@ -554,13 +492,7 @@ pub fn build_model(
     // `compose` adds the base itself; the base region is listed for completeness.
     let mut file = ModelFile::compose(InfluenceModel::new(), regions);
     // Alternative group members against a reference member (the intercept stands for it).
-    let choices = spec
-        .space
-        .exclusive_choices()
-        .iter()
-        .map(|c| model::Choice::parse(&c.members, c.given.as_deref()))
-        .collect::<Result<Vec<_>, _>>()?;
-    file.express_against_reference(&choices);
+    file.express_against_reference(&instrumented::reference_choices(&spec.space)?);
     file.system = Some(spec.name.clone());
     file.metric = Some("wall time (s), from region timers".into());
     file.provenance

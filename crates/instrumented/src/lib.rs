@@ -12,6 +12,8 @@
 //! Architecture invariant: no approach's algorithms live here (regions, partitions, models
 //! belong to the approach crates); no LLVM types (through `llvm`'s API only).
 
+mod table;
+
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -23,6 +25,8 @@ use measure::store::{RegionMeasurement, Store};
 use measure::{SystemSpec, Workload};
 use sha2::{Digest, Sha256};
 use space::{Configuration, OptionId};
+
+pub use table::{influence_of_table, levels, reference_choices};
 
 /// Everything that can go wrong; one line each.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +43,8 @@ pub enum Error {
     Measure(#[from] measure::Error),
     #[error(transparent)]
     Space(#[from] space::Error),
+    #[error(transparent)]
+    Model(#[from] model::Error),
 }
 
 /// The tools and the directory builds use.
@@ -240,6 +246,77 @@ fn option_sources(spec: &SystemSpec) -> Vec<OptionSource> {
         }
     }
     out
+}
+
+/// The program built for dynamic taint tracking: what Comprex explores with and SPLat reads
+/// its orders from.
+pub struct TaintBuild {
+    pub built: Built,
+    pub stats: llvm::TaintStats,
+    pub binary: PathBuf,
+}
+
+/// Builds the program, instruments it for dynamic taint tracking with every option of the
+/// space as a label, and links it with the taint runtime (`approach` names the binary).
+pub fn taint_build(
+    spec: &SystemSpec,
+    settings: &Settings,
+    approach: &str,
+) -> Result<TaintBuild, Error> {
+    let built = build(spec, settings, approach)?;
+    let names: Vec<String> = spec.space.names().iter().map(|n| n.to_string()).collect();
+    let bitcode = settings.work_dir.join("program.taint.bc");
+    let stats = llvm::instrument_taint(
+        &built.ssa,
+        &built.translation.program,
+        &built.translation.positions,
+        &built.sources.by_index(),
+        &names,
+        &bitcode,
+    )?;
+    let library =
+        runtime::taint_library::build(&settings.clang, &settings.work_dir.join("runtime"))?;
+    let suffix = format!("{}-taint", approach.to_lowercase());
+    let (binary, _) = link(spec, settings, &bitcode, library, &[], &suffix)?;
+    Ok(TaintBuild {
+        built,
+        stats,
+        binary,
+    })
+}
+
+/// Runs the taint-instrumented `binary` once in a configuration on `workload` and returns
+/// the taint-run record it wrote to `out` (JSON, `docs/comprex-records.md`); a failed run or
+/// a missing record is an error saying why.
+pub fn taint_run(
+    spec: &SystemSpec,
+    binary: &Path,
+    config: &Configuration,
+    workload: &Workload,
+    out: &Path,
+) -> Result<String, String> {
+    let mut invocation = spec
+        .invocation_of(binary.to_path_buf(), config, workload)
+        .map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_file(out);
+    invocation.env.push((
+        runtime::taint_library::ENV_VAR.into(),
+        out.display().to_string(),
+    ));
+    let result = measure::runner::run(&invocation);
+    if !result.outcome.is_ok() {
+        let last = result.stderr_tail.lines().last().unwrap_or("");
+        return Err(format!(
+            "the taint-instrumented program {}{}",
+            result.outcome.describe(),
+            if last.is_empty() {
+                String::new()
+            } else {
+                format!(": {last}")
+            }
+        ));
+    }
+    std::fs::read_to_string(out).map_err(|e| format!("no taint records ({}: {e})", out.display()))
 }
 
 /// Links instrumented bitcode with a runtime library into a binary and names the store

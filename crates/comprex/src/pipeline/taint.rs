@@ -6,7 +6,6 @@ use crate::Error;
 use crate::{Exploration, ExploreSettings, Granularity, Pick};
 use instrumented::{Built, Settings};
 use llvm::TaintStats;
-use measure::runner;
 use measure::{SystemSpec, Workload};
 use space::{Configuration, ValidConfigurations};
 use std::collections::BTreeMap;
@@ -51,21 +50,11 @@ pub fn explore_tracking(
     on_run: &mut dyn FnMut(&str, usize),
 ) -> Result<Explored, Error> {
     let granularity = granularities[0];
-    let built = instrumented::build(spec, settings, "Comprex")?;
-    let program = &built.translation.program;
-    let names: Vec<String> = spec.space.names().iter().map(|n| n.to_string()).collect();
-    let bitcode = settings.work_dir.join("program.taint.bc");
-    let stats = llvm::instrument_taint(
-        &built.ssa,
-        program,
-        &built.translation.positions,
-        &built.sources.by_index(),
-        &names,
-        &bitcode,
-    )?;
-    let library =
-        runtime::taint_library::build(&settings.clang, &settings.work_dir.join("runtime"))?;
-    let (binary, _) = instrumented::link(spec, settings, &bitcode, library, &[], "comprex-taint")?;
+    let instrumented::TaintBuild {
+        built,
+        stats,
+        binary,
+    } = instrumented::taint_build(spec, settings, "Comprex")?;
     spec.prepare_workload(workload)?;
     let valid = ValidConfigurations::new(&spec.space)?;
     let out = settings.work_dir.join("taint-run.json");
@@ -112,29 +101,7 @@ pub(super) fn taint_runner<'a>(
 ) -> impl FnMut(&Configuration) -> Result<Vec<crate::DecisionRecord>, String> + 'a {
     move |config: &Configuration| {
         let text = spec.space.format_configuration(config);
-        let mut invocation = spec
-            .invocation_of(binary.to_path_buf(), config, workload)
-            .map_err(|e| e.to_string())?;
-        let _ = std::fs::remove_file(out);
-        invocation.env.push((
-            runtime::taint_library::ENV_VAR.into(),
-            out.display().to_string(),
-        ));
-        let result = runner::run(&invocation);
-        if !result.outcome.is_ok() {
-            let last = result.stderr_tail.lines().last().unwrap_or("");
-            return Err(format!(
-                "the taint-instrumented program {}{}",
-                result.outcome.describe(),
-                if last.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {last}")
-                }
-            ));
-        }
-        let json = std::fs::read_to_string(out)
-            .map_err(|e| format!("no taint records ({}: {e})", out.display()))?;
+        let json = instrumented::taint_run(spec, binary, config, workload, out)?;
         let run: crate::TaintRun = serde_json::from_str(&json)
             .map_err(|e| format!("{}: malformed taint records: {e}", out.display()))?;
         on_run(&text, run.decisions.len());
