@@ -28,7 +28,10 @@
  *
  * Output: at exit, when KNOBS_TAINT_OUT names a file, a `knobs-taint-run` JSON object
  * (docs/comprex-records.md) with an empty `configuration` (the caller fills it), the option
- * names, and one decision per distinct (site, data label, control label) of the run.
+ * names, one decision per distinct (site, data label, control label) of the run, and two
+ * orders SPLat explores by: the options in the order the program first read them (a source
+ * load or call, __knobs_taint_read) and in the order they first reached a decision's data
+ * taint.
  *
  * Architecture invariant: no dependencies beyond libc; never prints. Label interning, shadow
  * memory and the record table are not locked: the control taint and call labels are
@@ -394,6 +397,39 @@ void __knobs_taint_strcopy(void *dst, const void *src, label_t extra) {
     __knobs_taint_copy(dst, src, strlen((const char *)src) + 1, extra);
 }
 
+/* ---------- first reads and first decisions ---------- */
+
+struct kt_order {
+  uint32_t *opts; /* in order of first appearance */
+  uint32_t n;
+  unsigned char *seen; /* per option */
+};
+static struct kt_order kt_reads, kt_decided;
+
+static void kt_order_init(struct kt_order *o) {
+  o->opts = kt_xrealloc(NULL, (kt_nopts + 1) * sizeof(uint32_t));
+  o->seen = calloc(kt_nopts + 1, 1);
+  if (!o->seen)
+    abort();
+  o->n = 0;
+}
+
+/* Appends the options of `l` not seen before (a set's options in index order). */
+static void kt_order_note(struct kt_order *o, label_t l) {
+  if (!l || !o->seen)
+    return;
+  uint32_t buf[KT_SMALL_OPTS], n;
+  const uint32_t *opts = kt_decode(l, buf, &n);
+  for (uint32_t i = 0; i < n; i++)
+    if (opts[i] < kt_nopts && !o->seen[opts[i]]) {
+      o->seen[opts[i]] = 1;
+      o->opts[o->n++] = opts[i];
+    }
+}
+
+/* The program read the options of `l` (called after every source load or call). */
+void __knobs_taint_read(label_t l) { kt_order_note(&kt_reads, l); }
+
 /* ---------- decisions ---------- */
 
 struct kt_record {
@@ -432,6 +468,7 @@ static void kt_record(uint32_t id, label_t d, label_t c) {
         return;
     }
   }
+  kt_order_note(&kt_decided, d);
   if (kt_nrecords == kt_caprecords) {
     kt_caprecords = kt_caprecords ? kt_caprecords * 2 : 256;
     kt_records = kt_xrealloc(kt_records, kt_caprecords * sizeof(struct kt_record));
@@ -522,6 +559,17 @@ static void kt_json_site(FILE *f, uint32_t id) {
           fields[3]);
 }
 
+static void kt_json_order(FILE *f, const struct kt_order *o) {
+  fputc('[', f);
+  for (uint32_t i = 0; i < o->n; i++) {
+    if (i)
+      fputc(',', f);
+    const char *name = kt_names[o->opts[i]];
+    kt_json_string(f, name, strlen(name));
+  }
+  fputc(']', f);
+}
+
 static void kt_write(void) {
   const char *path = getenv("KNOBS_TAINT_OUT");
   if (!path || !*path)
@@ -546,7 +594,11 @@ static void kt_write(void) {
     kt_json_set(f, kt_records[k].ctrl);
     fputc('}', f);
   }
-  fputs("]}\n", f);
+  fputs("],\n\"reads\":", f);
+  kt_json_order(f, &kt_reads);
+  fputs(",\n\"decided\":", f);
+  kt_json_order(f, &kt_decided);
+  fputs("}\n", f);
   fclose(f);
 }
 
@@ -583,5 +635,7 @@ void __knobs_taint_init(uint32_t nopts, const char *names, uint32_t nsites, cons
   kt_nsites = nsites;
   kt_sites_text = sites;
   kt_last = last;
+  kt_order_init(&kt_reads);
+  kt_order_init(&kt_decided);
   atexit(kt_write);
 }

@@ -120,7 +120,7 @@ impl Pass {
             return result;
         }
         after();
-        let s = self.options_label(source);
+        let s = self.source_label(source);
         self.union(result, s)
     }
 

@@ -244,7 +244,7 @@ impl Pass {
                 let size = self.store_size(ty);
                 let mem = self.shadow_load(ptr, size);
                 let l = self.union(Some(mem), label(ptr));
-                let s = self.options_label(&source);
+                let s = self.source_label(&source);
                 self.union(l, s)
             }
             Op::LLVMStore => {

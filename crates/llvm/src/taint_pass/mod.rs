@@ -194,6 +194,7 @@ struct Pass {
     copy: (LLVMTypeRef, LLVMValueRef),
     strcopy: (LLVMTypeRef, LLVMValueRef),
     init: (LLVMTypeRef, LLVMValueRef),
+    read: (LLVMTypeRef, LLVMValueRef),
     sources: HashMap<LLVMValueRef, Vec<u32>>,
     /// Per decision id: "method\tfile\tline\tcolumn".
     sites: Vec<String>,
@@ -301,6 +302,7 @@ impl Pass {
                     voidt,
                     &[i32t, ptrt, i32t, ptrt, ptrt],
                 ),
+                read: declare(c"__knobs_taint_read", voidt, &[i32t]),
                 sources,
                 sites: Vec::new(),
             }

@@ -127,6 +127,16 @@ impl Pass {
         l
     }
 
+    /// The label of a source's options, with a call telling the runtime the program read
+    /// them (the order SPLat explores by), at the builder's position.
+    pub(super) fn source_label(&self, opts: &[u32]) -> Label {
+        let l = self.options_label(opts);
+        if let Some(l) = l {
+            self.call(self.read, &[l]);
+        }
+        l
+    }
+
     /// `internal i32 @__knobs_taint_union_<n>(i32 × n)` (always inlined): the union of `n`
     /// labels, an `or` of them all unless one is an interned set (then a chain of the
     /// runtime's unions, out of line). One branch for any `n`, where a chain of
