@@ -2,7 +2,7 @@
 //! where. This binary is flags plus glue over the library crates: `space` (configuration
 //! spaces and sampling), `measure` (system specs, running configurations, the results
 //! store), `model` (performance-influence models), `learn` (black-box learners and the
-//! evaluation protocols), `configcrusher` and `comprex` (the white-box approaches), and
+//! evaluation protocols), `configcrusher`, `comprex` and `splat` (the white-box approaches), and
 //! `instrumented` (building and measuring an instrumented program, which they share).
 //!
 //! Every command that prints results has `--json` (one JSON document on stdout); results go
@@ -19,6 +19,7 @@ mod model_cmd;
 mod progress;
 mod session_args;
 mod space_cmd;
+mod splat_cmd;
 
 use std::process::ExitCode;
 
@@ -72,6 +73,10 @@ enum Command {
     /// space per method; the explored configurations are measured with a sampling profiler;
     /// writes the global model with a local model per method.
     Comprex(comprex_cmd::ComprexArgs),
+    /// SPLat (white-box): re-run the program depth-first over the options its path reaches
+    /// until every combination of reached options has run; each is measured end to end and
+    /// the model is their table. --delayed: reached when an option first decides something.
+    Splat(splat_cmd::SplatArgs),
 }
 
 /// Prints a report as pretty JSON on stdout (what `--json` gives every command).
@@ -85,10 +90,14 @@ pub fn print_json(report: &impl serde::Serialize) -> anyhow::Result<()> {
 pub fn print_model_output(output: &instrumented::ModelOutput) -> anyhow::Result<()> {
     model_cmd::print_model(&model::ModelFile::load(&output.model_path)?, 10);
     eprintln!(
-        "model written to {} (measurements in {}, variant {})",
+        "model written to {} (measurements in {}, {})",
         output.model_path.display(),
         output.store.display(),
-        output.variant
+        if output.variant.is_empty() {
+            "of the program as the spec runs it".to_string()
+        } else {
+            format!("variant {}", output.variant)
+        }
     );
     Ok(())
 }
@@ -120,6 +129,7 @@ fn main() -> ExitCode {
         Command::Experiment(cmd) => learn_cmd::experiment(cmd),
         Command::Crush(args) => crush_cmd::crush(args),
         Command::Comprex(args) => comprex_cmd::comprex(args),
+        Command::Splat(args) => splat_cmd::splat(args),
     };
     match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,

@@ -1,0 +1,105 @@
+//! `knobs splat`: flags for [`splat::run`] and the rendering of its report.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+use splat::{Options, Reach, Report};
+
+use crate::Outcome;
+use crate::progress::Progress;
+use crate::session_args::SessionArgs;
+
+#[derive(Args)]
+#[command(
+    after_help = "Example:\n  knobs splat --spec examples/running-example/knobs.toml\n  \
+    knobs splat --spec examples/running-example/knobs.toml --delayed"
+)]
+pub struct SplatArgs {
+    #[command(flatten)]
+    session: SessionArgs,
+    /// SPLat-delayed: an option is reached when its value first reaches a decision, not when
+    /// the program first reads it (fewer configurations for programs that read every option
+    /// at start-up).
+    #[arg(long)]
+    delayed: bool,
+    /// The workload of the taint runs that find the paths (default: the first with purpose
+    /// "analysis", else the measured one).
+    #[arg(long)]
+    analysis_workload: Option<String>,
+    /// Stop exploring after this many configurations.
+    #[arg(long, default_value_t = 4096)]
+    max_runs: usize,
+    /// Where to write the model JSON (default: NAME.splat.json or NAME.splat-delayed.json
+    /// beside the spec).
+    #[arg(long, short = 'o')]
+    out: Option<PathBuf>,
+}
+
+pub fn splat(args: SplatArgs) -> Result<Outcome> {
+    let session = args.session.open("splat")?;
+    let options = Options {
+        reach: if args.delayed {
+            Reach::Decision
+        } else {
+            Reach::Read
+        },
+        analysis_workload: args.analysis_workload,
+        max_runs: args.max_runs,
+        model_path: args.out,
+    };
+    let report = splat::run(&session, &options, &mut Progress::new())?;
+    if args.session.json {
+        crate::print_json(&report)?;
+    } else {
+        render(&report)?;
+    }
+    Ok(Outcome::Done)
+}
+
+/// The report as text: the explored paths on stderr, the model on stdout.
+fn render(report: &Report) -> Result<()> {
+    for p in &report.paths {
+        eprintln!(
+            "  {}: {}{}",
+            if p.configuration.is_empty() {
+                "(nothing selected)"
+            } else {
+                &p.configuration
+            },
+            if p.reached.is_empty() {
+                "reached no option".to_string()
+            } else {
+                p.reached.join(" → ")
+            },
+            p.seconds.map(|s| format!("  {s:.4} s")).unwrap_or_default()
+        );
+    }
+    eprintln!(
+        "{}: {} configurations of {} explored in {:.1} s; reached: {}; never reached: {}",
+        report.approach,
+        report.paths.len(),
+        report.total_configurations,
+        report.exploration_seconds,
+        list(&report.reached),
+        list(&report.unreached),
+    );
+    if let Some(m) = &report.measurement {
+        eprintln!("{}", m.summary(0.05));
+    }
+    if let Some(output) = &report.output {
+        crate::print_model_output(output)?;
+    }
+    for note in &report.notes {
+        eprintln!("note: {note}");
+    }
+    Ok(())
+}
+
+fn list(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names.join(", ")
+    }
+}

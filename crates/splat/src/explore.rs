@@ -1,0 +1,246 @@
+//! The depth-first search over reached options (SPLat's exploration).
+//!
+//! The stack holds the options the current path reached, in order, each with its value and
+//! the values already tried. After a run, options reached beyond the stack are pushed with
+//! the values they had; then the most recent option with an untried value that the space's
+//! constraints allow (given the options before it) takes that value, everything after it is
+//! dropped, and the next configuration is that prefix completed with the fewest selected
+//! options. The search ends when no option on the stack has an untried value: every
+//! combination of reached options has run exactly once.
+
+use serde::Serialize;
+use space::{Configuration, Literal, OptionId, ValidConfigurations};
+
+use crate::Error;
+
+/// When the program has *reached* an option.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Reach {
+    /// When it first reads it (SPLat).
+    Read,
+    /// When its value first reaches a decision, a branch or what the dynamic taint analysis
+    /// counts as one (SPLat-delayed).
+    Decision,
+}
+
+/// One explored configuration and the options its path reached, in order, with their
+/// values in it.
+#[derive(Clone, Debug)]
+pub struct Path {
+    pub configuration: Configuration,
+    pub reached: Vec<Literal>,
+}
+
+/// What [`explore`] ran.
+#[derive(Clone, Debug)]
+pub struct Exploration {
+    pub paths: Vec<Path>,
+    /// False when the search stopped at its limit of runs with combinations unexplored.
+    pub complete: bool,
+}
+
+struct Frame {
+    option: OptionId,
+    value: u32,
+    tried: Vec<bool>,
+}
+
+/// Explores `valid`'s configurations depth-first over the options `run` reports reached (in
+/// order), at most `max_runs` runs.
+pub fn explore(
+    valid: &ValidConfigurations,
+    max_runs: usize,
+    mut run: impl FnMut(&Configuration) -> Result<Vec<OptionId>, String>,
+) -> Result<Exploration, Error> {
+    let space = valid.space();
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut paths: Vec<Path> = Vec::new();
+    loop {
+        if paths.len() >= max_runs {
+            return Ok(Exploration {
+                paths,
+                complete: false,
+            });
+        }
+        let prefix: Vec<Literal> = stack.iter().map(|f| (f.option, f.value)).collect();
+        let configuration = complete(valid, &prefix)
+            .ok_or_else(|| Error::Invalid("the space has no valid configuration".into()))?;
+        let reached = run(&configuration).map_err(|cause| Error::Run {
+            run: paths.len() + 1,
+            configuration: space.format_configuration(&configuration),
+            cause,
+        })?;
+        let mut unique: Vec<OptionId> = Vec::with_capacity(reached.len());
+        for o in reached {
+            if !unique.contains(&o) {
+                unique.push(o);
+            }
+        }
+        // A deterministic program reaches the stack's options first, in the stack's order:
+        // up to the last of them, its path depended on nothing else.
+        let same =
+            unique.len() >= stack.len() && stack.iter().zip(&unique).all(|(f, o)| f.option == *o);
+        if !same {
+            let names = |ids: &mut dyn Iterator<Item = OptionId>| {
+                let v: Vec<&str> = ids.map(|o| space.option(o).name.as_str()).collect();
+                if v.is_empty() {
+                    "no option".to_string()
+                } else {
+                    v.join(", ")
+                }
+            };
+            return Err(Error::Nondeterministic {
+                configuration: space.format_configuration(&configuration),
+                reached: names(&mut unique.iter().copied().take(stack.len())),
+                expected: names(&mut stack.iter().map(|f| f.option)),
+            });
+        }
+        for &o in &unique[stack.len()..] {
+            let value = configuration.0[o.index()];
+            let mut tried = vec![false; space.option(o).arity()];
+            tried[value as usize] = true;
+            stack.push(Frame {
+                option: o,
+                value,
+                tried,
+            });
+        }
+        paths.push(Path {
+            configuration,
+            reached: stack.iter().map(|f| (f.option, f.value)).collect(),
+        });
+        // Backtrack to the most recent option with an untried value the constraints allow.
+        loop {
+            let Some(top) = stack.last() else {
+                return Ok(Exploration {
+                    paths,
+                    complete: true,
+                });
+            };
+            let mut literals: Vec<Literal> = stack[..stack.len() - 1]
+                .iter()
+                .map(|f| (f.option, f.value))
+                .collect();
+            let next = (0..top.tried.len() as u32).find(|v| {
+                !top.tried[*v as usize] && {
+                    literals.push((top.option, *v));
+                    let ok = valid.allows(&literals);
+                    literals.pop();
+                    ok
+                }
+            });
+            let top = stack.last_mut().expect("checked above");
+            match next {
+                Some(v) => {
+                    top.tried[v as usize] = true;
+                    top.value = v;
+                    break;
+                }
+                None => {
+                    stack.pop();
+                }
+            }
+        }
+    }
+}
+
+/// The valid configuration with the prefix's values and otherwise the fewest selected
+/// options (SPLat's defaults: what the path has not reached stays off).
+fn complete(valid: &ValidConfigurations, prefix: &[Literal]) -> Option<Configuration> {
+    let mut bdd = valid.bdd().clone();
+    for l in prefix {
+        bdd = bdd.and(&valid.literal(*l));
+    }
+    valid.extreme_in(&bdd, false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use space::ConfigSpace;
+
+    fn space(names: &[&str]) -> ConfigSpace {
+        let mut s = ConfigSpace::new("t");
+        for n in names {
+            s.add_binary(n, None, false).unwrap();
+        }
+        s
+    }
+
+    /// Fig. 2 lines 1–21 of the ConfigCrusher journal: A is read, then C only when A is on
+    /// (inside foo), then B; D–J are never read on this path.
+    #[test]
+    fn running_example_explores_six_configurations() {
+        let s = space(&["A", "B", "C", "D"]);
+        let valid = ValidConfigurations::new(&s).unwrap();
+        let id = |n: &str| s.find(n).unwrap();
+        let e = explore(&valid, 100, |c| {
+            let mut r = vec![id("A")];
+            if c.0[0] == 1 {
+                r.push(id("C"));
+            }
+            r.push(id("B"));
+            Ok(r)
+        })
+        .unwrap();
+        assert!(e.complete);
+        assert_eq!(e.paths.len(), 6);
+        let mut configs: Vec<String> = e
+            .paths
+            .iter()
+            .map(|p| s.format_configuration(&p.configuration))
+            .collect();
+        configs.sort();
+        configs.dedup();
+        assert_eq!(configs.len(), 6, "{configs:?}");
+        assert!(e.paths.iter().all(|p| p.configuration.0[3] == 0));
+    }
+
+    #[test]
+    fn options_read_at_start_explore_everything_and_constraints_prune() {
+        let mut s = space(&["A", "B", "C"]);
+        s.add_constraint("!(A & B)", "test").unwrap();
+        let valid = ValidConfigurations::new(&s).unwrap();
+        let all: Vec<OptionId> = s.ids().collect();
+        let e = explore(&valid, 100, |_| Ok(all.clone())).unwrap();
+        // 8 combinations, 2 with A and B both on are invalid.
+        assert_eq!(e.paths.len(), 6);
+        assert!(e.paths.iter().all(|p| valid.is_valid(&p.configuration)));
+    }
+
+    #[test]
+    fn a_path_that_changes_order_is_an_error_and_the_limit_is_kept() {
+        let s = space(&["A", "B"]);
+        let valid = ValidConfigurations::new(&s).unwrap();
+        let (a, b) = (s.find("A").unwrap(), s.find("B").unwrap());
+        let mut calls = 0;
+        let err = explore(&valid, 100, |_| {
+            calls += 1;
+            Ok(if calls == 1 { vec![a, b] } else { vec![b, a] })
+        })
+        .unwrap_err();
+        assert!(matches!(err, Error::Nondeterministic { .. }), "{err}");
+        let e = explore(&valid, 3, |_| Ok(vec![a, b])).unwrap();
+        assert_eq!((e.paths.len(), e.complete), (3, false));
+    }
+
+    #[test]
+    fn numeric_options_try_every_value() {
+        let mut s = space(&["A"]);
+        s.add_numeric("level", &[1.0, 5.0, 9.0]).unwrap();
+        let valid = ValidConfigurations::new(&s).unwrap();
+        let level = s.find("level").unwrap();
+        let a = s.find("A").unwrap();
+        // A is read only at level 9.
+        let e = explore(&valid, 100, |c| {
+            Ok(if c.0[level.index()] == 2 {
+                vec![level, a]
+            } else {
+                vec![level]
+            })
+        })
+        .unwrap();
+        assert_eq!(e.paths.len(), 4);
+    }
+}
