@@ -81,6 +81,8 @@ pub struct Function {
     pub lines: Option<(u32, u32)>,
     /// Value of `&function`.
     pub address: ValueId,
+    /// Source annotations, e.g. `knobs:feature=NAME` from `__attribute__((annotate(…)))`.
+    pub annotations: Vec<String>,
 }
 
 impl Function {
@@ -258,6 +260,7 @@ impl Program {
             file: None,
             lines: None,
             address,
+            annotations: Vec::new(),
         });
         self.func_by_name.insert(name.into(), id);
         Ok(id)

@@ -30,6 +30,7 @@
 //! Architecture invariant: knows nothing of regions' meaning, options or LLVM; ids are dense
 //! `u32`s chosen by the instrumenter.
 
+pub mod call_tree;
 pub mod profiler;
 pub mod taint_library;
 

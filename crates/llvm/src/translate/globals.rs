@@ -141,7 +141,8 @@ impl Translator {
         out
     }
 
-    /// `__attribute__((annotate("…")))` on globals, from `llvm.global.annotations`.
+    /// `__attribute__((annotate("…")))` on globals and functions, from
+    /// `llvm.global.annotations`.
     pub(super) fn annotations(&mut self) {
         // SAFETY: the live module (the handle rule) and a NUL-terminated name.
         let table =
@@ -171,13 +172,20 @@ impl Translator {
             let Some(text) = c_string(strip_casts(text)) else {
                 continue;
             };
-            if let Some(ValueDef::Global(g)) = self
+            match self
                 .values
                 .get(&key(target))
                 .map(|&v| self.program.value(v))
             {
-                let g = *g;
-                self.program.globals[g].annotations.push(text);
+                Some(ValueDef::Global(g)) => {
+                    let g = *g;
+                    self.program.globals[g].annotations.push(text);
+                }
+                Some(ValueDef::Function(f)) => {
+                    let f = *f;
+                    self.program.functions[f].annotations.push(text);
+                }
+                _ => {}
             }
         }
     }

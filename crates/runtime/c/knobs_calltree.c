@@ -1,0 +1,262 @@
+/* knobs call-tree runtime (family-based performance measurement, Siegmund et al. 2013,
+ * Algorithm 1 and Equation 2), linked into programs whose functions are instrumented with
+ * enter/exit calls *instead of* knobs_runtime.c or knobs_profiler.c (link one of them).
+ *
+ * API (C ABI, the names `llvm::instrument` emits; ids are the instrumenter's, one per
+ * function, dense from 0):
+ *     void __knobs_region_enter(uint32_t id);
+ *     void __knobs_region_exit(uint32_t id);
+ *
+ * What it records: the dynamic call tree, one node per (parent node, function), with the
+ * node's entries and self time: every instant between two events is charged to the node on
+ * top of the stack (node 0, the root, holds the time outside every instrumented function),
+ * so a node's self time is its inclusive time minus its children's (Equation 2). Recursion is
+ * folded (the paper's footnote 5): entering a function already open on the stack stays on
+ * its innermost open node, whose self time then holds the recursive calls too.
+ *
+ * Overhead (the paper's §5.1): at exit the runtime times batches of enter/exit pairs on a
+ * scratch tree and writes the cheapest batch's cost per pair, `visit_overhead`; half of a
+ * visit's cost falls in the callee's self time and half in its caller's, for the reader to
+ * subtract.
+ *
+ * Output: at exit (exit() or return from main; a destructor), when KNOBS_CALL_TREE names a
+ * file:
+ *     knobs-call-tree 1
+ *     total <seconds from the runtime's start>
+ *     visit_overhead <seconds per enter/exit pair>
+ *     other_threads <events ignored from threads other than the first>
+ *     node <id> <parent id or -> <function id or -> <entries> <self seconds>
+ * one node line per node, parents before children. Nothing is printed; _exit(), fatal
+ * signals and exec lose the tree.
+ *
+ * Threads: only the thread that loaded the runtime (the main thread) is traced; events from
+ * others are counted and ignored. Hot path: one clock_gettime, a hash probe per enter; the
+ * tables grow by doubling (malloc).
+ */
+#define _GNU_SOURCE
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define KNOBS_API __attribute__((visibility("default")))
+#define NO_FUNC UINT32_MAX
+
+struct kc_node {
+  uint32_t parent, func;
+  uint64_t entries, self_ns;
+};
+
+struct kc_frame {
+  uint32_t node, func;
+  uint32_t prev_open; /* the function's innermost open node + 1 before this frame */
+};
+
+struct kc_tree {
+  struct kc_node *nodes;
+  uint32_t n, cap;
+  uint32_t *table; /* open addressing on (parent, func): node index + 1 (0 = free) */
+  uint32_t table_cap;
+  struct kc_frame *stack;
+  uint32_t depth, stack_cap;
+  uint32_t *open_node; /* per function: its innermost open node + 1 (0 = not open) */
+  uint32_t funcs_cap;
+  uint64_t last_ns;
+};
+
+static struct kc_tree kc_main;
+static __thread int kc_is_main;
+static _Atomic uint64_t kc_other_threads;
+static uint64_t kc_start_ns;
+
+static uint64_t kc_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static void *kc_grow(void *p, size_t n) {
+  void *q = realloc(p, n);
+  if (!q)
+    abort();
+  return q;
+}
+
+static uint32_t kc_hash(uint32_t parent, uint32_t func) {
+  uint64_t h = ((uint64_t)parent << 32 | func) * 0x9e3779b97f4a7c15ull;
+  return (uint32_t)(h >> 32);
+}
+
+static void kc_table_insert(struct kc_tree *t, uint32_t k) {
+  uint32_t mask = t->table_cap - 1;
+  uint32_t i = kc_hash(t->nodes[k].parent, t->nodes[k].func) & mask;
+  while (t->table[i])
+    i = (i + 1) & mask;
+  t->table[i] = k + 1;
+}
+
+static void kc_init(struct kc_tree *t) {
+  memset(t, 0, sizeof *t);
+  t->cap = 256;
+  t->nodes = kc_grow(NULL, t->cap * sizeof *t->nodes);
+  t->nodes[0] = (struct kc_node){NO_FUNC, NO_FUNC, 1, 0};
+  t->n = 1;
+  t->table_cap = 1024;
+  t->table = calloc(t->table_cap, sizeof *t->table);
+  if (!t->table)
+    abort();
+  t->last_ns = kc_now();
+}
+
+/* The node of `func` called from node `parent`, made on first sight. */
+static uint32_t kc_child(struct kc_tree *t, uint32_t parent, uint32_t func) {
+  uint32_t mask = t->table_cap - 1;
+  for (uint32_t i = kc_hash(parent, func) & mask; t->table[i]; i = (i + 1) & mask) {
+    struct kc_node *n = &t->nodes[t->table[i] - 1];
+    if (n->parent == parent && n->func == func)
+      return t->table[i] - 1;
+  }
+  if (t->n == t->cap) {
+    t->cap *= 2;
+    t->nodes = kc_grow(t->nodes, t->cap * sizeof *t->nodes);
+  }
+  uint32_t k = t->n++;
+  t->nodes[k] = (struct kc_node){parent, func, 0, 0};
+  if ((uint64_t)t->n * 2 > t->table_cap) {
+    t->table_cap *= 2;
+    free(t->table);
+    t->table = calloc(t->table_cap, sizeof *t->table);
+    if (!t->table)
+      abort();
+    for (uint32_t j = 0; j < t->n; j++)
+      kc_table_insert(t, j);
+  } else {
+    kc_table_insert(t, k);
+  }
+  return k;
+}
+
+static void kc_funcs(struct kc_tree *t, uint32_t func) {
+  if (func < t->funcs_cap)
+    return;
+  uint32_t cap = t->funcs_cap ? t->funcs_cap : 64;
+  while (cap <= func)
+    cap *= 2;
+  t->open_node = kc_grow(t->open_node, cap * sizeof(uint32_t));
+  memset(t->open_node + t->funcs_cap, 0, (cap - t->funcs_cap) * sizeof(uint32_t));
+  t->funcs_cap = cap;
+}
+
+/* Charges the time since the last event to the node on top of the stack. */
+static void kc_charge(struct kc_tree *t, uint64_t now) {
+  uint32_t top = t->depth ? t->stack[t->depth - 1].node : 0;
+  t->nodes[top].self_ns += now - t->last_ns;
+  t->last_ns = now;
+}
+
+static void kc_enter(struct kc_tree *t, uint32_t func, uint64_t now) {
+  kc_charge(t, now);
+  kc_funcs(t, func);
+  uint32_t node;
+  if (t->open_node[func]) {
+    node = t->open_node[func] - 1; /* recursion: folded into the open node */
+  } else {
+    uint32_t parent = t->depth ? t->stack[t->depth - 1].node : 0;
+    node = kc_child(t, parent, func);
+  }
+  t->nodes[node].entries++;
+  if (t->depth == t->stack_cap) {
+    t->stack_cap = t->stack_cap ? t->stack_cap * 2 : 256;
+    t->stack = kc_grow(t->stack, t->stack_cap * sizeof *t->stack);
+  }
+  t->stack[t->depth++] = (struct kc_frame){node, func, t->open_node[func]};
+  t->open_node[func] = node + 1;
+}
+
+static void kc_exit(struct kc_tree *t, uint32_t func, uint64_t now) {
+  if (func >= t->funcs_cap || !t->open_node[func])
+    return; /* not open: ignored */
+  kc_charge(t, now);
+  /* Pop up to and including the innermost activation of `func` (frames above it were
+   * skipped by longjmp). */
+  while (t->depth) {
+    struct kc_frame f = t->stack[--t->depth];
+    t->open_node[f.func] = f.prev_open;
+    if (f.func == func)
+      break;
+  }
+}
+
+KNOBS_API void __knobs_region_enter(uint32_t id) {
+  if (!kc_is_main) {
+    atomic_fetch_add_explicit(&kc_other_threads, 1, memory_order_relaxed);
+    return;
+  }
+  kc_enter(&kc_main, id, kc_now());
+}
+
+KNOBS_API void __knobs_region_exit(uint32_t id) {
+  if (!kc_is_main) {
+    atomic_fetch_add_explicit(&kc_other_threads, 1, memory_order_relaxed);
+    return;
+  }
+  kc_exit(&kc_main, id, kc_now());
+}
+
+/* The cheapest of a few batches of enter/exit pairs on a scratch tree, per pair. */
+static double kc_visit_overhead(void) {
+  struct kc_tree scratch;
+  kc_init(&scratch);
+  enum { PAIRS = 20000, BATCHES = 5 };
+  double best = 0;
+  for (int b = 0; b < BATCHES; b++) {
+    uint64_t start = kc_now();
+    for (uint32_t i = 0; i < PAIRS; i++) {
+      kc_enter(&scratch, i & 7, kc_now());
+      kc_exit(&scratch, i & 7, kc_now());
+    }
+    double per = (double)(kc_now() - start) / PAIRS * 1e-9;
+    if (b == 0 || per < best)
+      best = per;
+  }
+  free(scratch.nodes);
+  free(scratch.table);
+  free(scratch.stack);
+  free(scratch.open_node);
+  return best;
+}
+
+static __attribute__((constructor(101))) void kc_start(void) {
+  kc_is_main = 1;
+  kc_start_ns = kc_now();
+  kc_init(&kc_main);
+}
+
+static __attribute__((destructor(101))) void kc_finish(void) {
+  if (!kc_is_main)
+    return;
+  const char *path = getenv("KNOBS_CALL_TREE");
+  if (!path || !*path)
+    return;
+  uint64_t now = kc_now();
+  kc_charge(&kc_main, now);
+  double total = (double)(now - kc_start_ns) * 1e-9;
+  double overhead = kc_visit_overhead();
+  FILE *f = fopen(path, "w");
+  if (!f)
+    return;
+  fprintf(f, "knobs-call-tree 1\ntotal %.9f\nvisit_overhead %.12f\nother_threads %llu\n", total,
+          overhead, (unsigned long long)atomic_load(&kc_other_threads));
+  for (uint32_t k = 0; k < kc_main.n; k++) {
+    const struct kc_node *n = &kc_main.nodes[k];
+    fprintf(f, "node %u ", k);
+    if (n->parent == NO_FUNC)
+      fputs("- - ", f);
+    else
+      fprintf(f, "%u %u ", n->parent, n->func);
+    fprintf(f, "%llu %.9f\n", (unsigned long long)n->entries, (double)n->self_ns * 1e-9);
+  }
+  fclose(f);
+}

@@ -1,0 +1,159 @@
+//! The call-tree runtime (family-based measurement): `c/knobs_calltree.c`, linked into
+//! programs whose functions have enter/exit calls (`llvm::instrument`, one region per
+//! function), built by [`build`], and the reader of the tree it writes at exit
+//! ([`CallTree::read`]): one node per (caller node, function) with entries and self time,
+//! recursion folded, and the cost of one enter/exit pair (the C file's header comment is the
+//! full statement).
+//!
+//! Architecture invariant: like the other runtimes, libc only, never prints, writes nothing
+//! when [`ENV_VAR`] is unset or empty.
+
+use std::path::{Path, PathBuf};
+
+use crate::{CFLAGS, Error};
+
+/// The call-tree runtime's C source, compiled by [`build`].
+pub const SOURCE: &str = include_str!("../c/knobs_calltree.c");
+
+/// The environment variable naming the output file.
+pub const ENV_VAR: &str = "KNOBS_CALL_TREE";
+
+/// The first line of the output file.
+pub const HEADER: &str = "knobs-call-tree 1";
+
+/// Linker flags that pull the runtime out of its archive even when no function is
+/// instrumented, so the file is still written.
+pub const LINK_FLAGS: &[&str] = &["-Wl,-u,__knobs_region_enter"];
+
+/// Compiles the runtime with `clang` into `out_dir/knobs-calltree-<hash>/libknobs_calltree.a`
+/// and returns that path; a built library is reused.
+pub fn build(clang: &Path, out_dir: &Path) -> Result<PathBuf, Error> {
+    crate::build_library(clang, out_dir, "calltree", SOURCE, CFLAGS)
+}
+
+/// One node of the call tree.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallNode {
+    /// The caller's node (`None` for the root, node 0).
+    pub parent: Option<usize>,
+    /// The instrumenter's function id (`None` for the root: time outside every function).
+    pub function: Option<u32>,
+    pub entries: u64,
+    /// Seconds charged to this node itself (its callees' time excluded).
+    pub self_seconds: f64,
+}
+
+/// What one run wrote.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallTree {
+    pub total: f64,
+    /// Seconds one enter/exit pair costs (calibrated at exit).
+    pub visit_overhead: f64,
+    /// Events from threads other than the traced one (ignored).
+    pub other_threads: u64,
+    /// Node 0 is the root; parents come before their children.
+    pub nodes: Vec<CallNode>,
+}
+
+impl CallTree {
+    pub fn read(path: &Path) -> Result<CallTree, Error> {
+        let text = std::fs::read_to_string(path).map_err(crate::io(path))?;
+        let bad = |line: usize, message: String| Error::Format {
+            path: path.to_path_buf(),
+            line,
+            message,
+        };
+        let mut lines = text.lines().enumerate();
+        match lines.next() {
+            Some((_, HEADER)) => {}
+            _ => return Err(bad(1, format!("the first line is not `{HEADER}`"))),
+        }
+        let mut tree = CallTree {
+            total: 0.0,
+            visit_overhead: 0.0,
+            other_threads: 0,
+            nodes: Vec::new(),
+        };
+        for (i, line) in lines {
+            let n = i + 1;
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let number = |k: usize| -> Result<f64, Error> {
+                fields
+                    .get(k)
+                    .and_then(|f| f.parse::<f64>().ok())
+                    .filter(|v| v.is_finite() && *v >= 0.0)
+                    .ok_or_else(|| bad(n, format!("field {k} is not a number: `{line}`")))
+            };
+            match fields.first() {
+                Some(&"total") => tree.total = number(1)?,
+                Some(&"visit_overhead") => tree.visit_overhead = number(1)?,
+                Some(&"other_threads") => tree.other_threads = number(1)? as u64,
+                Some(&"node") if fields.len() == 6 => {
+                    let id = number(1)? as usize;
+                    if id != tree.nodes.len() {
+                        return Err(bad(n, format!("node {id} out of order")));
+                    }
+                    let (parent, function) = match (fields[2], fields[3]) {
+                        ("-", "-") if id == 0 => (None, None),
+                        (p, f) => {
+                            let p: usize = p
+                                .parse()
+                                .ok()
+                                .filter(|p| *p < id)
+                                .ok_or_else(|| bad(n, format!("bad parent `{p}`")))?;
+                            let f: u32 = f
+                                .parse()
+                                .map_err(|_| bad(n, format!("bad function `{f}`")))?;
+                            (Some(p), Some(f))
+                        }
+                    };
+                    tree.nodes.push(CallNode {
+                        parent,
+                        function,
+                        entries: number(4)? as u64,
+                        self_seconds: number(5)?,
+                    });
+                }
+                _ => return Err(bad(n, format!("unexpected line `{line}`"))),
+            }
+        }
+        if tree.nodes.is_empty() {
+            return Err(bad(1, "no root node".into()));
+        }
+        Ok(tree)
+    }
+
+    /// Each node's self time with the instrumentation's cost taken out (the paper's §5.1):
+    /// half of every visit's enter/exit pair falls in the callee and half in its caller, so
+    /// a node loses half a pair per entry of its own and per entry of each child; never
+    /// below zero.
+    pub fn corrected_self_seconds(&self) -> Vec<f64> {
+        let half = self.visit_overhead / 2.0;
+        let mut visits: Vec<f64> = self.nodes.iter().map(|n| n.entries as f64).collect();
+        visits[0] = 0.0;
+        let mut charged = visits.clone();
+        for (k, n) in self.nodes.iter().enumerate().skip(1) {
+            if let Some(p) = n.parent {
+                charged[p] += visits[k];
+            }
+        }
+        self.nodes
+            .iter()
+            .zip(&charged)
+            .map(|(n, c)| (n.self_seconds - c * half).max(0.0))
+            .collect()
+    }
+
+    /// The function ids from the root's child down to `node`.
+    pub fn path(&self, mut node: usize) -> Vec<u32> {
+        let mut out = Vec::new();
+        while let Some(f) = self.nodes[node].function {
+            out.push(f);
+            node = self.nodes[node]
+                .parent
+                .expect("a non-root node has a parent");
+        }
+        out.reverse();
+        out
+    }
+}
