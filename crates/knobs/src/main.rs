@@ -2,7 +2,7 @@
 //! where. This binary is flags plus glue over the library crates: `space` (configuration
 //! spaces and sampling), `measure` (system specs, running configurations, the results
 //! store), `model` (performance-influence models), `learn` (black-box learners and the
-//! evaluation protocols), `configcrusher`, `comprex` and `splat` (the white-box approaches), and
+//! evaluation protocols), `configcrusher`, `comprex`, `splat` and `family` (the white-box approaches), and
 //! `instrumented` (building and measuring an instrumented program, which they share).
 //!
 //! Every command that prints results has `--json` (one JSON document on stdout); results go
@@ -13,6 +13,7 @@
 
 mod comprex_cmd;
 mod crush_cmd;
+mod family_cmd;
 mod learn_cmd;
 mod measure_cmd;
 mod model_cmd;
@@ -77,6 +78,10 @@ enum Command {
     /// until every combination of reached options has run; each is measured end to end and
     /// the model is their table. --delayed: reached when an option first decides something.
     Splat(splat_cmd::SplatArgs),
+    /// Family-based measurement (white-box): map functions to features, run the program once
+    /// with every feature (and once per alternative) with a call tree timed per calling
+    /// context, and write the model of features and their interactions.
+    Family(family_cmd::FamilyArgs),
 }
 
 /// Prints a report as pretty JSON on stdout (what `--json` gives every command).
@@ -130,6 +135,7 @@ fn main() -> ExitCode {
         Command::Crush(args) => crush_cmd::crush(args),
         Command::Comprex(args) => comprex_cmd::comprex(args),
         Command::Splat(args) => splat_cmd::splat(args),
+        Command::Family(args) => family_cmd::family(args),
     };
     match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,

@@ -38,6 +38,9 @@ pub struct SystemSpec {
     pub build: Option<BuildSpec>,
     /// Per option (indexed like `space.options()`): where the program keeps its value.
     pub option_sources: Vec<Vec<OptionSourceSpec>>,
+    /// Per option: name patterns of the functions that implement it (`*` matches any run of
+    /// characters), for the family-based approach's feature map.
+    pub option_functions: Vec<Vec<String>>,
     /// Identifies what a measurement means: the system's name, the run template, option
     /// arguments and environment, and the workloads (not repetitions, warm-ups or noise
     /// settings). Measurements are reused only under the same
@@ -354,6 +357,8 @@ struct OptionKeys {
     #[serde(default)]
     env: BTreeMap<String, String>,
     source: Option<SourceList>,
+    #[serde(default)]
+    functions: Vec<String>,
     // The space's keys (`space::formats::spec::OptionSpec`).
     #[allow(dead_code)]
     values: Option<toml::Value>,
@@ -468,6 +473,7 @@ impl SystemSpec {
         };
         let mut option_args = vec![OptionArgs::default(); space.len()];
         let mut option_sources = vec![Vec::new(); space.len()];
+        let mut option_functions = vec![Vec::new(); space.len()];
         for o in keys.option {
             let name_line = text
                 .lines()
@@ -515,6 +521,14 @@ impl SystemSpec {
                 })?;
             }
             option_sources[id.index()] = sources;
+            if let Some(bad) = o.functions.iter().find(|p| p.is_empty()) {
+                return Err(format_error(
+                    &shown,
+                    line_of_key(text, "functions", name_line).max(name_line),
+                    format!("option `{}`: functions: empty pattern `{bad}`", o.name),
+                ));
+            }
+            option_functions[id.index()] = o.functions;
         }
         let name = spec.name.clone().unwrap_or_else(|| space.name.clone());
         let spec = SystemSpec {
@@ -529,6 +543,7 @@ impl SystemSpec {
             option_args,
             build: keys.build,
             option_sources,
+            option_functions,
             hash: String::new(),
         };
         spec.check(&shown, text)?;

@@ -49,6 +49,9 @@ pub struct CallTree {
     pub total: f64,
     /// Seconds one enter/exit pair costs (calibrated at exit).
     pub visit_overhead: f64,
+    /// Seconds the calibration took (at exit, after `total`: part of the process's time,
+    /// none of the program's).
+    pub calibration: f64,
     /// Events from threads other than the traced one (ignored).
     pub other_threads: u64,
     /// Node 0 is the root; parents come before their children.
@@ -71,6 +74,7 @@ impl CallTree {
         let mut tree = CallTree {
             total: 0.0,
             visit_overhead: 0.0,
+            calibration: 0.0,
             other_threads: 0,
             nodes: Vec::new(),
         };
@@ -87,6 +91,7 @@ impl CallTree {
             match fields.first() {
                 Some(&"total") => tree.total = number(1)?,
                 Some(&"visit_overhead") => tree.visit_overhead = number(1)?,
+                Some(&"calibration") => tree.calibration = number(1)?,
                 Some(&"other_threads") => tree.other_threads = number(1)? as u64,
                 Some(&"node") if fields.len() == 6 => {
                     let id = number(1)? as usize;

@@ -1,0 +1,454 @@
+//! Family-based measurement as one call: [`run`] builds the program, maps functions to
+//! features, instruments every function with the call-tree runtime, runs the variant
+//! simulator (every feature on, plus one run per member of each set of alternatives) through
+//! the results store, and writes the model.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use analysis::ProgramDominance;
+use instrumented::{ModelOutput, Reporter, Session};
+use measure::campaign::{CampaignReport, RegionOutput};
+use measure::store::RegionMeasurement;
+use model::{ModelFile, Region, SourceSpan};
+use serde::Serialize;
+use space::{Configuration, GroupKind, Literal, OptionId, ValidConfigurations};
+
+use crate::model::RunTimes;
+use crate::{Error, MappedFunction, UnseenInfluence};
+
+/// What `run` does beyond the session's defaults.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Derive features from the static taint analysis (functions called only under
+    /// decisions on one option) besides annotations and the spec's patterns.
+    pub derive: bool,
+    /// Where the model JSON goes (default: `NAME.family.json` beside the spec).
+    pub model_path: Option<PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            derive: true,
+            model_path: None,
+        }
+    }
+}
+
+/// What a family-based run mapped, ran and modelled.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub system: String,
+    pub workload: String,
+    /// Valid configurations of the space (saturated at `u128::MAX`).
+    pub total_configurations: u128,
+    /// The feature map: every function with a feature, and where it came from.
+    pub features: Vec<MappedFunction>,
+    /// Options no function is mapped to: the model has no term of their own for them.
+    pub unmapped_options: Vec<String>,
+    /// The variant simulator's runs (one, plus one per member of each set of alternatives).
+    pub configurations: Vec<String>,
+    /// Functions instrumented with enter/exit calls.
+    pub instrumented_functions: usize,
+    /// Decisions on options the model cannot see (data flow, code inside a function).
+    pub unseen: Vec<UnseenInfluence>,
+    pub measurement: Option<CampaignReport>,
+    #[serde(flatten)]
+    pub output: Option<ModelOutput>,
+    pub notes: Vec<String>,
+}
+
+/// The store's region for the time the instrumentation itself took (§5.1), kept so that
+/// the stored regions add up to the run and the model can leave it out.
+const OVERHEAD: &str = "overhead";
+
+/// Runs the family-based approach.
+pub fn run(
+    session: &Session,
+    options: &Options,
+    reporter: &mut dyn Reporter,
+) -> Result<Report, Error> {
+    let spec = &session.spec;
+    let settings = &session.settings;
+    let workload = session.workload();
+    let valid = ValidConfigurations::new(&spec.space)?;
+    let mut report = Report {
+        system: spec.name.clone(),
+        workload: workload.name.clone(),
+        total_configurations: u128::try_from(&valid.count()).unwrap_or(u128::MAX),
+        features: Vec::new(),
+        unmapped_options: Vec::new(),
+        configurations: Vec::new(),
+        instrumented_functions: 0,
+        unseen: Vec::new(),
+        measurement: None,
+        output: None,
+        notes: Vec::new(),
+    };
+
+    reporter.note("building and analysing the program");
+    let built = instrumented::build(spec, settings, "the family-based approach")?;
+    let program = &built.translation.program;
+    let dominance = ProgramDominance::new(program);
+    let influence = analysis::analyse(program, &dominance, &built.sources);
+    let features = crate::feature_map(
+        program,
+        &spec.space,
+        &spec.option_functions,
+        options.derive.then_some(&influence),
+    )?;
+    report.features = features.mapped.clone();
+    report.notes.extend(features.notes.iter().cloned());
+    let mapped: Vec<OptionId> = features.by_function.values().copied().collect();
+    report.unmapped_options = spec
+        .space
+        .ids()
+        .filter(|o| !mapped.contains(o))
+        .map(|o| spec.space.option(o).name.clone())
+        .collect();
+    report.unseen =
+        crate::unseen_influences(program, &dominance, &influence, &features, &spec.space);
+    if !report.unseen.is_empty() {
+        let mut options: Vec<&str> = report
+            .unseen
+            .iter()
+            .flat_map(|u| u.options.iter().map(String::as_str))
+            .collect();
+        options.sort_unstable();
+        options.dedup();
+        report.notes.push(format!(
+            "{} decisions on {} change time in ways one run with every feature cannot see (listed under `unseen`): the model may be wrong for them",
+            report.unseen.len(),
+            options.join(", ")
+        ));
+    }
+
+    // Every defined function gets enter/exit calls.
+    let mut probes = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    for (f, func) in program.functions.iter_enumerated() {
+        let Some(entry) = func.entry() else { continue };
+        let ends = func
+            .blocks
+            .iter()
+            .flat_map(|&b| program.block(b).insts.iter().copied())
+            .filter(|&i| matches!(program.inst(i).kind, ir::InstKind::Return { .. }))
+            .map(ir::ProgramPoint::Before)
+            .collect();
+        probes.push(llvm::RegionProbe {
+            id: names.len() as u32,
+            start: vec![ir::ProgramPoint::Before(program.block(entry).insts[0])],
+            end: ends,
+        });
+        names.push(program.func(f).name.clone());
+    }
+    report.instrumented_functions = probes.len();
+    let bitcode = settings.work_dir.join("program.family.bc");
+    llvm::instrument(
+        &built.ssa,
+        program,
+        &built.translation.positions,
+        &probes,
+        &bitcode,
+    )?;
+    let library = runtime::call_tree::build(&settings.clang, &settings.work_dir.join("runtime"))?;
+    let (binary, variant) = instrumented::link(
+        spec,
+        settings,
+        &bitcode,
+        library,
+        runtime::call_tree::LINK_FLAGS,
+        "family",
+    )?;
+
+    let configurations = variant_simulator_runs(&valid);
+    report.configurations = configurations
+        .iter()
+        .map(|c| spec.space.format_configuration(c))
+        .collect();
+    reporter.note(&format!(
+        "running the variant simulator: {} configuration(s)",
+        configurations.len()
+    ));
+    let store = session.store()?;
+    spec.prepare_workload(workload)?;
+    let names = Arc::new(names);
+    let read = {
+        let names = names.clone();
+        move |path: &std::path::Path| read_call_tree(path, &names)
+    };
+    let measured = instrumented::measure_instrumented(
+        &store,
+        settings,
+        spec,
+        workload,
+        &binary,
+        &variant,
+        RegionOutput {
+            env: runtime::call_tree::ENV_VAR.into(),
+            read: Arc::new(read),
+        },
+        &configurations,
+        &mut |e| reporter.measurement(e),
+    )?;
+    if let Some((configuration, why)) = measured.failed.first() {
+        return Err(Error::Invalid(format!(
+            "the variant simulator failed in `{configuration}`: {why}"
+        )));
+    }
+    report.measurement = Some(measured);
+
+    let medians = instrumented::median_region_times(&store, spec, workload, &variant)?;
+    let outside = match spec.measure.metric {
+        measure::Metric::Wall => instrumented::time_outside_the_runtime(
+            &store,
+            spec,
+            workload,
+            &variant,
+            spec.measure.metric,
+        )?,
+        _ => Default::default(),
+    };
+    let mut runs = Vec::new();
+    for c in &configurations {
+        let text = spec.space.format_configuration(c);
+        let regions = medians.get(&text).cloned().unwrap_or_default();
+        let mut run = RunTimes {
+            configuration: c.clone(),
+            contexts: Vec::new(),
+            base: outside.get(&text).copied().unwrap_or(0.0),
+        };
+        for (region, seconds) in regions {
+            match region.as_str() {
+                instrumented::BASE => run.base += seconds,
+                OVERHEAD => {}
+                path => run
+                    .contexts
+                    .push((path.split('>').map(String::from).collect(), seconds)),
+            }
+        }
+        runs.push(run);
+    }
+    let feature_of: BTreeMap<String, OptionId> = features
+        .by_function
+        .iter()
+        .map(|(f, o)| (program.func(*f).name.clone(), *o))
+        .collect();
+    let built_model = crate::model::build(&valid, &feature_of, &runs);
+    report.notes.extend(built_model.notes.iter().cloned());
+    let mut regions = vec![Region {
+        id: instrumented::BASE.into(),
+        location: None,
+        options: Vec::new(),
+        terms: built_model.base.clone(),
+    }];
+    for (function, terms) in &built_model.functions {
+        let location = program.function_named(function).map(|f| {
+            let func = program.func(f);
+            let lines = func.lines.unwrap_or((0, 0));
+            SourceSpan {
+                file: func
+                    .file
+                    .map(|file| program.files[file].clone())
+                    .unwrap_or_default(),
+                lines: [lines.0, lines.1],
+                function: Some(function.clone()),
+            }
+        });
+        let mut options = terms.options();
+        options.dedup();
+        regions.push(Region {
+            id: function.clone(),
+            location,
+            options: options.into_iter().map(String::from).collect(),
+            terms: terms.clone(),
+        });
+    }
+    let mut file = ModelFile::compose(model::InfluenceModel::new(), regions);
+    file.express_against_reference(&instrumented::reference_choices(&spec.space)?);
+    file.system = Some(spec.name.clone());
+    file.metric = Some(format!(
+        "{}, from the call trees of the variant simulator",
+        spec.measure.metric.name()
+    ));
+    file.provenance.insert("approach".into(), "family".into());
+    file.provenance
+        .insert("variant".into(), variant.clone().into());
+    file.provenance
+        .insert("workload".into(), workload.name.clone().into());
+    file.provenance
+        .insert("configurations".into(), configurations.len().into());
+    file.record_training(
+        &spec
+            .space
+            .names()
+            .iter()
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>(),
+        configurations
+            .iter()
+            .map(|c| spec.space.values(c))
+            .collect(),
+    );
+    let model_path = options
+        .model_path
+        .clone()
+        .unwrap_or_else(|| spec.dir.join(format!("{}.family.json", spec.name)));
+    file.save(&model_path)?;
+    report.output = Some(ModelOutput {
+        model_path,
+        store: session.store_path.clone(),
+        variant,
+    });
+    Ok(report)
+}
+
+/// A call tree as the store keeps it: one region per calling context (`main>print>scan`)
+/// with its self time less the instrumentation's share, the root as the base, and what the
+/// instrumentation took (its share of the visits, and the calibration at exit) as its own
+/// region.
+fn read_call_tree(
+    path: &std::path::Path,
+    names: &[String],
+) -> Result<Vec<RegionMeasurement>, String> {
+    let tree = runtime::call_tree::CallTree::read(path).map_err(|e| e.to_string())?;
+    let corrected = tree.corrected_self_seconds();
+    let mut out = Vec::with_capacity(tree.nodes.len() + 1);
+    let mut overhead = tree.calibration;
+    for (k, node) in tree.nodes.iter().enumerate() {
+        overhead += node.self_seconds - corrected[k];
+        let region = if k == 0 {
+            instrumented::BASE.to_string()
+        } else {
+            tree.path(k)
+                .iter()
+                .map(|f| {
+                    names
+                        .get(*f as usize)
+                        .cloned()
+                        .ok_or_else(|| format!("function id {f} was not instrumented"))
+                })
+                .collect::<Result<Vec<_>, _>>()?
+                .join(">")
+        };
+        out.push(RegionMeasurement {
+            region,
+            seconds: corrected[k],
+            entries: node.entries,
+        });
+    }
+    out.push(RegionMeasurement {
+        region: OVERHEAD.into(),
+        seconds: overhead,
+        entries: 0,
+    });
+    Ok(out)
+}
+
+/// The variant simulator's configurations: every feature selected, and the members of each
+/// set of mutually exclusive alternatives (alternative groups, numeric options' values)
+/// spread over as few runs as the largest set needs (§3.3), each run otherwise selecting as
+/// much as the constraints allow; a member no such run takes gets a run of its own.
+pub fn variant_simulator_runs(valid: &ValidConfigurations) -> Vec<Configuration> {
+    let space = valid.space();
+    let mut choices: Vec<Vec<Literal>> = Vec::new();
+    for g in space.groups() {
+        if g.kind == GroupKind::Alternative {
+            choices.push(g.members.iter().map(|m| (*m, 1)).collect());
+        }
+    }
+    for o in space.ids() {
+        if !space.option(o).is_binary() {
+            choices.push(
+                (0..space.option(o).arity() as u32)
+                    .map(|v| (o, v))
+                    .collect(),
+            );
+        }
+    }
+    let largest = choices.iter().map(Vec::len).max().unwrap_or(1).max(1);
+    let fullest = |literals: &[Literal]| {
+        let mut bdd = valid.bdd().clone();
+        for l in literals {
+            bdd = bdd.and(&valid.literal(*l));
+        }
+        valid.extreme_in(&bdd, true)
+    };
+    let mut runs: Vec<Configuration> = Vec::new();
+    for i in 0..largest {
+        let mut literals: Vec<Literal> = Vec::new();
+        for c in &choices {
+            literals.push(c[i % c.len()]);
+            if !valid.allows(&literals) {
+                literals.pop();
+            }
+        }
+        if let Some(c) = fullest(&literals)
+            && !runs.contains(&c)
+        {
+            runs.push(c);
+        }
+    }
+    for l in choices.iter().flatten() {
+        if !runs.iter().any(|r| r.0[l.0.index()] == l.1)
+            && let Some(c) = fullest(&[*l])
+        {
+            runs.push(c);
+        }
+    }
+    runs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use space::ConfigSpace;
+
+    /// One run for binary options; alternatives and numeric values spread over as many runs
+    /// as the largest set has members, every member in some run, constraints kept.
+    #[test]
+    fn runs_cover_every_alternative_with_every_feature_selected() {
+        let mut s = ConfigSpace::new("t");
+        for n in ["A", "B"] {
+            s.add_binary(n, None, false).unwrap();
+        }
+        let valid = ValidConfigurations::new(&s).unwrap();
+        assert_eq!(variant_simulator_runs(&valid), [Configuration(vec![1, 1])]);
+
+        let codec = s.add_binary("codec", None, true).unwrap();
+        let mut members = Vec::new();
+        for n in ["zip", "lz", "raw"] {
+            members.push(s.add_binary(n, Some(codec), false).unwrap());
+        }
+        s.add_group(GroupKind::Alternative, Some(codec), members)
+            .unwrap();
+        s.add_numeric("level", &[1.0, 9.0]).unwrap();
+        s.add_constraint("raw => !A", "test").unwrap();
+        let valid = ValidConfigurations::new(&s).unwrap();
+        let runs = variant_simulator_runs(&valid);
+        assert_eq!(runs.len(), 3, "{runs:?}");
+        for r in &runs {
+            assert!(valid.is_valid(r));
+        }
+        let has = |name: &str, v: u32| {
+            let o = s.find(name).unwrap();
+            runs.iter().any(|r| r.0[o.index()] == v)
+        };
+        for m in ["zip", "lz", "raw"] {
+            assert!(has(m, 1), "{m}");
+        }
+        assert!(has("level", 0) && has("level", 1));
+        // B is on everywhere; A wherever raw is not chosen.
+        let (a, b, raw) = (
+            s.find("A").unwrap(),
+            s.find("B").unwrap(),
+            s.find("raw").unwrap(),
+        );
+        assert!(
+            runs.iter()
+                .all(|r| r.0[b.index()] == 1 && r.0[a.index()] != r.0[raw.index()])
+        );
+    }
+}
