@@ -213,3 +213,33 @@ mod tests {
         assert_eq!(nested.campaign().runs, 288);
     }
 }
+
+/// `knobs splat --json`: `splat::Report`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct SplatReport {
+    pub total_configurations: f64,
+    /// The explored configurations (the whole entries are kept in the row's report).
+    pub paths: Vec<Value>,
+    pub complete: bool,
+    pub reached: Vec<String>,
+    pub unreached: Vec<String>,
+    pub exploration_seconds: f64,
+    pub model_path: Option<PathBuf>,
+    pub store: Option<PathBuf>,
+}
+
+/// `knobs family --json`: `family::Report`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct FamilyReport {
+    pub total_configurations: f64,
+    pub features: Vec<Value>,
+    pub unmapped_options: Vec<String>,
+    pub configurations: Vec<String>,
+    pub instrumented_functions: u64,
+    pub unseen: Vec<Value>,
+    pub model_path: Option<PathBuf>,
+    pub store: Option<PathBuf>,
+    pub variant: Option<String>,
+}

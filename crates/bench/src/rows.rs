@@ -272,6 +272,9 @@ fn approach_label(row: &Row) -> String {
         "brute-force" => "brute force".into(),
         "crush" => "ConfigCrusher".into(),
         "comprex" => "Comprex".into(),
+        "splat" => "SPLat".into(),
+        "splat-delayed" => "SPLat-delayed".into(),
+        "family" => "family-based".into(),
         "featurewise" => format!("feature-wise + {learner}"),
         "pairwise" => format!("pair-wise + {learner}"),
         other => other.to_string(),
@@ -298,7 +301,16 @@ fn kind(row: &Row) -> &str {
 
 /// Where a row goes in a subject's table.
 fn rank(row: &Row) -> (usize, bool, String) {
-    let order = ["brute-force", "crush", "comprex", "featurewise", "pairwise"];
+    let order = [
+        "brute-force",
+        "crush",
+        "comprex",
+        "splat",
+        "splat-delayed",
+        "family",
+        "featurewise",
+        "pairwise",
+    ];
     (
         order
             .iter()

@@ -13,7 +13,10 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::data::{self, Data};
-use crate::reports::{ComprexReport, CrushReport, EvaluateReport, MeasureReport, SpaceCount};
+use crate::reports::{
+    ComprexReport, CrushReport, EvaluateReport, FamilyReport, MeasureReport, SpaceCount,
+    SplatReport,
+};
 use crate::rows::{self, Row, RunInfo};
 use crate::subjects::{Approach, Step, Subject};
 
@@ -334,6 +337,9 @@ impl<'a> SubjectRun<'a> {
             Approach::Featurewise => self.blackbox(&mut row, "featurewise")?,
             Approach::Pairwise => self.blackbox(&mut row, "pairwise")?,
             Approach::Overhead => crate::overhead::table7(self, &mut row)?,
+            Approach::Splat => self.splat(&mut row, step, false)?,
+            Approach::SplatDelayed => self.splat(&mut row, step, true)?,
+            Approach::Family => self.family(&mut row, step)?,
         }
         row.elapsed_seconds = t0.elapsed().as_secs_f64();
         row.load_end = rows::load_average();
@@ -608,6 +614,48 @@ impl<'a> SubjectRun<'a> {
             row.detail("correction_intercept", c.intercept);
             row.detail("correction_configurations", c.pairs.len());
         }
+        row.detail("report", raw);
+        Ok(())
+    }
+
+    fn splat(&mut self, row: &mut Row, step: &Step, delayed: bool) -> Result<()> {
+        let (mut args, store, model) = self.white_box_args("splat", step);
+        if delayed {
+            args.push("--delayed".into());
+        }
+        let (r, raw): (SplatReport, Value) = self.knobs_json(&args)?;
+        let model = r.model_path.clone().unwrap_or(model);
+        let store = r.store.clone().unwrap_or(store);
+        row.configurations = Some(r.paths.len() as f64);
+        row.total_configurations = Some(r.total_configurations);
+        // SPLat measures the program as the spec runs it: the store's unnamed variant.
+        self.white_box_numbers(row, &model, &store, None, &step.name)?;
+        row.detail("exploration_seconds", r.exploration_seconds);
+        row.detail("complete", r.complete);
+        row.detail("reached", &r.reached);
+        row.detail("unreached", &r.unreached);
+        row.detail("report", raw);
+        Ok(())
+    }
+
+    fn family(&mut self, row: &mut Row, step: &Step) -> Result<()> {
+        let (args, store, model) = self.white_box_args("family", step);
+        let (r, raw): (FamilyReport, Value) = self.knobs_json(&args)?;
+        let model = r.model_path.clone().unwrap_or(model);
+        let variant = r
+            .variant
+            .clone()
+            .filter(|v| !v.is_empty())
+            .context("`knobs family --json` reported no variant")?;
+        let store = r.store.clone().unwrap_or(store);
+        row.configurations = Some(r.configurations.len() as f64);
+        row.total_configurations = Some(r.total_configurations);
+        self.white_box_numbers(row, &model, &store, Some(&variant), &step.name)?;
+        row.detail("variant", &variant);
+        row.detail("mapped_functions", r.features.len());
+        row.detail("unmapped_options", &r.unmapped_options);
+        row.detail("unseen_decisions", r.unseen.len());
+        row.detail("instrumented_functions", r.instrumented_functions);
         row.detail("report", raw);
         Ok(())
     }

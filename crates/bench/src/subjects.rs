@@ -198,16 +198,25 @@ pub enum Approach {
     Pairwise,
     /// ConfigCrusher's instrumentation overhead before and after optimisation (Table 7).
     Overhead,
+    /// SPLat: `knobs splat`.
+    Splat,
+    /// SPLat-delayed: `knobs splat --delayed`.
+    SplatDelayed,
+    /// Family-based measurement: `knobs family`.
+    Family,
 }
 
 impl Approach {
-    pub const ALL: [Approach; 6] = [
+    pub const ALL: [Approach; 9] = [
         Approach::BruteForce,
         Approach::Crush,
         Approach::Comprex,
         Approach::Featurewise,
         Approach::Pairwise,
         Approach::Overhead,
+        Approach::Splat,
+        Approach::SplatDelayed,
+        Approach::Family,
     ];
 
     pub fn name(self) -> &'static str {
@@ -218,6 +227,9 @@ impl Approach {
             Approach::Featurewise => "featurewise",
             Approach::Pairwise => "pairwise",
             Approach::Overhead => "overhead",
+            Approach::Splat => "splat",
+            Approach::SplatDelayed => "splat-delayed",
+            Approach::Family => "family",
         }
     }
 
@@ -225,7 +237,13 @@ impl Approach {
     pub fn needs_ground_truth(self) -> bool {
         matches!(
             self,
-            Approach::Crush | Approach::Comprex | Approach::Featurewise | Approach::Pairwise
+            Approach::Crush
+                | Approach::Comprex
+                | Approach::Featurewise
+                | Approach::Pairwise
+                | Approach::Splat
+                | Approach::SplatDelayed
+                | Approach::Family
         )
     }
 }

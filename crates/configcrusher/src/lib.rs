@@ -16,7 +16,6 @@
 //! itself an interaction of the program (invariants 1 and 2 of the paper).
 
 pub mod compress;
-pub mod infer;
 pub mod overhead;
 pub mod pipeline;
 pub mod regions;

@@ -59,7 +59,7 @@ pub struct Analysed {
     pub build_seconds: f64,
     pub analysis_seconds: f64,
     /// Fixed settings inferred from the program's own runs (none when inference is off).
-    pub inference: Option<crate::infer::Inference>,
+    pub inference: Option<instrumented::infer::Inference>,
 }
 
 impl Analysed {
@@ -96,27 +96,8 @@ pub fn analyse(
 ) -> Result<Analysed, Error> {
     let built = instrumented::build(spec, settings, "ConfigCrusher")?;
     let started = Instant::now();
-    let mut fixed = fixed_globals(spec, &built.translation.program)?;
-    let inference = match &spec.build {
-        Some(b) if b.infer_fixed => {
-            let mut excluded: Vec<String> = b.fixed.keys().cloned().collect();
-            excluded.extend(b.not_fixed.iter().cloned());
-            excluded.extend(options.not_fixed.iter().cloned());
-            let workload = spec.analysis_workload()?;
-            let inference = crate::infer::infer_fixed(spec, settings, &built, workload, &excluded)?;
-            let program = &built.translation.program;
-            for s in &inference.fixed {
-                if let Some(global) = program.global_named(&s.global) {
-                    fixed.push(analysis::FixedGlobal {
-                        global,
-                        value: s.value,
-                    });
-                }
-            }
-            Some(inference)
-        }
-        _ => None,
-    };
+    let (fixed, inference) =
+        instrumented::infer::fixed_settings(spec, settings, &built, &options.not_fixed)?;
     let specialised =
         (!fixed.is_empty()).then(|| analysis::specialise(&built.translation.program, &fixed));
     let program = match &specialised {
@@ -173,29 +154,6 @@ pub fn analyse(
         inference,
         translation: built.translation,
     })
-}
-
-/// The spec's fixed settings (`[build.fixed]`) as globals of the program.
-fn fixed_globals(
-    spec: &SystemSpec,
-    program: &ir::Program,
-) -> Result<Vec<analysis::FixedGlobal>, Error> {
-    let Some(build) = &spec.build else {
-        return Ok(Vec::new());
-    };
-    build
-        .fixed
-        .iter()
-        .map(|(name, &value)| match program.global_named(name) {
-            Some(global) if program.globals[global].defined => {
-                Ok(analysis::FixedGlobal { global, value })
-            }
-            _ => Err(Error::Invalid(format!(
-                "{}: [build.fixed] names `{name}`, which is not a global the program defines",
-                spec.path.display()
-            ))),
-        })
-        .collect()
 }
 
 /// An instrumented build of the program.

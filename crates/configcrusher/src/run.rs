@@ -112,7 +112,7 @@ pub struct FixedReport {
     /// Settings no read of which was folded (they change nothing).
     pub unread: Vec<String>,
     /// The settings inferred from the program's own runs, and from which runs.
-    pub inferred: Option<crate::infer::Inference>,
+    pub inferred: Option<instrumented::infer::Inference>,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -7,7 +7,12 @@
 //! adds its self time to its term (Algorithm 3). C has no method refinement (`original`):
 //! every call into a feature's function extends the prefix. With several runs (one per
 //! member of the mutually exclusive alternatives), a term's time is its mean over the runs
-//! that select all of its features, so code common to all runs is counted once.
+//! that select all of its features, so code common to all runs is counted once. When the runs
+//! differ in one set of alternatives only (an alternative group, or a numeric option's
+//! values), each run's time belongs to the member it selects: every context of the run has
+//! that member among its features (§3.3: "compute the times consumed by the corresponding
+//! features"), so the model tells the members apart even where their code is shared. With
+//! several sets varied together, that is not possible from these runs, and a note says so.
 
 use std::collections::BTreeMap;
 
@@ -46,6 +51,49 @@ pub fn build(
     let mut times: BTreeMap<(String, Vec<String>), BTreeMap<usize, f64>> = BTreeMap::new();
     let mut factors_of: BTreeMap<Vec<String>, Vec<Factor>> = BTreeMap::new();
     let mut notes: Vec<String> = Vec::new();
+    // The sets of alternatives whose member differs between runs.
+    let mut varied: Vec<OptionId> = Vec::new(); // one option per set: the numeric option, or the group's parent
+    let mut member_of_run: Vec<Option<Factor>> = vec![None; runs.len()];
+    let mut sets: Vec<Vec<OptionId>> = space
+        .groups()
+        .iter()
+        .filter(|g| g.kind == space::GroupKind::Alternative)
+        .map(|g| g.members.clone())
+        .collect();
+    sets.extend(
+        space
+            .ids()
+            .filter(|o| !space.option(*o).is_binary())
+            .map(|o| vec![o]),
+    );
+    for set in &sets {
+        let member = |run: &RunTimes| -> Option<Factor> {
+            if let [o] = set[..]
+                && !space.option(o).is_binary()
+            {
+                let option = space.option(o);
+                return Some(Factor::Equals(
+                    option.name.clone(),
+                    option.numeric_value(run.configuration.0[o.index()]),
+                ));
+            }
+            set.iter()
+                .find(|m| run.configuration.0[m.index()] == 1)
+                .map(|m| Factor::Option(space.option(*m).name.clone()))
+        };
+        let members: Vec<Option<Factor>> = runs.iter().map(member).collect();
+        if members.iter().any(|m| *m != members[0]) {
+            varied.push(set[0]);
+            member_of_run = members;
+        }
+    }
+    if varied.len() > 1 {
+        member_of_run = vec![None; runs.len()];
+        notes.push(format!(
+            "the runs vary {} sets of alternatives together: time outside the alternatives' own functions is averaged over the runs, not told apart by alternative",
+            varied.len()
+        ));
+    }
     for (r, run) in runs.iter().enumerate() {
         for (path, seconds) in &run.contexts {
             let mut factors: Vec<Factor> = Vec::new();
@@ -77,6 +125,11 @@ pub fn build(
                 if !factors.contains(&factor) {
                     factors.push(factor); // S-Ref
                 }
+            }
+            if let Some(m) = &member_of_run[r]
+                && !factors.contains(m)
+            {
+                factors.push(m.clone());
             }
             factors.sort_by_key(|f| f.to_string());
             let labels: Vec<String> = factors.iter().map(|f| f.to_string()).collect();
@@ -201,6 +254,53 @@ mod tests {
             global.format(2),
             "2.00 + 6.00·ColorScan + 2.00·AutoScan + 1.00·Logging + 0.50·AutoScan·Logging + 0.50·ColorScan·Logging"
         );
+        assert!(m.notes.is_empty(), "{:?}", m.notes);
+    }
+
+    /// One run per member of one alternative group: each run's time is its member's, shared
+    /// code included, so the model tells the members apart; a feature's own function keeps
+    /// its term.
+    #[test]
+    fn one_set_of_alternatives_gives_each_member_its_runs_time() {
+        let mut s = ConfigSpace::new("codec");
+        let codec = s.add_binary("codec", None, true).unwrap();
+        let zip = s.add_binary("zip", Some(codec), false).unwrap();
+        let lz = s.add_binary("lz", Some(codec), false).unwrap();
+        s.add_group(space::GroupKind::Alternative, Some(codec), vec![zip, lz])
+            .unwrap();
+        let trace = s.add_binary("trace", None, false).unwrap();
+        let valid = ValidConfigurations::new(&s).unwrap();
+        let features: BTreeMap<String, OptionId> = [("log", trace)]
+            .into_iter()
+            .map(|(f, o)| (f.to_string(), o))
+            .collect();
+        let path = |p: &str| p.split('>').map(String::from).collect::<Vec<_>>();
+        // `compress` is shared code whose time depends on the codec; `log` is trace's.
+        let run = |member: OptionId, compress: f64| {
+            let mut c = vec![0; s.len()];
+            c[codec.index()] = 1;
+            c[member.index()] = 1;
+            c[trace.index()] = 1;
+            RunTimes {
+                configuration: Configuration(c),
+                contexts: vec![
+                    (path("main"), 1.0),
+                    (path("main>compress"), compress),
+                    (path("main>log"), 0.5),
+                ],
+                base: 0.0,
+            }
+        };
+        let m = build(&valid, &features, &[run(zip, 4.0), run(lz, 2.0)]);
+        let mut parts = vec![&m.base];
+        parts.extend(m.functions.values());
+        let mut file = model::ModelFile::new(InfluenceModel::sum(parts));
+        file.express_against_reference(&[model::Choice::parse(
+            &["zip".to_string(), "lz".to_string()],
+            None,
+        )
+        .unwrap()]);
+        assert_eq!(file.terms.format(2), "5.00 - 2.00·lz + 0.50·trace");
         assert!(m.notes.is_empty(), "{:?}", m.notes);
     }
 }

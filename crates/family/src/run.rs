@@ -54,6 +54,9 @@ pub struct Report {
     pub instrumented_functions: usize,
     /// Decisions on options the model cannot see (data flow, code inside a function).
     pub unseen: Vec<UnseenInfluence>,
+    /// Fixed settings the analysis assumed (`global = value`): the spec's and those observed
+    /// on the analysis workload.
+    pub fixed_settings: Vec<String>,
     pub measurement: Option<CampaignReport>,
     #[serde(flatten)]
     pub output: Option<ModelOutput>,
@@ -83,6 +86,7 @@ pub fn run(
         configurations: Vec::new(),
         instrumented_functions: 0,
         unseen: Vec::new(),
+        fixed_settings: Vec::new(),
         measurement: None,
         output: None,
         notes: Vec::new(),
@@ -90,11 +94,29 @@ pub fn run(
 
     reporter.note("building and analysing the program");
     let built = instrumented::build(spec, settings, "the family-based approach")?;
+    // The analysis reads the program specialised to its fixed settings (the spec's and those
+    // observed on the analysis workload): code no run of the workload reaches neither maps
+    // functions nor hides options. The runs are of the program itself.
+    let (fixed, inference) = instrumented::infer::fixed_settings(spec, settings, &built, &[])?;
+    let specialised =
+        (!fixed.is_empty()).then(|| analysis::specialise(&built.translation.program, &fixed));
     let program = &built.translation.program;
-    let dominance = ProgramDominance::new(program);
-    let influence = analysis::analyse(program, &dominance, &built.sources);
+    let analysed = specialised.as_ref().map_or(program, |s| &s.program);
+    let dominance = ProgramDominance::new(analysed);
+    let influence = analysis::analyse(analysed, &dominance, &built.sources);
+    if !fixed.is_empty() {
+        report.fixed_settings = fixed
+            .iter()
+            .map(|f| format!("{} = {}", program.globals[f.global].name, f.value))
+            .collect();
+    }
+    if let Some(failed) = inference.and_then(|i| i.failed) {
+        report
+            .notes
+            .push(format!("no fixed settings were inferred: {failed}"));
+    }
     let features = crate::feature_map(
-        program,
+        analysed,
         &spec.space,
         &spec.option_functions,
         options.derive.then_some(&influence),
@@ -109,7 +131,7 @@ pub fn run(
         .map(|o| spec.space.option(o).name.clone())
         .collect();
     report.unseen =
-        crate::unseen_influences(program, &dominance, &influence, &features, &spec.space);
+        crate::unseen_influences(analysed, &dominance, &influence, &features, &spec.space);
     if !report.unseen.is_empty() {
         let mut options: Vec<&str> = report
             .unseen

@@ -12,6 +12,7 @@
 //! Architecture invariant: no approach's algorithms live here (regions, partitions, models
 //! belong to the approach crates); no LLVM types (through `llvm`'s API only).
 
+pub mod infer;
 mod table;
 
 use std::path::{Path, PathBuf};

@@ -29,15 +29,14 @@ pub use run::{Options, Report, run};
 pub enum Error {
     #[error("{0}")]
     Invalid(String),
-    /// A run's path reached options in another order than an earlier run with the same
-    /// choices: the program is not deterministic in what it reads, which SPLat assumes.
+    /// A run's path did not reach an option an earlier run with the same choices reached:
+    /// the program is not deterministic in what it reads, which SPLat assumes.
     #[error(
-        "configuration `{configuration}` reached {reached} where an earlier run with the same choices reached {expected}: the program's path is not determined by its options (SPLat needs that)"
+        "configuration `{configuration}` did not reach option `{missing}`, which an earlier run with the same choices reached: the program's path is not determined by its options (SPLat needs that)"
     )]
     Nondeterministic {
         configuration: String,
-        reached: String,
-        expected: String,
+        missing: String,
     },
     #[error("run {run} (configuration `{configuration}`): {cause}")]
     Run {

@@ -9,13 +9,13 @@
 //! configuration with the fewest selected), every option on (the most), and
 //! [`RANDOM_CONFIGURATIONS`] drawn uniformly (seeded). A global whose reads all saw the same
 //! value in all of them is a candidate. The candidates are used like `[build.fixed]` and
-//! checked in every instrumented run; one that a measured run contradicts is dropped and the
-//! analysis redone ([`crate::run`]).
+//! checked in every instrumented run (ConfigCrusher); one that a measured run contradicts is
+//! dropped and the analysis redone (`configcrusher::run`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use instrumented::{Built, Settings};
+use crate::{Built, Settings};
 use ir::{InstKind, Place, ValueDef};
 use measure::{SystemSpec, Workload, runner};
 use rand::SeedableRng;
@@ -109,13 +109,13 @@ pub fn infer_fixed(
         &bitcode,
     )?;
     let library = runtime::build(&settings.clang, &settings.work_dir.join("runtime"))?;
-    let (binary, _) = instrumented::link(
+    let (binary, _) = crate::link(
         spec,
         settings,
         &bitcode,
         library,
         runtime::LINK_FLAGS,
-        "configcrusher-observe",
+        "observe",
     )?;
     spec.prepare_workload(workload)?;
 
@@ -178,6 +178,59 @@ pub fn infer_fixed(
         })
         .collect();
     Ok(inference)
+}
+
+/// The fixed settings an analysis folds: the spec's `[build.fixed]`, and, unless the spec
+/// says `infer_fixed = false`, those [`infer_fixed`] observes on the analysis workload
+/// (never the spec's own, its `not_fixed`, or `not_fixed` here).
+pub fn fixed_settings(
+    spec: &SystemSpec,
+    settings: &Settings,
+    built: &Built,
+    not_fixed: &[String],
+) -> Result<(Vec<analysis::FixedGlobal>, Option<Inference>), Error> {
+    let mut fixed = spec_fixed_globals(spec, &built.translation.program)?;
+    let Some(b) = spec.build.as_ref().filter(|b| b.infer_fixed) else {
+        return Ok((fixed, None));
+    };
+    let mut excluded: Vec<String> = b.fixed.keys().cloned().collect();
+    excluded.extend(b.not_fixed.iter().cloned());
+    excluded.extend(not_fixed.iter().cloned());
+    let workload = spec.analysis_workload()?;
+    let inference = infer_fixed(spec, settings, built, workload, &excluded)?;
+    let program = &built.translation.program;
+    for s in &inference.fixed {
+        if let Some(global) = program.global_named(&s.global) {
+            fixed.push(analysis::FixedGlobal {
+                global,
+                value: s.value,
+            });
+        }
+    }
+    Ok((fixed, Some(inference)))
+}
+
+/// The spec's own fixed settings (`[build.fixed]`), as the analysis takes them.
+pub fn spec_fixed_globals(
+    spec: &SystemSpec,
+    program: &ir::Program,
+) -> Result<Vec<analysis::FixedGlobal>, Error> {
+    let Some(build) = &spec.build else {
+        return Ok(Vec::new());
+    };
+    build
+        .fixed
+        .iter()
+        .map(|(name, &value)| match program.global_named(name) {
+            Some(global) if program.globals[global].defined => {
+                Ok(analysis::FixedGlobal { global, value })
+            }
+            _ => Err(Error::Invalid(format!(
+                "{}: [build.fixed] names `{name}`, which is not a global the program defines",
+                spec.path.display()
+            ))),
+        })
+        .collect()
 }
 
 /// One observation run: the region-times file it wrote.
