@@ -151,20 +151,10 @@ pub fn run(
     let mut probes = Vec::new();
     let mut names: Vec<String> = Vec::new();
     for (f, func) in program.functions.iter_enumerated() {
-        let Some(entry) = func.entry() else { continue };
-        let ends = func
-            .blocks
-            .iter()
-            .flat_map(|&b| program.block(b).insts.iter().copied())
-            .filter(|&i| matches!(program.inst(i).kind, ir::InstKind::Return { .. }))
-            .map(ir::ProgramPoint::Before)
-            .collect();
-        probes.push(llvm::RegionProbe {
-            id: names.len() as u32,
-            start: vec![ir::ProgramPoint::Before(program.block(entry).insts[0])],
-            end: ends,
-        });
-        names.push(program.func(f).name.clone());
+        if let Some(probe) = instrumented::function_probe(program, f, names.len() as u32) {
+            probes.push(probe);
+            names.push(func.name.clone());
+        }
     }
     report.instrumented_functions = probes.len();
     let bitcode = settings.work_dir.join("program.family.bc");
@@ -290,40 +280,18 @@ pub fn run(
     }
     let mut file = ModelFile::compose(model::InfluenceModel::new(), regions);
     file.express_against_reference(&instrumented::reference_choices(&spec.space)?);
-    file.system = Some(spec.name.clone());
     file.metric = Some(format!(
         "{}, from the call trees of the variant simulator",
         spec.measure.metric.name()
     ));
-    file.provenance.insert("approach".into(), "family".into());
-    file.provenance
-        .insert("variant".into(), variant.clone().into());
-    file.provenance
-        .insert("workload".into(), workload.name.clone().into());
-    file.provenance
-        .insert("configurations".into(), configurations.len().into());
-    file.record_training(
-        &spec
-            .space
-            .names()
-            .iter()
-            .map(|n| n.to_string())
-            .collect::<Vec<_>>(),
-        configurations
-            .iter()
-            .map(|c| spec.space.values(c))
-            .collect(),
-    );
-    let model_path = options
-        .model_path
-        .clone()
-        .unwrap_or_else(|| spec.dir.join(format!("{}.family.json", spec.name)));
-    file.save(&model_path)?;
-    report.output = Some(ModelOutput {
-        model_path,
-        store: session.store_path.clone(),
-        variant,
-    });
+    report.output = Some(instrumented::save_model(
+        &mut file,
+        session,
+        "family",
+        &variant,
+        &configurations,
+        options.model_path.clone(),
+    )?);
     Ok(report)
 }
 

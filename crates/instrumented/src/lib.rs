@@ -320,6 +320,64 @@ pub fn taint_run(
     std::fs::read_to_string(out).map_err(|e| format!("no taint records ({}: {e})", out.display()))
 }
 
+/// Enter/exit calls around a whole function: enter before its first instruction, exit
+/// before each return (`None` for a declaration).
+pub fn function_probe(program: &ir::Program, f: ir::FuncId, id: u32) -> Option<llvm::RegionProbe> {
+    let func = program.func(f);
+    let entry = func.entry()?;
+    let end = func
+        .blocks
+        .iter()
+        .flat_map(|&b| program.block(b).insts.iter().copied())
+        .filter(|&i| matches!(program.inst(i).kind, ir::InstKind::Return { .. }))
+        .map(ir::ProgramPoint::Before)
+        .collect();
+    Some(llvm::RegionProbe {
+        id,
+        start: vec![ir::ProgramPoint::Before(program.block(entry).insts[0])],
+        end,
+    })
+}
+
+/// Where and how an approach writes its model: the system, the provenance every approach
+/// records (approach, workload, variant, the configurations it measured, so an evaluation
+/// can leave them out), and the file (`path`, or `NAME.APPROACH.json` beside the spec).
+pub fn save_model(
+    file: &mut model::ModelFile,
+    session: &Session,
+    approach: &str,
+    variant: &str,
+    configurations: &[Configuration],
+    path: Option<PathBuf>,
+) -> Result<ModelOutput, Error> {
+    let spec = &session.spec;
+    file.system = Some(spec.name.clone());
+    file.provenance.insert("approach".into(), approach.into());
+    if !variant.is_empty() {
+        file.provenance.insert("variant".into(), variant.into());
+    }
+    file.provenance
+        .insert("workload".into(), session.workload.clone().into());
+    file.provenance
+        .insert("configurations".into(), configurations.len().into());
+    let names: Vec<String> = spec.space.names().iter().map(|n| n.to_string()).collect();
+    file.record_training(
+        &names,
+        configurations
+            .iter()
+            .map(|c| spec.space.values(c))
+            .collect(),
+    );
+    let model_path =
+        path.unwrap_or_else(|| spec.dir.join(format!("{}.{approach}.json", spec.name)));
+    file.save(&model_path)?;
+    Ok(ModelOutput {
+        model_path,
+        store: session.store_path.clone(),
+        variant: variant.to_string(),
+    })
+}
+
 /// Links instrumented bitcode with a runtime library into a binary and names the store
 /// variant of its measurements after the binary's hash.
 pub fn link(

@@ -239,34 +239,14 @@ pub fn run(
     }
 
     let mut file = table.model(&valid, &times)?;
-    file.system = Some(spec.name.clone());
     file.metric = Some(format!("{}, end to end", spec.measure.metric.name()));
-    file.provenance.insert("approach".into(), approach.into());
-    file.provenance
-        .insert("workload".into(), workload.name.clone().into());
-    file.provenance
-        .insert("configurations".into(), configurations.len().into());
-    file.record_training(
-        &spec
-            .space
-            .names()
-            .iter()
-            .map(|n| n.to_string())
-            .collect::<Vec<_>>(),
-        configurations
-            .iter()
-            .map(|c| spec.space.values(c))
-            .collect(),
-    );
-    let model_path = options
-        .model_path
-        .clone()
-        .unwrap_or_else(|| spec.dir.join(format!("{}.{approach}.json", spec.name)));
-    file.save(&model_path)?;
-    report.output = Some(ModelOutput {
-        model_path,
-        store: session.store_path.clone(),
-        variant: String::new(),
-    });
+    report.output = Some(instrumented::save_model(
+        &mut file,
+        session,
+        approach,
+        "",
+        &configurations,
+        options.model_path.clone(),
+    )?);
     Ok(report)
 }

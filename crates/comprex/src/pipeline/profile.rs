@@ -5,8 +5,6 @@ use super::taint::Explored;
 use crate::Error;
 use crate::Granularity;
 use instrumented::Settings;
-use ir::InstKind;
-use llvm::RegionProbe;
 use measure::campaign::{CampaignReport, Event, RegionOutput};
 use measure::store::{RegionMeasurement, Store};
 use measure::{SystemSpec, Workload};
@@ -47,22 +45,11 @@ pub(super) fn instrument_named(
         let Some(f) = program.function_named(&region.id) else {
             continue;
         };
-        let func = program.func(f);
-        let Some(entry) = func.entry() else { continue };
         let id = probes.len() as u32;
-        let ends = func
-            .blocks
-            .iter()
-            .flat_map(|&b| program.block(b).insts.iter().copied())
-            .filter(|&i| matches!(program.inst(i).kind, InstKind::Return { .. }))
-            .map(ir::ProgramPoint::Before)
-            .collect();
-        probes.push(RegionProbe {
-            id,
-            start: vec![ir::ProgramPoint::Before(program.block(entry).insts[0])],
-            end: ends,
-        });
-        ids.insert(id, func.name.clone());
+        if let Some(probe) = instrumented::function_probe(program, f, id) {
+            probes.push(probe);
+            ids.insert(id, program.func(f).name.clone());
+        }
     }
     let bitcode = settings.work_dir.join(format!("program.{approach}.bc"));
     llvm::instrument(
