@@ -19,14 +19,79 @@ use std::collections::BTreeMap;
 use model::{Factor, InfluenceModel, Term};
 use space::{Configuration, OptionId, ValidConfigurations};
 
-/// One run of the variant simulator: its configuration, the self time of each calling
-/// context (function names from the outermost instrumented function down), and the time
+/// One run of the variant simulator: its configuration, its calling contexts, and the time
 /// outside every instrumented function.
 #[derive(Clone, Debug)]
 pub struct RunTimes {
     pub configuration: Configuration,
-    pub contexts: Vec<(Vec<String>, f64)>,
+    pub contexts: Vec<Context>,
     pub base: f64,
+}
+
+/// A calling context: function names from the outermost instrumented function down, its
+/// self time and how often it was entered.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Context {
+    pub path: Vec<String>,
+    pub seconds: f64,
+    pub entries: u64,
+}
+
+/// §5.1 with the native program as the yardstick. The enter/exit calls cost more inside the
+/// program than in the runtime's calibration loop (the calls themselves, caches), so what the
+/// run's contexts and base add up to beyond the native program's time is the rest of the
+/// instrumentation's cost: it is taken out of the contexts in proportion to their visits
+/// (half of each visit in the callee, half in its caller), none below zero (what a context
+/// cannot give goes to the others). Returns the seconds taken out.
+pub fn fit_to_native(run: &mut RunTimes, native: f64) -> f64 {
+    let total = run.base + run.contexts.iter().map(|c| c.seconds).sum::<f64>();
+    let excess = total - native;
+    if excess <= 0.0 {
+        return 0.0;
+    }
+    let index: BTreeMap<&[String], usize> = run
+        .contexts
+        .iter()
+        .enumerate()
+        .map(|(k, c)| (c.path.as_slice(), k))
+        .collect();
+    let mut weight: Vec<f64> = run
+        .contexts
+        .iter()
+        .map(|c| c.entries as f64 / 2.0)
+        .collect();
+    for c in &run.contexts {
+        if let Some(parent) = c
+            .path
+            .split_last()
+            .and_then(|(_, up)| index.get(up).copied())
+        {
+            weight[parent] += c.entries as f64 / 2.0;
+        }
+    }
+    // Contexts whose time runs out drop out and the rest share what is left.
+    let mut removed = 0.0;
+    for _ in 0..64 {
+        let left = excess - removed;
+        let all: f64 = run
+            .contexts
+            .iter()
+            .zip(&weight)
+            .filter(|(c, _)| c.seconds > 0.0)
+            .map(|(_, w)| w)
+            .sum();
+        if left <= excess * 1e-9 || all <= 0.0 {
+            break;
+        }
+        for (c, w) in run.contexts.iter_mut().zip(&weight) {
+            if c.seconds > 0.0 {
+                let cut = (left * w / all).min(c.seconds);
+                c.seconds -= cut;
+                removed += cut;
+            }
+        }
+    }
+    removed
 }
 
 /// The model, per function: each function's local model, and the base (time outside every
@@ -95,7 +160,7 @@ pub fn build(
         ));
     }
     for (r, run) in runs.iter().enumerate() {
-        for (path, seconds) in &run.contexts {
+        for Context { path, seconds, .. } in &run.contexts {
             let mut factors: Vec<Factor> = Vec::new();
             for name in path {
                 let Some(&o) = feature_of.get(name) else {
@@ -195,6 +260,44 @@ mod tests {
     use super::*;
     use space::ConfigSpace;
 
+    fn context(path: &str, seconds: f64, entries: u64) -> Context {
+        Context {
+            path: path.split('>').map(String::from).collect(),
+            seconds,
+            entries,
+        }
+    }
+
+    /// The excess over the native time comes out of the contexts by their visits: a callee
+    /// entered 1,000 times and its caller lose the most.
+    #[test]
+    fn the_excess_over_native_goes_by_visits() {
+        let mut run = RunTimes {
+            configuration: Configuration(vec![]),
+            contexts: vec![
+                context("main", 1.0, 1),
+                context("main>hot", 0.5, 1000),
+                context("main>cold", 2.0, 1),
+            ],
+            base: 0.1,
+        };
+        let removed = fit_to_native(&mut run, 3.0);
+        assert!((removed - 0.6).abs() < 1e-12, "{removed}");
+        // Weights: main 0.5 + 500 + 0.5, hot 500, cold 0.5 (of 1001.5).
+        let total: f64 = run.contexts.iter().map(|c| c.seconds).sum::<f64>() + run.base;
+        assert!((total - 3.0).abs() < 1e-12);
+        assert!(run.contexts[2].seconds > 1.999);
+        assert_eq!(fit_to_native(&mut run, 5.0), 0.0);
+        // What a context cannot give (hot has 0.2 s left) goes to the others.
+        let removed = fit_to_native(&mut run, 1.0);
+        let total: f64 = run.contexts.iter().map(|c| c.seconds).sum::<f64>() + run.base;
+        assert!(
+            (total - 1.0).abs() < 1e-9,
+            "{total} after removing {removed}"
+        );
+        assert_eq!(run.contexts[1].seconds, 0.0);
+    }
+
     /// §3.2's printer driver, with the call tree of Fig. 7 flattened into contexts as a C
     /// version calls them (feature functions under their guards in `print` and `scan`).
     #[test]
@@ -217,21 +320,22 @@ mod tests {
         .into_iter()
         .map(|(f, o)| (f.to_string(), s.find(o).unwrap()))
         .collect();
-        let path = |p: &str| p.split('>').map(String::from).collect::<Vec<_>>();
-        let contexts = vec![
-            (path("main"), 0.0),
-            (path("main>print"), 0.0),
-            (path("main>print>print_autoscan"), 1.0),
-            (path("main>print>print_autoscan>scan"), 0.0),
-            (path("main>print>print_autoscan>scan>scan_logging"), 0.5),
-            (path("main>print>print_autoscan>scan>scan_base"), 1.0),
-            (path("main>print>print_colorscan"), 5.0),
-            (path("main>print>print_colorscan>scan"), 0.0),
-            (path("main>print>print_colorscan>scan>scan_logging"), 0.5),
-            (path("main>print>print_colorscan>scan>scan_base"), 1.0),
-            (path("main>print>print_logging"), 1.0),
-            (path("main>print>print_base"), 2.0),
-        ];
+        let contexts = [
+            ("main", 0.0),
+            ("main>print", 0.0),
+            ("main>print>print_autoscan", 1.0),
+            ("main>print>print_autoscan>scan", 0.0),
+            ("main>print>print_autoscan>scan>scan_logging", 0.5),
+            ("main>print>print_autoscan>scan>scan_base", 1.0),
+            ("main>print>print_colorscan", 5.0),
+            ("main>print>print_colorscan>scan", 0.0),
+            ("main>print>print_colorscan>scan>scan_logging", 0.5),
+            ("main>print>print_colorscan>scan>scan_base", 1.0),
+            ("main>print>print_logging", 1.0),
+            ("main>print>print_base", 2.0),
+        ]
+        .map(|(p, s)| context(p, s, 1))
+        .to_vec();
         let all = Configuration(vec![1, 1, 1, 1]);
         assert!(valid.is_valid(&all));
         let m = build(
@@ -274,7 +378,6 @@ mod tests {
             .into_iter()
             .map(|(f, o)| (f.to_string(), o))
             .collect();
-        let path = |p: &str| p.split('>').map(String::from).collect::<Vec<_>>();
         // `compress` is shared code whose time depends on the codec; `log` is trace's.
         let run = |member: OptionId, compress: f64| {
             let mut c = vec![0; s.len()];
@@ -284,9 +387,9 @@ mod tests {
             RunTimes {
                 configuration: Configuration(c),
                 contexts: vec![
-                    (path("main"), 1.0),
-                    (path("main>compress"), compress),
-                    (path("main>log"), 0.5),
+                    context("main", 1.0, 1),
+                    context("main>compress", compress, 1),
+                    context("main>log", 0.5, 1),
                 ],
                 base: 0.0,
             }

@@ -9,13 +9,13 @@ use std::sync::Arc;
 
 use analysis::ProgramDominance;
 use instrumented::{ModelOutput, Reporter, Session};
-use measure::campaign::{CampaignReport, RegionOutput};
+use measure::campaign::{Campaign, CampaignReport, RegionOutput};
 use measure::store::RegionMeasurement;
 use model::{ModelFile, Region, SourceSpan};
 use serde::Serialize;
 use space::{Configuration, GroupKind, Literal, OptionId, ValidConfigurations};
 
-use crate::model::RunTimes;
+use crate::model::{Context, RunTimes};
 use crate::{Error, MappedFunction, UnseenInfluence};
 
 /// What `run` does beyond the session's defaults.
@@ -26,6 +26,12 @@ pub struct Options {
     pub derive: bool,
     /// Where the model JSON goes (default: `NAME.family.json` beside the spec).
     pub model_path: Option<PathBuf>,
+    /// Enter/exit calls on every function, even hot tiny ones (default: functions entered at
+    /// least `probe_min_entries` times in the calibration run, at less than `probe_min_ns`
+    /// of self time per call, and no feature's, get none).
+    pub all_probes: bool,
+    pub probe_min_entries: u64,
+    pub probe_min_ns: f64,
 }
 
 impl Default for Options {
@@ -33,6 +39,9 @@ impl Default for Options {
         Options {
             derive: true,
             model_path: None,
+            all_probes: false,
+            probe_min_entries: 1000,
+            probe_min_ns: 100.0,
         }
     }
 }
@@ -52,15 +61,70 @@ pub struct Report {
     pub configurations: Vec<String>,
     /// Functions instrumented with enter/exit calls.
     pub instrumented_functions: usize,
+    /// Hot tiny functions left without enter/exit calls (their time is their callers').
+    pub unprobed: Vec<String>,
     /// Decisions on options the model cannot see (data flow, code inside a function).
     pub unseen: Vec<UnseenInfluence>,
     /// Fixed settings the analysis assumed (`global = value`): the spec's and those observed
     /// on the analysis workload.
     pub fixed_settings: Vec<String>,
     pub measurement: Option<CampaignReport>,
+    /// The native program in the same configurations (the overhead correction's yardstick).
+    pub native_measurement: Option<CampaignReport>,
+    /// Per run: the native median and the seconds of instrumentation cost taken out beyond
+    /// the runtime's own calibration.
+    pub overhead_correction: Vec<NativeFit>,
     #[serde(flatten)]
     pub output: Option<ModelOutput>,
     pub notes: Vec<String>,
+}
+
+/// One run of the calibration build: its call tree.
+fn calibration_run(
+    spec: &measure::SystemSpec,
+    binary: &std::path::Path,
+    configuration: &Configuration,
+    workload: &measure::Workload,
+    dir: &std::path::Path,
+) -> Result<runtime::call_tree::CallTree, Error> {
+    let out = dir.join("calibration.tree");
+    let mut invocation = spec.invocation_of(binary.to_path_buf(), configuration, workload)?;
+    let _ = std::fs::remove_file(&out);
+    invocation.env.push((
+        runtime::call_tree::ENV_VAR.into(),
+        out.display().to_string(),
+    ));
+    let result = measure::runner::run(&invocation);
+    if !result.outcome.is_ok() {
+        return Err(Error::Invalid(format!(
+            "the calibration run (`{}`) {}: {}",
+            spec.space.format_configuration(configuration),
+            result.outcome.describe(),
+            result.stderr_tail.lines().last().unwrap_or("")
+        )));
+    }
+    Ok(runtime::call_tree::CallTree::read(&out)?)
+}
+
+/// How far one run's contexts were corrected to the native program's time.
+#[derive(Clone, Debug, Serialize)]
+pub struct NativeFit {
+    pub configuration: String,
+    pub native: f64,
+    pub removed: f64,
+}
+
+fn selection(
+    spec: &measure::SystemSpec,
+    workload: &measure::Workload,
+    variant: &str,
+) -> measure::Selection {
+    measure::Selection {
+        system: Some(spec.name.clone()),
+        spec_hash: Some(spec.hash.clone()),
+        workload: Some(workload.name.clone()),
+        variant: variant.to_string(),
+    }
 }
 
 /// The store's region for the time the instrumentation itself took (§5.1), kept so that
@@ -85,9 +149,12 @@ pub fn run(
         unmapped_options: Vec::new(),
         configurations: Vec::new(),
         instrumented_functions: 0,
+        unprobed: Vec::new(),
         unseen: Vec::new(),
         fixed_settings: Vec::new(),
         measurement: None,
+        native_measurement: None,
+        overhead_correction: Vec::new(),
         output: None,
         notes: Vec::new(),
     };
@@ -148,38 +215,90 @@ pub fn run(
     }
 
     // Every defined function gets enter/exit calls.
-    let mut probes = Vec::new();
-    let mut names: Vec<String> = Vec::new();
-    for (f, func) in program.functions.iter_enumerated() {
-        if let Some(probe) = instrumented::function_probe(program, f, names.len() as u32) {
-            probes.push(probe);
-            names.push(func.name.clone());
-        }
-    }
-    report.instrumented_functions = probes.len();
-    let bitcode = settings.work_dir.join("program.family.bc");
-    llvm::instrument(
-        &built.ssa,
-        program,
-        &built.translation.positions,
-        &probes,
-        &bitcode,
-    )?;
-    let library = runtime::call_tree::build(&settings.clang, &settings.work_dir.join("runtime"))?;
-    let (binary, variant) = instrumented::link(
-        spec,
-        settings,
-        &bitcode,
-        library,
-        runtime::call_tree::LINK_FLAGS,
-        "family",
-    )?;
-
     let configurations = variant_simulator_runs(&valid);
+    if configurations.is_empty() {
+        return Err(Error::Invalid(
+            "the space has no valid configuration".into(),
+        ));
+    }
     report.configurations = configurations
         .iter()
         .map(|c| spec.space.format_configuration(c))
         .collect();
+    let library = runtime::call_tree::build(&settings.clang, &settings.work_dir.join("runtime"))?;
+    let build = |functions: &[ir::FuncId], name: &str| -> Result<(PathBuf, String), Error> {
+        let probes: Vec<llvm::RegionProbe> = functions
+            .iter()
+            .enumerate()
+            .filter_map(|(id, f)| instrumented::function_probe(program, *f, id as u32))
+            .collect();
+        let bitcode = settings.work_dir.join(format!("program.{name}.bc"));
+        llvm::instrument(
+            &built.ssa,
+            program,
+            &built.translation.positions,
+            &probes,
+            &bitcode,
+        )?;
+        Ok(instrumented::link(
+            spec,
+            settings,
+            &bitcode,
+            library.clone(),
+            runtime::call_tree::LINK_FLAGS,
+            name,
+        )?)
+    };
+    // Every defined function gets enter/exit calls, but for hot tiny ones that are no
+    // feature's: a calibration run (every feature on, the analysis workload) finds them, and
+    // their time goes to their callers.
+    let mut functions: Vec<ir::FuncId> = program
+        .functions
+        .iter_enumerated()
+        .filter(|(_, func)| !func.is_declaration && func.entry().is_some())
+        .map(|(f, _)| f)
+        .collect();
+    if !options.all_probes {
+        reporter.note("calibrating: which functions are too hot and tiny to time");
+        let (binary, _) = build(&functions, "family-calibration")?;
+        let analysis = spec.analysis_workload()?;
+        spec.prepare_workload(analysis)?;
+        let tree = calibration_run(
+            spec,
+            &binary,
+            &configurations[0],
+            analysis,
+            &settings.work_dir,
+        )?;
+        let corrected = tree.corrected_self_seconds();
+        let mut per_function: BTreeMap<u32, (u64, f64)> = BTreeMap::new();
+        for (k, node) in tree.nodes.iter().enumerate() {
+            if let Some(f) = node.function {
+                let e = per_function.entry(f).or_default();
+                e.0 += node.entries;
+                e.1 += corrected[k];
+            }
+        }
+        let hot: Vec<ir::FuncId> = per_function
+            .iter()
+            .filter(|(f, (entries, seconds))| {
+                let func = functions[**f as usize];
+                *entries >= options.probe_min_entries
+                    && seconds / *entries as f64 * 1e9 < options.probe_min_ns
+                    && !features.by_function.contains_key(&func)
+                    && program.func(func).name != "main"
+            })
+            .map(|(f, _)| functions[*f as usize])
+            .collect();
+        report.unprobed = hot.iter().map(|f| program.func(*f).name.clone()).collect();
+        functions.retain(|f| !hot.contains(f));
+    }
+    let names: Vec<String> = functions
+        .iter()
+        .map(|f| program.func(*f).name.clone())
+        .collect();
+    report.instrumented_functions = names.len();
+    let (binary, variant) = build(&functions, "family")?;
     reporter.note(&format!(
         "running the variant simulator: {} configuration(s)",
         configurations.len()
@@ -212,7 +331,34 @@ pub fn run(
     }
     report.measurement = Some(measured);
 
+    // The native program in the same configurations: the yardstick of the overhead
+    // correction (§5.1).
+    let native = Campaign {
+        retry_failed: settings.retry_failed,
+        ..Campaign::new(spec, workload)
+    }
+    .run(&store, &configurations, &mut |e| reporter.measurement(e))?;
+    let native_medians: BTreeMap<String, f64> = if native.failed.is_empty() {
+        store
+            .summaries(&selection(spec, workload, ""), spec.measure.metric)?
+            .into_iter()
+            .filter_map(|s| Some((s.configuration, s.summary?.median)))
+            .collect()
+    } else {
+        report.notes.push(format!(
+            "the native program did not run (`{}`: {}): the instrumentation's cost is taken out by the runtime's calibration alone, which underestimates it in programs with many calls",
+            native.failed[0].0, native.failed[0].1
+        ));
+        BTreeMap::new()
+    };
+    report.native_measurement = Some(native);
+
     let medians = instrumented::median_region_times(&store, spec, workload, &variant)?;
+    let mut entries: BTreeMap<(String, String), u64> = BTreeMap::new();
+    for (config, _, r) in store.region_times(&selection(spec, workload, &variant))? {
+        let e = entries.entry((config, r.region)).or_default();
+        *e = (*e).max(r.entries);
+    }
     let outside = match spec.measure.metric {
         measure::Metric::Wall => instrumented::time_outside_the_runtime(
             &store,
@@ -236,10 +382,23 @@ pub fn run(
             match region.as_str() {
                 instrumented::BASE => run.base += seconds,
                 OVERHEAD => {}
-                path => run
-                    .contexts
-                    .push((path.split('>').map(String::from).collect(), seconds)),
+                path => run.contexts.push(Context {
+                    path: path.split('>').map(String::from).collect(),
+                    seconds,
+                    entries: entries
+                        .get(&(text.clone(), region.clone()))
+                        .copied()
+                        .unwrap_or(0),
+                }),
             }
+        }
+        if let Some(&native) = native_medians.get(&text) {
+            let removed = crate::model::fit_to_native(&mut run, native);
+            report.overhead_correction.push(NativeFit {
+                configuration: text.clone(),
+                native,
+                removed,
+            });
         }
         runs.push(run);
     }

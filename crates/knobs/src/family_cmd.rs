@@ -22,6 +22,18 @@ pub struct FamilyArgs {
     /// Where to write the model JSON (default: NAME.family.json beside the spec).
     #[arg(long, short = 'o')]
     out: Option<PathBuf>,
+    /// Put enter/exit calls on every function, even hot tiny ones (default: functions entered
+    /// at least --probe-min-entries times in a calibration run on the analysis workload, at
+    /// less than --probe-min-ns of self time per call, and mapped to no feature, get none;
+    /// their time goes to their callers).
+    #[arg(long)]
+    all_probes: bool,
+    /// Self time per call (ns) below which a hot function gets no enter/exit calls.
+    #[arg(long, default_value_t = 100.0)]
+    probe_min_ns: f64,
+    /// Entries in the calibration run from which a function counts as hot.
+    #[arg(long, default_value_t = 1000)]
+    probe_min_entries: u64,
 }
 
 pub fn family(args: FamilyArgs) -> Result<Outcome> {
@@ -29,6 +41,9 @@ pub fn family(args: FamilyArgs) -> Result<Outcome> {
     let options = Options {
         derive: !args.no_derive,
         model_path: args.out,
+        all_probes: args.all_probes,
+        probe_min_entries: args.probe_min_entries,
+        probe_min_ns: args.probe_min_ns,
     };
     let report = family::run(&session, &options, &mut Progress::new())?;
     if args.session.json {
@@ -54,7 +69,8 @@ fn render(report: &Report) -> Result<()> {
             report.unmapped_options.join(", ")
         );
     }
-    for u in &report.unseen {
+    const SHOWN: usize = 10;
+    for u in report.unseen.iter().take(SHOWN) {
         eprintln!(
             "  unseen: {}:{} in {} on {}: {}",
             u.file,
@@ -62,6 +78,18 @@ fn render(report: &Report) -> Result<()> {
             u.function,
             u.options.join(", "),
             u.why
+        );
+    }
+    if report.unseen.len() > SHOWN {
+        eprintln!(
+            "  … and {} more decisions it cannot see (--json lists them all)",
+            report.unseen.len() - SHOWN
+        );
+    }
+    if !report.unprobed.is_empty() {
+        eprintln!(
+            "hot tiny functions left untimed (their time is their callers'): {}",
+            report.unprobed.join(", ")
         );
     }
     eprintln!(
@@ -82,6 +110,12 @@ fn render(report: &Report) -> Result<()> {
     );
     if let Some(m) = &report.measurement {
         eprintln!("{}", m.summary(0.05));
+    }
+    for f in &report.overhead_correction {
+        eprintln!(
+            "overhead correction (§5.1): `{}` runs natively in {:.4} s; {:.4} s of instrumentation cost taken out beyond the runtime's calibration",
+            f.configuration, f.native, f.removed
+        );
     }
     if let Some(output) = &report.output {
         crate::print_model_output(output)?;
