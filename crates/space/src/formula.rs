@@ -29,6 +29,9 @@ pub enum Formula {
     Or(Vec<Formula>),
     Implies(Box<Formula>, Box<Formula>),
     Iff(Box<Formula>, Box<Formula>),
+    /// Exactly one holds: an alternative group's rule, kept whole (its pairwise exclusions
+    /// would be quadratic in the members) and compiled to a linear BDD. Not in the syntax.
+    ExactlyOne(Vec<Formula>),
 }
 
 /// Why a formula did not parse: the message and the byte offset where it went wrong.
@@ -70,7 +73,9 @@ impl Formula {
             Formula::Const(_) => {}
             Formula::Var(n) | Formula::Equals(n, _) => f(n),
             Formula::Not(a) => a.visit_names(f),
-            Formula::And(xs) | Formula::Or(xs) => xs.iter().for_each(|x| x.visit_names(f)),
+            Formula::And(xs) | Formula::Or(xs) | Formula::ExactlyOne(xs) => {
+                xs.iter().for_each(|x| x.visit_names(f))
+            }
             Formula::Implies(a, b) | Formula::Iff(a, b) => {
                 a.visit_names(f);
                 b.visit_names(f)
@@ -88,6 +93,7 @@ impl Formula {
             Formula::Or(xs) => xs.iter().any(|x| x.eval(atom)),
             Formula::Implies(a, b) => !a.eval(atom) || b.eval(atom),
             Formula::Iff(a, b) => a.eval(atom) == b.eval(atom),
+            Formula::ExactlyOne(xs) => xs.iter().filter(|x| x.eval(atom)).take(2).count() == 1,
         }
     }
 
@@ -147,6 +153,11 @@ impl fmt::Display for Formula {
                 operand(a, f)?;
                 write!(f, " <=> ")?;
                 operand(b, f)
+            }
+            Formula::ExactlyOne(xs) => {
+                write!(f, "exactly one of (")?;
+                list(xs, ",", "", f)?;
+                write!(f, ")")
             }
         }
     }

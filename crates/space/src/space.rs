@@ -459,21 +459,10 @@ impl ConfigSpace {
                     Formula::Or(members),
                     format!("at least one of {list} must be selected{under}"),
                 ),
-                GroupKind::Alternative => {
-                    let mut parts = vec![Formula::Or(members.clone())];
-                    for i in 0..members.len() {
-                        for j in i + 1..members.len() {
-                            parts.push(Formula::not(Formula::And(vec![
-                                members[i].clone(),
-                                members[j].clone(),
-                            ])));
-                        }
-                    }
-                    (
-                        Formula::And(parts),
-                        format!("exactly one of {list} must be selected{under}"),
-                    )
-                }
+                GroupKind::Alternative => (
+                    Formula::ExactlyOne(members),
+                    format!("exactly one of {list} must be selected{under}"),
+                ),
             };
             let formula = match g.parent {
                 Some(p) => Formula::implies(var(p), body),
@@ -627,7 +616,9 @@ fn visit_atoms<'a>(f: &'a Formula, visit: &mut impl FnMut(&'a Formula)) {
         Formula::Const(_) => {}
         Formula::Var(_) | Formula::Equals(..) => visit(f),
         Formula::Not(a) => visit_atoms(a, visit),
-        Formula::And(xs) | Formula::Or(xs) => xs.iter().for_each(|x| visit_atoms(x, visit)),
+        Formula::And(xs) | Formula::Or(xs) | Formula::ExactlyOne(xs) => {
+            xs.iter().for_each(|x| visit_atoms(x, visit))
+        }
         Formula::Implies(a, b) | Formula::Iff(a, b) => {
             visit_atoms(a, visit);
             visit_atoms(b, visit)

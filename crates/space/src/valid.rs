@@ -6,7 +6,7 @@
 //! (one-hot, with an exactly-one rule). Variables follow option order, so a space declared
 //! tree-first keeps related options close in the ordering.
 
-use biodivine_lib_bdd::{Bdd, BddPointer, BddValuation, BddVariable, BddVariableSet};
+use biodivine_lib_bdd::{Bdd, BddNode, BddPointer, BddValuation, BddVariable, BddVariableSet};
 use num_bigint::{BigUint, RandBigInt};
 use num_traits::{One, Zero};
 use rand::Rng;
@@ -34,25 +34,31 @@ impl<'s> ValidConfigurations<'s> {
     pub fn new(space: &'s ConfigSpace) -> Result<Self, Error> {
         let rules = space.rules();
         let order = variable_order(space, &rules);
+        let arity = |id: OptionId| {
+            if space.option(id).is_binary() {
+                1
+            } else {
+                space.option(id).arity()
+            }
+        };
+        // The BDD library numbers variables with u16 and keeps the last two values.
+        let needed: usize = order.iter().map(|id| arity(*id)).sum();
+        let limit = u16::MAX as usize - 2;
+        if needed > limit {
+            return Err(Error::Invalid(format!(
+                "space needs {needed} BDD variables (one per binary option and per value of a numeric option); at most {limit} are supported"
+            )));
+        }
         let mut option_vars = vec![Vec::new(); space.len()];
         let mut var_option = Vec::new();
         let mut next = 0usize;
         for &id in &order {
-            let arity = if space.option(id).is_binary() {
-                1
-            } else {
-                space.option(id).arity()
-            };
+            let arity = arity(id);
             option_vars[id.index()] = (next..next + arity)
                 .map(BddVariable::from_index)
                 .collect::<Vec<_>>();
             var_option.extend(std::iter::repeat_n(id, arity));
             next += arity;
-        }
-        if next > u16::MAX as usize {
-            return Err(Error::Invalid(format!(
-                "space needs {next} BDD variables; at most 65535 are supported"
-            )));
         }
         let vars = BddVariableSet::new_anonymous(next as u16);
         let mut this = ValidConfigurations {
@@ -100,16 +106,30 @@ impl<'s> ValidConfigurations<'s> {
         Ok(this)
     }
 
+    /// Exactly one of `vs` holds, built node by node in O(n): `E_i` (exactly one of
+    /// `v_i..v_n`) tests `v_i` and goes on to `Z_{i+1}` (none of the rest) or `E_{i+1}`. Built
+    /// by pairwise exclusions instead, it costs O(n³) (a 1,001-value option took 22 s).
     fn exactly_one(&self, vs: &[BddVariable]) -> Bdd {
-        let mut at_least = self.vars.mk_false();
-        let mut at_most = self.vars.mk_true();
-        for (i, a) in vs.iter().enumerate() {
-            at_least = at_least.or(&self.vars.mk_var(*a));
-            for b in &vs[i + 1..] {
-                at_most = at_most.and(&self.vars.mk_var(*a).and(&self.vars.mk_var(*b)).not());
+        let mut vs = vs.to_vec();
+        vs.sort();
+        let num_vars = self.vars.num_vars();
+        let mut nodes = vec![BddNode::mk_zero(num_vars), BddNode::mk_one(num_vars)];
+        let (mut none_after, mut one_after) = (BddPointer::one(), BddPointer::zero());
+        for (i, v) in vs.iter().enumerate().rev() {
+            let one = BddNode::mk_node(*v, one_after, none_after);
+            if i == 0 {
+                nodes.push(one);
+                break;
             }
+            nodes.push(BddNode::mk_node(*v, none_after, BddPointer::zero()));
+            none_after = BddPointer::from_index(nodes.len() - 1);
+            nodes.push(one);
+            one_after = BddPointer::from_index(nodes.len() - 1);
         }
-        at_least.and(&at_most)
+        if vs.is_empty() {
+            return self.vars.mk_false();
+        }
+        Bdd::from_nodes(&nodes).expect("nodes in variable order, children first")
     }
 
     /// The BDD of a literal.
@@ -137,6 +157,35 @@ impl<'s> ValidConfigurations<'s> {
                 .fold(self.vars.mk_false(), |acc, x| acc.or(&self.compile(x))),
             Formula::Implies(a, b) => self.compile(a).imp(&self.compile(b)),
             Formula::Iff(a, b) => self.compile(a).iff(&self.compile(b)),
+            Formula::ExactlyOne(xs) => {
+                // Binary options' own variables: one linear BDD; anything else pairwise.
+                let mut vars: Option<Vec<BddVariable>> = xs
+                    .iter()
+                    .map(|x| match x {
+                        Formula::Var(_) => {
+                            let (id, _) = self.space.atom_literal(x);
+                            Some(self.option_vars[id.index()][0])
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                if let Some(v) = &mut vars {
+                    v.sort();
+                }
+                match vars {
+                    Some(vars) if vars.windows(2).all(|w| w[0] != w[1]) => self.exactly_one(&vars),
+                    _ => {
+                        let parts: Vec<Bdd> = xs.iter().map(|x| self.compile(x)).collect();
+                        let mut none = self.vars.mk_true();
+                        let mut one = self.vars.mk_false();
+                        for p in &parts {
+                            one = one.and(&p.not()).or(&none.and(p));
+                            none = none.and(&p.not());
+                        }
+                        one
+                    }
+                }
+            }
         }
     }
 
