@@ -96,8 +96,13 @@ pub fn analyse(
 ) -> Result<Analysed, Error> {
     let built = instrumented::build(spec, settings, "ConfigCrusher")?;
     let started = Instant::now();
-    let (fixed, inference) =
-        instrumented::infer::fixed_settings(spec, settings, &built, &options.not_fixed)?;
+    let (fixed, inference) = instrumented::infer::fixed_settings(
+        spec,
+        settings,
+        &built,
+        spec.analysis_workload()?,
+        &options.not_fixed,
+    )?;
     let specialised =
         (!fixed.is_empty()).then(|| analysis::specialise(&built.translation.program, &fixed));
     let program = match &specialised {

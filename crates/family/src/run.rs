@@ -66,7 +66,7 @@ pub struct Report {
     /// Decisions on options the model cannot see (data flow, code inside a function).
     pub unseen: Vec<UnseenInfluence>,
     /// Fixed settings the analysis assumed (`global = value`): the spec's and those observed
-    /// on the analysis workload.
+    /// on the measured workload (in all-off, all-on and two random configurations).
     pub fixed_settings: Vec<String>,
     pub measurement: Option<CampaignReport>,
     /// The native program in the same configurations (the overhead correction's yardstick).
@@ -162,9 +162,12 @@ pub fn run(
     reporter.note("building and analysing the program");
     let built = instrumented::build(spec, settings, "the family-based approach")?;
     // The analysis reads the program specialised to its fixed settings (the spec's and those
-    // observed on the analysis workload): code no run of the workload reaches neither maps
-    // functions nor hides options. The runs are of the program itself.
-    let (fixed, inference) = instrumented::infer::fixed_settings(spec, settings, &built, &[])?;
+    // observed on the measured workload itself, as the runs are not checked against them):
+    // code no run of the workload reaches neither maps functions nor hides options. The runs
+    // are of the program itself.
+    spec.prepare_workload(workload)?;
+    let (fixed, inference) =
+        instrumented::infer::fixed_settings(spec, settings, &built, workload, &[])?;
     let specialised =
         (!fixed.is_empty()).then(|| analysis::specialise(&built.translation.program, &fixed));
     let program = &built.translation.program;

@@ -181,12 +181,13 @@ pub fn infer_fixed(
 }
 
 /// The fixed settings an analysis folds: the spec's `[build.fixed]`, and, unless the spec
-/// says `infer_fixed = false`, those [`infer_fixed`] observes on the analysis workload
-/// (never the spec's own, its `not_fixed`, or `not_fixed` here).
+/// says `infer_fixed = false`, those [`infer_fixed`] observes on `workload` (never the
+/// spec's own, its `not_fixed`, or `not_fixed` here).
 pub fn fixed_settings(
     spec: &SystemSpec,
     settings: &Settings,
     built: &Built,
+    workload: &Workload,
     not_fixed: &[String],
 ) -> Result<(Vec<analysis::FixedGlobal>, Option<Inference>), Error> {
     let mut fixed = spec_fixed_globals(spec, &built.translation.program)?;
@@ -196,7 +197,6 @@ pub fn fixed_settings(
     let mut excluded: Vec<String> = b.fixed.keys().cloned().collect();
     excluded.extend(b.not_fixed.iter().cloned());
     excluded.extend(not_fixed.iter().cloned());
-    let workload = spec.analysis_workload()?;
     let inference = infer_fixed(spec, settings, built, workload, &excluded)?;
     let program = &built.translation.program;
     for s in &inference.fixed {

@@ -63,6 +63,13 @@ fn render(report: &Report) -> Result<()> {
             f.function, f.feature, f.source, f.why
         );
     }
+    if !report.fixed_settings.is_empty() {
+        eprintln!(
+            "the analysis assumed {} fixed settings of the workload (observed in a few configurations, not checked in the runs): {}",
+            report.fixed_settings.len(),
+            report.fixed_settings.join(", ")
+        );
+    }
     if !report.unmapped_options.is_empty() {
         eprintln!(
             "options without a function: {} (no term of their own)",
