@@ -117,7 +117,7 @@ pub fn build(
     let mut factors_of: BTreeMap<Vec<String>, Vec<Factor>> = BTreeMap::new();
     let mut notes: Vec<String> = Vec::new();
     // The sets of alternatives whose member differs between runs.
-    let mut varied: Vec<OptionId> = Vec::new(); // one option per set: the numeric option, or the group's parent
+    let mut varied = 0;
     let mut member_of_run: Vec<Option<Factor>> = vec![None; runs.len()];
     let mut sets: Vec<Vec<OptionId>> = space
         .groups()
@@ -148,15 +148,15 @@ pub fn build(
         };
         let members: Vec<Option<Factor>> = runs.iter().map(member).collect();
         if members.iter().any(|m| *m != members[0]) {
-            varied.push(set[0]);
+            varied += 1;
             member_of_run = members;
         }
     }
-    if varied.len() > 1 {
+    if varied > 1 {
         member_of_run = vec![None; runs.len()];
         notes.push(format!(
             "the runs vary {} sets of alternatives together: time outside the alternatives' own functions is averaged over the runs, not told apart by alternative",
-            varied.len()
+            varied
         ));
     }
     for (r, run) in runs.iter().enumerate() {

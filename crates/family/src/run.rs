@@ -114,19 +114,6 @@ pub struct NativeFit {
     pub removed: f64,
 }
 
-fn selection(
-    spec: &measure::SystemSpec,
-    workload: &measure::Workload,
-    variant: &str,
-) -> measure::Selection {
-    measure::Selection {
-        system: Some(spec.name.clone()),
-        spec_hash: Some(spec.hash.clone()),
-        workload: Some(workload.name.clone()),
-        variant: variant.to_string(),
-    }
-}
-
 /// The store's region for the time the instrumentation itself took (§5.1), kept so that
 /// the stored regions add up to the run and the model can leave it out.
 const OVERHEAD: &str = "overhead";
@@ -307,7 +294,6 @@ pub fn run(
         configurations.len()
     ));
     let store = session.store()?;
-    spec.prepare_workload(workload)?;
     let names = Arc::new(names);
     let read = {
         let names = names.clone();
@@ -343,7 +329,10 @@ pub fn run(
     .run(&store, &configurations, &mut |e| reporter.measurement(e))?;
     let native_medians: BTreeMap<String, f64> = if native.failed.is_empty() {
         store
-            .summaries(&selection(spec, workload, ""), spec.measure.metric)?
+            .summaries(
+                &instrumented::selection(spec, workload, ""),
+                spec.measure.metric,
+            )?
             .into_iter()
             .filter_map(|s| Some((s.configuration, s.summary?.median)))
             .collect()
@@ -358,7 +347,7 @@ pub fn run(
 
     let medians = instrumented::median_region_times(&store, spec, workload, &variant)?;
     let mut entries: BTreeMap<(String, String), u64> = BTreeMap::new();
-    for (config, _, r) in store.region_times(&selection(spec, workload, &variant))? {
+    for (config, _, r) in store.region_times(&instrumented::selection(spec, workload, &variant))? {
         let e = entries.entry((config, r.region)).or_default();
         *e = (*e).max(r.entries);
     }

@@ -442,6 +442,17 @@ pub fn region_measurements(times: &runtime::RegionTimes) -> Vec<RegionMeasuremen
 /// The region id of time spent outside every region.
 pub const BASE: &str = "base";
 
+/// The store's selection of one spec's runs of a workload in a variant (`""`: the program
+/// as the spec runs it).
+pub fn selection(spec: &SystemSpec, workload: &Workload, variant: &str) -> measure::Selection {
+    measure::Selection {
+        system: Some(spec.name.clone()),
+        spec_hash: Some(spec.hash.clone()),
+        workload: Some(workload.name.clone()),
+        variant: variant.to_string(),
+    }
+}
+
 /// Per configuration (in the store's text form) of a variant's measurements, the median over
 /// its runs of each region's time, 0 in runs that did not enter the region. The median, not the mean: a run delayed
 /// by a busy machine should not move the model.
@@ -452,12 +463,7 @@ pub fn median_region_times(
     variant: &str,
 ) -> Result<std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>>, Error> {
     use std::collections::BTreeMap;
-    let times = store.region_times(&measure::Selection {
-        system: Some(spec.name.clone()),
-        spec_hash: Some(spec.hash.clone()),
-        workload: Some(workload.name.clone()),
-        variant: variant.to_string(),
-    })?;
+    let times = store.region_times(&selection(spec, workload, variant))?;
     let mut runs: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
     let mut seconds: BTreeMap<(&str, &str), Vec<f64>> = BTreeMap::new();
     for (config, run, r) in &times {
@@ -500,12 +506,7 @@ pub fn time_outside_the_runtime(
     metric: measure::Metric,
 ) -> Result<std::collections::BTreeMap<String, f64>, Error> {
     use std::collections::BTreeMap;
-    let selection = measure::Selection {
-        system: Some(spec.name.clone()),
-        spec_hash: Some(spec.hash.clone()),
-        workload: Some(workload.name.clone()),
-        variant: variant.to_string(),
-    };
+    let selection = selection(spec, workload, variant);
     let mut runtime_total: BTreeMap<i64, f64> = BTreeMap::new();
     for (_, run, r) in store.region_times(&selection)? {
         *runtime_total.entry(run).or_default() += r.seconds;

@@ -214,21 +214,17 @@ pub fn run(
         )));
     }
     report.measurement = Some(measured);
-    let selection = measure::Selection {
-        system: Some(spec.name.clone()),
-        spec_hash: Some(spec.hash.clone()),
-        workload: Some(workload.name.clone()),
-        variant: String::new(),
-    };
+    let medians: std::collections::BTreeMap<String, f64> = store
+        .summaries(
+            &instrumented::selection(spec, workload, ""),
+            spec.measure.metric,
+        )?
+        .into_iter()
+        .filter_map(|s| Some((s.configuration, s.summary?.median)))
+        .collect();
     let mut times = Vec::with_capacity(report.paths.len());
     for path in &mut report.paths {
-        let runs = store.runs_of(&selection, &path.configuration)?;
-        let values: Vec<f64> = runs
-            .iter()
-            .filter(|r| r.is_ok())
-            .map(|r| r.metric(spec.measure.metric))
-            .collect();
-        let median = stats::median(&values).ok_or_else(|| {
+        let median = *medians.get(&path.configuration).ok_or_else(|| {
             Error::Invalid(format!(
                 "configuration `{}` has no successful run in the store",
                 path.configuration
