@@ -3,7 +3,8 @@
 # 48-configuration space (ground truth, about a minute and a half; the results store
 # examples/xz/knobs.db is kept, so a second run resumes or reuses it), learn models from a
 # pair-wise and random samples and report their error against the ground truth; ConfigCrusher
-# (white-box) on the paper's running example; then the foundation: xz's larger configuration
+# (white-box) on the paper's running example, SPLat and family-based measurement on theirs;
+# then the foundation: xz's larger configuration
 # space and a hand-written model of the running example.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +31,13 @@ fi
 # White-box: ConfigCrusher on the paper's running example (compile with clang-19, taint
 # analysis, 8 of 1,024 configurations measured with region timers, local models).
 step crush --spec examples/running-example/knobs.toml --store "$out/fig2.db" --work-dir "$out/fig2" -o "$out/fig2.json"
+
+# The white-box approaches the papers compare with, on their examples (the native builds are
+# what SPLat measures and what the family-based approach's overhead correction compares with).
+clang-19 -O2 -o examples/splat/fig2 examples/splat/main.c
+step splat --spec examples/splat/knobs.toml --store "$out/splat.db" --work-dir "$out/splat" -o "$out/splat.json"
+clang-19 -O2 -o examples/printer/printer examples/printer/main.c
+step family --spec examples/printer/knobs.toml --store "$out/printer.db" --work-dir "$out/printer" -o "$out/printer.json"
 
 # The foundation: configuration spaces and models.
 step space show examples/xz/space.toml
