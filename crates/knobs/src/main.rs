@@ -2,7 +2,8 @@
 //! where. This binary is flags plus glue over the library crates: `space` (configuration
 //! spaces and sampling), `measure` (system specs, running configurations, the results
 //! store), `model` (performance-influence models), `learn` (black-box learners and the
-//! evaluation protocols), `configcrusher`, `comprex`, `splat` and `family` (the white-box approaches), and
+//! evaluation protocols), `configcrusher`, `comprex`, `splat` and `family` (the white-box approaches),
+//! `changepoints` (performance changes across versions), and
 //! `instrumented` (building and measuring an instrumented program, which they share).
 //!
 //! Every command that prints results has `--json` (one JSON document on stdout); results go
@@ -11,6 +12,7 @@
 //! Exit status: 0 on success, 1 when `space check` finds an invalid configuration, 2 on an
 //! error (bad input), with a one-line message on stderr (usage errors are clap's).
 
+mod changepoints_cmd;
 mod comprex_cmd;
 mod crush_cmd;
 mod family_cmd;
@@ -82,6 +84,10 @@ enum Command {
     /// with every feature (and once per alternative) with a call tree timed per calling
     /// context, and write the model of features and their interactions.
     Family(family_cmd::FamilyArgs),
+    /// Change points across versions and configurations: which commits changed performance,
+    /// for which options, measuring a small part of the commits × configurations grid.
+    #[command(subcommand)]
+    Changepoints(changepoints_cmd::ChangepointsCommand),
 }
 
 /// Prints a report as pretty JSON on stdout (what `--json` gives every command).
@@ -136,6 +142,7 @@ fn main() -> ExitCode {
         Command::Comprex(args) => comprex_cmd::comprex(args),
         Command::Splat(args) => splat_cmd::splat(args),
         Command::Family(args) => family_cmd::family(args),
+        Command::Changepoints(cmd) => changepoints_cmd::changepoints(cmd),
     };
     match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,

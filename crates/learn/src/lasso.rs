@@ -50,7 +50,7 @@ pub struct Solution {
 }
 
 impl Solution {
-    fn predict(&self, columns: &[Vec<f64>], i: usize) -> f64 {
+    pub fn predict(&self, columns: &[Vec<f64>], i: usize) -> f64 {
         self.intercept
             + self
                 .coefficients
@@ -106,6 +106,17 @@ pub fn lambda_path(lambda_max: f64, count: usize) -> Vec<f64> {
 /// `precise`: converge tightly and never stop the path early (for the model kept, not for
 /// the many fits of cross-validation).
 pub fn path(columns: &[Vec<f64>], y: &[f64], lambdas: &[f64], precise: bool) -> Vec<Solution> {
+    path_with(columns, y, lambdas, precise, false)
+}
+
+/// [`path`], with every coefficient constrained to be non-negative when `positive`.
+pub fn path_with(
+    columns: &[Vec<f64>],
+    y: &[f64],
+    lambdas: &[f64],
+    precise: bool,
+    positive: bool,
+) -> Vec<Solution> {
     let m = y.len();
     let mf = m as f64;
     let ybar = y.iter().sum::<f64>() / mf;
@@ -144,6 +155,7 @@ pub fn path(columns: &[Vec<f64>], y: &[f64], lambdas: &[f64], precise: bool) -> 
     let until = Convergence {
         tol: tolerance * y_var.sqrt().max(1e-300),
         max_sweeps,
+        positive,
     };
     let mut out = Vec::with_capacity(lambdas.len());
     let mut saturated: Option<Solution> = None;
@@ -166,7 +178,12 @@ pub fn path(columns: &[Vec<f64>], y: &[f64], lambdas: &[f64], precise: bool) -> 
             let mut violated = false;
             for j in 0..p {
                 gradient[j] = dot(&z[j], &r) / mf;
-                if !screened[j] && gradient[j].abs() > lambda * (1.0 + 1e-9) {
+                let violates = if positive {
+                    gradient[j] > lambda * (1.0 + 1e-9)
+                } else {
+                    gradient[j].abs() > lambda * (1.0 + 1e-9)
+                };
+                if !screened[j] && violates {
                     screened[j] = true;
                     violated = true;
                 }
@@ -198,11 +215,13 @@ pub fn path(columns: &[Vec<f64>], y: &[f64], lambdas: &[f64], precise: bool) -> 
     out
 }
 
-/// When coordinate descent stops: no coefficient moved by `tol`, or `max_sweeps` sweeps.
+/// How coordinate descent runs: it stops when no coefficient moved by `tol`, or after
+/// `max_sweeps` sweeps; `positive` holds every coefficient at zero or above.
 #[derive(Clone, Copy)]
 struct Convergence {
     tol: f64,
     max_sweeps: usize,
+    positive: bool,
 }
 
 /// Coordinate descent on the coordinates `set` until it converges: sweeps over the whole
@@ -216,17 +235,21 @@ fn descend(
     set: &[usize],
     until: Convergence,
 ) {
-    let Convergence { tol, max_sweeps } = until;
+    let Convergence {
+        tol,
+        max_sweeps,
+        positive,
+    } = until;
     let mut sweeps = 0;
     while sweeps < max_sweeps {
         sweeps += 1;
-        if sweep(z, beta, r, lambda, m, set) < tol {
+        if sweep(z, beta, r, lambda, m, set, positive) < tol {
             return;
         }
         let active: Vec<usize> = set.iter().copied().filter(|j| beta[*j] != 0.0).collect();
         while sweeps < max_sweeps {
             sweeps += 1;
-            if sweep(z, beta, r, lambda, m, &active) < tol {
+            if sweep(z, beta, r, lambda, m, &active, positive) < tol {
                 break;
             }
         }
@@ -242,11 +265,15 @@ fn sweep(
     lambda: f64,
     m: f64,
     set: &[usize],
+    positive: bool,
 ) -> f64 {
     let mut largest: f64 = 0.0;
     for &j in set {
         let rho = dot(&z[j], r) / m + beta[j];
-        let new = soft_threshold(rho, lambda);
+        let mut new = soft_threshold(rho, lambda);
+        if positive {
+            new = new.max(0.0);
+        }
         let delta = new - beta[j];
         if delta != 0.0 {
             subtract_scaled(r, delta, &z[j]);
@@ -268,7 +295,7 @@ fn soft_threshold(x: f64, lambda: f64) -> f64 {
 }
 
 /// Held-out predictions (performance scale) of every λ: `out[l][i]` for test position i.
-pub fn held_out(
+pub(crate) fn held_out(
     target: &Target,
     features: &[TermSpec],
     train: &[usize],
@@ -293,7 +320,7 @@ pub fn held_out(
 
 /// Fits the LASSO: λ fixed, or chosen by `folds`-fold cross-validation of the relative error.
 /// Returns the model and the λ used.
-pub fn lasso(target: &Target, settings: &LassoSettings, seed: u64) -> (Fitted, f64) {
+pub(crate) fn lasso(target: &Target, settings: &LassoSettings, seed: u64) -> (Fitted, f64) {
     let features = features(target.table, settings.degree);
     let all_columns = columns(target.table, &features, &target.rows);
     let lmax = lambda_max(&all_columns, &target.y);
@@ -315,7 +342,7 @@ pub fn lasso(target: &Target, settings: &LassoSettings, seed: u64) -> (Fitted, f
 }
 
 /// Cross-validated mean relative error of every λ.
-pub fn cv_errors(
+pub(crate) fn cv_errors(
     target: &Target,
     features: &[TermSpec],
     lambdas: &[f64],
@@ -341,7 +368,7 @@ pub fn cv_errors(
 }
 
 /// The solution at λ, reached by a warm-started path from λ_max.
-pub fn fit_at(
+pub(crate) fn fit_at(
     target: &Target,
     features: &[TermSpec],
     columns: &[Vec<f64>],

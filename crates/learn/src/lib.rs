@@ -29,7 +29,7 @@ mod cv;
 mod data;
 pub mod experiment;
 mod fitted;
-mod lasso;
+pub mod lasso;
 mod learner;
 mod linalg;
 mod stepwise;

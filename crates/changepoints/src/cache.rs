@@ -1,0 +1,115 @@
+//! The solution cache of §3.5: associations seen in successive iterations gain confidence,
+//! those not seen again evaporate and are dropped.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::association::Association;
+
+/// How the cache weighs associations (the paper's defaults).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct CacheSettings {
+    /// Added to an association's weight each iteration it is in the candidate solution.
+    pub increase: f64,
+    /// Every weight is multiplied by this after each iteration (`e_decrease`, in ]0, 1[).
+    pub decrease: f64,
+    /// An association seen once and then not for `k` iterations falls below the drop
+    /// threshold `decrease^k`; and `k` stable iterations end the search.
+    pub k: usize,
+    /// A candidate association within this many commits of a cached one with the same
+    /// option reinforces it instead of starting a new one (candidate commits move by a few
+    /// commits between iterations; the reference implementation uses 5, the paper does not
+    /// say).
+    pub tolerance: usize,
+}
+
+impl Default for CacheSettings {
+    fn default() -> Self {
+        CacheSettings {
+            increase: 1.0,
+            decrease: 0.3,
+            k: 3,
+            tolerance: 5,
+        }
+    }
+}
+
+impl CacheSettings {
+    /// `t_drop`: the weight of an association included once and then not in `k` iterations.
+    pub fn drop_threshold(&self) -> f64 {
+        self.increase * self.decrease.powi(self.k as i32)
+    }
+}
+
+/// Associations and their weights.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SolutionCache {
+    weights: BTreeMap<Association, f64>,
+    /// Iterations in a row in which the cached associations stayed the same.
+    stable: usize,
+}
+
+impl SolutionCache {
+    /// Takes in one iteration's candidate solution; returns how many associations were
+    /// dropped. Weights evaporate first and the candidate's associations gain `increase`
+    /// after, so that an association included once weighs `increase` and, not included in
+    /// the `k` iterations after, `increase · decrease^k` = `t_drop`, where it is dropped.
+    pub fn update(&mut self, candidate: &[Association], settings: &CacheSettings) -> usize {
+        for w in self.weights.values_mut() {
+            *w *= settings.decrease;
+        }
+        for a in candidate {
+            let near = self
+                .weights
+                .keys()
+                .filter(|c| {
+                    c.affects == a.affects && c.commit.abs_diff(a.commit) <= settings.tolerance
+                })
+                .min_by_key(|c| c.commit.abs_diff(a.commit))
+                .cloned();
+            *self
+                .weights
+                .entry(near.unwrap_or_else(|| a.clone()))
+                .or_insert(0.0) += settings.increase;
+        }
+        let threshold = settings.drop_threshold();
+        let before: Vec<Association> = self.weights.keys().cloned().collect();
+        self.weights.retain(|_, w| *w > threshold * (1.0 + 1e-9));
+        let dropped = before
+            .iter()
+            .filter(|a| !self.weights.contains_key(*a))
+            .count();
+        if self.weights.keys().eq(before.iter()) {
+            self.stable += 1;
+        } else {
+            self.stable = 0;
+        }
+        dropped
+    }
+
+    /// §3.5's stopping rule: no association dropped (or added) for `k` iterations in a row
+    /// and every weight
+    /// above `increase` (each cached association is in the latest candidate solution and was
+    /// in an earlier one too).
+    pub fn is_settled(&self, settings: &CacheSettings) -> bool {
+        self.stable >= settings.k
+            && !self.weights.is_empty()
+            && self
+                .weights
+                .values()
+                .all(|w| *w > settings.increase * (1.0 + 1e-9))
+    }
+
+    pub fn associations(&self) -> impl Iterator<Item = (&Association, f64)> {
+        self.weights.iter().map(|(a, w)| (a, *w))
+    }
+
+    pub fn len(&self) -> usize {
+        self.weights.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.weights.is_empty()
+    }
+}

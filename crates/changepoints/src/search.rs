@@ -1,0 +1,449 @@
+//! The iterative search of §3: sample, estimate likelihoods, assemble a candidate solution,
+//! acquire measurements, update the solution cache, until it settles or the budget ends.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::time::Instant;
+
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+use rand_chacha::rand_core::SeedableRng;
+use serde::Serialize;
+use space::{Configuration, ValidConfigurations};
+
+use crate::acquisition::{self, AcquisitionSettings};
+use crate::association::{self, Affects, Association, AssociationSettings, CandidateModel};
+use crate::backend::{Backend, CommitInfo};
+use crate::cache::{CacheSettings, SolutionCache};
+use crate::candidates::{self, KdeSettings};
+use crate::likelihood::{self, Threshold};
+use crate::{Error, Features};
+
+/// Every parameter of the search, with the paper's defaults.
+#[derive(Clone, Debug, Serialize)]
+pub struct Settings {
+    /// Configurations in the initial sample (`n_configurations`; distance-based).
+    pub initial_configurations: usize,
+    /// Share of the commits measured per configuration at first (`r_commits`), drawn
+    /// independently per configuration; the first and last commit are always included.
+    pub commit_share: f64,
+    /// Eq. 3's threshold for a performance change.
+    pub threshold: Threshold,
+    /// `N_CPL` of eq. 6: the paper's 3 (the reference implementation uses 5).
+    pub peak_factor: f64,
+    pub kde: KdeSettings,
+    pub association: AssociationSettings,
+    pub acquisition: AcquisitionSettings,
+    pub cache: CacheSettings,
+    /// Fallback stops: iterations (`i_max`) and measurements (`m_max`).
+    pub max_iterations: usize,
+    pub max_measurements: usize,
+    pub seed: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            initial_configurations: 20,
+            commit_share: 0.03,
+            threshold: Threshold::Relative(0.1),
+            peak_factor: 3.0,
+            kde: KdeSettings::default(),
+            association: AssociationSettings::default(),
+            acquisition: AcquisitionSettings::default(),
+            cache: CacheSettings::default(),
+            max_iterations: 30,
+            max_measurements: usize::MAX,
+            seed: 1,
+        }
+    }
+}
+
+impl Settings {
+    /// Where the paper and the reference implementation differ, the reference's choices:
+    /// peak factor 5, non-negative LASSO coefficients, no intercept rule, random commit
+    /// exploration.
+    pub fn reference(mut self) -> Settings {
+        self.peak_factor = 5.0;
+        self.association.positive = true;
+        self.association.intercept_rule = false;
+        self.acquisition.commit_exploration = acquisition::CommitExploration::Random;
+        self
+    }
+}
+
+/// A configuration of the sample and its measured history.
+#[derive(Clone, Debug, Serialize)]
+pub struct SampledConfiguration {
+    pub configuration: String,
+    #[serde(skip)]
+    pub config: Configuration,
+    #[serde(skip)]
+    pub row: Vec<f64>,
+    /// Measured commits and their performance.
+    pub history: BTreeMap<usize, f64>,
+    /// Commits where this configuration's likelihood peaked in the last iteration.
+    pub peaks: Vec<usize>,
+}
+
+/// What one iteration saw.
+#[derive(Clone, Debug, Serialize)]
+pub struct Iteration {
+    pub configurations: usize,
+    pub measurements: usize,
+    pub candidates: Vec<usize>,
+    pub bandwidth: f64,
+    pub candidate_solution: Vec<Association>,
+    pub cached: usize,
+    pub seconds: f64,
+}
+
+/// A detected change point: a commit, what it affects, and how performance moved there.
+#[derive(Clone, Debug, Serialize)]
+pub struct ChangePoint {
+    pub commit: usize,
+    pub info: CommitInfo,
+    /// Feature names; empty with `all_configurations`.
+    pub options: Vec<String>,
+    pub all_configurations: bool,
+    /// The cache weights of its associations (confidence).
+    pub weight: f64,
+    /// Median relative change from `before_commit` to `after_commit` (just outside the
+    /// cache's tolerance around the commit) of up to three sampled configurations that
+    /// select the associated options; `None` when none could be compared.
+    pub relative_change: Option<f64>,
+    pub before_commit: usize,
+    pub after_commit: usize,
+    pub configurations_compared: usize,
+}
+
+/// The outcome of a search.
+#[derive(Clone, Debug, Serialize)]
+pub struct Detection {
+    pub commits: usize,
+    pub features: Vec<String>,
+    pub change_points: Vec<ChangePoint>,
+    /// The final cache's associations (the unit of the paper's evaluation).
+    pub associations: Vec<Association>,
+    pub iterations: Vec<Iteration>,
+    pub measurements: usize,
+    pub configurations: usize,
+    /// Why the search ended.
+    pub stopped: String,
+    pub sample: Vec<SampledConfiguration>,
+    /// Per candidate commit of the last iteration, its LASSO.
+    pub models: Vec<CandidateModel>,
+    pub seconds: f64,
+}
+
+struct State<'b> {
+    backend: &'b mut dyn Backend,
+    sample: Vec<SampledConfiguration>,
+    used: HashSet<Configuration>,
+    measurements: usize,
+}
+
+impl State<'_> {
+    fn add_configuration(&mut self, wanted: &Configuration, features: &Features) -> Option<usize> {
+        let config = self.backend.substitute(wanted, &self.used)?;
+        self.used.insert(config.clone());
+        let space = self.backend.space();
+        self.sample.push(SampledConfiguration {
+            configuration: space.format_configuration(&config),
+            row: features.row(space, &config),
+            config,
+            history: BTreeMap::new(),
+            peaks: Vec::new(),
+        });
+        Some(self.sample.len() - 1)
+    }
+
+    fn measure(&mut self, at: usize, commits: &[usize]) -> Result<(), Error> {
+        let fresh: Vec<usize> = commits
+            .iter()
+            .copied()
+            .collect::<BTreeSet<usize>>()
+            .into_iter()
+            .filter(|c| !self.sample[at].history.contains_key(c))
+            .collect();
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        let observations = self.backend.measure(&self.sample[at].config, &fresh)?;
+        self.measurements += fresh.len();
+        for o in observations {
+            self.sample[at].history.insert(o.commit, o.value);
+        }
+        Ok(())
+    }
+}
+
+/// Commits for a new configuration: the first and last, and `count` more at random.
+fn initial_commits(commits: usize, count: usize, rng: &mut ChaCha8Rng) -> Vec<usize> {
+    let mut all: Vec<usize> = (1..commits.saturating_sub(1)).collect();
+    all.shuffle(rng);
+    let mut out = vec![0, commits - 1];
+    out.extend(all.into_iter().take(count));
+    out
+}
+
+/// Runs the search on a backend.
+pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detection, Error> {
+    let started = Instant::now();
+    let commits = backend.commits();
+    if commits < 3 {
+        return Err(Error::Invalid(format!(
+            "a history of {commits} commits has no change point to find (3 or more needed)"
+        )));
+    }
+    if !(settings.commit_share > 0.0 && settings.commit_share <= 1.0) {
+        return Err(Error::Invalid(format!(
+            "the commit share must be in (0, 1], not {}",
+            settings.commit_share
+        )));
+    }
+    let space = backend.space().clone();
+    let valid = ValidConfigurations::new(&space)?;
+    let features = Features::new(&space);
+    let mut rng = ChaCha8Rng::seed_from_u64(settings.seed);
+    let per_configuration = ((commits as f64 * settings.commit_share) as usize).max(2);
+    let mut state = State {
+        backend,
+        sample: Vec::new(),
+        used: HashSet::new(),
+        measurements: 0,
+    };
+    let initial = space::sample(
+        &valid,
+        &space::Strategy::Distance(settings.initial_configurations.max(2)),
+        settings.seed,
+    )?;
+    for config in &initial.configurations {
+        if let Some(at) = state.add_configuration(config, &features) {
+            let picked = initial_commits(commits, per_configuration, &mut rng);
+            state.measure(at, &picked)?;
+        }
+    }
+    let mut cache = SolutionCache::default();
+    let mut iterations = Vec::new();
+    let mut models = Vec::new();
+    let stopped;
+    let mut i = 0;
+    loop {
+        let began = Instant::now();
+        // Likelihoods and per-configuration peaks.
+        let mut likelihoods = Vec::with_capacity(state.sample.len());
+        let mut thresholds = Vec::with_capacity(state.sample.len());
+        let mut pooled = Vec::new();
+        for s in &mut state.sample {
+            let p = likelihood::likelihood(&s.history, commits, settings.threshold);
+            let t = candidates::peak_threshold(&p, settings.peak_factor);
+            s.peaks = if p.iter().any(|x| *x > 0.0) {
+                candidates::peaks(&p, t)
+            } else {
+                Vec::new()
+            };
+            pooled.extend(s.peaks.iter().copied());
+            likelihoods.push(p);
+            thresholds.push(t);
+        }
+        let separation = settings
+            .kde
+            .separation
+            .unwrap_or((1.0 / settings.commit_share).ceil() as usize);
+        let (candidates, bandwidth) =
+            candidates::cluster(&pooled, commits, separation, &settings.kde, &mut rng);
+        // Associations per candidate commit.
+        let rows: Vec<Vec<f64>> = state.sample.iter().map(|s| s.row.clone()).collect();
+        let mut candidate_solution = Vec::new();
+        models.clear();
+        for &v in &candidates {
+            let y: Vec<f64> = likelihoods.iter().map(|p| p[v]).collect();
+            let (found, model) =
+                association::associate(v, &rows, &y, &settings.association, &mut rng);
+            candidate_solution.extend(found);
+            models.push(model);
+        }
+        cache.update(&candidate_solution, &settings.cache);
+        iterations.push(Iteration {
+            configurations: state.sample.len(),
+            measurements: state.measurements,
+            candidates: candidates.clone(),
+            bandwidth,
+            candidate_solution: candidate_solution.clone(),
+            cached: cache.len(),
+            seconds: began.elapsed().as_secs_f64(),
+        });
+        i += 1;
+        if cache.is_settled(&settings.cache) {
+            stopped = format!(
+                "the solution cache settled (unchanged for {} iterations, every association confirmed)",
+                settings.cache.k
+            );
+            break;
+        }
+        if i >= settings.max_iterations {
+            stopped = format!("the iteration limit ({})", settings.max_iterations);
+            break;
+        }
+        if state.measurements >= settings.max_measurements {
+            stopped = format!("the measurement limit ({})", settings.max_measurements);
+            break;
+        }
+        // Acquisition.
+        let budget = settings.acquisition.budget(i - 1);
+        let remaining = settings.max_measurements.saturating_sub(state.measurements);
+        let scale = |n: usize| n.min(remaining);
+        let n = state.sample.len();
+        let explore = acquisition::share(scale(budget.explore_commits), n, &mut rng);
+        let exploit = acquisition::share(scale(budget.exploit_commits), n, &mut rng);
+        for at in 0..n {
+            let mut picked = acquisition::exploit_commits(
+                &state.sample[at].history,
+                &likelihoods[at],
+                &state.sample[at].peaks,
+                thresholds[at],
+                exploit[at],
+                &mut rng,
+            );
+            let mut measured = state.sample[at].history.clone();
+            measured.extend(picked.iter().map(|c| (*c, 0.0)));
+            picked.extend(acquisition::explore_commits(
+                &measured,
+                commits,
+                explore[at],
+                settings.acquisition.commit_exploration,
+                &mut rng,
+            ));
+            state.measure(at, &picked)?;
+        }
+        // New configurations: exploitation and exploration interleaved, as many as the
+        // configuration budget gives each its share of commits.
+        let capacity = scale(budget.configurations) / (per_configuration + 2);
+        let exploit_configs = acquisition::exploit_configurations(
+            &valid,
+            &features,
+            &candidate_solution,
+            &state.used,
+            &settings.acquisition,
+            &mut rng,
+        );
+        let explore_configs = space::sample(
+            &valid,
+            &space::Strategy::Distance(
+                (settings.acquisition.explore_configurations + state.used.len()).min(100_000),
+            ),
+            settings.seed.wrapping_add(i as u64),
+        )?
+        .configurations;
+        let unused: Vec<Configuration> = explore_configs
+            .into_iter()
+            .filter(|c| !state.used.contains(c))
+            .collect();
+        let mut explore_iter = unused.into_iter();
+        let mut exploit_iter = exploit_configs.into_iter();
+        let mut added = 0;
+        let mut explored = 0;
+        while added < capacity {
+            let next = if added % 2 == 0 {
+                exploit_iter.next().or_else(|| {
+                    (explored < settings.acquisition.explore_configurations)
+                        .then(|| explore_iter.next())
+                        .flatten()
+                })
+            } else {
+                let e = (explored < settings.acquisition.explore_configurations)
+                    .then(|| explore_iter.next())
+                    .flatten();
+                if e.is_some() {
+                    explored += 1;
+                }
+                e.or_else(|| exploit_iter.next())
+            };
+            let Some(wanted) = next else { break };
+            if state.used.contains(&wanted) {
+                continue;
+            }
+            let Some(at) = state.add_configuration(&wanted, &features) else {
+                break;
+            };
+            let picked = initial_commits(commits, per_configuration, &mut rng);
+            state.measure(at, &picked)?;
+            added += 1;
+        }
+    }
+    let associations: Vec<Association> = cache.associations().map(|(a, _)| a.clone()).collect();
+    let change_points = summarise(&cache, &mut state, &features, settings)?;
+    Ok(Detection {
+        commits,
+        features: features.names().to_vec(),
+        change_points,
+        associations,
+        iterations,
+        measurements: state.measurements,
+        configurations: state.sample.len(),
+        stopped,
+        sample: state.sample,
+        models,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// The cache's associations grouped by commit, with the size and direction of each change.
+fn summarise(
+    cache: &SolutionCache,
+    state: &mut State,
+    features: &Features,
+    settings: &Settings,
+) -> Result<Vec<ChangePoint>, Error> {
+    let mut by_commit: BTreeMap<usize, (Vec<usize>, bool, f64)> = BTreeMap::new();
+    for (a, w) in cache.associations() {
+        let entry = by_commit
+            .entry(a.commit)
+            .or_insert((Vec::new(), false, 0.0));
+        match a.affects {
+            Affects::All => entry.1 = true,
+            Affects::Feature(f) => entry.0.push(f),
+        }
+        entry.2 = entry.2.max(w);
+    }
+    let window = settings.cache.tolerance.max(1);
+    let commits = state.backend.commits();
+    let mut out = Vec::new();
+    for (commit, (feats, all, weight)) in by_commit {
+        // The size and direction: up to three sampled configurations that select the
+        // associated options, measured just outside the commit's tolerance window.
+        let before_commit = commit.saturating_sub(window + 1);
+        let after_commit = (commit + window).min(commits - 1);
+        let matching: Vec<usize> = (0..state.sample.len())
+            .filter(|at| all || feats.iter().all(|f| state.sample[*at].row[*f] == 1.0))
+            .take(3)
+            .collect();
+        let mut changes = Vec::new();
+        for at in matching {
+            state.measure(at, &[before_commit, after_commit])?;
+            let h = &state.sample[at].history;
+            if let (Some(b), Some(a)) = (h.get(&before_commit), h.get(&after_commit))
+                && *b != 0.0
+            {
+                changes.push((a - b) / b.abs());
+            }
+        }
+        changes.sort_by(f64::total_cmp);
+        let relative_change = (!changes.is_empty()).then(|| changes[changes.len() / 2]);
+        out.push(ChangePoint {
+            commit,
+            info: state.backend.commit_info(commit),
+            options: feats
+                .iter()
+                .map(|f| features.name(*f).to_string())
+                .collect(),
+            all_configurations: all,
+            weight,
+            relative_change,
+            before_commit,
+            after_commit,
+            configurations_compared: changes.len(),
+        });
+    }
+    Ok(out)
+}

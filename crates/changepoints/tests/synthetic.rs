@@ -1,0 +1,66 @@
+//! The search on synthetic systems with known change points.
+
+use changepoints::evaluation::{self, GridPoint, TOLERANCE};
+use changepoints::likelihood::Threshold;
+use changepoints::synthetic::{SyntheticBackend, SyntheticSettings, SyntheticSystem};
+use changepoints::{Settings, detect};
+
+#[test]
+fn finds_the_change_points_of_small_synthetic_systems() {
+    let base = Settings {
+        threshold: Threshold::Relative(0.01),
+        ..Settings::default()
+    };
+    let point = GridPoint {
+        options: 8,
+        commits: 1000,
+        change_points: 2,
+        p_interaction: 0.7,
+        initial_per_option: 2,
+        measurements: 500,
+    };
+    let mut f1 = Vec::new();
+    for seed in 1..=5 {
+        let row = evaluation::run_point(&point, seed, &base, 0.0).unwrap();
+        eprintln!(
+            "seed {seed}: F1 {:.2} P {:.2} R {:.2}, {} iterations, {} measurements, {:.2} s ({})",
+            row.score.f1,
+            row.score.precision,
+            row.score.recall,
+            row.iterations,
+            row.measurements,
+            row.seconds,
+            row.stopped
+        );
+        f1.push(row.score.f1);
+    }
+    let mean = f1.iter().sum::<f64>() / f1.len() as f64;
+    assert!(mean >= 0.6, "mean F1 {mean:.2}: {f1:?}");
+}
+
+#[test]
+fn a_single_option_change_is_found_at_its_commit() {
+    let system = SyntheticSystem::generate(&SyntheticSettings {
+        options: 8,
+        commits: 600,
+        change_points: 1,
+        seed: 11,
+        ..SyntheticSettings::default()
+    })
+    .unwrap();
+    let truth = evaluation::truth(&system);
+    let mut backend = SyntheticBackend::new(system, 1);
+    let settings = Settings {
+        threshold: Threshold::Relative(0.01),
+        initial_configurations: 16,
+        ..Settings::default()
+    };
+    let d = detect(&mut backend, &settings).unwrap();
+    let s = evaluation::score(&truth, &d.associations, TOLERANCE);
+    eprintln!("{truth:?}\n{:?}\n{s:?} {}", d.associations, d.stopped);
+    assert!(
+        s.recall > 0.0,
+        "nothing of {truth:?} found: {:?}",
+        d.associations
+    );
+}

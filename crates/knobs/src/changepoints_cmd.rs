@@ -1,0 +1,418 @@
+//! `knobs changepoints`: flags for [`changepoints::detect`] over its backends, the synthetic
+//! evaluation grid, and the rendering of a detection.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use changepoints::evaluation::{self, GridRow, TOLERANCE};
+use changepoints::likelihood::Threshold;
+use changepoints::synthetic::{SyntheticBackend, SyntheticSettings, SyntheticSystem};
+use changepoints::{Detection, RecordedHistory, Settings, detect};
+use clap::{Args, Subcommand};
+use serde::Serialize;
+
+use crate::Outcome;
+
+#[derive(Subcommand)]
+pub enum ChangepointsCommand {
+    /// Replay a recorded history (CSV: commit, options…, performance), as the paper replays
+    /// its pre-study: requested configurations that were not recorded are replaced by the
+    /// closest recorded ones.
+    #[command(after_help = "Example:\n  knobs changepoints replay history.csv --threshold 10%")]
+    Replay(ReplayArgs),
+    /// Generate a synthetic system with known change points (§4.1.4), detect, and score.
+    #[command(
+        after_help = "Example:\n  knobs changepoints synthetic --options 16 --commits 2500 --change-points 5\n  \
+        knobs changepoints synthetic --system system.json"
+    )]
+    Synthetic(SyntheticArgs),
+    /// Run the synthetic grid of Table 1 (or its quick subset) and print F1, precision,
+    /// recall, iterations and measurement effort per setting.
+    Grid(GridArgs),
+}
+
+/// The search's parameters (every default is the paper's).
+#[derive(Args, Clone)]
+pub struct SearchArgs {
+    /// Eq. 3's threshold: a relative change (`10%` or `0.1`) or an absolute one (`abs:2.5`,
+    /// in the measurement's unit).
+    #[arg(long, default_value = "10%")]
+    threshold: String,
+    /// Configurations of the initial sample (distance-based).
+    #[arg(long, default_value_t = 20)]
+    initial_configurations: usize,
+    /// Share of the commits each configuration starts with (drawn per configuration).
+    #[arg(long, default_value_t = 0.03)]
+    commit_share: f64,
+    /// New measurements per iteration.
+    #[arg(long, default_value_t = 200)]
+    measurements: usize,
+    /// N_CPL of eq. 6 (the reference implementation uses 5).
+    #[arg(long, default_value_t = 3.0)]
+    peak_factor: f64,
+    /// N_influence of eq. 7.
+    #[arg(long, default_value_t = 1.0)]
+    influence_factor: f64,
+    /// New configurations explored per iteration.
+    #[arg(long, default_value_t = 75)]
+    explore_configurations: usize,
+    #[arg(long, default_value_t = 30)]
+    max_iterations: usize,
+    /// Stop after this many measurements in all.
+    #[arg(long)]
+    max_measurements: Option<usize>,
+    /// Every choice where the reference implementation differs from the paper: peak factor
+    /// 5, non-negative LASSO, no intercept rule, random commit exploration.
+    #[arg(long)]
+    reference_choices: bool,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+impl SearchArgs {
+    fn settings(&self) -> Result<Settings> {
+        let mut s = Settings {
+            threshold: parse_threshold(&self.threshold)?,
+            initial_configurations: self.initial_configurations,
+            commit_share: self.commit_share,
+            max_iterations: self.max_iterations,
+            max_measurements: self.max_measurements.unwrap_or(usize::MAX),
+            seed: self.seed,
+            ..Settings::default()
+        };
+        s.acquisition.measurements = self.measurements;
+        s.acquisition.explore_configurations = self.explore_configurations;
+        s.association.factor = self.influence_factor;
+        if self.reference_choices {
+            s = s.reference();
+        }
+        // Explicit flags win over the reference's choices.
+        if self.peak_factor != 3.0 || !self.reference_choices {
+            s.peak_factor = self.peak_factor;
+        }
+        if !(s.commit_share > 0.0 && s.commit_share <= 1.0) {
+            bail!("--commit-share must be in (0, 1], not {}", s.commit_share);
+        }
+        if s.max_iterations == 0 || s.acquisition.measurements == 0 {
+            bail!("--max-iterations and --measurements must be at least 1");
+        }
+        Ok(s)
+    }
+}
+
+fn parse_threshold(text: &str) -> Result<Threshold> {
+    let bad = || anyhow::anyhow!("--threshold `{text}`: expected e.g. 10%, 0.1 or abs:2.5");
+    let t = if let Some(abs) = text.strip_prefix("abs:") {
+        Threshold::Absolute(abs.trim().parse().map_err(|_| bad())?)
+    } else if let Some(pct) = text.strip_suffix('%') {
+        Threshold::Relative(pct.trim().parse::<f64>().map_err(|_| bad())? / 100.0)
+    } else {
+        Threshold::Relative(text.trim().parse().map_err(|_| bad())?)
+    };
+    match t {
+        Threshold::Absolute(x) | Threshold::Relative(x) if x.is_finite() && x > 0.0 => Ok(t),
+        _ => Err(bad()),
+    }
+}
+
+#[derive(Args)]
+pub struct ReplayArgs {
+    /// The recorded history CSV.
+    history: PathBuf,
+    #[command(flatten)]
+    search: SearchArgs,
+    /// Write the sampled histories with the detected change points as an SVG image.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct SyntheticArgs {
+    /// A system written before (`--write-system`); otherwise one is generated.
+    #[arg(long)]
+    system: Option<PathBuf>,
+    #[arg(long, default_value_t = 8)]
+    options: usize,
+    #[arg(long, default_value_t = 1000)]
+    commits: usize,
+    #[arg(long, default_value_t = 2)]
+    change_points: usize,
+    /// Geometric parameter of interaction degrees (larger: fewer high-order interactions).
+    #[arg(long, default_value_t = 0.7)]
+    p_interaction: f64,
+    /// Relative standard deviation of measurement noise.
+    #[arg(long, default_value_t = 0.0)]
+    noise: f64,
+    /// Influences from [0, 1) as the reference implementation draws them (the paper: [−1, 1]).
+    #[arg(long)]
+    positive_influences: bool,
+    /// Seed of the generated system.
+    #[arg(long, default_value_t = 1)]
+    system_seed: u64,
+    /// Write the system as JSON (the format the reference comparison reads).
+    #[arg(long)]
+    write_system: Option<PathBuf>,
+    #[command(flatten)]
+    search: SearchArgs,
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct GridArgs {
+    /// The whole of Table 1 (864 settings); default: the quick subset.
+    #[arg(long)]
+    full: bool,
+    /// Systems per setting (different seeds).
+    #[arg(long, default_value_t = 5)]
+    seeds: u64,
+    #[arg(long, default_value_t = 0.0)]
+    noise: f64,
+    /// Threshold of the search (synthetic systems have no noise by default, so 1 % sees the
+    /// smallest changes of the generator).
+    #[arg(long, default_value = "1%")]
+    threshold: String,
+    #[arg(long)]
+    reference_choices: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn changepoints(cmd: ChangepointsCommand) -> Result<Outcome> {
+    match cmd {
+        ChangepointsCommand::Replay(args) => {
+            let text = std::fs::read_to_string(&args.history)
+                .with_context(|| format!("reading {}", args.history.display()))?;
+            let mut backend = RecordedHistory::parse(&text, &args.history.display().to_string())?;
+            let detection = detect(&mut backend, &args.search.settings()?)?;
+            finish(&detection, args.plot.as_deref(), args.json, None)
+        }
+        ChangepointsCommand::Synthetic(args) => synthetic(args),
+        ChangepointsCommand::Grid(args) => grid(args),
+    }
+}
+
+fn synthetic(args: SyntheticArgs) -> Result<Outcome> {
+    let system = match &args.system {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            SyntheticSystem::from_json(&text, &path.display().to_string())?
+        }
+        None => SyntheticSystem::generate(&SyntheticSettings {
+            options: args.options,
+            commits: args.commits,
+            change_points: args.change_points,
+            p_interaction: args.p_interaction,
+            noise: args.noise,
+            influence_range: if args.positive_influences {
+                (0.0, 1.0)
+            } else {
+                (-1.0, 1.0)
+            },
+            seed: args.system_seed,
+            ..SyntheticSettings::default()
+        })?,
+    };
+    if let Some(path) = &args.write_system {
+        std::fs::write(path, serde_json::to_string_pretty(&system)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    let truth = evaluation::truth(&system);
+    let mut backend = SyntheticBackend::new(system, args.search.seed);
+    let detection = detect(&mut backend, &args.search.settings()?)?;
+    let score = evaluation::score(&truth, &detection.associations, TOLERANCE);
+    let truth_text: Vec<String> = backend
+        .system()
+        .change_points
+        .iter()
+        .map(|c| {
+            let options: Vec<String> = c.options.iter().map(|o| format!("o{o}")).collect();
+            format!(
+                "{} ({})",
+                c.commit,
+                if options.is_empty() {
+                    "all configurations".to_string()
+                } else {
+                    options.join(" & ")
+                }
+            )
+        })
+        .collect();
+    finish(
+        &detection,
+        args.plot.as_deref(),
+        args.json,
+        Some((score, truth_text)),
+    )
+}
+
+#[derive(Serialize)]
+struct Scored<'a> {
+    #[serde(flatten)]
+    detection: &'a Detection,
+    score: Option<evaluation::Score>,
+    truth: Option<Vec<String>>,
+}
+
+fn finish(
+    detection: &Detection,
+    plot: Option<&std::path::Path>,
+    json: bool,
+    scored: Option<(evaluation::Score, Vec<String>)>,
+) -> Result<Outcome> {
+    if let Some(path) = plot {
+        std::fs::write(path, changepoints::plot::svg(detection, 12))
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("plot written to {}", path.display());
+    }
+    if json {
+        let (score, truth) = match scored {
+            Some((s, t)) => (Some(s), Some(t)),
+            None => (None, None),
+        };
+        crate::print_json(&Scored {
+            detection,
+            score,
+            truth,
+        })?;
+        return Ok(Outcome::Done);
+    }
+    print!("{}", render(detection));
+    if let Some((score, truth)) = scored {
+        println!("true change points: {}", truth.join(", "));
+        println!(
+            "F1 {:.2} (precision {:.2}, recall {:.2}; {} found, {} true associations, tolerance {TOLERANCE} commits)",
+            score.f1, score.precision, score.recall, score.found, score.truth
+        );
+    }
+    Ok(Outcome::Done)
+}
+
+/// The change points and the effort, as text.
+pub fn render(d: &Detection) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} change point(s) in {} commits; {} measurements of {} configurations, {} iterations ({}), {:.1} s",
+        d.change_points.len(),
+        d.commits,
+        d.measurements,
+        d.configurations,
+        d.iterations.len(),
+        d.stopped,
+        d.seconds
+    );
+    for c in &d.change_points {
+        let what = if c.all_configurations {
+            let mut w = "all configurations".to_string();
+            if !c.options.is_empty() {
+                w.push_str(&format!(" and {}", c.options.join(" & ")));
+            }
+            w
+        } else {
+            c.options.join(" & ")
+        };
+        let change = match c.relative_change {
+            Some(r) => format!(
+                "{}{:.1} % ({} → {}, {} configuration(s))",
+                if r >= 0.0 { "+" } else { "" },
+                100.0 * r,
+                c.before_commit,
+                c.after_commit,
+                c.configurations_compared
+            ),
+            None => "size unknown".to_string(),
+        };
+        let _ = write!(out, "  commit {:>6}", c.commit);
+        if c.info.id != c.commit.to_string() {
+            let _ = write!(out, " {}", &c.info.id[..c.info.id.len().min(12)]);
+        }
+        if !c.info.date.is_empty() {
+            let _ = write!(out, " {}", c.info.date);
+        }
+        let _ = writeln!(out, ": {what}; {change}; weight {:.2}", c.weight);
+        if !c.info.subject.is_empty() {
+            let _ = writeln!(out, "      {}", c.info.subject);
+        }
+    }
+    out
+}
+
+fn grid(args: GridArgs) -> Result<Outcome> {
+    let mut base = Settings {
+        threshold: parse_threshold(&args.threshold)?,
+        ..Settings::default()
+    };
+    if args.reference_choices {
+        base = base.reference();
+    }
+    let points = if args.full {
+        evaluation::table1()
+    } else {
+        evaluation::quick_grid()
+    };
+    let mut rows: Vec<GridRow> = Vec::new();
+    for point in &points {
+        for seed in 1..=args.seeds {
+            let row = evaluation::run_point(point, seed, &base, args.noise)?;
+            eprintln!(
+                "options {:>2} commits {:>4} change points {:>2} p {:.1} N_initial {:>2} budget {:>3} seed {seed}: F1 {:.2} ({:.1} s)",
+                point.options,
+                point.commits,
+                point.change_points,
+                point.p_interaction,
+                point.initial_per_option,
+                point.measurements,
+                row.score.f1,
+                row.seconds
+            );
+            rows.push(row);
+        }
+    }
+    if args.json {
+        crate::print_json(&rows)?;
+        return Ok(Outcome::Done);
+    }
+    println!(
+        "{:>7} {:>7} {:>5} {:>5} {:>9} {:>6} | {:>5} {:>9} {:>6} {:>10} {:>12} {:>9}",
+        "options",
+        "commits",
+        "cps",
+        "p",
+        "N_initial",
+        "budget",
+        "F1",
+        "precision",
+        "recall",
+        "iterations",
+        "measurements",
+        "seconds"
+    );
+    for chunk in rows.chunks(args.seeds as usize) {
+        let p = &chunk[0].point;
+        let mean =
+            |f: &dyn Fn(&GridRow) -> f64| chunk.iter().map(f).sum::<f64>() / chunk.len() as f64;
+        println!(
+            "{:>7} {:>7} {:>5} {:>5.1} {:>9} {:>6} | {:>5.2} {:>9.2} {:>6.2} {:>10.1} {:>12.0} {:>9.2}",
+            p.options,
+            p.commits,
+            p.change_points,
+            p.p_interaction,
+            p.initial_per_option,
+            p.measurements,
+            mean(&|r| r.score.f1),
+            mean(&|r| r.score.precision),
+            mean(&|r| r.score.recall),
+            mean(&|r| r.iterations as f64),
+            mean(&|r| r.measurements as f64),
+            mean(&|r| r.seconds)
+        );
+    }
+    Ok(Outcome::Done)
+}
