@@ -232,7 +232,18 @@ fn run_recipe(
 ) -> Option<String> {
     let deadline = spec.build_timeout();
     for (i, step) in spec.build.iter().enumerate() {
-        let shown = step.join(" ");
+        // Arguments with spaces quoted, so the log's line reads as the command it was.
+        let shown = step
+            .iter()
+            .map(|a| {
+                if a.contains(char::is_whitespace) || a.is_empty() {
+                    format!("'{a}'")
+                } else {
+                    a.clone()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
         let _ = writeln!(log, "$ {shown}");
         let Some(left) = deadline.checked_sub(started.elapsed()) else {
             return Some(format!("timed out after {} s", deadline.as_secs()));

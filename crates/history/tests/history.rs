@@ -239,3 +239,24 @@ fn spec_errors_are_one_line() {
     let e = plain.program().unwrap_err().to_string();
     assert!(e.contains("--commit"), "{e}");
 }
+
+#[test]
+fn a_url_is_cloned_once_into_the_cache_and_the_repository_is_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = fixture(dir.path(), RECIPE);
+    let url = format!("file://{}", dir.path().join("prog").display());
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("repository = \"prog\"", &format!("repository = \"{url}\""));
+    std::fs::write(&path, text).unwrap();
+    let history = History::open(&SystemSpec::load(&path).unwrap()).unwrap();
+    let clone = dir.path().join(".knobs-builds/repository.git");
+    assert!(clone.is_dir());
+    assert_eq!(history.commits().unwrap().len(), 4);
+    assert!(history.program("main").unwrap().program.is_file());
+    assert!(history.prune(&Prune::default()).unwrap().builds == 1 && clone.is_dir());
+    // The user's repository: no new worktree, index or file.
+    let repo = dir.path().join("prog");
+    assert_eq!(git(&repo, &["status", "--porcelain", "--ignored"]), "");
+    assert_eq!(git(&repo, &["worktree", "list"]).lines().count(), 1);
+}
