@@ -35,6 +35,7 @@ pub fn overhead(
         spec_hash: Some(spec.hash.clone()),
         workload: Some(workload.name.clone()),
         variant: variant.to_string(),
+        commit: String::new(),
     };
     let times = store.region_times(&selection(variant))?;
     let runs: std::collections::BTreeSet<i64> = times.iter().map(|(_, run, _)| *run).collect();

@@ -450,6 +450,7 @@ pub fn selection(spec: &SystemSpec, workload: &Workload, variant: &str) -> measu
         spec_hash: Some(spec.hash.clone()),
         workload: Some(workload.name.clone()),
         variant: variant.to_string(),
+        commit: String::new(),
     }
 }
 

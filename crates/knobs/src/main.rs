@@ -3,8 +3,9 @@
 //! spaces and sampling), `measure` (system specs, running configurations, the results
 //! store), `model` (performance-influence models), `learn` (black-box learners and the
 //! evaluation protocols), `configcrusher`, `comprex`, `splat` and `family` (the white-box approaches),
-//! `changepoints` (performance changes across versions), and
-//! `instrumented` (building and measuring an instrumented program, which they share).
+//! `changepoints` (performance changes across versions), `instrumented` (building and
+//! measuring an instrumented program, which they share), and `history` (a program's commits
+//! and their builds).
 //!
 //! Every command that prints results has `--json` (one JSON document on stdout); results go
 //! to stdout, progress and notes to stderr.
@@ -16,6 +17,7 @@ mod changepoints_cmd;
 mod comprex_cmd;
 mod crush_cmd;
 mod family_cmd;
+mod history_cmd;
 mod learn_cmd;
 mod measure_cmd;
 mod model_cmd;
@@ -55,6 +57,10 @@ enum Command {
     /// Measure a sample of configurations into the results store; rerunning resumes and
     /// skips what is already measured.
     Measure(measure_cmd::MeasureArgs),
+    /// A program's version history (the spec's [history]): list its commits, build them,
+    /// prune the builds. `knobs measure --commit REV` measures at a commit.
+    #[command(subcommand)]
+    History(history_cmd::HistoryCommand),
     /// Read the results store: per-configuration statistics, export as dataset CSV or JSON.
     #[command(subcommand)]
     Results(measure_cmd::ResultsCommand),
@@ -135,6 +141,7 @@ fn main() -> ExitCode {
         Command::Init(args) => measure_cmd::init(args),
         Command::Measure(args) => measure_cmd::measure(args),
         Command::Results(cmd) => measure_cmd::results(cmd),
+        Command::History(cmd) => history_cmd::run(cmd),
         Command::Learn(args) => learn_cmd::learn_model(args),
         Command::Evaluate(args) => learn_cmd::evaluate_model(args),
         Command::Experiment(cmd) => learn_cmd::experiment(cmd),

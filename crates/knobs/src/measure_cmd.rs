@@ -64,7 +64,9 @@ pub fn init(args: InitArgs) -> Result<Outcome> {
 #[derive(Args)]
 #[command(after_help = "Example:\n  \
     knobs measure --spec examples/xz/knobs.toml --sample all\n  \
-    knobs measure --spec examples/xz/knobs.toml --sample pairwise --workload small --json")]
+    knobs measure --spec examples/xz/knobs.toml --sample pairwise --workload small --json
+  \
+    knobs measure --spec examples/xz-history/knobs.toml --commit v5.4.0 --sample 'random:4'")]
 pub struct MeasureArgs {
     /// The system spec.
     #[arg(long, default_value = "knobs.toml")]
@@ -88,6 +90,10 @@ pub struct MeasureArgs {
     /// Run configurations whose earlier runs failed again.
     #[arg(long)]
     retry_failed: bool,
+    /// Measure the program built at this commit of the spec's [history] (a revision: id,
+    /// tag, `main~3`), building it first when needed; runs are stored under the commit.
+    #[arg(long)]
+    commit: Option<String>,
     /// Print the report as JSON on stdout (progress stays on stderr).
     #[arg(long)]
     json: bool,
@@ -99,6 +105,9 @@ struct MeasureReport<'a> {
     system: &'a str,
     workload: &'a str,
     store: &'a Path,
+    /// The [history] commit measured (full id); absent for the spec's own program.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    commit: Option<&'a str>,
     /// The sampling strategy, as the store's provenance and `knobs learn` write it.
     sample: String,
     seed: u64,
@@ -119,7 +128,11 @@ pub fn beside(spec: &Path, name: &str) -> PathBuf {
 pub fn measure(args: MeasureArgs) -> Result<Outcome> {
     let spec = SystemSpec::load(&args.spec)?;
     // Everything that can be wrong with the spec is reported before the store is touched.
-    spec.check_runnable()?;
+    if args.commit.is_some() {
+        spec.check_cwd()?;
+    } else {
+        spec.check_runnable()?;
+    }
     let workload = spec.workload(args.workload.as_deref())?;
     spec.prepare_workload(workload)?;
     let mut settings = spec.measure.clone();
@@ -135,17 +148,29 @@ pub fn measure(args: MeasureArgs) -> Result<Outcome> {
     let valid = ValidConfigurations::new(&spec.space)?;
     let plan = sample(&valid, &strategy, args.seed)?;
     let store_path = args.store.unwrap_or_else(|| beside(&args.spec, "knobs.db"));
-    let store = Store::open(&store_path)?;
     measure::runner::kill_runs_on_interrupt();
+    let built = match &args.commit {
+        Some(rev) => Some(crate::history_cmd::program_at(&spec, rev)?),
+        None => None,
+    };
+    let store = Store::open(&store_path)?;
+    let campaign = match &built {
+        Some(b) => Campaign::at_commit(&spec, workload, &b.commit, b.program.clone()),
+        None => Campaign::new(&spec, workload),
+    };
     let campaign = Campaign {
         settings,
         retry_failed: args.retry_failed,
-        ..Campaign::new(&spec, workload)
+        ..campaign
     };
     eprintln!(
-        "measuring {} configurations of {} ({} sample, workload `{}`) into {}",
+        "measuring {} configurations of {}{} ({} sample, workload `{}`) into {}",
         plan.configurations.len(),
         spec.name,
+        built
+            .as_ref()
+            .map(|b| format!(" at commit {}", &b.commit[..b.commit.len().min(12)]))
+            .unwrap_or_default(),
         args.sample,
         workload.name,
         store_path.display()
@@ -165,6 +190,7 @@ pub fn measure(args: MeasureArgs) -> Result<Outcome> {
             system: &spec.name,
             workload: &workload.name,
             store: &store_path,
+            commit: built.as_ref().map(|b| b.commit.as_str()),
             sample: strategy.to_string(),
             seed: args.seed,
             sampled: plan.configurations.len(),
@@ -198,6 +224,10 @@ pub struct StoreArgs {
     /// A derived build's measurements (e.g. `configcrusher:…`) instead of the program's.
     #[arg(long, default_value = "")]
     variant: String,
+    /// The measurements of the build of this [history] commit (its id, or a prefix of it)
+    /// instead of the spec's own program.
+    #[arg(long)]
+    commit: Option<String>,
     /// The metric (default: the one of the spec the measurements were taken under).
     #[arg(long, value_enum)]
     metric: Option<MetricArg>,
@@ -241,12 +271,39 @@ pub enum ExportFormat {
 }
 
 impl StoreArgs {
+    /// The selection; a --commit prefix is not resolved yet (see `selection_in`).
     fn selection(&self) -> Selection {
         Selection {
             system: self.system.clone(),
             spec_hash: self.spec_hash.clone(),
             workload: self.workload.clone(),
             variant: self.variant.clone(),
+            commit: self.commit.clone().unwrap_or_default(),
+        }
+    }
+
+    /// The selection with --commit resolved to the one stored commit it is a prefix of.
+    fn selection_in(&self, store: &Store) -> Result<Selection> {
+        let selection = self.selection();
+        let Some(prefix) = &self.commit else {
+            return Ok(selection);
+        };
+        let matching: Vec<String> = store
+            .commits(&selection)?
+            .into_iter()
+            .filter(|c| c.starts_with(prefix.as_str()))
+            .collect();
+        match matching.as_slice() {
+            [one] => Ok(selection.at_commit(one)),
+            [] => bail!(
+                "{}: no measurements at a commit `{prefix}`",
+                store.path().display()
+            ),
+            _ => bail!(
+                "{}: `{prefix}` is the start of {} measured commits; give more of it",
+                store.path().display(),
+                matching.len()
+            ),
         }
     }
 
@@ -322,7 +379,7 @@ pub fn results(cmd: ResultsCommand) -> Result<Outcome> {
             let stored = store.spec(&args.selection())?;
             let selection = Selection {
                 spec_hash: Some(stored.hash.clone()),
-                ..args.selection()
+                ..args.selection_in(&store)?
             };
             let summaries = store.summaries(&selection, metric)?;
             let older = store
@@ -342,6 +399,7 @@ pub fn results(cmd: ResultsCommand) -> Result<Outcome> {
                     "system": stored.system,
                     "spec_hash": stored.hash,
                     "variant": args.variant,
+                    "commit": selection.commit,
                     "metric": metric.name(),
                     "unit": metric.label(),
                     "configurations": summaries,
@@ -351,9 +409,14 @@ pub fn results(cmd: ResultsCommand) -> Result<Outcome> {
             let mut out = std::io::stdout().lock();
             writeln!(
                 out,
-                "{} (spec {}), metric {}: {} configurations",
+                "{} (spec {}{}), metric {}: {} configurations",
                 stored.system,
                 stored.hash,
+                if selection.commit.is_empty() {
+                    String::new()
+                } else {
+                    format!(", commit {}", selection.commit)
+                },
                 metric.label(),
                 summaries.len()
             )?;
@@ -399,11 +462,11 @@ pub fn results(cmd: ResultsCommand) -> Result<Outcome> {
             match format {
                 ExportFormat::Csv => {
                     let metric = store.metric(&db)?;
-                    let data = db.dataset(&store.selection(), metric)?;
+                    let data = db.dataset(&store.selection_in(&db)?, metric)?;
                     write_dataset_csv(&data, &mut sink)?;
                 }
                 ExportFormat::Json => {
-                    let runs = db.runs(&store.selection())?;
+                    let runs = db.runs(&store.selection_in(&db)?)?;
                     serde_json::to_writer_pretty(&mut sink, &runs)?;
                     writeln!(sink)?;
                 }

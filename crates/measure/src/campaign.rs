@@ -95,6 +95,9 @@ pub struct Campaign<'a> {
     pub program: Option<PathBuf>,
     /// Collects per-region times that the program writes to a file.
     pub regions: Option<RegionOutput>,
+    /// The `[history]` commit (full id) whose build `program` is; its runs are stored and
+    /// resumed under it. `""`: the program as the spec runs it.
+    pub commit: String,
 }
 
 /// How an instrumented program reports region times: it writes them to the file named by
@@ -128,7 +131,32 @@ impl<'a> Campaign<'a> {
             variant: String::new(),
             program: None,
             regions: None,
+            commit: String::new(),
         }
+    }
+
+    /// A campaign of the build of `commit` (a full id): runs `program` with the spec's
+    /// arguments and stores the runs under the commit.
+    pub fn at_commit(
+        spec: &'a SystemSpec,
+        workload: &'a Workload,
+        commit: &str,
+        program: PathBuf,
+    ) -> Self {
+        Campaign {
+            commit: commit.to_string(),
+            program: Some(program),
+            ..Campaign::new(spec, workload)
+        }
+    }
+
+    /// The store's selection of this campaign's runs.
+    pub fn selection(&self) -> Selection {
+        Selection {
+            variant: self.variant.clone(),
+            ..Selection::of(self.spec, &self.workload.name)
+        }
+        .at_commit(&self.commit)
     }
 
     /// Runs once; with region output, reads the region times the program wrote (a
@@ -178,6 +206,7 @@ impl<'a> Campaign<'a> {
             spec_hash: self.spec.hash.clone(),
             workload: self.workload.name.clone(),
             configuration,
+            commit: self.commit.clone(),
         }
     }
 
@@ -220,12 +249,7 @@ impl<'a> Campaign<'a> {
             cause,
         })?;
         let mut report_notes = Vec::new();
-        let existing = store.runs_by_configuration(&Selection {
-            variant: self.variant.clone(),
-            system: Some(spec.name.clone()),
-            spec_hash: Some(spec.hash.clone()),
-            workload: Some(self.workload.name.clone()),
-        })?;
+        let existing = store.runs_by_configuration(&self.selection())?;
         // Runs of a workload whose files have changed since are still used, but said so.
         let inputs = spec.workload_digest(self.workload);
         let changed = existing
@@ -387,13 +411,7 @@ impl<'a> Campaign<'a> {
         store: &Store,
         text: &str,
     ) -> Result<(Vec<f64>, Option<crate::store::StoredRun>), Error> {
-        let selection = Selection {
-            variant: self.variant.clone(),
-            system: Some(self.spec.name.clone()),
-            spec_hash: Some(self.spec.hash.clone()),
-            workload: Some(self.workload.name.clone()),
-        };
-        Ok(self.standing(&store.runs_of(&selection, text)?))
+        Ok(self.standing(&store.runs_of(&self.selection(), text)?))
     }
 
     /// Where a configuration stands given its stored runs: the metric of its successful
@@ -490,6 +508,36 @@ mod tests {
         let store = Store::open(&dir.path().join("loose.db")).unwrap();
         measure_all(&loose, &store);
         assert_eq!(runs_per_configuration(&loose, &store), [3, 3]);
+    }
+
+    #[test]
+    fn a_campaign_at_a_commit_stores_and_resumes_under_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("r.db")).unwrap();
+        let spec = spec(dir.path(), "repetitions = 2");
+        let workload = spec.workload(None).unwrap();
+        let configs: Vec<Configuration> = space::ValidConfigurations::new(&spec.space)
+            .unwrap()
+            .iter()
+            .collect();
+        let sleep = std::path::PathBuf::from("/bin/sleep");
+        let commit = "c".repeat(40);
+        let at = Campaign::at_commit(&spec, workload, &commit, sleep.clone());
+        let report = at.run(&store, &configs, &mut |_| {}).unwrap();
+        assert_eq!(report.runs, 4);
+        let again = at.run(&store, &configs, &mut |_| {}).unwrap();
+        assert_eq!(
+            (again.runs, again.reused),
+            (0, 2),
+            "resumed under the commit"
+        );
+        // The program without history has none of them, and another commit neither.
+        assert!(store.runs(&Selection::default()).unwrap().is_empty());
+        let other = Campaign::at_commit(&spec, workload, &"d".repeat(40), sleep);
+        assert_eq!(other.run(&store, &configs, &mut |_| {}).unwrap().runs, 4);
+        let runs = store.runs(&at.selection()).unwrap();
+        assert_eq!(runs.len(), 4);
+        assert!(runs.iter().all(|r| r.commit == commit));
     }
 
     #[test]

@@ -21,7 +21,9 @@ pub mod store;
 
 pub use campaign::{Campaign, CampaignReport, ConfigurationStatus, Event};
 pub use runner::peak_memory_mib;
-pub use spec::{Invocation, MeasureSettings, Metric, SystemSpec, Workload, load_space};
+pub use spec::{
+    HistorySpec, Invocation, MeasureSettings, Metric, SystemSpec, Workload, load_space,
+};
 pub use stats::Summary;
 pub use store::{Selection, Store};
 

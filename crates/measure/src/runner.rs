@@ -129,6 +129,16 @@ fn seconds(t: libc::timeval) -> f64 {
 /// Runs the invocation once. Standard output is discarded; standard error is read so the
 /// program never blocks on a full pipe, and its tail is kept for failures.
 pub fn run(inv: &Invocation) -> RunResult {
+    run_with(inv, None)
+}
+
+/// Runs the invocation once like [`run`], with standard output and standard error both
+/// appended to `log` (a build's log); `stderr_tail` stays empty, the log has it all.
+pub fn run_logged(inv: &Invocation, log: &std::fs::File) -> RunResult {
+    run_with(inv, Some(log))
+}
+
+fn run_with(inv: &Invocation, log: Option<&std::fs::File>) -> RunResult {
     let stdin = match &inv.stdin {
         Some(path) => match std::fs::File::open(path) {
             Ok(f) => Stdio::from(f),
@@ -141,14 +151,19 @@ pub fn run(inv: &Invocation) -> RunResult {
         },
         None => Stdio::null(),
     };
+    let (stdout, stderr) = match log.map(|f| f.try_clone().and_then(|g| Ok((f.try_clone()?, g)))) {
+        None => (Stdio::null(), Stdio::piped()),
+        Some(Ok((out, err))) => (Stdio::from(out), Stdio::from(err)),
+        Some(Err(e)) => return RunResult::failed_to_start(format!("cannot write the log: {e}")),
+    };
     let mut command = Command::new(&inv.program);
     command
         .args(&inv.args)
         .envs(inv.env.iter().map(|(k, v)| (k, v)))
         .current_dir(&inv.cwd)
         .stdin(stdin)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stdout(stdout)
+        .stderr(stderr)
         .process_group(0);
     // SAFETY: prctl is async-signal-safe. If knobs itself is killed (even by SIGKILL), the
     // kernel kills the program too instead of leaving it running unobserved.
@@ -166,12 +181,11 @@ pub fn run(inv: &Invocation) -> RunResult {
     let pid = child.id() as libc::pid_t;
     RUNNING_GROUP.store(pid, Ordering::SeqCst);
     watchdog::running(pid);
-    let mut stderr = child.stderr.take().expect("stderr is piped");
-    let pipe = pipe_inode(&stderr);
     // The tail is shared, not returned: the reader may never finish (see ESCAPED_GRACE).
     let tail = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
     let (eof_tx, eof_rx) = mpsc::channel::<()>();
-    {
+    let pipe = child.stderr.as_ref().and_then(pipe_inode);
+    if let Some(mut stderr) = child.stderr.take() {
         let tail = tail.clone();
         std::thread::spawn(move || {
             let mut buf = [0u8; 8192];
@@ -226,9 +240,9 @@ pub fn run(inv: &Invocation) -> RunResult {
     drop(child);
     // Whoever still holds standard error now left the group: name and kill them, and stop
     // reading (the reader thread ends when they are gone).
-    let escaped = match eof_rx.recv_timeout(ESCAPED_GRACE) {
-        Ok(()) => Vec::new(),
-        Err(_) => pipe.map(kill_pipe_holders).unwrap_or_default(),
+    let escaped = match pipe {
+        Some(pipe) if eof_rx.recv_timeout(ESCAPED_GRACE).is_err() => kill_pipe_holders(pipe),
+        _ => Vec::new(),
     };
     let tail = tail.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let status = std::process::ExitStatus::from_raw(reaped.status);

@@ -36,6 +36,9 @@ pub struct SystemSpec {
     pub option_args: Vec<OptionArgs>,
     /// How to build the program from source, for the white-box approaches.
     pub build: Option<BuildSpec>,
+    /// The program's version history (`[history]`): the program measured at a commit is
+    /// built from it.
+    pub history: Option<HistorySpec>,
     /// Per option (indexed like `space.options()`): where the program keeps its value.
     pub option_sources: Vec<Vec<OptionSourceSpec>>,
     /// Per option: name patterns of the functions that implement it (`*` matches any run of
@@ -51,7 +54,9 @@ pub struct SystemSpec {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunSpec {
-    /// A command on `PATH`, or a path (relative to the spec's directory).
+    /// A command on `PATH`, or a path (relative to the spec's directory). May be left out
+    /// with `[history]`: the program is then the build of the commit measured.
+    #[serde(default)]
     pub program: String,
     /// Arguments after the program. An element `{options}` expands to the options'
     /// arguments, `{workload}` to the workload's arguments.
@@ -265,6 +270,35 @@ fn yes() -> bool {
     true
 }
 
+/// The program's version history (`[history]`): where its repository is, which commits
+/// matter, and how to build one. The program measured at a commit is `output` of its build;
+/// the rest of the spec (arguments, options, workloads) applies to every commit.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistorySpec {
+    /// A local path (relative to the spec's directory) or a URL to clone.
+    pub repository: String,
+    /// A git revision range (`v5.0.0..v5.2.0`), or one revision meaning its whole history.
+    pub range: String,
+    /// Only the first-parent line of the range (default); `false`: every commit, in
+    /// topological order.
+    #[serde(default = "yes")]
+    pub first_parent: bool,
+    /// The build recipe: argv lists run in order in a clean checkout (no shell).
+    pub build: Vec<Vec<String>>,
+    /// The built program, relative to the checkout (`src/xz/xz`).
+    pub output: String,
+    /// Seconds a whole build may take; default 3600.
+    pub timeout: Option<f64>,
+}
+
+impl HistorySpec {
+    /// The build's time limit.
+    pub fn build_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.timeout.unwrap_or(3600.0))
+    }
+}
+
 /// Where a program keeps an option's value, for the white-box analyses. Exactly one of:
 /// `global = "name"`; `struct = "type"` with `field = "name"` (or its index); `function =
 /// "name"` (its return value), optionally only for calls whose argument `arg_index`
@@ -325,6 +359,7 @@ impl OptionSourceSpec {
 struct SpecFile {
     run: Option<RunSpec>,
     build: Option<BuildSpec>,
+    history: Option<HistorySpec>,
     #[serde(default)]
     measure: MeasureSettings,
     #[serde(default)]
@@ -542,6 +577,7 @@ impl SystemSpec {
             workloads: keys.workload,
             option_args,
             build: keys.build,
+            history: keys.history,
             option_sources,
             option_functions,
             hash: String::new(),
@@ -598,12 +634,23 @@ impl SystemSpec {
                 "build: give `sources` (C files knobs compiles) or `bitcode`, not both",
             ));
         }
+        if let Some(history) = &self.history {
+            check_history(history).map_err(|why| {
+                format_error(
+                    shown,
+                    text.lines()
+                        .position(|l| l.trim() == "[history]")
+                        .map_or(0, |i| i + 1),
+                    format!("history: {why}"),
+                )
+            })?;
+        }
         let Some(run) = &self.run else { return Ok(()) };
-        if run.program.is_empty() {
+        if run.program.is_empty() && self.history.is_none() {
             return Err(format_error(
                 shown,
                 line_of_key(text, "program", 0),
-                "run.program is empty",
+                "run.program is missing or empty (only a spec with [history] may leave it out)",
             ));
         }
         if let Some(t) = run.timeout
@@ -645,6 +692,10 @@ impl SystemSpec {
             options: Vec<(&'a str, &'a OptionArgs)>,
             // Whole workloads: a changed `prepare` command may change the input too.
             workloads: &'a [Workload],
+            // How a commit's program is built; left out without history, so specs without
+            // it keep their hash.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            history_build: Option<(&'a [Vec<String>], &'a str)>,
         }
         // How long a run may take does not change what it measures.
         let run = self.run.clone().map(|r| RunSpec { timeout: None, ..r });
@@ -659,6 +710,10 @@ impl SystemSpec {
                 .map(|(o, a)| (o.name.as_str(), a))
                 .collect(),
             workloads: &self.workloads,
+            history_build: self
+                .history
+                .as_ref()
+                .map(|h| (h.build.as_slice(), h.output.as_str())),
         };
         let json = serde_json::to_string(&meaning).expect("spec serialises");
         let digest = Sha256::digest(json.as_bytes());
@@ -752,6 +807,12 @@ impl SystemSpec {
     /// The program to run: a path relative to the spec's directory, or found on `PATH`.
     pub fn program(&self) -> Result<PathBuf, Error> {
         let program = &self.run()?.program;
+        if program.is_empty() {
+            return Err(Error::Invalid(format!(
+                "{}: the program is built from [history] (no run.program); measure it at a commit (--commit REV)",
+                self.path.display()
+            )));
+        }
         if program.contains('/') {
             let path = self.dir.join(program);
             if path.is_file() && !is_executable(&path) {
@@ -969,6 +1030,41 @@ impl SystemSpec {
             timeout: Duration::from_secs_f64(run.timeout.unwrap_or(600.0)),
         })
     }
+}
+
+/// What is wrong with a `[history]` section, if anything.
+fn check_history(history: &HistorySpec) -> Result<(), String> {
+    if history.repository.trim().is_empty() {
+        return Err("`repository` is empty".into());
+    }
+    if history.range.trim().is_empty() {
+        return Err("`range` is empty".into());
+    }
+    if history.build.is_empty() {
+        return Err("`build` has no steps; give argv lists, e.g. [[\"make\"]]".into());
+    }
+    if let Some(i) = history.build.iter().position(|step| step.is_empty()) {
+        return Err(format!("`build` step {} is an empty command", i + 1));
+    }
+    let output = Path::new(&history.output);
+    let escapes = output.components().any(|c| {
+        !matches!(
+            c,
+            std::path::Component::Normal(_) | std::path::Component::CurDir
+        )
+    });
+    if history.output.is_empty() || escapes {
+        return Err(format!(
+            "`output` must be a path inside the checkout (`src/prog`), not `{}`",
+            history.output
+        ));
+    }
+    if let Some(t) = history.timeout
+        && !(t.is_finite() && t > 0.0 && t <= MAX_TIMEOUT_SECONDS)
+    {
+        return Err("`timeout` must be a number of seconds > 0 and at most a year".into());
+    }
+    Ok(())
 }
 
 /// A workload name as a file name: anything but letters, digits, `-` and `_` becomes `_`.

@@ -12,8 +12,12 @@
 //! it, or e.g. `configcrusher:<plan>` for an instrumented build. Black-box data are the
 //! runs of variant `""`.
 //!
-//! The schema is versioned with `PRAGMA user_version`; `SCHEMA` below is version 2, and
-//! `MIGRATIONS` bring older stores up to it.
+//! A run of a spec with `[history]` also names the *commit* whose build it ran (the full
+//! id); runs of the program as `[run]` names it have commit `""`. Reads select one commit,
+//! `""` by default, so the history never mixes into a configuration's measurements.
+//!
+//! The schema is versioned with `PRAGMA user_version`; `SCHEMA` below is the current
+//! version, and `MIGRATIONS` bring older stores up to it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,7 +33,7 @@ use crate::spec::{Metric, SystemSpec};
 use crate::stats::Summary;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 const SCHEMA: &str = "
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -57,7 +61,8 @@ CREATE TABLE runs (
     system_time REAL NOT NULL,
     max_rss_kib INTEGER NOT NULL,
     stderr_tail TEXT,
-    inputs TEXT                     -- digest of the workload's files, when it has any
+    inputs TEXT,                    -- digest of the workload's files, when it has any
+    \"commit\" TEXT NOT NULL DEFAULT ''  -- the [history] commit built and run; '' = none
 );
 CREATE INDEX runs_by_configuration ON runs (system, spec_hash, workload, configuration);
 CREATE TABLE region_times (
@@ -75,12 +80,13 @@ CREATE TABLE claims (               -- a configuration being measured, and by wh
     configuration TEXT NOT NULL,
     owner TEXT NOT NULL,            -- host:pid:start of the measuring process
     expires REAL NOT NULL,          -- Unix time; a claim past it is free
-    PRIMARY KEY (system, variant, spec_hash, workload, configuration)
+    \"commit\" TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (system, variant, spec_hash, workload, configuration, \"commit\")
 );
 ";
 
 /// Statements taking a store of version `i + 1` to version `i + 2`.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     "
 ALTER TABLE runs ADD COLUMN variant TEXT NOT NULL DEFAULT '';
 CREATE TABLE region_times (
@@ -104,6 +110,22 @@ CREATE TABLE claims (
     PRIMARY KEY (system, variant, spec_hash, workload, configuration)
 );
 ",
+    // Claims are leases of minutes; a store being migrated has none worth keeping.
+    "
+ALTER TABLE runs ADD COLUMN \"commit\" TEXT NOT NULL DEFAULT '';
+DROP TABLE claims;
+CREATE TABLE claims (
+    system TEXT NOT NULL,
+    variant TEXT NOT NULL,
+    spec_hash TEXT NOT NULL,
+    workload TEXT NOT NULL,
+    configuration TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    expires REAL NOT NULL,
+    \"commit\" TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (system, variant, spec_hash, workload, configuration, \"commit\")
+);
+",
 ];
 
 /// Identifies a configuration's measurements.
@@ -116,6 +138,8 @@ pub struct MeasurementKey {
     pub workload: String,
     /// Compact text (`ConfigSpace::format_configuration`).
     pub configuration: String,
+    /// The `[history]` commit whose build ran (full id); `""` for the spec's own program.
+    pub commit: String,
     /// Digest of the workload's files as measured (`SystemSpec::workload_digest`); `None`
     /// when the workload lists no files. Stored with each run, not part of the identity.
     pub inputs: Option<String>,
@@ -142,6 +166,8 @@ pub struct StoredRun {
     pub stderr_tail: Option<String>,
     /// The workload's files' digest when it ran (`None`: no files, or an older store).
     pub inputs: Option<String>,
+    /// The `[history]` commit whose build ran; `""` for the spec's own program.
+    pub commit: String,
 }
 
 impl StoredRun {
@@ -179,13 +205,37 @@ pub struct StoredSpec {
     pub created: f64,
 }
 
-/// Which measurements to read. The default variant `""` is the program as the spec runs it.
+/// Which measurements to read. The default variant `""` is the program as the spec runs it,
+/// and the default commit `""` is that program too (not a `[history]` build).
 #[derive(Clone, Debug, Default)]
 pub struct Selection {
     pub system: Option<String>,
     pub variant: String,
     pub spec_hash: Option<String>,
     pub workload: Option<String>,
+    /// The `[history]` commit (full id) whose runs to read; `""`: runs without history.
+    pub commit: String,
+}
+
+impl Selection {
+    /// The runs of one spec and workload (the program as the spec runs it, no commit).
+    pub fn of(spec: &SystemSpec, workload: &str) -> Selection {
+        Selection {
+            system: Some(spec.name.clone()),
+            variant: String::new(),
+            spec_hash: Some(spec.hash.clone()),
+            workload: Some(workload.to_string()),
+            commit: String::new(),
+        }
+    }
+
+    /// The same selection, of the runs of the build of `commit` (a full id).
+    pub fn at_commit(self, commit: &str) -> Selection {
+        Selection {
+            commit: commit.to_string(),
+            ..self
+        }
+    }
 }
 
 /// A configuration's measurements, summarised.
@@ -347,9 +397,10 @@ impl Store {
         let changed = self
             .conn
             .execute(
-                "INSERT INTO claims (system, variant, spec_hash, workload, configuration, owner, expires)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-                 ON CONFLICT (system, variant, spec_hash, workload, configuration) DO UPDATE
+                "INSERT INTO claims (system, variant, spec_hash, workload, configuration, owner, expires,
+                    \"commit\")
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?9)
+                 ON CONFLICT (system, variant, spec_hash, workload, configuration, \"commit\") DO UPDATE
                  SET owner = excluded.owner, expires = excluded.expires
                  WHERE claims.owner = excluded.owner OR claims.expires < ?8",
                 rusqlite::params![
@@ -360,7 +411,8 @@ impl Store {
                     key.configuration,
                     owner,
                     expires,
-                    now
+                    now,
+                    key.commit
                 ],
             )
             .map_err(&err)?;
@@ -372,14 +424,15 @@ impl Store {
         self.conn
             .execute(
                 "DELETE FROM claims WHERE system = ?1 AND variant = ?2 AND spec_hash = ?3
-                 AND workload = ?4 AND configuration = ?5 AND owner = ?6",
+                 AND workload = ?4 AND configuration = ?5 AND owner = ?6 AND \"commit\" = ?7",
                 rusqlite::params![
                     key.system,
                     key.variant,
                     key.spec_hash,
                     key.workload,
                     key.configuration,
-                    owner
+                    owner,
+                    key.commit
                 ],
             )
             .map_err(db_error(&self.path))?;
@@ -427,8 +480,8 @@ impl Store {
         tx.execute(
             "INSERT INTO runs (system, variant, spec_hash, workload, configuration, host, started,
                 tool_version, status, detail, wall, user, system_time, max_rss_kib, stderr_tail,
-                inputs)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                inputs, \"commit\")
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
             params![
                 key.system,
                 key.variant,
@@ -446,6 +499,7 @@ impl Store {
                 result.max_rss_kib as i64,
                 tail,
                 key.inputs,
+                key.commit,
             ],
         )
         .map_err(&err)?;
@@ -474,7 +528,7 @@ impl Store {
                  FROM runs r JOIN region_times t ON t.run = r.id
                  WHERE r.status = 'ok' AND r.variant = ?1
                    AND (?2 IS NULL OR r.system = ?2) AND (?3 IS NULL OR r.spec_hash = ?3)
-                   AND (?4 IS NULL OR r.workload = ?4)
+                   AND (?4 IS NULL OR r.workload = ?4) AND r.\"commit\" = ?5
                  ORDER BY r.id, t.region",
             )
             .map_err(&err)?;
@@ -484,7 +538,8 @@ impl Store {
                     selection.variant,
                     selection.system,
                     selection.spec_hash,
-                    selection.workload
+                    selection.workload,
+                    selection.commit
                 ],
                 |r| {
                     Ok((
@@ -527,11 +582,11 @@ impl Store {
             .prepare(
                 "SELECT id, system, spec_hash, workload, configuration, host, started,
                         tool_version, status, detail, wall, user, system_time, max_rss_kib,
-                        stderr_tail, variant, inputs
+                        stderr_tail, variant, inputs, \"commit\"
                  FROM runs
                  WHERE (?1 IS NULL OR system = ?1) AND (?2 IS NULL OR spec_hash = ?2)
                    AND (?3 IS NULL OR workload = ?3) AND variant = ?4
-                   AND (?5 IS NULL OR configuration = ?5)
+                   AND (?5 IS NULL OR configuration = ?5) AND \"commit\" = ?6
                  ORDER BY id",
             )
             .map_err(&err)?;
@@ -542,7 +597,8 @@ impl Store {
                     selection.spec_hash,
                     selection.workload,
                     selection.variant,
-                    configuration
+                    configuration,
+                    selection.commit
                 ],
                 |r| {
                     Ok(StoredRun {
@@ -563,6 +619,7 @@ impl Store {
                         max_rss_kib: r.get(13)?,
                         stderr_tail: r.get(14)?,
                         inputs: r.get(16)?,
+                        commit: r.get(17)?,
                     })
                 },
             )
@@ -580,6 +637,33 @@ impl Store {
             by.entry(run.configuration.clone()).or_default().push(run);
         }
         Ok(by)
+    }
+
+    /// The commits with runs in the selection (its `commit` aside), in the order of their
+    /// first run; `""` (runs without history) is left out.
+    pub fn commits(&self, selection: &Selection) -> Result<Vec<String>, Error> {
+        let err = db_error(&self.path);
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT \"commit\" FROM runs
+                 WHERE (?1 IS NULL OR system = ?1) AND (?2 IS NULL OR spec_hash = ?2)
+                   AND (?3 IS NULL OR workload = ?3) AND variant = ?4 AND \"commit\" <> ''
+                 GROUP BY \"commit\" ORDER BY min(id)",
+            )
+            .map_err(&err)?;
+        let rows = stmt
+            .query_map(
+                params![
+                    selection.system,
+                    selection.spec_hash,
+                    selection.workload,
+                    selection.variant
+                ],
+                |r| r.get(0),
+            )
+            .map_err(&err)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(&err)
     }
 
     pub fn specs(&self) -> Result<Vec<StoredSpec>, Error> {
@@ -685,6 +769,7 @@ impl Store {
             spec_hash: Some(stored.hash.clone()),
             workload: selection.workload.clone(),
             variant: selection.variant.clone(),
+            commit: selection.commit.clone(),
         };
         if selection.workload.is_none() {
             let workloads: std::collections::BTreeSet<String> = self
@@ -756,6 +841,7 @@ mod tests {
     fn key(spec: &SystemSpec, configuration: &str) -> MeasurementKey {
         MeasurementKey {
             inputs: None,
+            commit: String::new(),
             system: spec.name.clone(),
             variant: String::new(),
             spec_hash: spec.hash.clone(),
@@ -926,6 +1012,73 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn runs_at_commits_are_selected_by_commit_and_version_3_stores_migrate() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v3.db");
+        let spec = spec();
+        {
+            let store = Store::open(&path).unwrap();
+            store.register_spec(&spec).unwrap();
+            store
+                .record(&key(&spec, "a,n=1"), now(), &result(1.0, Outcome::Ok), &[])
+                .unwrap();
+        }
+        // Back to version 3 as it was: no commit column, claims without one.
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "ALTER TABLE runs DROP COLUMN \"commit\";
+                 DROP TABLE claims;
+                 CREATE TABLE claims (system TEXT NOT NULL, variant TEXT NOT NULL,
+                     spec_hash TEXT NOT NULL, workload TEXT NOT NULL, configuration TEXT NOT NULL,
+                     owner TEXT NOT NULL, expires REAL NOT NULL,
+                     PRIMARY KEY (system, variant, spec_hash, workload, configuration));
+                 PRAGMA user_version = 3;",
+            )
+            .unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        let old = store.runs(&Selection::default()).unwrap();
+        assert_eq!((old.len(), old[0].commit.as_str()), (1, ""));
+        let (first, second) = ("1".repeat(40), "2".repeat(40));
+        for (commit, wall) in [(&first, 2.0), (&first, 4.0), (&second, 8.0), (&first, 3.0)] {
+            let at = MeasurementKey {
+                commit: commit.clone(),
+                ..key(&spec, "a,n=1")
+            };
+            store
+                .record(&at, now(), &result(wall, Outcome::Ok), &[])
+                .unwrap();
+        }
+        // Without a commit: only the run without history, as before.
+        let plain = Selection::of(&spec, "real");
+        assert_eq!(store.runs(&plain).unwrap().len(), 1);
+        let at_first = store
+            .summaries(&plain.clone().at_commit(&first), Metric::Wall)
+            .unwrap();
+        assert_eq!(at_first.len(), 1);
+        assert_eq!(at_first[0].runs, 3);
+        assert_eq!(at_first[0].summary.as_ref().unwrap().median, 3.0);
+        let runs = store.runs(&plain.clone().at_commit(&second)).unwrap();
+        assert_eq!((runs.len(), runs[0].commit.as_str()), (1, second.as_str()));
+        assert_eq!(
+            store.commits(&plain).unwrap(),
+            [first.clone(), second.clone()]
+        );
+        // Claims are per commit: one commit's configuration does not block another's.
+        let claim = |commit: &str, owner: &str| {
+            let at = MeasurementKey {
+                commit: commit.to_string(),
+                ..key(&spec, "a,n=1")
+            };
+            store.claim(&at, owner, now() + 60.0).unwrap()
+        };
+        assert!(claim(&first, "p1"));
+        assert!(claim(&second, "p2"));
+        assert!(!claim(&first, "p2"));
     }
 
     #[test]
