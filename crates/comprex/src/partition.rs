@@ -3,26 +3,19 @@
 
 use std::collections::BTreeSet;
 
-use biodivine_lib_bdd::Bdd;
-use space::{Configuration, Formula, OptionId, ValidConfigurations};
+use std::collections::HashMap;
+
+use biodivine_lib_bdd::{Bdd, BddPointer};
+use space::{Configuration, Formula, OptionId, OptionVars, ValidConfigurations, VariableRole};
 
 use crate::Error;
 use crate::record::DecisionRecord;
 
-/// What one BDD variable of the space means: an option, and for a numeric option the value
-/// its one-hot variable stands for (`None` for a binary option: the variable is the option).
-#[derive(Clone, Copy, Debug)]
-struct VarMeaning {
-    option: OptionId,
-    value: Option<u32>,
-}
-
-/// How subspaces of one space are written as BDDs: the space's valid configurations plus the
-/// meaning of each BDD variable, so a subspace can be tested against a configuration and read
-/// back as option literals.
+/// How subspaces of one space are written as BDDs: over the space's own variables
+/// ([`ValidConfigurations::variable_role`] says what each stands for), so a subspace can be
+/// tested against a configuration and read back as option literals.
 pub struct Encoding<'v> {
     valid: &'v ValidConfigurations<'v>,
-    meaning: Vec<Option<VarMeaning>>,
 }
 
 /// One literal of a cube: an option equal (`holds`) or not equal to a value index.
@@ -35,29 +28,7 @@ pub struct CubeLiteral {
 
 impl<'v> Encoding<'v> {
     pub fn new(valid: &'v ValidConfigurations<'v>) -> Self {
-        // The space does not expose its variable map; each literal's BDD is one node on the
-        // variable that encodes it, which is all we need.
-        let mut meaning = vec![None; valid.num_vars()];
-        let space = valid.space();
-        for id in space.ids() {
-            let o = space.option(id);
-            if o.is_binary() {
-                let b = valid.literal((id, 1));
-                meaning[b.var_of(b.root_pointer()).to_index()] = Some(VarMeaning {
-                    option: id,
-                    value: None,
-                });
-            } else {
-                for v in 0..o.arity() as u32 {
-                    let b = valid.literal((id, v));
-                    meaning[b.var_of(b.root_pointer()).to_index()] = Some(VarMeaning {
-                        option: id,
-                        value: Some(v),
-                    });
-                }
-            }
-        }
-        Encoding { valid, meaning }
+        Encoding { valid }
     }
 
     pub fn valid(&self) -> &'v ValidConfigurations<'v> {
@@ -78,12 +49,10 @@ impl<'v> Encoding<'v> {
     pub fn contains(&self, bdd: &Bdd, config: &Configuration) -> bool {
         let mut node = bdd.root_pointer();
         while !node.is_terminal() {
-            let m = self.meaning[bdd.var_of(node).to_index()]
-                .expect("every BDD variable encodes an option");
-            let value = config.0[m.option.index()];
-            let high = match m.value {
-                None => value == 1,
-                Some(v) => value == v,
+            let high = match self.valid.variable_role(bdd.var_of(node)) {
+                VariableRole::Selected(o) => config.0[o.index()] == 1,
+                VariableRole::Value(o, v) => config.0[o.index()] == v,
+                VariableRole::IndexBit(o, k) => (config.0[o.index()] >> k) & 1 == 1,
             };
             node = if high {
                 bdd.high_link_of(node)
@@ -94,34 +63,134 @@ impl<'v> Encoding<'v> {
         node.is_one()
     }
 
-    /// Disjoint cubes whose union is `bdd` (its paths to `true`), literals in option order.
+    /// Disjoint cubes whose union is `bdd` (on option values), literals in option order: its
+    /// paths to `true`, low edges first. The index bits of a log-encoded option are read
+    /// together, one branch per set of values that leads to the same node below them (see
+    /// [`Self::value_branches`]), since single bits are no option literals.
     pub fn cubes(&self, bdd: &Bdd) -> Vec<Vec<CubeLiteral>> {
-        bdd.sat_clauses()
-            .map(|clause| {
-                let mut cube: Vec<CubeLiteral> = clause
-                    .to_values()
-                    .into_iter()
-                    .map(|(var, bit)| {
-                        let m = self.meaning[var.to_index()]
-                            .expect("every BDD variable encodes an option");
-                        match m.value {
-                            None => CubeLiteral {
-                                option: m.option,
-                                value: 1,
-                                holds: bit,
-                            },
-                            Some(v) => CubeLiteral {
-                                option: m.option,
-                                value: v,
-                                holds: bit,
-                            },
-                        }
-                    })
+        let mut out = Vec::new();
+        if bdd.is_false() {
+            return out;
+        }
+        // An explicit stack: paths can be as long as the space has variables.
+        let mut stack = vec![(bdd.root_pointer(), Vec::new())];
+        while let Some((node, cube)) = stack.pop() {
+            if node.is_one() {
+                out.push(cube);
+                continue;
+            }
+            // A variable that is an option literal by itself: its two edges, low first.
+            let edges = |option, value| {
+                let literal = |holds| CubeLiteral {
+                    option,
+                    value,
+                    holds,
+                };
+                vec![
+                    (bdd.low_link_of(node), vec![literal(false)]),
+                    (bdd.high_link_of(node), vec![literal(true)]),
+                ]
+            };
+            let branches = match self.valid.variable_role(bdd.var_of(node)) {
+                VariableRole::Selected(option) => edges(option, 1),
+                VariableRole::Value(option, value) => edges(option, value),
+                VariableRole::IndexBit(option, _) => self.value_branches(bdd, node, option),
+            };
+            for (child, literals) in branches.into_iter().rev() {
+                if child.is_zero() {
+                    continue;
+                }
+                let mut longer = cube.clone();
+                longer.extend(literals);
+                stack.push((child, longer));
+            }
+        }
+        for cube in &mut out {
+            cube.sort();
+        }
+        out
+    }
+
+    /// From `node`, the first test of a log-encoded option's index bits: the nodes below the
+    /// option that its values lead to, each with literals for the values that lead there.
+    /// Values leading to one node become one cube `o≠u ∧ o≠w ∧ …` when they are most values
+    /// (the rest are few: those a formula names), else one cube `o=v` per value.
+    fn value_branches(
+        &self,
+        bdd: &Bdd,
+        node: BddPointer,
+        option: OptionId,
+    ) -> Vec<(BddPointer, Vec<CubeLiteral>)> {
+        let bits = match self.valid.option_vars(option) {
+            OptionVars::Log(bits) => bits.as_slice(),
+            _ => unreachable!("index bits belong to a log-encoded option"),
+        };
+        let n = self.valid.space().option(option).arity() as u64;
+        let width = bits.len();
+        // Ways through the bits: (node below them, mask of tested bits, their values).
+        let mut ends: Vec<(BddPointer, u64, u64)> = Vec::new();
+        let mut walk = vec![(node, 0usize, 0u64, 0u64)];
+        while let Some((p, j, mask, value)) = walk.pop() {
+            if j == width {
+                ends.push((p, mask, value));
+                continue;
+            }
+            if p.is_terminal() || bdd.var_of(p) != bits[j] {
+                walk.push((p, j + 1, mask, value));
+                continue;
+            }
+            let weight = 1u64 << (width - 1 - j);
+            for (child, bit) in [(bdd.low_link_of(p), 0), (bdd.high_link_of(p), weight)] {
+                if !child.is_zero() {
+                    walk.push((child, j + 1, mask | weight, value | bit));
+                }
+            }
+        }
+        let mut groups: HashMap<BddPointer, Vec<u32>> = HashMap::new();
+        let full = (1u64 << width) - 1;
+        for (p, mask, value) in ends {
+            let group = groups.entry(p).or_default();
+            // Every subset of the untested bits, in increasing order.
+            let free = full & !mask;
+            let mut sub = 0u64;
+            loop {
+                let v = value | sub;
+                if v < n {
+                    group.push(v as u32);
+                }
+                if sub == free {
+                    break;
+                }
+                sub = (sub.wrapping_sub(free)) & free;
+            }
+        }
+        let mut branches: Vec<(u32, BddPointer, Vec<CubeLiteral>)> = Vec::new();
+        for (p, mut values) in groups {
+            if values.is_empty() {
+                continue;
+            }
+            values.sort_unstable();
+            let literal = |value, holds| CubeLiteral {
+                option,
+                value,
+                holds,
+            };
+            if values.len() as u64 == n {
+                branches.push((values[0], p, Vec::new()));
+            } else if values.len() as u64 * 2 <= n {
+                branches.extend(values.iter().map(|&v| (v, p, vec![literal(v, true)])));
+            } else {
+                let mut taken = vec![false; n as usize];
+                values.iter().for_each(|&v| taken[v as usize] = true);
+                let others = (0..n as u32)
+                    .filter(|v| !taken[*v as usize])
+                    .map(|v| literal(v, false))
                     .collect();
-                cube.sort();
-                cube
-            })
-            .collect()
+                branches.push((values[0], p, others));
+            }
+        }
+        branches.sort_by_key(|b| b.0);
+        branches.into_iter().map(|(_, p, l)| (p, l)).collect()
     }
 
     /// `bdd` as text: cubes joined by ` ∨ `, literals by ` ∧ ` (`A ∧ ¬B`, `level=6`); `⊤`
@@ -386,6 +455,55 @@ mod tests {
         // Untainted: the trivial partition.
         let p = Partition::of_taints(&enc, &BTreeSet::new(), &BTreeSet::new(), &cc);
         assert_eq!(texts(&enc, &p), ["⊤"]);
+    }
+
+    #[test]
+    fn a_log_encoded_option_reads_back_as_value_literals() {
+        // 3,000 values: the option's value index is written in 12 bits, not one-hot.
+        let mut space = ConfigSpace::new("t");
+        space.add_binary("A", None, false).unwrap();
+        let values: Vec<f64> = (0..3000).map(f64::from).collect();
+        let x = space.add_numeric("x", &values).unwrap();
+        let a = OptionId(0);
+        let valid = ValidConfigurations::new(&space).unwrap();
+        assert!(matches!(valid.option_vars(x), OptionVars::Log(_)));
+        let enc = Encoding::new(&valid);
+        let is = |v| valid.literal((x, v));
+        assert_eq!(enc.describe(&is(5)), "x=5");
+        assert_eq!(enc.describe(&is(5).not()), "x≠5");
+        assert_eq!(enc.describe(&is(5).or(&is(2999))), "x=2999 ∨ x=5");
+        let not_two = is(5).or(&is(7)).not().and(&valid.literal((a, 1)));
+        assert_eq!(enc.describe(&not_two), "A ∧ x≠5 ∧ x≠7");
+        let mixed = is(5).and(&valid.literal((a, 1))).or(&is(6));
+        // A comes first in the variable order, so x=6 splits on it.
+        assert_eq!(enc.describe(&mixed), "A ∧ x=5 ∨ A ∧ x=6 ∨ ¬A ∧ x=6");
+        let config = |on: u32, v: u32| Configuration(vec![on, v]);
+        assert!(enc.contains(&mixed, &config(1, 5)));
+        assert!(!enc.contains(&mixed, &config(0, 5)));
+        assert!(enc.contains(&mixed, &config(0, 6)));
+        assert!(enc.contains(&not_two, &config(1, 2048)));
+        assert!(!enc.contains(&not_two, &config(1, 7)));
+        // Each cube set is exact on every value.
+        for bdd in [&is(5).not(), &not_two, &mixed] {
+            let cubes = enc.cubes(bdd);
+            for on in 0..2 {
+                for v in 0..3000 {
+                    let c = config(on, v);
+                    let hits = cubes
+                        .iter()
+                        .filter(|cube| {
+                            cube.iter()
+                                .all(|l| (c.0[l.option.index()] == l.value) == l.holds)
+                        })
+                        .count();
+                    assert_eq!(hits, enc.contains(bdd, &c) as usize, "{on} {v}");
+                }
+            }
+        }
+        // A data-flow taint on x: one part per value.
+        let cc = space.parse_configuration("x=3").unwrap();
+        let p = Partition::of_taints(&enc, &ids(&space, &["x"]), &BTreeSet::new(), &cc);
+        assert_eq!(p.parts().len(), 3000);
     }
 
     #[test]

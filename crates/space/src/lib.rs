@@ -27,7 +27,9 @@ pub use space::{
     ConfigOption, ConfigSpace, Configuration, Constraint, Domain, Group, GroupKind, OptionId, Rule,
     format_number,
 };
-pub use valid::{DistanceTable, Literal, ValidConfigurations};
+pub use valid::{
+    DistanceTable, Literal, ONE_HOT_MAX_VALUES, OptionVars, ValidConfigurations, VariableRole,
+};
 
 /// Everything that can go wrong with a space, a file describing one, or a configuration.
 /// Each message is one line meant for the user.

@@ -2,11 +2,18 @@
 //! satisfiable, exact count, enumeration, membership, exactly uniform sampling, lightest and
 //! heaviest completions, and uniform sampling at a given number of selected options.
 //!
-//! Encoding: one BDD variable per binary option; one per value of a numeric option
-//! (one-hot, with an exactly-one rule). Variables follow option order, so a space declared
-//! tree-first keeps related options close in the ordering.
+//! Encoding ([`OptionVars`]): one BDD variable per binary option. A numeric option with at
+//! most [`ONE_HOT_MAX_VALUES`] values has one variable per value (one-hot, with an
+//! exactly-one rule); a larger one, or every numeric option of a space whose one-hot encoding
+//! would pass the BDD library's variable limit, has the bits of its value index (a log
+//! encoding, with the rule index < number of values), so 10^6 values take 20 variables.
+//! Either way a valid valuation is exactly one configuration, so counts and uniform sampling
+//! over valuations are counts and uniform sampling over configurations. Variables follow
+//! option order, so a space declared tree-first keeps related options close in the ordering.
 
-use biodivine_lib_bdd::{Bdd, BddNode, BddPointer, BddValuation, BddVariable, BddVariableSet};
+use biodivine_lib_bdd::{
+    Bdd, BddNode, BddPartialValuation, BddPointer, BddValuation, BddVariable, BddVariableSet,
+};
 use num_bigint::{BigUint, RandBigInt};
 use num_traits::{One, Zero};
 use rand::Rng;
@@ -18,13 +25,66 @@ use crate::space::{ConfigSpace, Configuration, OptionId};
 /// A literal of the space: an option taking one value index.
 pub type Literal = (OptionId, u32);
 
+/// Numeric options with at most this many values are one-hot encoded; larger ones write
+/// their value index in binary. One-hot keeps small options' variables readable as values.
+pub const ONE_HOT_MAX_VALUES: usize = 1024;
+
+/// The BDD library numbers variables with u16 and keeps the last two values.
+const VARIABLE_LIMIT: usize = u16::MAX as usize - 2;
+
+/// The BDD variables of one option, consecutive in the variable order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OptionVars {
+    /// A binary option: one variable, true when the option is selected.
+    Binary(BddVariable),
+    /// A numeric option: one variable per value index, exactly one of them true.
+    OneHot(Vec<BddVariable>),
+    /// A numeric option: the bits of its value index, most significant first; valuations
+    /// whose index is past the last value are not valid.
+    Log(Vec<BddVariable>),
+}
+
+impl OptionVars {
+    pub fn vars(&self) -> &[BddVariable] {
+        match self {
+            OptionVars::Binary(v) => std::slice::from_ref(v),
+            OptionVars::OneHot(vs) | OptionVars::Log(vs) => vs,
+        }
+    }
+
+    /// The value of the `j`-th variable (of [`Self::vars`]) when the option takes `value`.
+    fn bit(&self, value: u32, j: usize) -> bool {
+        match self {
+            OptionVars::Binary(_) => value == 1,
+            OptionVars::OneHot(_) => j == value as usize,
+            OptionVars::Log(bits) => (value >> (bits.len() - 1 - j)) & 1 == 1,
+        }
+    }
+}
+
+/// What one BDD variable of a space stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VariableRole {
+    /// The binary option is selected.
+    Selected(OptionId),
+    /// The numeric option takes this value index (one-hot).
+    Value(OptionId, u32),
+    /// The bit of weight 2^k (the second field is k) of the numeric option's value index.
+    IndexBit(OptionId, u32),
+}
+
+/// Bits needed for the indices `0..n` (at least one, so every option has a variable).
+fn index_bits(n: usize) -> usize {
+    (usize::BITS - n.saturating_sub(1).leading_zeros()).max(1) as usize
+}
+
 /// The valid configurations of a [`ConfigSpace`], compiled to a BDD.
 pub struct ValidConfigurations<'s> {
     space: &'s ConfigSpace,
     vars: BddVariableSet,
-    /// BDD variables of each option: one for binary options, one per value for numeric.
-    option_vars: Vec<Vec<BddVariable>>,
-    /// For every BDD variable: its option and whether it counts as a selected binary option.
+    /// BDD variables of each option, by option id.
+    option_vars: Vec<OptionVars>,
+    /// For every BDD variable: its option.
     var_option: Vec<OptionId>,
     bdd: Bdd,
 }
@@ -34,31 +94,45 @@ impl<'s> ValidConfigurations<'s> {
     pub fn new(space: &'s ConfigSpace) -> Result<Self, Error> {
         let rules = space.rules();
         let order = variable_order(space, &rules);
-        let arity = |id: OptionId| {
-            if space.option(id).is_binary() {
+        let arity = |id: OptionId| space.option(id).arity();
+        let binary = |id: OptionId| space.option(id).is_binary();
+        let one_hot_total: usize = order
+            .iter()
+            .map(|&id| if binary(id) { 1 } else { arity(id) })
+            .sum();
+        let log_encoded = |id: OptionId| {
+            !binary(id) && (arity(id) > ONE_HOT_MAX_VALUES || one_hot_total > VARIABLE_LIMIT)
+        };
+        let width = |id: OptionId| {
+            if binary(id) {
                 1
+            } else if log_encoded(id) {
+                index_bits(arity(id))
             } else {
-                space.option(id).arity()
+                arity(id)
             }
         };
-        // The BDD library numbers variables with u16 and keeps the last two values.
-        let needed: usize = order.iter().map(|id| arity(*id)).sum();
-        let limit = u16::MAX as usize - 2;
-        if needed > limit {
+        let needed: usize = order.iter().map(|id| width(*id)).sum();
+        if needed > VARIABLE_LIMIT {
             return Err(Error::Invalid(format!(
-                "space needs {needed} BDD variables (one per binary option and per value of a numeric option); at most {limit} are supported"
+                "space needs {needed} BDD variables (one per binary option, per value of a small numeric option, per index bit of a large one); at most {VARIABLE_LIMIT} are supported"
             )));
         }
-        let mut option_vars = vec![Vec::new(); space.len()];
+        let mut option_vars = vec![OptionVars::Binary(BddVariable::from_index(0)); space.len()];
         let mut var_option = Vec::new();
         let mut next = 0usize;
         for &id in &order {
-            let arity = arity(id);
-            option_vars[id.index()] = (next..next + arity)
-                .map(BddVariable::from_index)
-                .collect::<Vec<_>>();
-            var_option.extend(std::iter::repeat_n(id, arity));
-            next += arity;
+            let width = width(id);
+            let vs: Vec<BddVariable> = (next..next + width).map(BddVariable::from_index).collect();
+            option_vars[id.index()] = if binary(id) {
+                OptionVars::Binary(vs[0])
+            } else if log_encoded(id) {
+                OptionVars::Log(vs)
+            } else {
+                OptionVars::OneHot(vs)
+            };
+            var_option.extend(std::iter::repeat_n(id, width));
+            next += width;
         }
         let vars = BddVariableSet::new_anonymous(next as u16);
         let mut this = ValidConfigurations {
@@ -69,9 +143,11 @@ impl<'s> ValidConfigurations<'s> {
             bdd: BddVariableSet::new_anonymous(0).mk_true(),
         };
         let mut bdd = this.vars.mk_true();
-        for (id, vs) in space.ids().zip(&this.option_vars) {
-            if !space.option(id).is_binary() {
-                bdd = bdd.and(&this.exactly_one(vs));
+        for id in space.ids() {
+            match &this.option_vars[id.index()] {
+                OptionVars::Binary(_) => {}
+                OptionVars::OneHot(vs) => bdd = bdd.and(&this.exactly_one(vs)),
+                OptionVars::Log(bits) => bdd = bdd.and(&this.index_below(bits, arity(id))),
             }
         }
         // Conjoin rules in the order of their variables, so intermediate BDDs stay local.
@@ -132,13 +208,57 @@ impl<'s> ValidConfigurations<'s> {
         Bdd::from_nodes(&nodes).expect("nodes in variable order, children first")
     }
 
-    /// The BDD of a literal.
+    /// `bits` (most significant first) read as a number are below `n`, built from the least
+    /// significant bit up: below on bits i..0 is `¬b_i ∨ below(i-1)` where n has bit i set,
+    /// `¬b_i ∧ below(i-1)` where it has not.
+    fn index_below(&self, bits: &[BddVariable], n: usize) -> Bdd {
+        if n >= 1 << bits.len() {
+            return self.vars.mk_true();
+        }
+        let mut below = self.vars.mk_false();
+        for (k, var) in bits.iter().rev().enumerate() {
+            let clear = self.vars.mk_literal(*var, false);
+            below = if (n >> k) & 1 == 1 {
+                clear.or(&below)
+            } else {
+                clear.and(&below)
+            };
+        }
+        below
+    }
+
+    /// The BDD of a literal: "option `id` takes value index `value`" (for a binary option,
+    /// 1 is selected), over whatever variables encode the option.
     pub fn literal(&self, (id, value): Literal) -> Bdd {
-        let vs = &self.option_vars[id.index()];
-        if self.space.option(id).is_binary() {
-            self.vars.mk_literal(vs[0], value == 1)
-        } else {
-            self.vars.mk_var(vs[value as usize])
+        match &self.option_vars[id.index()] {
+            OptionVars::Binary(v) => self.vars.mk_literal(*v, value == 1),
+            OptionVars::OneHot(vs) => self.vars.mk_var(vs[value as usize]),
+            OptionVars::Log(_) => {
+                self.vars
+                    .mk_conjunctive_clause(&BddPartialValuation::from_values(
+                        &self.assignment(&[(id, value)]),
+                    ))
+            }
+        }
+    }
+
+    /// The BDD variables of an option and how they encode its values.
+    pub fn option_vars(&self, id: OptionId) -> &OptionVars {
+        &self.option_vars[id.index()]
+    }
+
+    /// What a BDD variable of this space stands for.
+    pub fn variable_role(&self, var: BddVariable) -> VariableRole {
+        let id = self.var_option[var.to_index()];
+        match &self.option_vars[id.index()] {
+            OptionVars::Binary(_) => VariableRole::Selected(id),
+            OptionVars::OneHot(vs) => {
+                VariableRole::Value(id, (var.to_index() - vs[0].to_index()) as u32)
+            }
+            OptionVars::Log(bits) => VariableRole::IndexBit(
+                id,
+                (bits.len() - 1 - (var.to_index() - bits[0].to_index())) as u32,
+            ),
         }
     }
 
@@ -164,7 +284,7 @@ impl<'s> ValidConfigurations<'s> {
                     .map(|x| match x {
                         Formula::Var(_) => {
                             let (id, _) = self.space.atom_literal(x);
-                            Some(self.option_vars[id.index()][0])
+                            Some(self.option_vars[id.index()].vars()[0])
                         }
                         _ => None,
                     })
@@ -216,16 +336,13 @@ impl<'s> ValidConfigurations<'s> {
     fn assignment(&self, literals: &[Literal]) -> Vec<(BddVariable, bool)> {
         let mut out = Vec::new();
         for &(id, value) in literals {
-            let vs = &self.option_vars[id.index()];
-            if self.space.option(id).is_binary() {
-                out.push((vs[0], value == 1));
-            } else {
-                out.extend(
-                    vs.iter()
-                        .enumerate()
-                        .map(|(i, v)| (*v, i == value as usize)),
-                );
-            }
+            let ov = &self.option_vars[id.index()];
+            out.extend(
+                ov.vars()
+                    .iter()
+                    .enumerate()
+                    .map(|(j, v)| (*v, ov.bit(value, j))),
+            );
         }
         out
     }
@@ -240,7 +357,7 @@ impl<'s> ValidConfigurations<'s> {
     /// BDD instead of re-restricting it.
     pub fn option_order(&self) -> Vec<OptionId> {
         let mut ids: Vec<OptionId> = self.space.ids().collect();
-        ids.sort_by_key(|id| self.option_vars[id.index()][0].to_index());
+        ids.sort_by_key(|id| self.option_vars[id.index()].vars()[0].to_index());
         ids
     }
 
@@ -248,17 +365,12 @@ impl<'s> ValidConfigurations<'s> {
     /// literal; the zero pointer if that leaves no satisfying completion. Options must be
     /// stepped in [`Self::option_order`].
     pub fn step(&self, bdd: &Bdd, mut node: BddPointer, (id, value): Literal) -> BddPointer {
-        let binary = self.space.option(id).is_binary();
-        for (i, var) in self.option_vars[id.index()].iter().enumerate() {
+        let ov = &self.option_vars[id.index()];
+        for (j, var) in ov.vars().iter().enumerate() {
             if node.is_terminal() || bdd.var_of(node) != *var {
                 continue; // the BDD does not test this variable here: either value is fine
             }
-            let high = if binary {
-                value == 1
-            } else {
-                i == value as usize
-            };
-            node = if high {
+            node = if ov.bit(value, j) {
                 bdd.high_link_of(node)
             } else {
                 bdd.low_link_of(node)
@@ -298,21 +410,17 @@ impl<'s> ValidConfigurations<'s> {
     }
 
     pub fn is_valid(&self, config: &Configuration) -> bool {
-        self.bdd.eval_in(&self.valuation(config))
+        // A log encoding reads only an index's low bits: a larger index must not alias a value.
+        let in_range = (config.0.iter().zip(self.space.options()))
+            .all(|(value, o)| (*value as usize) < o.arity());
+        in_range && self.bdd.eval_in(&self.valuation(config))
     }
 
     fn valuation(&self, config: &Configuration) -> BddValuation {
         let mut v = BddValuation::all_false(self.vars.num_vars());
-        for ((vs, value), o) in self
-            .option_vars
-            .iter()
-            .zip(&config.0)
-            .zip(self.space.options())
-        {
-            if o.is_binary() {
-                v.set_value(vs[0], *value == 1);
-            } else {
-                v.set(vs[*value as usize]);
+        for (ov, value) in self.option_vars.iter().zip(&config.0) {
+            for (j, var) in ov.vars().iter().enumerate() {
+                v.set_value(*var, ov.bit(*value, j));
             }
         }
         v
@@ -325,13 +433,14 @@ impl<'s> ValidConfigurations<'s> {
         Configuration(
             self.option_vars
                 .iter()
-                .enumerate()
-                .map(|(i, vs)| {
-                    if self.space.options()[i].is_binary() {
-                        valuation[vs[0].to_index()] as u32
-                    } else {
+                .map(|ov| match ov {
+                    OptionVars::Binary(v) => valuation[v.to_index()] as u32,
+                    OptionVars::OneHot(vs) => {
                         vs.iter().position(|v| valuation[v.to_index()]).unwrap_or(0) as u32
                     }
+                    OptionVars::Log(bits) => bits
+                        .iter()
+                        .fold(0, |index, v| index << 1 | valuation[v.to_index()] as u32),
                 })
                 .collect(),
         )
@@ -703,7 +812,7 @@ impl DistanceTable {
     }
 
     /// The child's polynomial times the free variables between `var` and the child:
-    /// (1+x) per free binary variable, 2 per free one-hot variable.
+    /// (1+x) per free binary variable, 2 per free variable of a numeric option.
     fn edge(
         &self,
         valid: &ValidConfigurations,
@@ -797,7 +906,7 @@ impl DistanceTable {
             for v in &chosen[..j] {
                 valuation[*v] = true;
             }
-            // Free one-hot variables: any value (the BDD does not constrain them here).
+            // Free variables of numeric options: any value (the BDD does not constrain them).
             for v in (from..to).filter(|v| !valid.is_binary_var(*v)) {
                 valuation[v] = rng.gen_bool(0.5);
             }

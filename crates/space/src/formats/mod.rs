@@ -21,6 +21,10 @@ use crate::Error;
 use crate::space::{ConfigSpace, Configuration};
 use crate::valid::ValidConfigurations;
 
+/// Most values a numeric option's range or step function may generate: bounds the memory a
+/// typo such as a tiny step can take (a space compiles 10^6 values in well under a second).
+pub const MAX_GENERATED_VALUES: usize = 1_000_000;
+
 /// A space plus measured configurations: one performance value per configuration.
 #[derive(Clone, Debug)]
 pub struct Dataset {

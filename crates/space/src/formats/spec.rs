@@ -152,9 +152,10 @@ pub fn space_from_spec(spec: &SpaceSpec, shown: &str) -> Result<ConfigSpace, Err
                     )));
                 }
                 let count = ((r.max - r.min) / r.step + 1e-9).floor() as usize + 1;
-                if count > 100_000 {
+                if count > super::MAX_GENERATED_VALUES {
                     return Err(ctx(Error::Invalid(format!(
-                        "range has {count} values; at most 100000"
+                        "range has {count} values; at most {}",
+                        super::MAX_GENERATED_VALUES
                     ))));
                 }
                 let values: Vec<f64> = (0..count).map(|i| r.min + i as f64 * r.step).collect();

@@ -296,9 +296,10 @@ fn numeric_values(node: Node, name: &str) -> Result<Vec<f64>, String> {
         }
         values.push(next);
         current = next;
-        if values.len() > 100_000 {
+        if values.len() > super::MAX_GENERATED_VALUES {
             return Err(format!(
-                "numeric option `{name}` has more than 100000 values"
+                "numeric option `{name}` has more than {} values",
+                super::MAX_GENERATED_VALUES
             ));
         }
     }
