@@ -15,15 +15,16 @@
 //! 5. the solution cache ([`cache`], §3.5), which also says when to stop.
 //!
 //! Measurements come from a [`Backend`]: a synthetic system ([`synthetic`], §4.1.4), a
-//! recorded history ([`backend::RecordedHistory`]), or real builds and runs (the `knobs`
-//! binary's store backend). [`evaluation`] scores a detection against a known truth (F1
+//! recorded history ([`backend::RecordedHistory`]), or a spec's `[history]` built commit by
+//! commit and measured through the results store ([`store::StoreBackend`]). [`evaluation`] scores a detection against a known truth (F1
 //! with a commit tolerance) and runs the synthetic grid of Table 1.
 //!
 //! Where the paper and its reference implementation differ, [`Settings`] follows the paper
 //! and offers the other choice ([`Settings::reference`] selects them all).
 //!
-//! Architecture invariant: knows nothing of processes, builds or the results store; a
-//! backend is the only way a measurement comes in, and everything random is seeded.
+//! Architecture invariant: the search knows nothing of processes, builds or the results
+//! store; a backend is the only way a measurement comes in (only `store.rs` builds and
+//! runs, through `history` and `measure`), and everything random is seeded.
 
 pub mod acquisition;
 pub mod association;
@@ -35,6 +36,7 @@ mod features;
 pub mod likelihood;
 pub mod plot;
 mod search;
+pub mod store;
 pub mod synthetic;
 
 pub use association::{Affects, Association};

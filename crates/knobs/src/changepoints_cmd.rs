@@ -15,6 +15,13 @@ use crate::Outcome;
 
 #[derive(Subcommand)]
 pub enum ChangepointsCommand {
+    /// Detect change points in a spec's [history]: commits are built on demand (cached),
+    /// configurations measured at commits through the results store; a killed detection
+    /// resumes from what was measured.
+    #[command(
+        after_help = "Example:\n  knobs changepoints detect --spec examples/xz-history/knobs.toml --max-measurements 400 --plot xz.svg"
+    )]
+    Detect(DetectArgs),
     /// Replay a recorded history (CSV: commit, options…, performance), as the paper replays
     /// its pre-study: requested configurations that were not recorded are replaced by the
     /// closest recorded ones.
@@ -29,6 +36,15 @@ pub enum ChangepointsCommand {
     /// Run the synthetic grid of Table 1 (or its quick subset) and print F1, precision,
     /// recall, iterations and measurement effort per setting.
     Grid(GridArgs),
+    /// Score associations found by another tool against a synthetic system: JSON with
+    /// `associations` as [commit, option] pairs (option −1: all configurations).
+    Score(ScoreArgs),
+}
+
+#[derive(Args)]
+pub struct ScoreArgs {
+    system: PathBuf,
+    found: PathBuf,
 }
 
 /// The search's parameters (every default is the paper's).
@@ -116,6 +132,25 @@ fn parse_threshold(text: &str) -> Result<Threshold> {
 }
 
 #[derive(Args)]
+pub struct DetectArgs {
+    /// The system spec, with a [history] section.
+    #[arg(long, default_value = "knobs.toml")]
+    spec: PathBuf,
+    /// The measured workload (default: the spec's first).
+    #[arg(long)]
+    workload: Option<String>,
+    /// The results store (default: knobs.db beside the spec).
+    #[arg(long)]
+    store: Option<PathBuf>,
+    #[command(flatten)]
+    search: SearchArgs,
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
 pub struct ReplayArgs {
     /// The recorded history CSV.
     history: PathBuf,
@@ -178,12 +213,17 @@ pub struct GridArgs {
     threshold: String,
     #[arg(long)]
     reference_choices: bool,
+    /// Write each synthetic system (with its search parameters) as JSON into this directory,
+    /// for the comparison with the reference implementation.
+    #[arg(long)]
+    systems_dir: Option<PathBuf>,
     #[arg(long)]
     json: bool,
 }
 
 pub fn changepoints(cmd: ChangepointsCommand) -> Result<Outcome> {
     match cmd {
+        ChangepointsCommand::Detect(args) => detect_in_history(args),
         ChangepointsCommand::Replay(args) => {
             let text = std::fs::read_to_string(&args.history)
                 .with_context(|| format!("reading {}", args.history.display()))?;
@@ -193,7 +233,106 @@ pub fn changepoints(cmd: ChangepointsCommand) -> Result<Outcome> {
         }
         ChangepointsCommand::Synthetic(args) => synthetic(args),
         ChangepointsCommand::Grid(args) => grid(args),
+        ChangepointsCommand::Score(args) => score(args),
     }
+}
+
+#[derive(serde::Deserialize)]
+struct Found {
+    associations: Vec<Vec<f64>>,
+}
+
+fn score(args: ScoreArgs) -> Result<Outcome> {
+    let read = |p: &PathBuf| {
+        std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))
+    };
+    let system =
+        SyntheticSystem::from_json(&read(&args.system)?, &args.system.display().to_string())?;
+    let found: Found = serde_json::from_str(&read(&args.found)?).with_context(|| {
+        format!(
+            "{}: expected {{\"associations\": [[commit, option], …]}}",
+            args.found.display()
+        )
+    })?;
+    let mut associations = Vec::new();
+    for a in &found.associations {
+        let (Some(commit), Some(option)) = (a.first(), a.get(1)) else {
+            bail!(
+                "{}: an association needs a commit and an option",
+                args.found.display()
+            );
+        };
+        associations.push(changepoints::Association {
+            commit: *commit as usize,
+            affects: if *option < 0.0 {
+                changepoints::Affects::All
+            } else {
+                changepoints::Affects::Feature(*option as usize)
+            },
+        });
+    }
+    let score = evaluation::score(&evaluation::truth(&system), &associations, TOLERANCE);
+    crate::print_json(&score)?;
+    Ok(Outcome::Done)
+}
+
+fn detect_in_history(args: DetectArgs) -> Result<Outcome> {
+    let spec = measure::SystemSpec::load(&args.spec)?;
+    let workload = spec.workload(args.workload.as_deref())?;
+    if spec.prepare_workload(workload)? {
+        eprintln!("prepared workload `{}`", workload.name);
+    }
+    let store_path = args
+        .store
+        .clone()
+        .unwrap_or_else(|| spec.dir.join("knobs.db"));
+    let store = measure::Store::open(&store_path)?;
+    store.register_spec(&spec)?;
+    let started = std::time::Instant::now();
+    let mut backend = changepoints::store::StoreBackend::new(
+        &spec,
+        workload,
+        &store,
+        Box::new(|line| eprintln!("{line}")),
+    )?;
+    let detection = detect(&mut backend, &args.search.settings()?)?;
+    let effort = backend.effort().clone();
+    if args.json {
+        #[derive(Serialize)]
+        struct WithEffort<'a> {
+            #[serde(flatten)]
+            detection: &'a Detection,
+            effort: &'a changepoints::store::Effort,
+            store: String,
+        }
+        if let Some(path) = &args.plot {
+            std::fs::write(path, changepoints::plot::svg(&detection, 12))
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+        crate::print_json(&WithEffort {
+            detection: &detection,
+            effort: &effort,
+            store: store_path.display().to_string(),
+        })?;
+        return Ok(Outcome::Done);
+    }
+    finish(&detection, args.plot.as_deref(), false, None)?;
+    println!(
+        "effort: {} builds ({} cached, {} failed) in {:.1} min, {} runs ({} measurements read back from {}) in {:.1} min; {:.1} min in all",
+        effort.builds,
+        effort.cached_builds,
+        effort.failed_builds.len(),
+        effort.build_seconds / 60.0,
+        effort.runs,
+        effort.reused,
+        store_path.display(),
+        effort.measure_seconds / 60.0,
+        started.elapsed().as_secs_f64() / 60.0
+    );
+    for f in &effort.failed_builds {
+        println!("  did not build: {} ({}; log {})", f.commit, f.why, f.log);
+    }
+    Ok(Outcome::Done)
 }
 
 fn synthetic(args: SyntheticArgs) -> Result<Outcome> {
@@ -358,8 +497,35 @@ fn grid(args: GridArgs) -> Result<Outcome> {
         evaluation::quick_grid()
     };
     let mut rows: Vec<GridRow> = Vec::new();
+    if let Some(dir) = &args.systems_dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
     for point in &points {
         for seed in 1..=args.seeds {
+            if let Some(dir) = &args.systems_dir {
+                let mut system = evaluation::grid_system(point, seed, args.noise)?;
+                let settings = evaluation::grid_settings(point, &base, seed);
+                system.params = Some(serde_json::json!({
+                    "seed": seed,
+                    "measurements_per_iteration": point.measurements,
+                    "max_iterations": settings.max_iterations,
+                    "n_initial_configs": settings.initial_configurations,
+                    "commit_rate": settings.commit_share,
+                    "threshold": match settings.threshold {
+                        Threshold::Relative(t) | Threshold::Absolute(t) => t,
+                    },
+                }));
+                let name = format!(
+                    "o{}-c{}-cp{}-p{}-n{}-m{}-s{seed}.json",
+                    point.options,
+                    point.commits,
+                    point.change_points,
+                    point.p_interaction,
+                    point.initial_per_option,
+                    point.measurements
+                );
+                std::fs::write(dir.join(name), serde_json::to_string(&system)?)?;
+            }
             let row = evaluation::run_point(point, seed, &base, args.noise)?;
             eprintln!(
                 "options {:>2} commits {:>4} change points {:>2} p {:.1} N_initial {:>2} budget {:>3} seed {seed}: F1 {:.2} ({:.1} s)",

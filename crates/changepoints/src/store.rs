@@ -1,0 +1,209 @@
+//! The real backend: a spec's `[history]`, each commit built on demand (cached by
+//! `history`), each configuration measured at a commit through the results store (so a
+//! killed detection resumes: what was measured is read back, not rerun).
+//!
+//! A commit that does not build takes the closest earlier commit that did, as the paper
+//! treats them; its runs are stored under that commit.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
+
+use history::{Build, Commit, History};
+use measure::{Campaign, Event, Selection, Store, SystemSpec, Workload};
+use serde::Serialize;
+use space::{ConfigSpace, Configuration};
+
+use crate::Error;
+use crate::backend::{Backend, CommitInfo, Observation};
+
+/// What the real backend spent.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Effort {
+    /// Commits built now, and found in the build cache.
+    pub builds: usize,
+    pub cached_builds: usize,
+    /// Commits that did not build (each stood in for by the closest earlier one that did).
+    pub failed_builds: Vec<FailedBuild>,
+    pub build_seconds: f64,
+    /// Runs made now (repetitions and warm-ups included), and measurements read back from
+    /// the store.
+    pub runs: usize,
+    pub reused: usize,
+    pub measure_seconds: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FailedBuild {
+    pub commit: String,
+    pub why: String,
+    pub log: String,
+}
+
+pub struct StoreBackend<'a> {
+    spec: &'a SystemSpec,
+    workload: &'a Workload,
+    store: &'a Store,
+    history: History,
+    commits: Vec<Commit>,
+    /// Per commit index, the build that stands for it (itself or an earlier one), once known.
+    builds: HashMap<usize, Option<(String, std::path::PathBuf)>>,
+    effort: Effort,
+    progress: Box<dyn FnMut(String) + 'a>,
+}
+
+impl<'a> StoreBackend<'a> {
+    pub fn new(
+        spec: &'a SystemSpec,
+        workload: &'a Workload,
+        store: &'a Store,
+        progress: Box<dyn FnMut(String) + 'a>,
+    ) -> Result<StoreBackend<'a>, Error> {
+        let history = History::open(spec).map_err(|e| Error::Invalid(e.to_string()))?;
+        let commits = history
+            .commits()
+            .map_err(|e| Error::Invalid(e.to_string()))?;
+        Ok(StoreBackend {
+            spec,
+            workload,
+            store,
+            history,
+            commits,
+            builds: HashMap::new(),
+            effort: Effort::default(),
+            progress,
+        })
+    }
+
+    pub fn effort(&self) -> &Effort {
+        &self.effort
+    }
+
+    /// The build standing for commit `index`: its own, else the closest earlier one.
+    fn build(&mut self, index: usize) -> Result<Option<(String, std::path::PathBuf)>, Error> {
+        if let Some(b) = self.builds.get(&index) {
+            return Ok(b.clone());
+        }
+        let commit = self.commits[index].id.clone();
+        let started = Instant::now();
+        let build = self
+            .history
+            .build(&commit, false)
+            .map_err(|e| Error::Measure(e.to_string()))?;
+        self.effort.build_seconds += started.elapsed().as_secs_f64();
+        let standing = match build {
+            Build::Built(b) => {
+                if b.cached {
+                    self.effort.cached_builds += 1;
+                } else {
+                    self.effort.builds += 1;
+                    (self.progress)(format!(
+                        "built {} in {:.0} s",
+                        &commit[..12.min(commit.len())],
+                        b.seconds
+                    ));
+                }
+                Some((b.commit, b.program))
+            }
+            Build::Failed(f) => {
+                (self.progress)(format!(
+                    "commit {} does not build ({}); the closest earlier build stands for it",
+                    &commit[..12.min(commit.len())],
+                    f.why
+                ));
+                self.effort.failed_builds.push(FailedBuild {
+                    commit: commit.clone(),
+                    why: f.why.clone(),
+                    log: f.log.display().to_string(),
+                });
+                // Earlier commits are built on demand until one builds.
+                let mut found = None;
+                for earlier in (0..index).rev() {
+                    if let Some(b) = self.build(earlier)? {
+                        found = Some(b);
+                        break;
+                    }
+                }
+                found
+            }
+        };
+        self.builds.insert(index, standing.clone());
+        Ok(standing)
+    }
+}
+
+impl Backend for StoreBackend<'_> {
+    fn space(&self) -> &ConfigSpace {
+        &self.spec.space
+    }
+
+    fn commits(&self) -> usize {
+        self.commits.len()
+    }
+
+    fn measure(
+        &mut self,
+        config: &Configuration,
+        commits: &[usize],
+    ) -> Result<Vec<Observation>, Error> {
+        let text = self.spec.space.format_configuration(config);
+        // Commits that share a build (failed ones) share its measurement.
+        let mut by_build: BTreeMap<String, (std::path::PathBuf, Vec<usize>)> = BTreeMap::new();
+        for &c in commits {
+            if let Some((id, program)) = self.build(c)? {
+                by_build
+                    .entry(id)
+                    .or_insert((program, Vec::new()))
+                    .1
+                    .push(c);
+            }
+        }
+        let mut out = Vec::new();
+        for (id, (program, indices)) in by_build {
+            let started = Instant::now();
+            let campaign = Campaign::at_commit(self.spec, self.workload, &id, program);
+            let mut runs = 0usize;
+            campaign
+                .run(self.store, std::slice::from_ref(config), &mut |e| {
+                    if matches!(e, Event::Ran { .. }) {
+                        runs += 1;
+                    }
+                })
+                .map_err(|e| Error::Measure(e.to_string()))?;
+            self.effort.measure_seconds += started.elapsed().as_secs_f64();
+            if runs == 0 {
+                self.effort.reused += 1;
+            }
+            self.effort.runs += runs;
+            let selection: Selection = campaign.selection();
+            let median = self
+                .store
+                .summaries(&selection, self.spec.measure.metric)
+                .map_err(|e| Error::Measure(e.to_string()))?
+                .into_iter()
+                .find(|s| s.configuration == text)
+                .and_then(|s| s.summary)
+                .map(|s| s.median);
+            match median {
+                Some(value) => out.extend(
+                    indices
+                        .into_iter()
+                        .map(|commit| Observation { commit, value }),
+                ),
+                None => (self.progress)(format!(
+                    "`{text}` failed at commit {}; it is left out there",
+                    &id[..12.min(id.len())]
+                )),
+            }
+        }
+        Ok(out)
+    }
+
+    fn commit_info(&self, commit: usize) -> CommitInfo {
+        let c = &self.commits[commit];
+        CommitInfo {
+            id: c.id.clone(),
+            date: c.date.clone(),
+            subject: c.subject.clone(),
+        }
+    }
+}
