@@ -3,25 +3,10 @@
 //! slower; the detection finds that commit and that option, reports the failed build, and
 //! a second run resumes from the store without running anything again.
 
-use std::path::Path;
-use std::process::Command as StdCommand;
-
 use assert_cmd::Command;
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = StdCommand::new("git")
-        .args([
-            "-c",
-            "user.name=knobs",
-            "-c",
-            "user.email=knobs@example.org",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-}
+mod common;
+use common::git;
 
 /// The program spins `base` million rounds, and `heavy` million more with the `heavy`
 /// argument.

@@ -7,6 +7,9 @@ use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 
+mod common;
+use common::git;
+
 fn knobs() -> Command {
     Command::cargo_bin("knobs").unwrap()
 }
@@ -16,21 +19,6 @@ fn knobs() -> Command {
 const FAST: &str = "#include <stdlib.h>\nint main(int c, char **v) { volatile long s = 0; long n = (c > 1 ? atol(v[1]) : 1) * 1000000L; for (long i = 0; i < n; i++) s += i; return 0; }\n";
 const BROKEN: &str = "int main(void) { return undeclared_variable; }\n";
 const SLOW: &str = "#include <stdlib.h>\nint main(int c, char **v) { volatile long s = 0; long n = (c > 1 ? atol(v[1]) : 1) * 30000000L; for (long i = 0; i < n; i++) s += i; return 0; }\n";
-
-fn git(dir: &Path, args: &[&str]) {
-    let status = StdCommand::new("git")
-        .args([
-            "-c",
-            "user.name=knobs",
-            "-c",
-            "user.email=knobs@example.org",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(status.status.success(), "git {args:?}: {status:?}");
-}
 
 fn spec_text(recipe: &str) -> String {
     format!(
