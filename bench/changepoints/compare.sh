@@ -29,6 +29,8 @@ while [ $# -gt 0 ]; do
 done
 here=$(cd "$(dirname "$0")/../.." && pwd)
 py=${CP_PYTHON:-python3}
+commit=$(git -C "$here" rev-parse --short HEAD)
+if [ -n "$(git -C "$here" status --porcelain -- crates)" ]; then commit="$commit+dirty"; fi
 cargo build --release -q -p knobs --manifest-path "$here/Cargo.toml"
 knobs="$here/target/release/knobs"
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
@@ -48,7 +50,6 @@ for sys in "$work"/systems/*.json; do
   echo "$name $(echo "$t1 - $t0" | bc)" >> "$work/ref.times"
   echo "reference on $name: $(tr -d '\n ' < "$work/$name.score.json" | cut -c1-80)" >&2
 done
-commit=$(git -C "$here" rev-parse --short HEAD)
 day=$(date -u +%F)
 out="$here/docs/results/changepoints-$day-$commit"
 python3 - "$work" "$out" "$commit" "$day" "$*" <<'PY'

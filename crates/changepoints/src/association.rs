@@ -39,6 +39,12 @@ pub struct AssociationSettings {
     /// The intercept passing the threshold marks a change of every configuration (the
     /// paper); the reference implementation never reports one.
     pub intercept_rule: bool,
+    /// Read the shares from a least-squares refit on the features the LASSO kept (a
+    /// relaxed LASSO). Shrinkage moves a change of some configurations into the intercept,
+    /// which the intercept rule would then read as a change of all; the refit gives the
+    /// selected features their full size, but also inflates a feature kept by chance. Off
+    /// (the default): the LASSO's own coefficients, as the paper.
+    pub refit: bool,
 }
 
 impl Default for AssociationSettings {
@@ -49,6 +55,7 @@ impl Default for AssociationSettings {
             lambdas: 100,
             positive: false,
             intercept_rule: true,
+            refit: false,
         }
     }
 }
@@ -83,14 +90,25 @@ pub fn associate(
         .pop()
         .expect("one λ");
     let mut coefficients = vec![0.0; n];
+    let mut intercept = solution.intercept;
     for (j, b) in &solution.coefficients {
         coefficients[*j] = *b;
+    }
+    if settings.refit && !solution.coefficients.is_empty() {
+        let kept: Vec<usize> = solution.coefficients.iter().map(|(j, _)| *j).collect();
+        let mut design = vec![vec![1.0; y.len()]];
+        design.extend(kept.iter().map(|j| columns[*j].clone()));
+        let beta = learn::least_squares(&design, y);
+        intercept = beta[0];
+        for (j, b) in kept.iter().zip(&beta[1..]) {
+            coefficients[*j] = if settings.positive { b.max(0.0) } else { *b };
+        }
     }
     // Shares of the total absolute influence; the intercept competes with the features
     // when the intercept rule is on.
     let mut magnitudes: Vec<f64> = coefficients.iter().map(|c| c.abs()).collect();
     if settings.intercept_rule {
-        magnitudes.push(solution.intercept.max(0.0));
+        magnitudes.push(intercept.max(0.0));
     }
     let total: f64 = magnitudes.iter().sum();
     let count = magnitudes.len() as f64;
@@ -114,7 +132,7 @@ pub fn associate(
     }
     let model = CandidateModel {
         commit,
-        intercept: solution.intercept,
+        intercept,
         coefficients,
         threshold,
         lambda,

@@ -56,6 +56,7 @@ impl SolutionCache {
     /// after, so that an association included once weighs `increase` and, not included in
     /// the `k` iterations after, `increase · decrease^k` = `t_drop`, where it is dropped.
     pub fn update(&mut self, candidate: &[Association], settings: &CacheSettings) -> usize {
+        let before: Vec<Association> = self.weights.keys().cloned().collect();
         for w in self.weights.values_mut() {
             *w *= settings.decrease;
         }
@@ -74,7 +75,6 @@ impl SolutionCache {
                 .or_insert(0.0) += settings.increase;
         }
         let threshold = settings.drop_threshold();
-        let before: Vec<Association> = self.weights.keys().cloned().collect();
         self.weights.retain(|_, w| *w > threshold * (1.0 + 1e-9));
         let dropped = before
             .iter()

@@ -77,6 +77,10 @@ pub struct SearchArgs {
     /// Stop after this many measurements in all.
     #[arg(long)]
     max_measurements: Option<usize>,
+    /// Read option shares from a least-squares refit on the options the LASSO kept (a
+    /// relaxed LASSO) instead of its own shrunk coefficients (the paper).
+    #[arg(long)]
+    refit: bool,
     /// Every choice where the reference implementation differs from the paper: peak factor
     /// 5, non-negative LASSO, no intercept rule, random commit exploration.
     #[arg(long)]
@@ -99,6 +103,7 @@ impl SearchArgs {
         s.acquisition.measurements = self.measurements;
         s.acquisition.explore_configurations = self.explore_configurations;
         s.association.factor = self.influence_factor;
+        s.association.refit = self.refit;
         if self.reference_choices {
             s = s.reference();
         }

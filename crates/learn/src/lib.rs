@@ -47,6 +47,7 @@ pub use learner::{
     AutoSettings, BoostSettings, CartSettings, ForestSettings, Kind, LassoSettings, Learner,
     StepwiseSettings,
 };
+pub use linalg::least_squares;
 
 use data::{Basic, TermSpec};
 use fitted::Fitted;
