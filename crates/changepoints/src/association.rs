@@ -33,8 +33,12 @@ pub struct AssociationSettings {
     pub folds: usize,
     /// Values of λ tried, from λ_max down to λ_max · 1e-3.
     pub lambdas: usize,
-    /// Coefficients held non-negative (the reference implementation's `positive=True`; the
-    /// paper does not constrain them).
+    /// Coefficients held non-negative (as the reference implementation's `positive=True`;
+    /// the paper takes absolute values). Each configuration's likelihood is normalised, so a
+    /// configuration with a second change elsewhere has less mass at this one: the second
+    /// change's option then gets a negative coefficient here, and its absolute value would
+    /// associate it with the wrong commit. Only a positive coefficient says "configurations
+    /// with this option changed here".
     pub positive: bool,
     /// The intercept passing the threshold marks a change of every configuration (the
     /// paper); the reference implementation never reports one.
@@ -53,7 +57,7 @@ impl Default for AssociationSettings {
             factor: 1.0,
             folds: 3,
             lambdas: 100,
-            positive: false,
+            positive: true,
             intercept_rule: true,
             refit: false,
         }

@@ -60,11 +60,10 @@ impl Default for Settings {
 
 impl Settings {
     /// Where the paper and the reference implementation differ, the reference's choices:
-    /// peak factor 5, non-negative LASSO coefficients, no intercept rule, random commit
-    /// exploration.
+    /// peak factor 5, no intercept rule, random commit exploration (it also holds LASSO
+    /// coefficients non-negative, which knobs does by default).
     pub fn reference(mut self) -> Settings {
         self.peak_factor = 5.0;
-        self.association.positive = true;
         self.association.intercept_rule = false;
         self.acquisition.commit_exploration = acquisition::CommitExploration::Random;
         self

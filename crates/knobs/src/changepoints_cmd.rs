@@ -81,8 +81,12 @@ pub struct SearchArgs {
     /// relaxed LASSO) instead of its own shrunk coefficients (the paper).
     #[arg(long)]
     refit: bool,
+    /// LASSO coefficients of either sign, their absolute values read as influence (the
+    /// paper's literal reading; by default they are held non-negative).
+    #[arg(long)]
+    signed: bool,
     /// Every choice where the reference implementation differs from the paper: peak factor
-    /// 5, non-negative LASSO, no intercept rule, random commit exploration.
+    /// 5, no intercept rule, random commit exploration.
     #[arg(long)]
     reference_choices: bool,
     #[arg(long, default_value_t = 1)]
@@ -104,6 +108,7 @@ impl SearchArgs {
         s.acquisition.explore_configurations = self.explore_configurations;
         s.association.factor = self.influence_factor;
         s.association.refit = self.refit;
+        s.association.positive = !self.signed;
         if self.reference_choices {
             s = s.reference();
         }
