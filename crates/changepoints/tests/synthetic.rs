@@ -64,3 +64,43 @@ fn a_single_option_change_is_found_at_its_commit() {
         d.associations
     );
 }
+
+/// A recorded history (every configuration of a 6-option synthetic system at every commit,
+/// written as the CSV `replay` reads) finds what the synthetic backend finds.
+#[test]
+fn a_recorded_history_replays_to_the_same_change_points() {
+    let system = SyntheticSystem::generate(&SyntheticSettings {
+        options: 6,
+        commits: 300,
+        change_points: 2,
+        seed: 5,
+        ..SyntheticSettings::default()
+    })
+    .unwrap();
+    let mut csv = String::from("commit,o0,o1,o2,o3,o4,o5,time\n");
+    for commit in 0..300 {
+        for bits in 0..64u32 {
+            let selected: Vec<bool> = (0..6).map(|o| bits >> o & 1 == 1).collect();
+            let cells: Vec<String> = selected.iter().map(|s| u8::from(*s).to_string()).collect();
+            csv.push_str(&format!(
+                "{commit},{},{}\n",
+                cells.join(","),
+                system.performance(&selected, commit)
+            ));
+        }
+    }
+    let mut recorded = changepoints::RecordedHistory::parse(&csv, "history.csv").unwrap();
+    let settings = Settings {
+        threshold: Threshold::Relative(0.01),
+        initial_configurations: 12,
+        commit_share: 0.05,
+        ..Settings::default()
+    };
+    let d = detect(&mut recorded, &settings).unwrap();
+    let truth = evaluation::truth(&system);
+    let s = evaluation::score(&truth, &d.associations, TOLERANCE);
+    eprintln!("{truth:?}\n{:?}\n{s:?}", d.associations);
+    assert!(s.recall >= 0.5, "{s:?}: {:?} vs {truth:?}", d.associations);
+    // Only recorded configurations were measured, each once.
+    assert!(d.configurations <= 64);
+}
