@@ -141,6 +141,16 @@ fn parse_threshold(text: &str) -> Result<Threshold> {
     }
 }
 
+/// How a detection is shown.
+#[derive(Args)]
+pub struct OutputArgs {
+    /// Write the sampled histories with the detected change points as an SVG image.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
 #[derive(Args)]
 pub struct DetectArgs {
     /// The system spec, with a [history] section.
@@ -154,10 +164,8 @@ pub struct DetectArgs {
     store: Option<PathBuf>,
     #[command(flatten)]
     search: SearchArgs,
-    #[arg(long)]
-    plot: Option<PathBuf>,
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: OutputArgs,
 }
 
 #[derive(Args)]
@@ -166,11 +174,8 @@ pub struct ReplayArgs {
     history: PathBuf,
     #[command(flatten)]
     search: SearchArgs,
-    /// Write the sampled histories with the detected change points as an SVG image.
-    #[arg(long)]
-    plot: Option<PathBuf>,
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: OutputArgs,
 }
 
 #[derive(Args)]
@@ -201,10 +206,8 @@ pub struct SyntheticArgs {
     write_system: Option<PathBuf>,
     #[command(flatten)]
     search: SearchArgs,
-    #[arg(long)]
-    plot: Option<PathBuf>,
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: OutputArgs,
 }
 
 #[derive(Args)]
@@ -239,7 +242,12 @@ pub fn changepoints(cmd: ChangepointsCommand) -> Result<Outcome> {
                 .with_context(|| format!("reading {}", args.history.display()))?;
             let mut backend = RecordedHistory::parse(&text, &args.history.display().to_string())?;
             let detection = detect(&mut backend, &args.search.settings()?)?;
-            finish(&detection, args.plot.as_deref(), args.json, None)
+            finish(
+                &detection,
+                args.output.plot.as_deref(),
+                args.output.json,
+                None,
+            )
         }
         ChangepointsCommand::Synthetic(args) => synthetic(args),
         ChangepointsCommand::Grid(args) => grid(args),
@@ -307,7 +315,7 @@ fn detect_in_history(args: DetectArgs) -> Result<Outcome> {
     )?;
     let detection = detect(&mut backend, &args.search.settings()?)?;
     let effort = backend.effort().clone();
-    if args.json {
+    if args.output.json {
         #[derive(Serialize)]
         struct WithEffort<'a> {
             #[serde(flatten)]
@@ -315,10 +323,7 @@ fn detect_in_history(args: DetectArgs) -> Result<Outcome> {
             effort: &'a changepoints::store::Effort,
             store: String,
         }
-        if let Some(path) = &args.plot {
-            std::fs::write(path, changepoints::plot::svg(&detection, 12))
-                .with_context(|| format!("writing {}", path.display()))?;
-        }
+        write_plot(&detection, args.output.plot.as_deref())?;
         crate::print_json(&WithEffort {
             detection: &detection,
             effort: &effort,
@@ -326,7 +331,7 @@ fn detect_in_history(args: DetectArgs) -> Result<Outcome> {
         })?;
         return Ok(Outcome::Done);
     }
-    finish(&detection, args.plot.as_deref(), false, None)?;
+    finish(&detection, args.output.plot.as_deref(), false, None)?;
     println!(
         "effort: {} builds ({} cached, {} failed) in {:.1} min, {} runs ({} measurements read back from {}) in {:.1} min; {:.1} min in all",
         effort.builds,
@@ -394,8 +399,8 @@ fn synthetic(args: SyntheticArgs) -> Result<Outcome> {
         .collect();
     finish(
         &detection,
-        args.plot.as_deref(),
-        args.json,
+        args.output.plot.as_deref(),
+        args.output.json,
         Some((score, truth_text)),
     )
 }
@@ -414,11 +419,7 @@ fn finish(
     json: bool,
     scored: Option<(evaluation::Score, Vec<String>)>,
 ) -> Result<Outcome> {
-    if let Some(path) = plot {
-        std::fs::write(path, changepoints::plot::svg(detection, 12))
-            .with_context(|| format!("writing {}", path.display()))?;
-        eprintln!("plot written to {}", path.display());
-    }
+    write_plot(detection, plot)?;
     if json {
         let (score, truth) = match scored {
             Some((s, t)) => (Some(s), Some(t)),
@@ -440,6 +441,15 @@ fn finish(
         );
     }
     Ok(Outcome::Done)
+}
+
+fn write_plot(detection: &Detection, path: Option<&std::path::Path>) -> Result<()> {
+    if let Some(path) = path {
+        std::fs::write(path, changepoints::plot::svg(detection, 12))
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("plot written to {}", path.display());
+    }
+    Ok(())
 }
 
 /// The change points and the effort, as text.
