@@ -18,6 +18,7 @@
 # drawn outside it (see the driver's header). Results land in docs/results/.
 set -euo pipefail
 ref=${1:?usage: compare.sh REF_DIR [--full] [--seeds N]}; shift
+invoked="bench/changepoints/compare.sh REF_DIR $*"
 grid=(); seeds=2
 while [ $# -gt 0 ]; do
   case $1 in
@@ -52,9 +53,9 @@ for sys in "$work"/systems/*.json; do
 done
 day=$(date -u +%F)
 out="$here/docs/results/changepoints-$day-$commit"
-python3 - "$work" "$out" "$commit" "$day" "$*" <<'PY'
+python3 - "$work" "$out" "$commit" "$day" "$invoked" <<'PY'
 import json, os, sys, platform
-work, out, commit, day, args = sys.argv[1:]
+work, out, commit, day, command = sys.argv[1:]
 knobs = json.load(open(f"{work}/knobs.json"))
 times = dict(l.split() for l in open(f"{work}/ref.times"))
 rows = []
@@ -74,27 +75,8 @@ for r in knobs:
                                "iterations": refrun.get("iterations"), "measurements": refrun.get("measurements"),
                                "seconds": float(times.get(name, "nan")),
                                "algorithm_seconds": refrun.get("algorithm_time_s")}})
-load = os.getloadavg()
 meta = {"date": day, "commit": commit, "machine": f"{platform.node()} ({os.cpu_count()} cores)",
-        "load": load, "command": f"bench/changepoints/compare.sh REF_DIR {args}".strip()}
+        "load": os.getloadavg(), "command": command}
 json.dump({"meta": meta, "rows": rows}, open(out + ".json", "w"), indent=1)
-def mean(xs):
-    xs = [x for x in xs if isinstance(x, (int, float))]
-    return sum(xs) / len(xs) if xs else float("nan")
-lines = [f"# Change points: knobs and the reference implementation, {day} ({commit})", "",
-         f"Machine {meta['machine']}, load {load[0]:.1f}; `{meta['command']}`. Both scored by "
-         "`knobs changepoints score` (association = commit and option, 5-commit tolerance).", "",
-         "| system | knobs F1 | reference F1 | knobs P/R | reference P/R | knobs s | reference s | ratio |",
-         "|---|---|---|---|---|---|---|---|"]
-for r in rows:
-    k, f = r["knobs"], r["reference"]
-    ratio = f["seconds"] / k["seconds"] if k["seconds"] else float("nan")
-    fmt = lambda x: "n/a" if x is None else f"{x:.2f}"
-    lines.append(f"| {r['system']} | {k['f1']:.2f} | {fmt(f.get('f1'))} | {k['precision']:.2f}/{k['recall']:.2f} | "
-                 f"{fmt(f.get('precision'))}/{fmt(f.get('recall'))} | {k['seconds']:.1f} | {f['seconds']:.1f} | {ratio:.0f}× |")
-lines += ["", f"Mean F1: knobs {mean([r['knobs']['f1'] for r in rows]):.2f}, reference "
-          f"{mean([r['reference'].get('f1') for r in rows]):.2f}; mean wall time: knobs "
-          f"{mean([r['knobs']['seconds'] for r in rows]):.1f} s, reference {mean([r['reference']['seconds'] for r in rows]):.1f} s.", ""]
-open(out + ".md", "w").write("\n".join(lines))
-print("\n".join(lines))
 PY
+python3 "$here/bench/changepoints/summarise.py" "$out.json"
