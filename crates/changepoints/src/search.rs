@@ -413,8 +413,9 @@ fn summarise(
         // associated options, measured just outside the commit's tolerance window.
         let before_commit = commit.saturating_sub(window + 1);
         let after_commit = (commit + window).min(commits - 1);
+        // Configurations with the associated options (any, for a change of all of them).
         let matching: Vec<usize> = (0..state.sample.len())
-            .filter(|at| all || feats.iter().all(|f| state.sample[*at].row[*f] == 1.0))
+            .filter(|at| feats.iter().all(|f| state.sample[*at].row[*f] == 1.0))
             .take(3)
             .collect();
         let mut changes = Vec::new();

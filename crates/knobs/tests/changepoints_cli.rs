@@ -2,100 +2,137 @@
 //! system's C compiler: one commit does not build, one makes the `heavy` option ten times
 //! slower; the detection finds that commit and that option, reports the failed build, and
 //! a second run resumes from the store without running anything again.
+//!
+//! The metric is CPU time and the threshold 150 %: on a loaded machine (two hyperthreads of
+//! one core) a process's CPU time can almost double, which the change (10×) outgrows and
+//! the threshold does not let through. Load that comes and goes can still fake a change, so
+//! the detection gets three attempts on fresh histories and stores; one must find exactly
+//! the change.
+
+use std::path::Path;
 
 use assert_cmd::Command;
 
 mod common;
 use common::git;
 
-/// The program spins `base` million rounds, and `heavy` million more with the `heavy`
-/// argument.
+/// The program spins 5 million rounds, and `heavy` million more with the `heavy` argument.
 fn program(heavy: u32, comment: usize) -> String {
     format!(
-        "#include <string.h>\n/* revision {comment} */\nint main(int c, char **v) {{ volatile long s = 0; long n = 4000000L; \
+        "#include <string.h>\n/* revision {comment} */\nint main(int c, char **v) {{ volatile long s = 0; long n = 5000000L; \
          for (int i = 1; i < c; i++) if (!strcmp(v[i], \"heavy\")) n += {heavy}000000L; \
          for (long i = 0; i < n; i++) s += i; return 0; }}\n"
     )
 }
 
-#[test]
-fn detect_finds_the_commit_and_option_that_changed_performance() {
-    let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("prog");
+const CHANGED_AT: usize = 24;
+
+const ARGS: [&str; 13] = [
+    "changepoints",
+    "detect",
+    "--threshold",
+    "150%",
+    "--initial-configurations",
+    "12",
+    "--commit-share",
+    "0.1",
+    "--measurements",
+    "24",
+    "--max-iterations",
+    "6",
+    "--spec",
+];
+
+/// A history of 40 commits (9 does not compile, `CHANGED_AT` makes `heavy` slower) and its
+/// spec; returns the spec's path.
+fn fixture(dir: &Path) -> std::path::PathBuf {
+    let repo = dir.join("prog");
     std::fs::create_dir(&repo).unwrap();
     git(&repo, &["init", "-q", "-b", "main"]);
-    let changed_at = 24;
     for i in 0..40 {
         let text = if i == 9 {
             "int main(void) { return undeclared; }\n".to_string()
         } else {
-            program(if i < changed_at { 4 } else { 60 }, i)
+            program(if i < CHANGED_AT { 5 } else { 100 }, i)
         };
         std::fs::write(repo.join("prog.c"), text).unwrap();
         git(&repo, &["add", "prog.c"]);
-        let message = if i == changed_at {
+        let message = if i == CHANGED_AT {
             "heavy gets slower".to_string()
         } else {
             format!("revision {i}")
         };
         git(&repo, &["commit", "-q", "-m", &message]);
     }
-    let spec = dir.path().join("knobs.toml");
+    let spec = dir.join("knobs.toml");
     std::fs::write(
         &spec,
         "name = \"prog\"\n\n[history]\nrepository = \"prog\"\nrange = \"main\"\n\
          build = [[\"cc\", \"-O1\", \"-o\", \"prog\", \"prog.c\"]]\noutput = \"prog\"\n\n\
-         [run]\nargs = [\"{options}\"]\n\n[measure]\nrepetitions = 3\n\n[[workload]]\nname = \"w\"\n\n\
-         [[option]]\nname = \"heavy\"\non = [\"heavy\"]\n\n[[option]]\nname = \"other\"\non = [\"other\"]\n",
+         [run]\nargs = [\"{options}\"]\n\n[measure]\nrepetitions = 3\nmetric = \"cpu\"\n\n\
+         [[workload]]\nname = \"w\"\n\n\
+         [[option]]\nname = \"heavy\"\non = [\"heavy\"]\n\n[[option]]\nname = \"other\"\non = [\"other\"]\n\n\
+         [[option]]\nname = \"third\"\non = [\"third\"]\n\n[[option]]\nname = \"fourth\"\non = [\"fourth\"]\n",
     )
     .unwrap();
-    let args = [
-        "changepoints",
-        "detect",
-        "--threshold",
-        "50%",
-        "--initial-configurations",
-        "4",
-        "--commit-share",
-        "0.1",
-        "--measurements",
-        "24",
-        "--max-iterations",
-        "8",
-        "--json",
-        "--spec",
-    ];
-    let out = Command::cargo_bin("knobs")
-        .unwrap()
-        .args(args)
-        .arg(&spec)
-        .output()
-        .unwrap();
+    spec
+}
+
+fn detect(spec: &Path, json: bool) -> std::process::Output {
+    let mut cmd = Command::cargo_bin("knobs").unwrap();
+    cmd.args(ARGS).arg(spec);
+    if json {
+        cmd.arg("--json");
+    }
+    let out = cmd.output().unwrap();
     assert!(out.status.success(), "{out:?}");
+    out
+}
+
+/// One detection on a fresh history: `Err` says what it found instead of the change.
+fn attempt() -> Result<(), String> {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = fixture(dir.path());
+    let out = detect(&spec, true);
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let points = json["change_points"].as_array().unwrap();
-    let found = points.iter().find(|c| {
-        c["commit"].as_u64().unwrap().abs_diff(changed_at as u64) <= 5
-            && c["options"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|o| o == "heavy")
-    });
-    let found = found
-        .unwrap_or_else(|| panic!("no change point near {changed_at} with `heavy`: {points:#?}"));
-    assert!(
-        found["relative_change"].as_f64().unwrap() > 1.0,
-        "{found:#?}"
-    );
-    assert!(
-        points.iter().all(|c| c["options"]
+    let points = json["change_points"].as_array().unwrap().clone();
+    let options = |c: &serde_json::Value| -> Vec<String> {
+        c["options"]
             .as_array()
             .unwrap()
             .iter()
-            .all(|o| o != "other")),
-        "`other` changes nothing: {points:#?}"
+            .map(|o| o.as_str().unwrap().to_string())
+            .collect()
+    };
+    let summary: Vec<String> = points
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {:?} all={}",
+                c["commit"],
+                options(c),
+                c["all_configurations"]
+            )
+        })
+        .collect();
+    let found = points.iter().find(|c| {
+        c["commit"].as_u64().unwrap().abs_diff(CHANGED_AT as u64) <= 5 && options(c) == ["heavy"]
+    });
+    let Some(found) = found else {
+        return Err(format!(
+            "no change point near {CHANGED_AT} with `heavy`: {summary:?}"
+        ));
+    };
+    if points.len() != 1 {
+        return Err(format!("only the one change: {summary:?}"));
+    }
+    // Deterministic from here on: what the store holds decides.
+    assert!(
+        found["relative_change"].as_f64().unwrap() > 2.0,
+        "{found:#?}"
     );
+    let subject = found["info"]["subject"].as_str().unwrap().to_string();
+    assert!(subject.starts_with("revision") || subject == "heavy gets slower");
     let failed = json["effort"]["failed_builds"].as_array().unwrap();
     assert!(
         failed.len() <= 1
@@ -104,33 +141,34 @@ fn detect_finds_the_commit_and_option_that_changed_performance() {
                 .all(|f| f["log"].as_str().unwrap().ends_with(".log")),
         "{failed:?}"
     );
-    let runs = json["effort"]["runs"].as_u64().unwrap();
-    assert!(runs > 0);
+    assert!(json["effort"]["runs"].as_u64().unwrap() > 0);
     // The same detection again: everything is read back from the store.
-    let again = Command::cargo_bin("knobs")
-        .unwrap()
-        .args(args)
-        .arg(&spec)
-        .output()
-        .unwrap();
-    assert!(again.status.success(), "{again:?}");
-    let json2: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    let again: serde_json::Value = serde_json::from_slice(&detect(&spec, true).stdout).unwrap();
     assert_eq!(
-        json2["effort"]["runs"].as_u64(),
+        again["effort"]["runs"].as_u64(),
         Some(0),
         "{}",
-        json2["effort"]
+        again["effort"]
     );
-    assert_eq!(json2["change_points"], json["change_points"]);
-    // Text output names the commit's subject.
-    let text = Command::cargo_bin("knobs")
-        .unwrap()
-        .args(&args[..args.len() - 2])
-        .arg("--spec")
-        .arg(&spec)
-        .output()
-        .unwrap();
-    let text = String::from_utf8(text.stdout).unwrap();
-    assert!(text.contains("heavy"), "{text}");
+    assert_eq!(again["change_points"], json["change_points"]);
+    // The text names the option, the commit's subject and the effort.
+    let text = String::from_utf8(detect(&spec, false).stdout).unwrap();
+    assert!(
+        text.contains(": heavy;") && text.contains(&subject),
+        "{text}"
+    );
     assert!(text.contains("effort:"), "{text}");
+    Ok(())
+}
+
+#[test]
+fn detect_finds_the_commit_and_option_that_changed_performance() {
+    let mut failures = Vec::new();
+    for _ in 0..3 {
+        match attempt() {
+            Ok(()) => return,
+            Err(e) => failures.push(e),
+        }
+    }
+    panic!("three attempts missed the change: {failures:#?}");
 }
