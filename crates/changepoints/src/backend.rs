@@ -89,22 +89,16 @@ impl RecordedHistory {
         }
         let with_ids = header.get(1) == Some("commit_id");
         let first_option = if with_ids { 2 } else { 1 };
-        if header.len() < first_option + 2 {
-            return Err(err(
-                1,
-                "a recorded history needs option columns and a performance column".into(),
-            ));
-        }
-        let names: Vec<String> = header
-            .iter()
-            .skip(first_option)
-            .take(header.len() - first_option - 1)
-            .map(str::to_string)
-            .collect();
-        let mut rows: Vec<(usize, Vec<f64>, f64)> = Vec::new();
+        // The commit columns are read here; the rest is a dataset CSV, which `space` reads
+        // (and infers the options of) as it reads any other.
+        let mut rest = csv::Writer::from_writer(Vec::new());
+        let io = |e: csv::Error| err(0, e.to_string());
+        rest.write_record(header.iter().skip(first_option))
+            .map_err(io)?;
+        let mut row_commits = Vec::new();
         let mut ids = BTreeMap::new();
         for record in reader.records() {
-            let record = record.map_err(|e| err(0, e.to_string()))?;
+            let record = record.map_err(io)?;
             let line = record.position().map_or(0, |p| p.line() as usize);
             let commit: usize = record[0]
                 .parse()
@@ -115,56 +109,30 @@ impl RecordedHistory {
             if with_ids {
                 ids.insert(commit, record[1].to_string());
             }
-            let mut cells = Vec::with_capacity(names.len() + 1);
-            for (i, cell) in record.iter().enumerate().skip(first_option) {
-                let v: f64 = cell
-                    .parse()
-                    .ok()
-                    .filter(|v: &f64| v.is_finite())
-                    .ok_or_else(|| {
-                        err(
-                            line,
-                            format!("`{cell}` is not a number (column `{}`)", &header[i]),
-                        )
-                    })?;
-                cells.push(v);
-            }
-            let value = cells.pop().expect("a performance column");
-            rows.push((commit, cells, value));
+            row_commits.push(commit);
+            rest.write_record(record.iter().skip(first_option))
+                .map_err(io)?;
         }
-        if rows.is_empty() {
-            return Err(err(0, "the recorded history has no rows".into()));
-        }
-        let mut space = ConfigSpace::new(
-            std::path::Path::new(shown)
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .unwrap_or("recorded"),
-        );
-        for (i, name) in names.iter().enumerate() {
-            let values: Vec<f64> = rows.iter().map(|r| r.1[i]).collect();
-            let added = if values.iter().all(|v| *v == 0.0 || *v == 1.0) {
-                space.add_binary(name, None, false)
-            } else {
-                space.add_numeric(name, &values)
-            };
-            added.map_err(|e| err(1, e.to_string()))?;
-        }
+        let rest = rest.into_inner().map_err(|e| err(0, e.to_string()))?;
+        let options_only = String::from_utf8(rest).map_err(|e| err(0, e.to_string()))?;
+        let data = space::formats::dataset::parse_dataset_csv(&options_only, shown)?;
         let mut histories: HashMap<Configuration, BTreeMap<usize, f64>> = HashMap::new();
         let mut order = Vec::new();
-        let mut commits = 0;
-        for (commit, cells, value) in rows {
-            let config = space.configuration_from_values(&cells)?;
-            commits = commits.max(commit + 1);
+        for ((config, value), commit) in data
+            .configurations
+            .into_iter()
+            .zip(data.performance)
+            .zip(&row_commits)
+        {
             let history = histories.entry(config.clone()).or_insert_with(|| {
-                order.push(config.clone());
+                order.push(config);
                 BTreeMap::new()
             });
-            history.insert(commit, value);
+            history.insert(*commit, value);
         }
         Ok(RecordedHistory {
-            space,
-            commits,
+            space: data.space,
+            commits: row_commits.iter().max().map_or(0, |c| c + 1),
             histories,
             order,
             ids,
