@@ -175,14 +175,17 @@ impl Backend for StoreBackend<'_> {
             }
             self.effort.runs += runs;
             let selection: Selection = campaign.selection();
-            let median = self
+            // This configuration's runs only: the store holds every other one at the commit.
+            let metric = self.spec.measure.metric;
+            let values: Vec<f64> = self
                 .store
-                .summaries(&selection, self.spec.measure.metric)
+                .runs_of(&selection, &text)
                 .map_err(|e| Error::Measure(e.to_string()))?
-                .into_iter()
-                .find(|s| s.configuration == text)
-                .and_then(|s| s.summary)
-                .map(|s| s.median);
+                .iter()
+                .filter(|r| r.is_ok())
+                .map(|r| r.metric(metric))
+                .collect();
+            let median = measure::Summary::of(&values).map(|s| s.median);
             match median {
                 Some(value) => out.extend(
                     indices
