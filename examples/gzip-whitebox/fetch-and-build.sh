@@ -25,8 +25,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 build="$here/build"
 mkdir -p "$build"
 
-sudo_() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
-log() { echo "fetch-and-build: $*" >&2; }
+. "$here/../../scripts/debian-source.sh"
 
 # Same switches for both builds (see above). gzip has no NLS and no optional features.
 common_conf=()
@@ -35,52 +34,11 @@ cppflags=""
 [ "$(uname -m)" = x86_64 ] && cppflags="-DUNALIGNED_OK"
 
 # --- 1. the source ------------------------------------------------------------------------
-# Pinned: this version of Debian's source package, whose .dsc (it lists the checksums of the
-# tarballs dpkg-source unpacks and checks) must have this SHA-256. bench/subjects.toml pins
-# the same and passes them in the environment; a mismatch stops the script.
-version="${KNOBS_SOURCE_VERSION:-1.12-1}"
-sha256="${KNOBS_SOURCE_SHA256:-49a287787a0b4fc816eb576c011c472d1f630ec1778dfa120bd7fce4a844c253}"
-dsc="$build/gzip_${version#*:}.dsc"
-verify() {
-    local got
-    got="$(sha256sum "$dsc" | cut -d' ' -f1)"
-    if [ "$got" != "$sha256" ]; then
-        log "checksum mismatch: $dsc has sha256 $got, expected $sha256"
-        exit 1
-    fi
-}
-src=""
-for d in "$build"/gzip-*/; do [ -f "$d/configure.ac" ] && src="${d%/}"; done
-if [ -n "$src" ] && [ ! -f "$dsc" ]; then
-    # Unpacked from another version (or before the pin): start again from the pinned one.
-    log "no $dsc: removing the unpacked source and the builds of another version"
-    rm -rf "$build"/gzip-*/ "$build"/gzip_* "$build/native" "$build/bitcode" \
-        "$build/gzip" "$build/gzip.bc" "$build/gzip.bc.cflags"
-    src=""
-fi
-if [ -z "$src" ]; then
-    if ! command -v dpkg-source >/dev/null; then
-        log "installing dpkg-dev (for apt-get source)"
-        sudo_ apt-get install -y dpkg-dev
-    fi
-    if ! apt-cache showsrc gzip >/dev/null 2>&1 || [ -z "$(apt-cache showsrc gzip 2>/dev/null)" ]; then
-        list=/etc/apt/sources.list.d/knobs-deb-src.sources
-        log "adding a deb-src entry for bookworm main ($list) and running apt-get update"
-        printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-            | sudo_ tee "$list" >/dev/null
-        sudo_ apt-get update -qq
-    fi
-    log "apt-get source --download-only gzip=$version"
-    (cd "$build" && apt-get source -qq --download-only "gzip=$version") \
-        || { log "apt-get source gzip=$version failed (no longer in the archive? snapshot.debian.org keeps every version)"; exit 1; }
-    [ -f "$dsc" ] || { log "apt-get source did not download $dsc"; exit 1; }
-    # Verified before anything is unpacked; dpkg-source then checks the tarballs against it.
-    verify
-    (cd "$build" && dpkg-source -q -x "$dsc") || { log "dpkg-source -x $dsc failed"; exit 1; }
-    for d in "$build"/gzip-*/; do [ -f "$d/configure.ac" ] && src="${d%/}"; done
-    [ -n "$src" ] || { log "apt-get source did not unpack gzip"; exit 1; }
-fi
-verify
+# Pinned: this version of Debian's source package, whose .dsc must have this SHA-256.
+# bench/subjects.toml pins the same and passes them in the environment.
+debian_source gzip "${KNOBS_SOURCE_VERSION:-1.12-1}" \
+    "${KNOBS_SOURCE_SHA256:-49a287787a0b4fc816eb576c011c472d1f630ec1778dfa120bd7fce4a844c253}" \
+    "$build" configure.ac
 # Debian's disable-Werror.patch edits configure.ac (only what --enable-gcc-warnings does; the
 # Debian build then runs autoreconf). Without autotools, make would try to run aclocal-1.16
 # because configure.ac is newer than what the tarball generated from it: mark the generated
@@ -91,7 +49,6 @@ if [ "$src/configure.ac" -nt "$src/configure" ]; then
     (cd "$src" && touch -d "$now" aclocal.m4 configure lib/config.hin \
         Makefile.in lib/Makefile.in doc/Makefile.in tests/Makefile.in)
 fi
-log "source: $src"
 
 # Only the gzip program: gnulib (lib/, with its generated headers), the generated version.c
 # and version.h (BUILT_SOURCES, which `make gzip` alone would not make), then gzip. A plain
@@ -132,12 +89,7 @@ if [ ! -f "$build/gzip.bc" ] || [ "$(cat "$build/gzip.bc.cflags" 2>/dev/null)" !
     rm -rf "$b/ver-objs" "$b/gnulib-objs" && mkdir -p "$b/ver-objs" "$b/gnulib-objs"
     (cd "$b/ver-objs" && llvm-ar-19 x "$b/libver.a")
     (cd "$b/gnulib-objs" && llvm-ar-19 x "$b/lib/libgzip.a")
-    for f in "${gzip_objs[@]}" "$b"/ver-objs/*.o "$b"/gnulib-objs/*.o; do
-        case "$(head -c 4 "$f" | od -An -tx1 | tr -d ' ')" in
-            4243c0de) ;;   # 'BC' 0xC0DE: raw LLVM bitcode
-            *) log "$f is not LLVM bitcode"; exit 1 ;;
-        esac
-    done
+    check_bitcode "${gzip_objs[@]}" "$b"/ver-objs/*.o "$b"/gnulib-objs/*.o
     # gnulib: linked whole (everything main cannot reach is dropped below), except the members
     # that define a symbol gzip itself defines. A linker takes an archive member only for an
     # undefined symbol, so it never takes those (gzip's util.c has its own xalloc_die, and
@@ -152,15 +104,7 @@ if [ ! -f "$build/gzip.bc" ] || [ "$(cat "$build/gzip.bc.cflags" 2>/dev/null)" !
         else gnulib_objs+=("$f"); fi
     done
     llvm-link-19 -o "$b/gnulib.bc" "${gnulib_objs[@]}"
-    # Link everything, then drop what main cannot reach (internalize + globaldce only: no
-    # optimisation). `llvm-link --only-needed` is no substitute: it applies to the first
-    # file too and silently drops main.
-    llvm-link-19 -o "$b/gzip-all.bc" "${gzip_objs[@]}" "$b"/ver-objs/*.o "$b/gnulib.bc"
-    opt-19 -passes='internalize,globaldce' -internalize-public-api-list=main \
-        "$b/gzip-all.bc" -o "$build/gzip.bc"
-    # (grep without -q: under pipefail, -q's early exit would fail llvm-nm with SIGPIPE)
-    llvm-nm-19 --defined-only "$build/gzip.bc" | grep -w main >/dev/null \
-        || { log "gzip.bc has no main"; exit 1; }
+    link_program_bitcode "$build/gzip.bc" "${gzip_objs[@]}" "$b"/ver-objs/*.o "$b/gnulib.bc"
     echo "$bc_cflags" > "$build/gzip.bc.cflags"
 fi
 log "native:  $build/gzip ($("$build/gzip" --version | head -1))"

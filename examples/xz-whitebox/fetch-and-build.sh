@@ -26,8 +26,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 build="$here/build"
 mkdir -p "$build"
 
-sudo_() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
-log() { echo "fetch-and-build: $*" >&2; }
+. "$here/../../scripts/debian-source.sh"
 
 # Same switches for both builds. Threads are disabled (single-threaded xz, no pthread code in
 # the analysed program; -T is then accepted and ignored), as are the tools and docs we do not
@@ -38,53 +37,11 @@ common_conf=(--disable-shared --enable-static --disable-nls --disable-threads
              --disable-scripts --disable-doc --disable-clmul-crc)
 
 # --- 1. the source ------------------------------------------------------------------------
-# Pinned: this version of Debian's source package, whose .dsc (it lists the checksums of the
-# tarballs dpkg-source unpacks and checks) must have this SHA-256. bench/subjects.toml pins
-# the same and passes them in the environment; a mismatch stops the script.
-version="${KNOBS_SOURCE_VERSION:-5.4.1-1+deb12u1}"
-sha256="${KNOBS_SOURCE_SHA256:-38f98e356f7e7e89b0920d39c55dd5f3d1a9f2684bff83c8b4890561e1832e94}"
-dsc="$build/xz-utils_${version#*:}.dsc"
-verify() {
-    local got
-    got="$(sha256sum "$dsc" | cut -d' ' -f1)"
-    if [ "$got" != "$sha256" ]; then
-        log "checksum mismatch: $dsc has sha256 $got, expected $sha256"
-        exit 1
-    fi
-}
-src=""
-for d in "$build"/xz-utils-*/; do [ -f "$d/configure.ac" ] && src="${d%/}"; done
-if [ -n "$src" ] && [ ! -f "$dsc" ]; then
-    # Unpacked from another version (or before the pin): start again from the pinned one.
-    log "no $dsc: removing the unpacked source and the builds of another version"
-    rm -rf "$build"/xz-utils-*/ "$build"/xz-utils_* "$build/native" "$build/bitcode" \
-        "$build/xz" "$build/xz.bc" "$build/xz.bc.cflags"
-    src=""
-fi
-if [ -z "$src" ]; then
-    if ! command -v dpkg-source >/dev/null; then
-        log "installing dpkg-dev (for apt-get source)"
-        sudo_ apt-get install -y dpkg-dev
-    fi
-    if ! apt-cache showsrc xz-utils >/dev/null 2>&1 || [ -z "$(apt-cache showsrc xz-utils 2>/dev/null)" ]; then
-        list=/etc/apt/sources.list.d/knobs-deb-src.sources
-        log "adding a deb-src entry for bookworm main ($list) and running apt-get update"
-        printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-            | sudo_ tee "$list" >/dev/null
-        sudo_ apt-get update -qq
-    fi
-    log "apt-get source --download-only xz-utils=$version"
-    (cd "$build" && apt-get source -qq --download-only "xz-utils=$version") \
-        || { log "apt-get source xz-utils=$version failed (no longer in the archive? snapshot.debian.org keeps every version)"; exit 1; }
-    [ -f "$dsc" ] || { log "apt-get source did not download $dsc"; exit 1; }
-    # Verified before anything is unpacked; dpkg-source then checks the tarballs against it.
-    verify
-    (cd "$build" && dpkg-source -q -x "$dsc") || { log "dpkg-source -x $dsc failed"; exit 1; }
-    for d in "$build"/xz-utils-*/; do [ -f "$d/configure.ac" ] && src="${d%/}"; done
-    [ -n "$src" ] || { log "apt-get source did not unpack xz-utils"; exit 1; }
-fi
-verify
-log "source: $src"
+# Pinned: this version of Debian's source package, whose .dsc must have this SHA-256.
+# bench/subjects.toml pins the same and passes them in the environment.
+debian_source xz-utils "${KNOBS_SOURCE_VERSION:-5.4.1-1+deb12u1}" \
+    "${KNOBS_SOURCE_SHA256:-38f98e356f7e7e89b0920d39c55dd5f3d1a9f2684bff83c8b4890561e1832e94}" \
+    "$build" configure.ac
 
 # --- 2. native build (-O2) ----------------------------------------------------------------
 if [ ! -x "$build/xz" ]; then
@@ -114,21 +71,9 @@ if [ ! -f "$build/xz.bc" ] || [ "$(cat "$build/xz.bc.cflags" 2>/dev/null)" != "$
     # ... and liblzma, as the static archive's members.
     rm -rf "$b/lzma-objs" && mkdir -p "$b/lzma-objs"
     (cd "$b/lzma-objs" && llvm-ar-19 x "$b/src/liblzma/.libs/liblzma.a")
-    for f in "${xz_objs[@]}" "$b"/lzma-objs/*.o; do
-        case "$(head -c 4 "$f" | od -An -tx1 | tr -d ' ')" in
-            4243c0de) ;;   # 'BC' 0xC0DE: raw LLVM bitcode
-            *) log "$f is not LLVM bitcode"; exit 1 ;;
-        esac
-    done
+    check_bitcode "$b"/lzma-objs/*.o
     llvm-link-19 -o "$b/lzma.bc" "$b"/lzma-objs/*.o
-    # Link everything, then drop what main cannot reach (internalize + globaldce only: no
-    # optimisation). `llvm-link --only-needed` is no substitute: it applies to the first
-    # file too and silently drops main.
-    llvm-link-19 -o "$b/xz-all.bc" "${xz_objs[@]}" "$b/lzma.bc"
-    opt-19 -passes='internalize,globaldce' -internalize-public-api-list=main \
-        "$b/xz-all.bc" -o "$build/xz.bc"
-    llvm-nm-19 --defined-only "$build/xz.bc" | grep -w main >/dev/null \
-        || { log "xz.bc has no main"; exit 1; }
+    link_program_bitcode "$build/xz.bc" "${xz_objs[@]}" "$b/lzma.bc"
     echo "$bc_cflags" > "$build/xz.bc.cflags"
 fi
 log "native:  $build/xz ($("$build/xz" --version | head -1))"
