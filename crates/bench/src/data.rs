@@ -69,6 +69,18 @@ impl Data {
         self.rows.iter().map(|(c, v)| (key(c), *v)).collect()
     }
 
+    /// Writes the configurations alone (a header of option names, no performance column):
+    /// what `knobs predict` reads.
+    pub fn write_configurations(&self, path: &Path) -> Result<()> {
+        let mut text = self.options.join(",");
+        text.push('\n');
+        for (c, _) in &self.rows {
+            text.push_str(&key(c));
+            text.push('\n');
+        }
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+    }
+
     /// A configuration given by option name, in this data's column order; `None` when an
     /// option of the data is missing.
     pub fn ordered(&self, named: &HashMap<String, f64>) -> Option<Vec<f64>> {
@@ -83,6 +95,23 @@ pub fn key(values: &[f64]) -> String {
         .map(|v| v.to_string())
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// The last column of `knobs predict`'s CSV (`prediction`), one number per line.
+pub fn predictions(csv: &str) -> Result<Vec<f64>> {
+    let mut lines = csv.lines().filter(|l| !l.trim().is_empty());
+    let header = lines.next().context("no header")?;
+    if header.rsplit(',').next().map(str::trim) != Some("prediction") {
+        bail!("the last column is not `prediction`: {header}");
+    }
+    lines
+        .enumerate()
+        .map(|(i, l)| {
+            let cell = l.rsplit(',').next().unwrap_or("").trim();
+            cell.parse::<f64>()
+                .with_context(|| format!("line {}: `{cell}` is not a number", i + 2))
+        })
+        .collect()
 }
 
 /// Per configuration both have, `a / b`: the ratios of one build's medians to another's.
@@ -113,6 +142,24 @@ mod tests {
         let c = d.ordered(&named).unwrap();
         assert_eq!(d.by_configuration()[&key(&c)], 1.5);
         assert!(Data::parse("A,wall_s\n0,x\n").is_err());
+    }
+
+    #[test]
+    fn configurations_and_predictions() {
+        let d = Data::parse("A,level,wall_s\n0,6,0.5\n1,9,1.5\n").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.csv");
+        d.write_configurations(&path).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "A,level\n0,6\n1,9\n"
+        );
+        assert_eq!(
+            predictions("A,level,prediction\n0,6,0.25\n1,9,2\n").unwrap(),
+            [0.25, 2.0]
+        );
+        assert!(predictions("A,level\n0,6\n").is_err());
+        assert!(predictions("A,prediction\n0,x\n").is_err());
     }
 
     #[test]

@@ -16,9 +16,11 @@
 //! ```
 //!
 //! Modules: [`subjects`] (the declarations), [`run`] (the steps), [`overhead`] (Table 7's
-//! interleaved runs), [`reports`] (what is read from knobs' JSON), [`rows`] (the recorded
-//! rows and the summary), [`data`] (dataset CSVs and statistics).
+//! interleaved runs), [`reports`] (what is read from knobs' JSON), [`compare`] (whether an
+//! approach is significantly less accurate than the best), [`rows`] (the recorded rows, the
+//! summary and the README's headline table), [`data`] (dataset CSVs and statistics).
 
+pub mod compare;
 pub mod data;
 pub mod overhead;
 pub mod reports;

@@ -30,9 +30,15 @@ struct Args {
     /// The knobs binary (default: `cargo build --release -p knobs`, then target/release/knobs).
     #[arg(long)]
     knobs: Option<PathBuf>,
-    /// Where the rows and latest.md go.
-    #[arg(long, default_value = "docs/results")]
-    results_dir: PathBuf,
+    /// Where the rows and latest.md go (default: docs/results, and README.md's headline
+    /// table is regenerated; with --quick: target/bench/quick-results).
+    #[arg(long)]
+    results_dir: Option<PathBuf>,
+    /// Small workloads (the subject's `quick.workload`), 2 repetitions, the first black-box
+    /// seed, a shorter Table 7: minutes, not hours. Its rows say so and never reach the
+    /// summary.
+    #[arg(long)]
+    quick: bool,
     /// Stores, models, builds and logs go to WORK_DIR/SUBJECT/ (emptied first unless --resume).
     #[arg(long, default_value = "target/bench")]
     work_dir: PathBuf,
@@ -58,6 +64,22 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Regenerates latest.md from the rows, and README.md's headline table when given.
+fn write_summaries(
+    results_dir: &Path,
+    readme: Option<&Path>,
+    order: &[String],
+    quick: bool,
+) -> Result<()> {
+    let path = rows::write_summary(results_dir, order, quick)?;
+    eprintln!("knobs-bench: wrote {}", path.display());
+    if let Some(readme) = readme {
+        rows::write_readme_table(readme, results_dir, order)?;
+        eprintln!("knobs-bench: updated {}", readme.display());
+    }
+    Ok(())
 }
 
 /// The workspace root (this crate is crates/bench).
@@ -89,7 +111,16 @@ fn run(args: Args) -> Result<bool> {
     let root = workspace_root()?;
     let file = SubjectsFile::load(&root.join(SUBJECTS_FILE))?;
     let order: Vec<String> = file.subjects.iter().map(|s| s.name.clone()).collect();
-    let results_dir = root.join(&args.results_dir);
+    let results_dir = root.join(args.results_dir.clone().unwrap_or_else(|| {
+        PathBuf::from(if args.quick {
+            "target/bench/quick-results"
+        } else {
+            rows::RESULTS_DIR
+        })
+    }));
+    // README.md's table comes from docs/results only.
+    let readme = (results_dir == root.join(rows::RESULTS_DIR) && !args.quick)
+        .then(|| root.join("README.md"));
     if args.list {
         for s in &file.subjects {
             println!(
@@ -116,8 +147,7 @@ fn run(args: Args) -> Result<bool> {
         return Ok(true);
     }
     if args.summary_only {
-        let path = rows::write_summary(&results_dir, &order)?;
-        eprintln!("knobs-bench: wrote {}", path.display());
+        write_summaries(&results_dir, readme.as_deref(), &order, args.quick)?;
         return Ok(true);
     }
     let selected: Vec<&bench::subjects::Subject> = if args.subjects.is_empty() {
@@ -175,6 +205,7 @@ fn run(args: Args) -> Result<bool> {
         ground_truth: args.ground_truth.clone(),
         only: args.approaches.clone(),
         command_line: info.runner.clone(),
+        quick: args.quick,
     };
     let mut failed: Vec<String> = Vec::new();
     for subject in selected {
@@ -200,6 +231,10 @@ fn run(args: Args) -> Result<bool> {
                 truth_failed |= step.approach == Approach::BruteForce;
             }
         }
+        if let Err(e) = sr.compare() {
+            eprintln!("knobs-bench: {}: comparison: error: {e:#}", subject.name);
+            failed.push(format!("{}: comparison", subject.name));
+        }
         if sr.rows_file.exists() {
             eprintln!(
                 "knobs-bench: {}: rows in {}",
@@ -208,8 +243,7 @@ fn run(args: Args) -> Result<bool> {
             );
         }
     }
-    let path = rows::write_summary(&results_dir, &order)?;
-    eprintln!("knobs-bench: wrote {}", path.display());
+    write_summaries(&results_dir, readme.as_deref(), &order, args.quick)?;
     if !failed.is_empty() {
         eprintln!("knobs-bench: failed: {}", failed.join("; "));
     }

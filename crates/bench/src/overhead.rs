@@ -135,7 +135,8 @@ pub fn table7(run: &mut SubjectRun, row: &mut Row) -> Result<()> {
     // 2. The configurations: a distance-based sample (spread over the number of options
     // selected), or all.
     let total = after.configurations.total;
-    let sample = match run.subject.overhead.configurations {
+    let settings = run.overhead_settings();
+    let sample = match settings.configurations {
         Count::Some(n) if (n as f64) < total => format!("distance:{n}"),
         _ => "all".to_string(),
     };
@@ -155,7 +156,7 @@ pub fn table7(run: &mut SubjectRun, row: &mut Row) -> Result<()> {
 
     // 3. The invocations, as the spec describes them.
     let spec = measure::SystemSpec::load(&run.spec)?;
-    let workload = spec.workload(run.subject.workload.as_deref())?;
+    let workload = spec.workload(run.workload())?;
     spec.prepare_workload(workload)?;
     let native = spec.program().context(
         "Table 7 needs the native program the spec runs; build it first (the subject's `build`)",
@@ -207,7 +208,7 @@ pub fn table7(run: &mut SubjectRun, row: &mut Row) -> Result<()> {
     // 4. Interleaved runs: the spec's warm-up rounds (not recorded), then the rounds.
     measure::runner::kill_runs_on_interrupt();
     let metric = spec.measure.metric;
-    let rounds = run.subject.overhead.rounds.max(1);
+    let rounds = settings.rounds.max(1);
     let warmup = spec.measure.warmup as usize;
     let mut runs: Vec<[Runs; 3]> = vec![Default::default(); configurations.len()];
     for round in 0..warmup + rounds {

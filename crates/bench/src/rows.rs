@@ -13,6 +13,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::compare::{Compared, Comparison};
 use crate::subjects::Source;
 
 /// The row format's version; bump it when a field changes meaning.
@@ -20,8 +21,26 @@ use crate::subjects::Source;
 /// approach, `mape_all_percent` on all (schema 1: white-box `mape_percent` was on all).
 pub const SCHEMA: u32 = 2;
 
+/// Where the rows go, relative to the workspace root.
+pub const RESULTS_DIR: &str = "docs/results";
+
 /// The summary's file name in the results directory.
 pub const LATEST: &str = "latest.md";
+
+/// The approach name of a run's comparison row ([`crate::compare`]).
+pub const COMPARISON: &str = "comparison";
+
+/// Whether a step gave numbers.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    #[default]
+    Ok,
+    /// It cannot apply to this subject (`reason` says why).
+    NotApplicable,
+    /// It failed (`reason` holds the error).
+    Failed,
+}
 
 /// Where and on what a run happened.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -169,6 +188,11 @@ pub struct Row {
     pub load_end: [f64; 3],
     pub spec: String,
     pub workload: Option<String>,
+    /// Run with `--quick` (small workload, fewer repetitions): never in the summary.
+    pub quick: bool,
+    pub status: Status,
+    /// Why it does not apply, or the error it failed with.
+    pub reason: Option<String>,
     pub source: Option<Source>,
     /// The ground truth's sample (`all`: brute force), what the error is measured against.
     pub ground_truth: Option<String>,
@@ -187,6 +211,12 @@ pub struct Row {
     /// MAPE against the ground truth on every configuration, %.
     #[serde(default)]
     pub mape_all_percent: Option<f64>,
+    /// Seconds of the approach's own analysis (static or dynamic taint analysis,
+    /// exploration, learning), as it reports them; what it is is in `details.analysis`.
+    pub analysis_seconds: Option<f64>,
+    /// Terms of the global model (a mean over seeds), and code regions with local models.
+    pub terms: Option<f64>,
+    pub regions: Option<f64>,
     /// Every command the step ran, as a shell would run it.
     pub commands: Vec<String>,
     /// Everything else the approach reports (regions, RC, overhead ratios, per-seed
@@ -261,13 +291,25 @@ pub fn read_all(dir: &Path) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
+/// The approach a row ran, as the summary keys it: its step name, with the black-box rows
+/// of schema 2 (named `featurewise`/`pairwise`, the learner in their details) as
+/// `SAMPLE/LEARNER`.
+fn key(row: &Row) -> String {
+    match row.approach.as_str() {
+        "featurewise" | "pairwise" => format!(
+            "{}/{}",
+            row.approach,
+            row.details
+                .get("learner")
+                .and_then(Value::as_str)
+                .unwrap_or("stepwise")
+        ),
+        a => a.to_string(),
+    }
+}
+
 /// The approaches as the summary names them.
 fn approach_label(row: &Row) -> String {
-    let learner = row
-        .details
-        .get("learner")
-        .and_then(Value::as_str)
-        .unwrap_or("?");
     let base = match kind(row) {
         "brute-force" => "brute force".into(),
         "crush" => "ConfigCrusher".into(),
@@ -275,8 +317,7 @@ fn approach_label(row: &Row) -> String {
         "splat" => "SPLat".into(),
         "splat-delayed" => "SPLat-delayed".into(),
         "family" => "family-based".into(),
-        "featurewise" => format!("feature-wise + {learner}"),
-        "pairwise" => format!("pair-wise + {learner}"),
+        _ if key(row).contains('/') => blackbox_label(&key(row)),
         other => other.to_string(),
     };
     match row.details.get("extra_args").and_then(Value::as_array) {
@@ -291,6 +332,17 @@ fn approach_label(row: &Row) -> String {
     }
 }
 
+/// `random:50/lasso` → `random 50 + lasso`.
+fn blackbox_label(run: &str) -> String {
+    let (sample, learner) = crate::subjects::split_run(run).unwrap_or((run, "?"));
+    let sample = match sample {
+        "featurewise" => "feature-wise".to_string(),
+        "pairwise" => "pair-wise".to_string(),
+        s => s.replace(':', " "),
+    };
+    format!("{sample} + {learner}")
+}
+
 /// The approach a row ran (an extra run's is in its details).
 fn kind(row: &Row) -> &str {
     row.details
@@ -299,8 +351,9 @@ fn kind(row: &Row) -> &str {
         .unwrap_or(&row.approach)
 }
 
-/// Where a row goes in a subject's table.
-fn rank(row: &Row) -> (usize, bool, String) {
+/// Where a row goes in a subject's table: white-box approaches first, then the black-box
+/// runs in the order of [`crate::subjects::DEFAULT_RUNS`].
+fn rank(row: &Row) -> (usize, usize, bool, String) {
     let order = [
         "brute-force",
         "crush",
@@ -308,20 +361,24 @@ fn rank(row: &Row) -> (usize, bool, String) {
         "splat",
         "splat-delayed",
         "family",
-        "featurewise",
-        "pairwise",
     ];
+    let k = key(row);
+    let black = crate::subjects::DEFAULT_RUNS
+        .iter()
+        .position(|r| *r == k)
+        .unwrap_or(crate::subjects::DEFAULT_RUNS.len());
     (
         order
             .iter()
             .position(|o| *o == kind(row))
             .unwrap_or(order.len()),
+        black,
         row.approach != kind(row),
-        row.approach.clone(),
+        k,
     )
 }
 
-fn number(v: f64) -> String {
+pub fn number(v: f64) -> String {
     if v.abs() >= 1e5 {
         format!("{:.2} M", v / 1e6)
     } else if v.fract() == 0.0 || v.abs() >= 100.0 {
@@ -345,53 +402,187 @@ fn get_f64(v: &Value, path: &[&str]) -> Option<f64> {
     get(v, path).and_then(Value::as_f64)
 }
 
-/// The markdown summary of the newest row per subject and approach. `order` lists the
-/// subjects in the order they are declared (others follow, by name).
-pub fn summary(rows: &[Row], order: &[String]) -> String {
-    // Newest per (subject, approach): the latest date, and the later line on a tie.
-    let mut newest: BTreeMap<(String, String), &Row> = BTreeMap::new();
-    for r in rows {
-        let k = (r.subject.clone(), r.approach.clone());
-        if newest.get(&k).is_none_or(|old| r.date >= old.date) {
-            newest.insert(k, r);
+/// The rows the summary shows: the newest per subject and approach (the latest date, the
+/// later line on a tie), of quick runs or of full runs.
+struct Newest<'a> {
+    rows: BTreeMap<(String, String), &'a Row>,
+    subjects: Vec<String>,
+}
+
+impl<'a> Newest<'a> {
+    fn of(rows: &'a [Row], order: &[String], quick: bool) -> Newest<'a> {
+        let mut newest: BTreeMap<(String, String), &Row> = BTreeMap::new();
+        for r in rows.iter().filter(|r| r.quick == quick) {
+            let k = (r.subject.clone(), key(r));
+            if newest.get(&k).is_none_or(|old| r.date >= old.date) {
+                newest.insert(k, r);
+            }
+        }
+        let mut subjects: Vec<String> = order
+            .iter()
+            .filter(|s| newest.keys().any(|(n, _)| n == *s))
+            .cloned()
+            .collect();
+        for (s, _) in newest.keys() {
+            if !subjects.contains(s) {
+                subjects.push(s.clone());
+            }
+        }
+        Newest {
+            rows: newest,
+            subjects,
         }
     }
-    let mut subjects: Vec<String> = order
-        .iter()
-        .filter(|s| newest.keys().any(|(n, _)| n == *s))
-        .cloned()
-        .collect();
-    for (s, _) in newest.keys() {
-        if !subjects.contains(s) {
-            subjects.push(s.clone());
+
+    fn get(&self, subject: &str, approach: &str) -> Option<&'a Row> {
+        self.rows
+            .get(&(subject.to_string(), approach.to_string()))
+            .copied()
+    }
+
+    /// A row's comparison with the best model of its own run, when that run compared.
+    fn compared(&self, row: &Row) -> Option<(Compared, String)> {
+        let c = self.get(&row.subject, COMPARISON)?;
+        if c.info.run != row.info.run {
+            return None;
+        }
+        let comparison: Comparison =
+            serde_json::from_value(c.details.get("comparison")?.clone()).ok()?;
+        let me = comparison
+            .approaches
+            .into_iter()
+            .find(|a| a.approach == row.approach)?;
+        Some((me, comparison.best))
+    }
+}
+
+/// A comparison cell: `best`, `worse (p = …)` or `not worse (p = …)`.
+fn versus_best(newest: &Newest, row: &Row) -> String {
+    match newest.compared(row) {
+        None => "—".into(),
+        Some((c, best)) if c.approach == best => "**best**".into(),
+        Some((c, _)) => {
+            let p = c.p_holm.map_or("?".into(), p_value);
+            if c.worse {
+                format!("worse (p {p})")
+            } else {
+                format!("not worse (p {p})")
+            }
         }
     }
+}
+
+fn p_value(p: f64) -> String {
+    if p < 0.001 {
+        "< 0.001".into()
+    } else {
+        format!("= {p:.3}")
+    }
+}
+
+/// The headline table's columns: (approach key, heading).
+const HEADLINE: [(&str, &str); 9] = [
+    ("crush", "ConfigCrusher"),
+    ("comprex", "Comprex"),
+    ("splat", "SPLat"),
+    ("splat-delayed", "SPLat-delayed"),
+    ("family", "family-based"),
+    ("featurewise/stepwise", "feature-wise + stepwise"),
+    ("pairwise/stepwise", "pair-wise + stepwise"),
+    ("random:50/auto", "random 50 + auto"),
+    ("random:200/auto", "random 200 + auto"),
+];
+
+/// One table over every subject: per approach, its MAPE on all configurations and the
+/// configurations it measured.
+pub fn headline(rows: &[Row], order: &[String], quick: bool) -> String {
+    let newest = Newest::of(rows, order, quick);
+    let mut out = String::from(
+        "MAPE (%) on every configuration of the ground truth, and in brackets the \
+         configurations measured (a mean over seeds for the black-box approaches); **bold**: \
+         the most accurate model of the run, † significantly less accurate than it (Wilcoxon \
+         signed-rank, Holm-corrected, α = 0.05); n/a: does not apply, failed: see \
+         `docs/results/latest.md`.\n\n| system | configurations |",
+    );
+    for (_, h) in HEADLINE {
+        let _ = write!(out, " {h} |");
+    }
+    out.push_str("\n|---|---|");
+    out.push_str(&"---|".repeat(HEADLINE.len()));
+    out.push('\n');
+    for s in &newest.subjects {
+        let Some(truth) = newest.get(s, "brute-force") else {
+            continue;
+        };
+        let _ = write!(out, "| {s} | {} |", opt(truth.configurations));
+        for (k, _) in HEADLINE {
+            let cell = match newest.get(s, k) {
+                None => "".into(),
+                Some(r) if r.status == Status::NotApplicable => "n/a".into(),
+                Some(r) if r.status == Status::Failed => "failed".into(),
+                Some(r) => {
+                    let mut m = opt(r.mape_all_percent);
+                    match newest.compared(r) {
+                        Some((c, best)) if c.approach == best => m = format!("**{m}**"),
+                        Some((c, _)) if c.worse => m.push_str(" †"),
+                        _ => {}
+                    }
+                    format!("{m} ({})", opt(r.configurations))
+                }
+            };
+            let _ = write!(out, " {cell} |");
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The markdown summary of the newest row per subject and approach, of full runs or of
+/// `--quick` ones. `order` lists the subjects in the order they are declared (others
+/// follow, by name).
+pub fn summary(rows: &[Row], order: &[String], quick: bool) -> String {
+    let newest = Newest::of(rows, order, quick);
     let mut out = String::new();
     out.push_str(
         "# Benchmark results\n\n\
          Generated by `cargo run --release -p bench` (crates/bench, subjects declared in \
          `bench/subjects.toml`) from the newest row per subject and approach in \
          `docs/results/*.jsonl`, which hold every number, the exact commands, the commit, the \
-         machine and the load. Do not edit by hand.\n\n\
+         machine and the load. Do not edit by hand. What the numbers show: \
+         `docs/results/README.md`.\n\n\
          Measurement is Σ over the configurations an approach measured of their median (wall \
-         time unless the spec says otherwise); MAPE is against the ground truth, the native \
+         time unless the spec says otherwise); analysis is the approach's own analysis as it \
+         reports it (static taint analysis for ConfigCrusher, taint exploration for Comprex \
+         and SPLat, learning for the black-box approaches); total is the whole step's wall \
+         time (builds, analysis and measuring). MAPE is against the ground truth, the native \
          program measured in every configuration (brute force): on the configurations an \
          approach did not measure (the papers' metric; none when it measured all), and on \
-         all of them; a mean over seeds for the black-box approaches.\n",
+         all of them; a mean over seeds for the black-box approaches. Versus best: each \
+         model's absolute percentage errors on every configuration paired with those of the \
+         run's most accurate model, Wilcoxon's signed-rank test, Holm-corrected over the \
+         run's comparisons.\n\n## Every system\n\n",
     );
-    for s in &subjects {
-        let of = |a: &str| newest.get(&(s.clone(), a.to_string())).copied();
+    if quick {
+        out.push_str(
+            "**Quick runs** (`--quick`: small workloads, 2 repetitions, one seed): a check \
+             that everything runs, not results.\n\n",
+        );
+    }
+    out.push_str(&headline(rows, order, quick));
+    for s in &newest.subjects {
         let mut table: Vec<&Row> = newest
+            .rows
             .iter()
-            .filter(|((n, a), _)| n == s && a != "overhead")
+            .filter(|((n, a), _)| n == s && a != "overhead" && a != COMPARISON)
             .map(|(_, r)| *r)
             .collect();
         table.sort_by_key(|r| rank(r));
         let any = table
             .first()
             .copied()
-            .or_else(|| of("overhead"))
-            .expect("a subject with rows");
+            .or_else(|| newest.get(s, "overhead"))
+            .or_else(|| newest.get(s, COMPARISON));
+        let Some(any) = any else { continue };
         let _ = write!(out, "\n## {s}\n\n`{}`", any.spec);
         if let Some(w) = &any.workload {
             let _ = write!(out, ", workload `{w}`");
@@ -412,84 +603,168 @@ pub fn summary(rows: &[Row], order: &[String]) -> String {
         out.push_str(".\n");
         if !table.is_empty() {
             out.push_str(
-                "\n| approach | configurations | measurement (s) | MAPE on the unmeasured (%) | \
-                 MAPE on all (%) | run |\n\
-                 |---|---|---|---|---|---|\n",
+                "\n| approach | configurations | measurement (s) | analysis (s) | total (s) | \
+                 MAPE on the unmeasured (%) | MAPE on all (%) | versus best | terms / regions | run |\n\
+                 |---|---|---|---|---|---|---|---|---|---|\n",
             );
             for r in table {
-                let mut configs = opt(r.configurations);
-                if let Some(t) = r.total_configurations {
-                    let _ = write!(configs, " of {}", number(t));
-                }
-                if let Some(lb) = r.lower_bound {
-                    let _ = write!(configs, " (lower bound {})", number(lb));
-                }
-                // Schema 1 rows held a white-box model's error on all configurations in
-                // `mape_percent`, the one on the unmeasured in `mape_not_measured`.
-                let white_box = matches!(r.approach.as_str(), "crush" | "comprex");
-                let (unmeasured, on_all) = if r.schema < 2 && white_box {
-                    let not_measured = r.details.get("mape_not_measured").and_then(Value::as_f64);
-                    (not_measured, r.mape_percent)
-                } else {
-                    (r.mape_percent, r.mape_all_percent)
-                };
-                let mut mape = opt(unmeasured);
-                if let Some(sd) = r.details.get("mape_sd").and_then(Value::as_f64) {
-                    let _ = write!(mape, " ± {} (sd)", number(sd));
-                }
-                if let Some(own) = r.details.get("mape_own_runs").and_then(Value::as_f64) {
-                    let _ = write!(mape, " ({} against its own runs)", number(own));
-                }
-                let mut all = opt(on_all);
-                if r.approach == "brute-force" {
-                    mape = "— (ground truth)".into();
-                    all = "—".into();
-                }
-                let _ = writeln!(
-                    out,
-                    "| {} | {configs} | {} | {mape} | {all} | {} |",
-                    approach_label(r),
-                    opt(r.measurement_seconds),
-                    run_label(r)
-                );
+                out.push_str(&table_row(&newest, r));
             }
         }
-        if let Some(r) = of("overhead") {
-            let d = serde_json::to_value(&r.details).expect("json");
-            let _ = write!(
-                out,
-                "\nTable 7, instrumentation overhead: native and both instrumented builds run \
-                 interleaved on {} of {} configurations, {} rounds, medians ({}):\n\n\
-                 | placement | R | RC per run (mean / max) | instrumented / native (geometric mean, min – max) |\n\
-                 |---|---|---|---|\n",
-                opt(r.configurations),
-                opt(r.total_configurations),
-                get_f64(&d, &["rounds"]).map_or("?".into(), number),
-                run_label(r)
-            );
-            for (key, label) in [
-                ("before", "before optimisation (`--no-optimise`)"),
-                ("after", "after optimisation"),
-            ] {
-                let p = |k: &[&str]| {
-                    let mut path = vec![key];
-                    path.extend_from_slice(k);
-                    get_f64(&d, &path)
-                };
-                let _ = writeln!(
-                    out,
-                    "| {label} | {} | {} / {} | {} ({} – {}) |",
-                    opt(p(&["regions"])),
-                    opt(p(&["rc_mean"])),
-                    opt(p(&["rc_max"])),
-                    opt(p(&["ratio_geometric_mean"])),
-                    opt(p(&["ratio_min"])),
-                    opt(p(&["ratio_max"])),
-                );
-            }
-        }
+        overheads(&mut out, &newest, s);
     }
     out
+}
+
+fn table_row(newest: &Newest, r: &Row) -> String {
+    let label = approach_label(r);
+    if r.status != Status::Ok {
+        let what = if r.status == Status::NotApplicable {
+            "does not apply"
+        } else {
+            "failed"
+        };
+        let reason = r
+            .reason
+            .as_deref()
+            .unwrap_or("")
+            .lines()
+            .next()
+            .unwrap_or("")
+            .replace('|', "\\|");
+        return format!(
+            "| {label} | *{what}*: {reason} | | | {} | | | | | {} |\n",
+            number(r.elapsed_seconds),
+            run_label(r)
+        );
+    }
+    let mut configs = opt(r.configurations);
+    if let Some(t) = r.total_configurations {
+        let _ = write!(configs, " of {}", number(t));
+    }
+    if let Some(lb) = r.lower_bound {
+        let _ = write!(configs, " (lower bound {})", number(lb));
+    }
+    // Schema 1 rows held a white-box model's error on all configurations in
+    // `mape_percent`, the one on the unmeasured in `mape_not_measured`.
+    let white_box = matches!(r.approach.as_str(), "crush" | "comprex");
+    let (unmeasured, on_all) = if r.schema < 2 && white_box {
+        let not_measured = r.details.get("mape_not_measured").and_then(Value::as_f64);
+        (not_measured, r.mape_percent)
+    } else {
+        (r.mape_percent, r.mape_all_percent)
+    };
+    let mut mape = opt(unmeasured);
+    if let Some(sd) = r.details.get("mape_sd").and_then(Value::as_f64) {
+        let _ = write!(mape, " ± {} (sd)", number(sd));
+    }
+    if let Some(own) = r.details.get("mape_own_runs").and_then(Value::as_f64) {
+        let _ = write!(mape, " ({} against its own runs)", number(own));
+    }
+    let mut all = opt(on_all);
+    let mut versus = versus_best(newest, r);
+    let mut shape = match (r.terms, r.regions) {
+        (Some(t), Some(g)) if g > 0.0 => format!("{} / {}", number(t), number(g)),
+        (Some(t), _) => number(t),
+        _ => "—".into(),
+    };
+    if let Some(trees) = r
+        .details
+        .get("trees")
+        .and_then(Value::as_f64)
+        .filter(|t| *t > 0.0)
+    {
+        let _ = write!(shape, " + {} trees", number(trees));
+    }
+    if r.approach == "brute-force" {
+        mape = "— (ground truth)".into();
+        all = "—".into();
+        versus = "—".into();
+        shape = "—".into();
+    }
+    format!(
+        "| {label} | {configs} | {} | {} | {} | {mape} | {all} | {versus} | {shape} | {} |\n",
+        opt(r.measurement_seconds),
+        opt(r.analysis_seconds),
+        number(r.elapsed_seconds),
+        run_label(r)
+    )
+}
+
+/// Table 7 and the other overheads of one subject.
+fn overheads(out: &mut String, newest: &Newest, s: &str) {
+    if let Some(r) = newest.get(s, "overhead")
+        && r.status == Status::Ok
+    {
+        let d = serde_json::to_value(&r.details).expect("json");
+        let _ = write!(
+            out,
+            "\nTable 7, instrumentation overhead: native and both instrumented builds run \
+             interleaved on {} of {} configurations, {} rounds, medians ({}):\n\n\
+             | placement | R | RC per run (mean / max) | instrumented / native (geometric mean, min – max) |\n\
+             |---|---|---|---|\n",
+            opt(r.configurations),
+            opt(r.total_configurations),
+            get_f64(&d, &["rounds"]).map_or("?".into(), number),
+            run_label(r)
+        );
+        for (key, label) in [
+            ("before", "before optimisation (`--no-optimise`)"),
+            ("after", "after optimisation"),
+        ] {
+            let p = |k: &[&str]| {
+                let mut path = vec![key];
+                path.extend_from_slice(k);
+                get_f64(&d, &path)
+            };
+            let _ = writeln!(
+                out,
+                "| {label} | {} | {} / {} | {} ({} – {}) |",
+                opt(p(&["regions"])),
+                opt(p(&["rc_mean"])),
+                opt(p(&["rc_max"])),
+                opt(p(&["ratio_geometric_mean"])),
+                opt(p(&["ratio_min"])),
+                opt(p(&["ratio_max"])),
+            );
+        }
+    }
+    let mut lines = Vec::new();
+    let detail = |r: &Row, k: &str| r.details.get(k).and_then(Value::as_f64);
+    if let Some(r) = newest.get(s, "crush").filter(|r| r.status == Status::Ok) {
+        lines.push(format!(
+            "ConfigCrusher's static analysis: {} s, peak memory {} MiB; its instrumented runs \
+             over the native medians (measured minutes apart): {}",
+            opt(r.analysis_seconds),
+            opt(detail(r, "peak_memory_mib")),
+            opt(detail(r, "over_native_geometric_mean"))
+        ));
+    }
+    if let Some(r) = newest.get(s, "comprex").filter(|r| r.status == Status::Ok) {
+        lines.push(format!(
+            "Comprex: {} taint runs in {} s, {} s per run, {}× the native program on the same \
+             workload ({} s, 4 other configurations); its profiled runs over the native \
+             medians (the profiler's overhead, before its correction): {}",
+            opt(detail(r, "taint_runs")),
+            opt(detail(r, "taint_seconds")),
+            opt(detail(r, "taint_run_seconds")),
+            opt(detail(r, "taint_slowdown")),
+            opt(detail(r, "native_analysis_workload_seconds")),
+            opt(detail(r, "over_native_geometric_mean"))
+        ));
+    }
+    if let Some(r) = newest.get(s, "family").filter(|r| r.status == Status::Ok) {
+        lines.push(format!(
+            "family-based: its call-tree runs over the native medians: {}",
+            opt(detail(r, "over_native_geometric_mean"))
+        ));
+    }
+    if !lines.is_empty() {
+        out.push_str("\nOther overheads:\n\n");
+        for l in lines {
+            let _ = writeln!(out, "- {l}");
+        }
+    }
 }
 
 fn run_label(r: &Row) -> String {
@@ -502,13 +777,42 @@ fn run_label(r: &Row) -> String {
     )
 }
 
-/// Regenerates `latest.md` in `dir` from every row there.
-pub fn write_summary(dir: &Path, order: &[String]) -> Result<PathBuf> {
+/// Regenerates `latest.md` in `dir` from every (quick or full) row there.
+pub fn write_summary(dir: &Path, order: &[String], quick: bool) -> Result<PathBuf> {
     let rows = read_all(dir)?;
     let path = dir.join(LATEST);
-    std::fs::write(&path, summary(&rows, order))
+    std::fs::write(&path, summary(&rows, order, quick))
         .with_context(|| format!("writing {}", path.display()))?;
     Ok(path)
+}
+
+/// Where README.md's generated table starts and ends.
+pub const README_BEGIN: &str =
+    "<!-- results: generated by knobs-bench from docs/results; do not edit -->";
+pub const README_END: &str = "<!-- end of results -->";
+
+/// README.md with its headline table regenerated from the rows in `dir`.
+pub fn readme_with_table(readme: &str, dir: &Path, order: &[String]) -> Result<String> {
+    let rows = read_all(dir)?;
+    let (before, rest) = readme
+        .split_once(README_BEGIN)
+        .with_context(|| format!("README.md has no line `{README_BEGIN}`"))?;
+    let (_, after) = rest
+        .split_once(README_END)
+        .with_context(|| format!("README.md has no line `{README_END}`"))?;
+    Ok(format!(
+        "{before}{README_BEGIN}\n{}{README_END}{after}",
+        headline(&rows, order, false)
+    ))
+}
+
+/// Regenerates README.md's headline table from the rows in `dir`.
+pub fn write_readme_table(readme: &Path, dir: &Path, order: &[String]) -> Result<()> {
+    let text =
+        std::fs::read_to_string(readme).with_context(|| format!("reading {}", readme.display()))?;
+    let text =
+        readme_with_table(&text, dir, order).with_context(|| format!("{}", readme.display()))?;
+    std::fs::write(readme, text).with_context(|| format!("writing {}", readme.display()))
 }
 
 #[cfg(test)]
@@ -552,12 +856,17 @@ mod tests {
         append(&f, &row("2026-11-23T10:00:00Z", 8.0)).unwrap();
         append(&f, &row("2026-11-24T10:00:00Z", 7.5)).unwrap();
         append(&f, &row("2026-11-22T10:00:00Z", 9.0)).unwrap();
-        let path = write_summary(dir.path(), &["gzip".into()]).unwrap();
+        let path = write_summary(dir.path(), &["gzip".into()], false).unwrap();
         let text = std::fs::read_to_string(path).unwrap();
         assert!(
-            text.contains("| ConfigCrusher | 24 of 48 (lower bound 24) | 8.70 | 7.50 |"),
+            text.contains("| ConfigCrusher | 24 of 48 (lower bound 24) | 8.70 | — | 0 | 7.50 |"),
             "{text}"
         );
-        assert_eq!(text.matches("| ConfigCrusher").count(), 1);
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.starts_with("| ConfigCrusher |"))
+                .count(),
+            1
+        );
     }
 }

@@ -17,8 +17,11 @@ use crate::reports::{
     ComprexReport, CrushReport, EvaluateReport, FamilyReport, MeasureReport, SpaceCount,
     SplatReport,
 };
+use crate::rows::Status;
 use crate::rows::{self, Row, RunInfo};
-use crate::subjects::{Approach, Step, Subject};
+use crate::subjects::{
+    Approach, Count, OverheadSettings, QUICK_REPETITIONS, Step, Subject, split_run,
+};
 
 /// What every subject of one invocation shares.
 #[derive(Clone, Debug)]
@@ -39,6 +42,8 @@ pub struct Settings {
     pub only: Option<Vec<String>>,
     /// The runner's own command line, recorded in every row.
     pub command_line: String,
+    /// Small workloads, fewer repetitions, one seed (`--quick`).
+    pub quick: bool,
 }
 
 /// Quotes an argument for a POSIX shell when it needs it.
@@ -94,12 +99,17 @@ pub struct SubjectRun<'a> {
     commands: Vec<String>,
     logs: usize,
     evaluate_has_all: Option<bool>,
+    /// Each model's absolute percentage error per ground-truth configuration (in the
+    /// ground truth's order), by step name: what the comparison pairs.
+    errors: Vec<(String, Vec<f64>)>,
 }
 
 pub struct GroundTruth {
     pub store: PathBuf,
     pub csv: PathBuf,
     pub data: Data,
+    /// Valid configurations of the space.
+    pub total: Option<f64>,
 }
 
 impl<'a> SubjectRun<'a> {
@@ -140,6 +150,7 @@ impl<'a> SubjectRun<'a> {
             commands: Vec::new(),
             logs: 0,
             evaluate_has_all: None,
+            errors: Vec::new(),
         })
     }
 
@@ -244,18 +255,56 @@ impl<'a> SubjectRun<'a> {
 
     pub(crate) fn spec_args(&self) -> Vec<String> {
         let mut a = vec!["--spec".into(), path_arg(&self.spec)];
-        if let Some(w) = &self.subject.workload {
-            a.extend(["--workload".into(), w.clone()]);
-        }
+        a.extend(self.workload_args());
         a
     }
 
+    /// The workload measured: the subject's, or its quick one under `--quick`.
+    pub(crate) fn workload(&self) -> Option<&str> {
+        let quick = self
+            .settings
+            .quick
+            .then_some(self.subject.quick.workload.as_deref());
+        quick.flatten().or(self.subject.workload.as_deref())
+    }
+
     fn workload_args(&self) -> Vec<String> {
-        self.subject
-            .workload
+        self.workload()
             .iter()
-            .flat_map(|w| ["--workload".to_string(), w.clone()])
+            .flat_map(|w| ["--workload".to_string(), w.to_string()])
             .collect()
+    }
+
+    /// `--repetitions N` under `--quick`, for every command that measures.
+    pub(crate) fn repetition_args(&self) -> Vec<String> {
+        if self.settings.quick {
+            vec!["--repetitions".into(), QUICK_REPETITIONS.to_string()]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Table 7's settings: at most 4 configurations and 2 rounds under `--quick`.
+    pub(crate) fn overhead_settings(&self) -> OverheadSettings {
+        let mut o = self.subject.overhead.clone();
+        if self.settings.quick {
+            o.rounds = o.rounds.min(2);
+            o.configurations = match o.configurations {
+                Count::Some(n) => Count::Some(n.min(4)),
+                Count::All => Count::Some(4),
+            };
+        }
+        o
+    }
+
+    /// The black-box seeds: the first alone under `--quick`.
+    fn seeds(&self) -> Vec<u64> {
+        let seeds = &self.subject.blackbox.seeds;
+        if self.settings.quick {
+            seeds[..1].to_vec()
+        } else {
+            seeds.clone()
+        }
     }
 
     /// A new row for `approach`, with the run's and subject's fields.
@@ -268,7 +317,8 @@ impl<'a> SubjectRun<'a> {
             date,
             load_start,
             spec: self.subject.spec.display().to_string(),
-            workload: self.subject.workload.clone(),
+            workload: self.workload().map(str::to_string),
+            quick: self.settings.quick,
             source: self.subject.source.clone(),
             ground_truth: approach
                 .needs_ground_truth()
@@ -315,7 +365,8 @@ impl<'a> SubjectRun<'a> {
         Ok(std::mem::take(&mut self.commands))
     }
 
-    /// Runs one step and appends its row.
+    /// Runs one step and appends its row; a step that fails gets a row saying why, and its
+    /// error is returned.
     pub fn approach(&mut self, step: &Step, build_commands: &[String]) -> Result<Row> {
         self.commands.clear();
         let approach = step.approach;
@@ -326,20 +377,25 @@ impl<'a> SubjectRun<'a> {
         let t0 = Instant::now();
         let mut row = self.row(approach, date, load_start);
         row.approach = name.clone();
-        if !step.args.is_empty() {
+        if approach == Approach::Blackbox {
+            row.detail("approach_kind", approach.name());
+        } else if !step.args.is_empty() {
             row.detail("approach_kind", approach.name());
             row.detail("extra_args", &step.args);
         }
-        match approach {
-            Approach::BruteForce => self.brute_force(&mut row)?,
-            Approach::Crush => self.crush(&mut row, step)?,
-            Approach::Comprex => self.comprex(&mut row, step)?,
-            Approach::Featurewise => self.blackbox(&mut row, "featurewise")?,
-            Approach::Pairwise => self.blackbox(&mut row, "pairwise")?,
-            Approach::Overhead => crate::overhead::table7(self, &mut row)?,
-            Approach::Splat => self.splat(&mut row, step, false)?,
-            Approach::SplatDelayed => self.splat(&mut row, step, true)?,
-            Approach::Family => self.family(&mut row, step)?,
+        let outcome = match approach {
+            Approach::BruteForce => self.brute_force(&mut row),
+            Approach::Crush => self.crush(&mut row, step),
+            Approach::Comprex => self.comprex(&mut row, step),
+            Approach::Blackbox => self.blackbox(&mut row, &step.name),
+            Approach::Overhead => crate::overhead::table7(self, &mut row),
+            Approach::Splat => self.splat(&mut row, step, false),
+            Approach::SplatDelayed => self.splat(&mut row, step, true),
+            Approach::Family => self.family(&mut row, step),
+        };
+        if let Err(e) = &outcome {
+            row.status = Status::Failed;
+            row.reason = Some(format!("{e:#}"));
         }
         row.elapsed_seconds = t0.elapsed().as_secs_f64();
         row.load_end = rows::load_average();
@@ -349,15 +405,45 @@ impl<'a> SubjectRun<'a> {
             .chain(std::mem::take(&mut self.commands))
             .collect();
         rows::append(&self.rows_file, &row)?;
-        self.say(&format!(
-            "{name}: {} configurations, {} s measured, MAPE {} % (row in {})",
-            row.configurations.map_or("?".into(), |c| format!("{c}")),
-            row.measurement_seconds
-                .map_or("?".into(), |s| format!("{s:.2}")),
-            row.mape_percent.map_or("—".into(), |m| format!("{m:.1}")),
-            self.rows_file.display()
-        ));
+        outcome?;
+        match row.status {
+            Status::NotApplicable => self.say(&format!(
+                "{name}: does not apply: {}",
+                row.reason.as_deref().unwrap_or("")
+            )),
+            _ => self.say(&format!(
+                "{name}: {} configurations, {} s measured, MAPE {} % (row in {})",
+                row.configurations.map_or("?".into(), |c| format!("{c}")),
+                row.measurement_seconds
+                    .map_or("?".into(), |s| format!("{s:.2}")),
+                row.mape_percent.map_or("—".into(), |m| format!("{m:.1}")),
+                self.rows_file.display()
+            )),
+        }
         Ok(row)
+    }
+
+    /// Compares every model of this run with the most accurate one on the ground truth's
+    /// configurations (Wilcoxon's signed-rank test on the paired absolute percentage
+    /// errors, Holm-corrected over the comparisons) and appends the comparison's row.
+    pub fn compare(&mut self) -> Result<Option<Row>> {
+        if self.errors.len() < 2 {
+            return Ok(None);
+        }
+        let date = rows::now_utc();
+        let mut row = self.row(Approach::BruteForce, date, rows::load_average());
+        row.approach = rows::COMPARISON.into();
+        row.ground_truth = Some(self.ground_truth.clone());
+        let comparison = crate::compare::compare(&self.errors);
+        row.configurations = self.truth.as_ref().map(|t| t.data.rows.len() as f64);
+        row.detail("comparison", &comparison);
+        row.load_end = rows::load_average();
+        rows::append(&self.rows_file, &row)?;
+        self.say(&format!(
+            "most accurate on all configurations: {}",
+            comparison.best
+        ));
+        Ok(Some(row))
     }
 
     fn truth(&self) -> Result<&GroundTruth> {
@@ -455,9 +541,11 @@ impl<'a> SubjectRun<'a> {
             self.ground_truth.clone(),
             "--json".into(),
         ]);
+        args.extend(self.repetition_args());
         let (report, raw): (MeasureReport, Value) = self.knobs_json(&args)?;
         let csv = self.work.join("ground-truth.csv");
         let data = self.export(&store, None, &csv)?;
+        data.write_configurations(&self.work.join(CONFIGURATIONS_CSV))?;
         let c = report.campaign();
         let (count, _): (SpaceCount, Value) = self.knobs_json(&[
             "space".into(),
@@ -486,7 +574,12 @@ impl<'a> SubjectRun<'a> {
         if data.rows.is_empty() {
             bail!("the ground truth is empty: no configuration was measured");
         }
-        self.truth = Some(GroundTruth { store, csv, data });
+        self.truth = Some(GroundTruth {
+            store,
+            csv,
+            data,
+            total: row.total_configurations,
+        });
         Ok(())
     }
 
@@ -516,6 +609,7 @@ impl<'a> SubjectRun<'a> {
         }
         let (own_mape, _) = self.evaluate(model, &own_csv, true)?;
         row.detail("mape_own_runs", own_mape);
+        self.model_numbers(row, std::slice::from_ref(&model.to_path_buf()))?;
         // Instrumented (or profiled) over native medians, measured minutes apart (Table 7's
         // interleaved runs are the `overhead` approach).
         let ratios = data::ratios(&own, &self.truth()?.data);
@@ -540,6 +634,7 @@ impl<'a> SubjectRun<'a> {
             path_arg(&model),
             "--json".into(),
         ]);
+        args.extend(self.repetition_args());
         args.extend(step.args.iter().cloned());
         (args, store, model)
     }
@@ -562,7 +657,8 @@ impl<'a> SubjectRun<'a> {
         row.detail("variant", &variant);
         row.detail("regions", r.regions.count);
         row.detail("regions_before_propagation", r.regions.before_propagation);
-        row.detail("analysis_seconds", r.analysis.seconds);
+        row.analysis_seconds = Some(r.analysis.seconds);
+        row.detail("analysis", "static taint analysis and region optimisation");
         row.detail("peak_memory_mib", r.analysis.peak_memory_mib);
         row.detail("tainted_decisions", r.analysis.tainted_decisions);
         row.detail("interactions", &r.analysis.interactions);
@@ -603,18 +699,74 @@ impl<'a> SubjectRun<'a> {
         if let Some(e) = &r.exploration {
             row.detail("taint_runs", e.configurations);
             row.detail("taint_seconds", e.seconds);
+            row.analysis_seconds = Some(e.seconds);
+            row.detail("analysis", "dynamic taint exploration");
             row.detail("decision_sites", e.decision_sites);
         }
         if let Some(p) = &r.probes {
             row.detail("probed_methods", p.probed);
             row.detail("methods", p.methods);
         }
+        self.taint_slowdown(row, &raw)?;
         if let Some(c) = &r.overhead_correction {
             row.detail("correction_slope", c.slope);
             row.detail("correction_intercept", c.intercept);
             row.detail("correction_configurations", c.pairs.len());
         }
         row.detail("report", raw);
+        Ok(())
+    }
+
+    /// The taint runs' slowdown, roughly: Comprex's exploration seconds per taint run (taint
+    /// recording included) over the native program's median on the same analysis workload,
+    /// a distance-based sample of 4 configurations (not the explored ones).
+    fn taint_slowdown(&mut self, row: &mut Row, report: &Value) -> Result<()> {
+        let (Some(workload), Some(runs), Some(seconds)) = (
+            report.get("analysis_workload").and_then(Value::as_str),
+            report
+                .pointer("/exploration/configurations")
+                .and_then(Value::as_f64),
+            report
+                .pointer("/exploration/seconds")
+                .and_then(Value::as_f64),
+        ) else {
+            return Ok(());
+        };
+        let store = self.work.join("native-analysis-workload.db");
+        let mut args = vec![
+            "measure".into(),
+            "--spec".into(),
+            path_arg(&self.spec),
+            "--workload".into(),
+            workload.to_string(),
+            "--store".into(),
+            path_arg(&store),
+            "--sample".into(),
+            "distance:4".into(),
+            "--json".into(),
+        ];
+        args.extend(self.repetition_args());
+        let _: (MeasureReport, Value) = self.knobs_json(&args)?;
+        let csv = self.work.join("native-analysis-workload.csv");
+        let mut export = vec![
+            "results".into(),
+            "export".into(),
+            "--store".into(),
+            path_arg(&store),
+            "--workload".into(),
+            workload.to_string(),
+        ];
+        export.extend(["--format".into(), "csv".into(), "-o".into(), path_arg(&csv)]);
+        self.knobs(&export)?;
+        let native = Data::read(&csv)?;
+        let medians: Vec<f64> = native.rows.iter().map(|(_, v)| *v).collect();
+        if let Some(native) = stats::mean(&medians).filter(|m| *m > 0.0)
+            && runs > 0.0
+        {
+            row.detail("native_analysis_workload_seconds", native);
+            row.detail("taint_run_seconds", seconds / runs);
+            row.detail("taint_slowdown", seconds / runs / native);
+        }
         Ok(())
     }
 
@@ -631,6 +783,8 @@ impl<'a> SubjectRun<'a> {
         // SPLat measures the program as the spec runs it: the store's unnamed variant.
         self.white_box_numbers(row, &model, &store, None, &step.name)?;
         row.detail("exploration_seconds", r.exploration_seconds);
+        row.analysis_seconds = Some(r.exploration_seconds);
+        row.detail("analysis", "taint runs of the exploration");
         row.detail("complete", r.complete);
         row.detail("reached", &r.reached);
         row.detail("unreached", &r.unreached);
@@ -660,10 +814,24 @@ impl<'a> SubjectRun<'a> {
         Ok(())
     }
 
-    /// A black-box baseline: for each seed, learn from a `sample` of the measured
-    /// configurations and evaluate on the ground truth's others.
-    fn blackbox(&mut self, row: &mut Row, sample: &str) -> Result<()> {
-        let learner = self.subject.blackbox.learner.clone();
+    /// A black-box baseline (`SAMPLE/LEARNER`): for each seed, learn from the sample of
+    /// the measured configurations and evaluate on the ground truth's others.
+    fn blackbox(&mut self, row: &mut Row, run: &str) -> Result<()> {
+        let (sample, learner) = split_run(run).context("a black-box run is SAMPLE/LEARNER")?;
+        let (sample, learner) = (sample.to_string(), learner.to_string());
+        row.detail("learner", &learner);
+        row.detail("sample", &sample);
+        let total = self.truth()?.total;
+        if let (Some(n), Some(total)) = (random_size(&sample), total)
+            && n as f64 >= total
+        {
+            row.status = Status::NotApplicable;
+            row.reason = Some(format!(
+                "{n} random configurations need a space of more than {} valid ones",
+                rows::number(total)
+            ));
+            return Ok(());
+        }
         // With brute force as the ground truth every sample is in its store; otherwise the
         // samples are measured into a store of their own.
         let full = self.ground_truth == "all";
@@ -673,8 +841,9 @@ impl<'a> SubjectRun<'a> {
             self.work.join("blackbox.db")
         };
         let truth_csv = self.truth()?.csv.clone();
+        let stem = file_stem(run);
         let mut learned = Vec::new();
-        for &seed in &self.subject.blackbox.seeds.clone() {
+        for seed in self.seeds() {
             if !full {
                 let mut args = vec!["measure".into()];
                 args.extend(self.spec_args());
@@ -682,38 +851,42 @@ impl<'a> SubjectRun<'a> {
                     "--store".into(),
                     path_arg(&store),
                     "--sample".into(),
-                    sample.into(),
+                    sample.clone(),
                     "--seed".into(),
                     seed.to_string(),
                     "--json".into(),
                 ]);
+                args.extend(self.repetition_args());
                 let _: (MeasureReport, Value) = self.knobs_json(&args)?;
             }
-            let model = self.work.join(format!("{sample}-{seed}.model.json"));
+            let model = self.work.join(format!("{stem}-{seed}.model.json"));
+            let t0 = Instant::now();
             let (_, learned_report): (serde::de::IgnoredAny, Value) = self.knobs_json(&[
                 "learn".into(),
                 path_arg(&store),
                 "--learner".into(),
                 learner.clone(),
                 "--sample".into(),
-                sample.into(),
+                sample.clone(),
                 "--seed".into(),
                 seed.to_string(),
                 "-o".into(),
                 path_arg(&model),
                 "--json".into(),
             ])?;
+            let learn_seconds = t0.elapsed().as_secs_f64();
             let e = self.evaluate_both(&model, &truth_csv)?;
-            learned.push((seed, model, e, learned_report));
+            learned.push((seed, model, e, learned_report, learn_seconds));
         }
         // What each model was trained on, from its provenance, and their Σ medians.
-        let export = self.work.join(format!("{sample}-store.csv"));
+        let export = self.work.join(format!("{stem}-store.csv"));
         let measured = self.export(&store, None, &export)?;
         let by = measured.by_configuration();
         let mut per_seed = Vec::new();
-        let (mut mapes, mut alls, mut counts, mut seconds) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for (seed, model, e, learned_report) in learned {
+        let (mut mapes, mut alls, mut counts, mut seconds, mut learning) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut models = Vec::new();
+        for (seed, model, e, learned_report, learn_seconds) in learned {
             let (mape, n) = e.unmeasured.unwrap_or(e.all);
             let training = training_configurations(&model, &measured)?;
             let secs: f64 = training.iter().filter_map(|k| by.get(k)).sum();
@@ -721,6 +894,7 @@ impl<'a> SubjectRun<'a> {
                 "seed": seed,
                 "configurations": training.len(),
                 "measurement_seconds": secs,
+                "learning_seconds": learn_seconds,
                 "mape_percent": mape,
                 "mape_configurations": n,
                 "mape_all_percent": e.all.0,
@@ -730,17 +904,99 @@ impl<'a> SubjectRun<'a> {
             alls.push(e.all.0);
             counts.push(training.len() as f64);
             seconds.push(secs);
+            learning.push(learn_seconds);
+            models.push(model);
         }
         row.configurations = stats::mean(&counts);
         row.total_configurations = None;
         row.measurement_seconds = stats::mean(&seconds);
         row.mape_percent = stats::mean(&mapes);
         row.mape_all_percent = stats::mean(&alls);
-        row.detail("learner", &learner);
-        row.detail("sample", sample);
+        row.analysis_seconds = stats::mean(&learning);
+        row.detail("analysis", "learning (`knobs learn`, wall time)");
         row.detail("mape_sd", stats::sample_sd(&mapes));
         row.detail("seeds", per_seed);
+        self.model_numbers(row, &models)
+    }
+
+    /// The models' shape (terms, regions, trees; a mean over several) and their absolute
+    /// percentage error on every ground-truth configuration (a mean over several models),
+    /// kept for the comparison.
+    fn model_numbers(&mut self, row: &mut Row, models: &[PathBuf]) -> Result<()> {
+        let configurations = self.work.join(CONFIGURATIONS_CSV);
+        let actual: Vec<f64> = self.truth()?.data.rows.iter().map(|(_, v)| *v).collect();
+        let mut shapes = Vec::new();
+        let mut sum = vec![0.0; actual.len()];
+        for model in models {
+            shapes.push(ModelShape::read(model)?);
+            let out =
+                self.knobs(&["predict".into(), path_arg(model), path_arg(&configurations)])?;
+            let predicted = data::predictions(&String::from_utf8_lossy(&out))
+                .context("reading `knobs predict`'s output")?;
+            if predicted.len() != actual.len() {
+                bail!(
+                    "`knobs predict` gave {} predictions for {} configurations",
+                    predicted.len(),
+                    actual.len()
+                );
+            }
+            for ((s, p), a) in sum.iter_mut().zip(&predicted).zip(&actual) {
+                *s += ((p - a) / a).abs() * 100.0;
+            }
+        }
+        let n = models.len().max(1) as f64;
+        let mean = |f: fn(&ModelShape) -> f64| shapes.iter().map(f).sum::<f64>() / n;
+        row.terms = Some(mean(|s| s.terms));
+        row.regions = Some(mean(|s| s.regions));
+        row.detail("trees", mean(|s| s.trees));
+        self.errors.push((
+            row.approach.clone(),
+            sum.into_iter().map(|s| s / n).collect(),
+        ));
         Ok(())
+    }
+}
+
+/// The ground truth's configurations alone (no performance column), for `knobs predict`.
+const CONFIGURATIONS_CSV: &str = "ground-truth-configurations.csv";
+
+/// `random:N`'s N.
+fn random_size(sample: &str) -> Option<u64> {
+    sample.strip_prefix("random:")?.parse().ok()
+}
+
+/// A step name as part of a file name.
+fn file_stem(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+/// How big a model is: global terms, code regions with local models, trees.
+struct ModelShape {
+    terms: f64,
+    regions: f64,
+    trees: f64,
+}
+
+impl ModelShape {
+    fn read(model: &Path) -> Result<ModelShape> {
+        let text = std::fs::read_to_string(model)
+            .with_context(|| format!("reading {}", model.display()))?;
+        let v: Value = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not JSON", model.display()))?;
+        let count = |k: &str| v.get(k).and_then(Value::as_array).map_or(0, Vec::len) as f64;
+        Ok(ModelShape {
+            terms: count("terms"),
+            regions: count("regions"),
+            trees: count("trees"),
+        })
     }
 }
 

@@ -45,6 +45,9 @@ pub struct Subject {
     pub blackbox: BlackBox,
     #[serde(default)]
     pub overhead: OverheadSettings,
+    /// What `--quick` changes.
+    #[serde(default)]
+    pub quick: Quick,
     /// More runs of a white-box approach with other flags (`[[subject.extra]]`), each its
     /// own row.
     #[serde(default, rename = "extra")]
@@ -101,12 +104,14 @@ pub struct Source {
     pub sha256: String,
 }
 
-/// The black-box baselines: a learner on a sample, over several seeds.
+/// The black-box baselines: learners on samples, over several seeds.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BlackBox {
-    #[serde(default = "default_learner")]
-    pub learner: String,
+    /// `SAMPLE/LEARNER` pairs (`knobs learn --sample SAMPLE --learner LEARNER`), one step
+    /// each, named as written.
+    #[serde(default = "default_runs")]
+    pub runs: Vec<String>,
     #[serde(default = "default_seeds")]
     pub seeds: Vec<u64>,
 }
@@ -114,15 +119,49 @@ pub struct BlackBox {
 impl Default for BlackBox {
     fn default() -> Self {
         BlackBox {
-            learner: default_learner(),
+            runs: default_runs(),
             seeds: default_seeds(),
         }
     }
 }
 
-fn default_learner() -> String {
-    "stepwise".to_string()
+/// The seeds' baselines: feature-wise and pair-wise sampling with stepwise regression, and
+/// random samples of 50 and 200 configurations with stepwise, LASSO, a random forest and
+/// `auto`.
+pub const DEFAULT_RUNS: [&str; 10] = [
+    "featurewise/stepwise",
+    "pairwise/stepwise",
+    "random:50/stepwise",
+    "random:200/stepwise",
+    "random:50/lasso",
+    "random:200/lasso",
+    "random:50/rf",
+    "random:200/rf",
+    "random:50/auto",
+    "random:200/auto",
+];
+
+fn default_runs() -> Vec<String> {
+    DEFAULT_RUNS.map(String::from).to_vec()
 }
+
+/// A black-box run's sample and learner.
+pub fn split_run(run: &str) -> Option<(&str, &str)> {
+    let (sample, learner) = run.rsplit_once('/')?;
+    (!sample.is_empty() && !learner.is_empty()).then_some((sample, learner))
+}
+
+/// What `--quick` measures instead: a smaller workload, fewer repetitions, the first seed,
+/// a shorter Table 7.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Quick {
+    /// The workload to measure (default: the subject's).
+    pub workload: Option<String>,
+}
+
+/// Recorded runs per configuration under `--quick`.
+pub const QUICK_REPETITIONS: u32 = 2;
 
 fn default_seeds() -> Vec<u64> {
     vec![1]
@@ -192,10 +231,8 @@ pub enum Approach {
     Crush,
     /// Comprex: `knobs comprex`.
     Comprex,
-    /// Black-box: feature-wise sample, the subject's learner.
-    Featurewise,
-    /// Black-box: pair-wise sample, the subject's learner.
-    Pairwise,
+    /// Black-box: every `blackbox.runs` pair of sample and learner, one step each.
+    Blackbox,
     /// ConfigCrusher's instrumentation overhead before and after optimisation (Table 7).
     Overhead,
     /// SPLat: `knobs splat`.
@@ -207,12 +244,11 @@ pub enum Approach {
 }
 
 impl Approach {
-    pub const ALL: [Approach; 9] = [
+    pub const ALL: [Approach; 8] = [
         Approach::BruteForce,
         Approach::Crush,
         Approach::Comprex,
-        Approach::Featurewise,
-        Approach::Pairwise,
+        Approach::Blackbox,
         Approach::Overhead,
         Approach::Splat,
         Approach::SplatDelayed,
@@ -224,8 +260,7 @@ impl Approach {
             Approach::BruteForce => "brute-force",
             Approach::Crush => "crush",
             Approach::Comprex => "comprex",
-            Approach::Featurewise => "featurewise",
-            Approach::Pairwise => "pairwise",
+            Approach::Blackbox => "blackbox",
             Approach::Overhead => "overhead",
             Approach::Splat => "splat",
             Approach::SplatDelayed => "splat-delayed",
@@ -239,8 +274,7 @@ impl Approach {
             self,
             Approach::Crush
                 | Approach::Comprex
-                | Approach::Featurewise
-                | Approach::Pairwise
+                | Approach::Blackbox
                 | Approach::Splat
                 | Approach::SplatDelayed
                 | Approach::Family
@@ -288,6 +322,14 @@ impl SubjectsFile {
             }
             if s.blackbox.seeds.is_empty() {
                 bail!("subject `{}`: blackbox.seeds is empty", s.name);
+            }
+            for run in &s.blackbox.runs {
+                if split_run(run).is_none() {
+                    bail!(
+                        "subject `{}`: blackbox run `{run}` is not SAMPLE/LEARNER",
+                        s.name
+                    );
+                }
             }
             for e in &s.extras {
                 if !matches!(e.approach, Approach::Crush | Approach::Comprex) {
@@ -340,7 +382,17 @@ impl Subject {
         let wanted = |name: &str| only.is_none_or(|o| o.iter().any(|n| n == name));
         let mut plan: Vec<Step> = Vec::new();
         for a in &self.approaches {
-            if *a != Approach::BruteForce && wanted(a.name()) {
+            if *a == Approach::Blackbox {
+                for run in &self.blackbox.runs {
+                    if wanted(a.name()) || wanted(run) {
+                        plan.push(Step {
+                            name: run.clone(),
+                            approach: *a,
+                            args: Vec::new(),
+                        });
+                    }
+                }
+            } else if *a != Approach::BruteForce && wanted(a.name()) {
                 plan.push(Step::of(*a));
             }
             for e in self.extras.iter().filter(|e| e.approach == *a) {
@@ -366,6 +418,7 @@ impl Subject {
             .iter()
             .map(|a| a.name().to_string())
             .chain(self.extras.iter().map(|e| e.name.clone()))
+            .chain(self.blackbox.runs.iter().cloned())
             .collect()
     }
 }
@@ -425,7 +478,8 @@ mod tests {
             [[subject]]
             name = "x"
             spec = "x.toml"
-            approaches = ["overhead", "crush", "pairwise"]
+            approaches = ["overhead", "crush", "blackbox"]
+            blackbox = { runs = ["pairwise/stepwise", "random:8/lasso"] }
             [[subject.extra]]
             name = "crush-unoptimised"
             approach = "crush"
@@ -448,8 +502,13 @@ mod tests {
                 "overhead",
                 "crush",
                 "crush-unoptimised",
-                "pairwise"
+                "pairwise/stepwise",
+                "random:8/lasso"
             ]
+        );
+        assert_eq!(
+            names(Some(&["random:8/lasso"])),
+            ["brute-force", "random:8/lasso"]
         );
         assert_eq!(names(Some(&["overhead"])), ["overhead"]);
         assert_eq!(names(Some(&["crush", "comprex"])), ["brute-force", "crush"]);

@@ -48,7 +48,7 @@ fn running_example_rows() {
         .args([
             "running-example",
             "--approaches",
-            "crush,featurewise,overhead",
+            "crush,featurewise/stepwise,random:50/lasso,overhead",
         ])
         .arg("--knobs")
         .arg(&knobs)
@@ -77,7 +77,7 @@ fn running_example_rows() {
             .find(|r| r.approach == approach)
             .unwrap_or_else(|| panic!("no {approach} row in {rows:?}"))
     };
-    for r in &rows {
+    for r in rows.iter().filter(|r| r.approach != rows::COMPARISON) {
         assert_eq!(r.subject, "running-example");
         assert!(!r.info.commit.is_empty() && !r.info.machine.hostname.is_empty());
         assert!(r.info.machine.cores > 0);
@@ -128,10 +128,32 @@ fn running_example_rows() {
             .any(|c| c.contains(" crush ") && c.contains("--json"))
     );
 
-    let fw = row("featurewise");
+    let fw = row("featurewise/stepwise");
     assert!(fw.mape_percent.is_some_and(f64::is_finite));
     assert!(fw.mape_all_percent.is_some_and(f64::is_finite));
     assert!(fw.configurations.unwrap() >= 10.0);
+    assert!(fw.terms.is_some_and(|t| t >= 1.0), "{:?}", fw.terms);
+    // The ground truth is a sample: the random sample is measured into a store of its own.
+    let lasso = row("random:50/lasso");
+    assert_eq!(lasso.configurations, Some(50.0));
+    assert!(lasso.analysis_seconds.is_some_and(|s| s > 0.0));
+    assert!(lasso.mape_all_percent.is_some_and(f64::is_finite));
+
+    // Every model compared with the best on the ground truth's configurations.
+    let comparison = row(rows::COMPARISON);
+    let c: bench::compare::Comparison =
+        serde_json::from_value(comparison.details["comparison"].clone()).unwrap();
+    let mut compared: Vec<&str> = c.approaches.iter().map(|a| a.approach.as_str()).collect();
+    compared.sort();
+    assert_eq!(
+        compared,
+        ["crush", "featurewise/stepwise", "random:50/lasso"]
+    );
+    assert!(compared.contains(&c.best.as_str()));
+    for a in &c.approaches {
+        assert_eq!(a.p.is_none(), a.approach == c.best, "{c:?}");
+        assert!(a.mape_all_percent.is_finite());
+    }
 
     // Table 7: propagation removes regions and entries without slowing the program.
     let t7 = row("overhead");
@@ -157,4 +179,5 @@ fn running_example_rows() {
         summary.contains("| ConfigCrusher | 8 of 1024 (lower bound 8) |"),
         "{summary}"
     );
+    assert!(summary.contains("| random 50 + lasso | 50 |"), "{summary}");
 }

@@ -24,6 +24,9 @@ pub struct SessionArgs {
     /// Run configurations whose earlier runs failed again.
     #[arg(long)]
     pub retry_failed: bool,
+    /// Recorded runs per configuration (overrides the spec's `[measure] repetitions`).
+    #[arg(long)]
+    pub repetitions: Option<u32>,
     /// Print the report as JSON on stdout (progress stays on stderr).
     #[arg(long)]
     pub json: bool,
@@ -40,6 +43,14 @@ impl SessionArgs {
             approach,
         )?;
         session.settings.retry_failed = self.retry_failed;
+        if let Some(r) = self.repetitions {
+            if r == 0 {
+                anyhow::bail!("--repetitions must be at least 1");
+            }
+            let m = &mut session.spec.measure;
+            m.repetitions = r;
+            m.max_repetitions = m.max_repetitions.max(r);
+        }
         Ok(session)
     }
 }

@@ -1,0 +1,47 @@
+//! The numbers users read are the recorded ones: `docs/results/latest.md` and README.md's
+//! headline table are what the runner generates from the rows in `docs/results/` (after
+//! adding rows, `cargo run --release -p bench -- --summary-only` regenerates both).
+
+use std::path::Path;
+
+use bench::rows;
+use bench::subjects::{SUBJECTS_FILE, SubjectsFile};
+
+fn root() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+fn order() -> Vec<String> {
+    SubjectsFile::load(&root().join(SUBJECTS_FILE))
+        .unwrap()
+        .subjects
+        .into_iter()
+        .map(|s| s.name)
+        .collect()
+}
+
+#[test]
+fn latest_md_is_generated_from_the_rows() {
+    let dir = root().join(rows::RESULTS_DIR);
+    let all = rows::read_all(&dir).unwrap();
+    assert!(!all.is_empty(), "no rows in {}", dir.display());
+    let want = rows::summary(&all, &order(), false);
+    let have = std::fs::read_to_string(dir.join(rows::LATEST)).unwrap();
+    assert!(
+        want == have,
+        "docs/results/latest.md is not what the rows give: run \
+         `cargo run --release -p bench -- --summary-only`"
+    );
+}
+
+#[test]
+fn the_readme_table_is_generated_from_the_rows() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let want = rows::readme_with_table(&readme, &root().join(rows::RESULTS_DIR), &order()).unwrap();
+    assert!(
+        want == readme,
+        "README.md's results table is not what docs/results gives: run \
+         `cargo run --release -p bench -- --summary-only`"
+    );
+    assert!(readme.contains(rows::README_BEGIN) && readme.contains(rows::README_END));
+}
