@@ -24,6 +24,9 @@ struct Args {
     /// The brute force runs first whenever an error is measured against it.
     #[arg(long, value_delimiter = ',')]
     approaches: Option<Vec<String>>,
+    /// Every subject built from a pinned source (the real programs), with the subjects named.
+    #[arg(long)]
+    real: bool,
     /// List the declared subjects and exit.
     #[arg(long)]
     list: bool,
@@ -150,14 +153,20 @@ fn run(args: Args) -> Result<bool> {
         write_summaries(&results_dir, readme.as_deref(), &order, args.quick)?;
         return Ok(true);
     }
-    let selected: Vec<&bench::subjects::Subject> = if args.subjects.is_empty() {
-        file.subjects.iter().collect()
-    } else {
-        args.subjects
-            .iter()
-            .map(|n| file.get(n))
-            .collect::<Result<_>>()?
-    };
+    let mut selected: Vec<&bench::subjects::Subject> = args
+        .subjects
+        .iter()
+        .map(|n| file.get(n))
+        .collect::<Result<_>>()?;
+    if args.real {
+        for s in file.subjects.iter().filter(|s| s.source.is_some()) {
+            if !selected.iter().any(|o| o.name == s.name) {
+                selected.push(s);
+            }
+        }
+    } else if selected.is_empty() {
+        selected = file.subjects.iter().collect();
+    }
     if let Some(only) = &args.approaches {
         for name in only {
             if !selected.iter().any(|s| s.step_names().contains(name)) {

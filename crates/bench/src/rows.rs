@@ -502,8 +502,23 @@ pub fn headline(rows: &[Row], order: &[String], quick: bool) -> String {
          configurations measured (a mean over seeds for the black-box approaches); **bold**: \
          the most accurate model of the run, † significantly less accurate than it (Wilcoxon \
          signed-rank, Holm-corrected, α = 0.05); n/a: does not apply, failed: see \
-         `docs/results/latest.md`.\n\n| system | configurations |",
+         `docs/results/latest.md`.\n\n",
     );
+    out.push_str(&across_subjects(&newest, |r| {
+        let mut m = opt(r.mape_all_percent);
+        match newest.compared(r) {
+            Some((c, best)) if c.approach == best => m = format!("**{m}**"),
+            Some((c, _)) if c.worse => m.push_str(" †"),
+            _ => {}
+        }
+        format!("{m} ({})", opt(r.configurations))
+    }));
+    out
+}
+
+/// Per subject and approach, a cell of the newest row (`n/a`, `failed` or `cell(row)`).
+fn across_subjects(newest: &Newest, cell: impl Fn(&Row) -> String) -> String {
+    let mut out = String::from("| system | configurations |");
     for (_, h) in HEADLINE {
         let _ = write!(out, " {h} |");
     }
@@ -516,24 +531,34 @@ pub fn headline(rows: &[Row], order: &[String], quick: bool) -> String {
         };
         let _ = write!(out, "| {s} | {} |", opt(truth.configurations));
         for (k, _) in HEADLINE {
-            let cell = match newest.get(s, k) {
+            let text = match newest.get(s, k) {
                 None => "".into(),
                 Some(r) if r.status == Status::NotApplicable => "n/a".into(),
                 Some(r) if r.status == Status::Failed => "failed".into(),
-                Some(r) => {
-                    let mut m = opt(r.mape_all_percent);
-                    match newest.compared(r) {
-                        Some((c, best)) if c.approach == best => m = format!("**{m}**"),
-                        Some((c, _)) if c.worse => m.push_str(" †"),
-                        _ => {}
-                    }
-                    format!("{m} ({})", opt(r.configurations))
-                }
+                Some(r) => cell(r),
             };
-            let _ = write!(out, " {cell} |");
+            let _ = write!(out, " {text} |");
         }
         out.push('\n');
     }
+    out
+}
+
+/// The cost over every subject (Tables 5 and II): configurations measured, Σ of their
+/// medians, and the approach's own analysis.
+fn cost(newest: &Newest) -> String {
+    let mut out = String::from(
+        "Cost: configurations measured / Σ of their medians (s) / the approach's own analysis \
+         (s: static or dynamic taint analysis, exploration, learning).\n\n",
+    );
+    out.push_str(&across_subjects(newest, |r| {
+        format!(
+            "{} / {} / {}",
+            opt(r.configurations),
+            opt(r.measurement_seconds),
+            opt(r.analysis_seconds)
+        )
+    }));
     out
 }
 
@@ -569,6 +594,8 @@ pub fn summary(rows: &[Row], order: &[String], quick: bool) -> String {
         );
     }
     out.push_str(&headline(rows, order, quick));
+    out.push('\n');
+    out.push_str(&cost(&newest));
     for s in &newest.subjects {
         let mut table: Vec<&Row> = newest
             .rows
