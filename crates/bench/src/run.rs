@@ -453,13 +453,27 @@ impl<'a> SubjectRun<'a> {
     }
 
     fn export(&mut self, store: &Path, variant: Option<&str>, out: &Path) -> Result<Data> {
+        let workload = self.workload().map(str::to_string);
+        self.export_workload(store, variant, workload.as_deref(), out)
+    }
+
+    /// `knobs results export` of one workload's runs (the spec's first without one).
+    fn export_workload(
+        &mut self,
+        store: &Path,
+        variant: Option<&str>,
+        workload: Option<&str>,
+        out: &Path,
+    ) -> Result<Data> {
         let mut args = vec![
             "results".into(),
             "export".into(),
             "--store".into(),
             path_arg(store),
         ];
-        args.extend(self.workload_args());
+        if let Some(w) = workload {
+            args.extend(["--workload".into(), w.into()]);
+        }
         if let Some(v) = variant {
             args.extend(["--variant".into(), v.into()]);
         }
@@ -748,17 +762,7 @@ impl<'a> SubjectRun<'a> {
         args.extend(self.repetition_args());
         let _: (MeasureReport, Value) = self.knobs_json(&args)?;
         let csv = self.work.join("native-analysis-workload.csv");
-        let mut export = vec![
-            "results".into(),
-            "export".into(),
-            "--store".into(),
-            path_arg(&store),
-            "--workload".into(),
-            workload.to_string(),
-        ];
-        export.extend(["--format".into(), "csv".into(), "-o".into(), path_arg(&csv)]);
-        self.knobs(&export)?;
-        let native = Data::read(&csv)?;
+        let native = self.export_workload(&store, None, Some(workload), &csv)?;
         let medians: Vec<f64> = native.rows.iter().map(|(_, v)| *v).collect();
         if let Some(native) = stats::mean(&medians).filter(|m| *m > 0.0)
             && runs > 0.0
