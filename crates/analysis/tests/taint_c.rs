@@ -753,6 +753,42 @@ fn a_global_reset_before_it_is_read_holds_only_the_reset() {
     assert_eq!(work_influence(&p, &si, RESETS, "/* w2 */"), set(&[0, 1]));
 }
 
+const PARSED_THEN_READ: &str = r#"
+#include <string.h>
+extern void work(int);
+int small, level;
+int main(int argc, char **argv) {
+    small = 0; level = 9;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-s")) small = 1;
+        if (!strcmp(argv[i], "-1")) level = 1;
+    }
+    if (small && level > 2) level = 2;   /* capped */
+    work(level);                         /* w1 */
+    return 0;
+}
+"#;
+
+/// An option's global read in the function that parsed it holds the option: the stores of
+/// the parsing loop are how it arrives (bzip2's `-s` caps the block size right after it).
+#[test]
+fn an_option_read_where_it_was_parsed_keeps_its_option() {
+    let sources = [global(0, "small"), global(1, "level")];
+    let (p, si) = run(PARSED_THEN_READ, &sources);
+    let line = llvm::fixture::line_of(PARSED_THEN_READ, "/* capped */");
+    let mut capped = OptionSet::new();
+    for d in si.decisions.iter().filter(|d| d.loc.line == line) {
+        capped = capped.union(si.of(d.inst));
+    }
+    assert_eq!(capped, set(&[0, 1]), "the decisions that cap the level");
+    // What -s then does to the level's cell is not followed (an option's cell holds only its
+    // option, so that argument parsing does not mix every option into every other): the spec
+    // lists the level's cell as a source of -s too (examples/bzip2).
+    assert_eq!(work_influence(&p, &si, PARSED_THEN_READ, "/* w1 */"), set(&[1]));
+    assert!(si.relevant_options().contains(OptionId(0)));
+    assert!(si.relevant_options().contains(OptionId(1)));
+}
+
 #[test]
 fn an_option_source_naming_a_global_the_program_lacks_is_named() {
     let c = llvm::fixture::compile("prog.c", "int level;\nint main(void) { return level; }\n");

@@ -257,9 +257,14 @@ impl Solver<'_> {
                                 t = self.sets.union(t, d);
                             }
                         }
-                        InstKind::Load { ptr } if self.local_definitions.of(i).is_some() => {
+                        InstKind::Load { ptr }
+                            if self.local_definitions.of(i).is_some()
+                                && !self.pts.of(*ptr).iter().any(|&c| self.pinned[c]) =>
+                        {
                             // A global this function set before (`ifd = open (…)`): what
-                            // those stores stored, under their control, and nothing else.
+                            // those stores stored, under their control, and nothing else. Not
+                            // an option's own cell: what argument parsing stores there is the
+                            // option (`if (small && level > 2)` right after the parsing loop).
                             t = self.sets.union(t, self.taint(*ptr));
                             for &st in self.local_definitions.of(i).expect("checked") {
                                 if let InstKind::Store { value, ptr } = &program.inst(st).kind {
