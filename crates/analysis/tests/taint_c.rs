@@ -784,7 +784,10 @@ fn an_option_read_where_it_was_parsed_keeps_its_option() {
     // What -s then does to the level's cell is not followed (an option's cell holds only its
     // option, so that argument parsing does not mix every option into every other): the spec
     // lists the level's cell as a source of -s too (examples/bzip2).
-    assert_eq!(work_influence(&p, &si, PARSED_THEN_READ, "/* w1 */"), set(&[1]));
+    assert_eq!(
+        work_influence(&p, &si, PARSED_THEN_READ, "/* w1 */"),
+        set(&[1])
+    );
     assert!(si.relevant_options().contains(OptionId(0)));
     assert!(si.relevant_options().contains(OptionId(1)));
 }

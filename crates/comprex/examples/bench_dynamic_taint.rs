@@ -96,8 +96,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let lib = runtime::taint_library::build(&clang, dir.path())?;
     let native = dir.path().join("bench.native");
     let tainted = dir.path().join("bench.taint");
-    link_instrumented(&clang, &ssa, &[], &[], &native)?;
-    link_instrumented(&clang, &inst, &[lib], &[], &tainted)?;
+    link_instrumented(&clang, &ssa, &[], &[], &native, true)?;
+    link_instrumented(&clang, &inst, &[lib], &[], &tainted, false)?;
     let native_s = median_run(&native, None);
     let out = dir.path().join("run.json");
     let tainted_s = median_run(

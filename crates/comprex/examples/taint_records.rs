@@ -102,7 +102,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     let tainted = dir.path().join("prog.taint");
     let start = Instant::now();
-    let linked = link_instrumented(&clang, &inst, &[lib], &flags, &tainted);
+    let linked = link_instrumented(&clang, &inst, &[lib], &flags, &tainted, false);
     let link_s = start.elapsed().as_secs_f64();
     if let Err(e) = linked {
         if keep {
@@ -113,7 +113,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out = dir.path().join("run.json");
     if std::env::var_os("KNOBS_TAINT_TIME").is_some() {
         let native = dir.path().join("prog.native");
-        link_instrumented(&clang, &ssa, &[], &flags, &native)?;
+        link_instrumented(&clang, &ssa, &[], &flags, &native, true)?;
         let native_s = median_run(&native, run_args, None)?;
         let tainted_s = median_run(&tainted, run_args, Some(&out))?;
         eprintln!("instrumenting {instrument_s:.1} s, compiling and linking {link_s:.1} s");

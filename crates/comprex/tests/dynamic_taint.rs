@@ -49,7 +49,7 @@ fn build(source: &str, space: &ConfigSpace, extra: Vec<OptionSource>) -> Instrum
     let lib = runtime::taint_library::build(&clang(), &std::env::temp_dir().join("knobs-test-rt"))
         .unwrap();
     let binary = dir.join("prog.taint");
-    llvm::link_instrumented(&clang(), &out, &[lib], &[], &binary).unwrap();
+    llvm::link_instrumented(&clang(), &out, &[lib], &[], &binary, false).unwrap();
     if std::env::var_os("KNOBS_TEST_KEEP").is_some() {
         let _ = compiled.dir.path().to_path_buf();
         std::mem::forget(compiled);

@@ -234,6 +234,7 @@ pub fn instrument(
         runtime,
         runtime::LINK_FLAGS,
         "configcrusher",
+        true,
     )?;
     Ok(Instrumented {
         binary,

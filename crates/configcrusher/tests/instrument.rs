@@ -89,6 +89,7 @@ fn instrumented_running_example_enters_and_exits_its_regions() {
         &[runtime_c],
         &[],
         &exe,
+        true,
     )
     .unwrap();
 

@@ -89,7 +89,7 @@ fn build(dir: &Path) -> (Instrumented, Instrumented) {
         let bc = dir.join(format!("{name}.bc"));
         instrument(&ssa, p, &translation.positions, &probes, &bc).unwrap();
         let exe = dir.join(name);
-        link_instrumented(clang, &bc, std::slice::from_ref(&lib), &[], &exe).unwrap();
+        link_instrumented(clang, &bc, std::slice::from_ref(&lib), &[], &exe, true).unwrap();
         Instrumented {
             exe,
             options: regions.iter().map(|r| names(sets.get(r.options))).collect(),

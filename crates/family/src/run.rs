@@ -237,6 +237,7 @@ pub fn run(
             library.clone(),
             runtime::call_tree::LINK_FLAGS,
             name,
+            true,
         )?)
     };
     // Every defined function gets enter/exit calls, but for hot tiny ones that are no

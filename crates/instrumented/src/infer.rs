@@ -116,6 +116,8 @@ pub fn infer_fixed(
         library,
         runtime::LINK_FLAGS,
         "observe",
+        // Runs only on the small analysis workload: compile time matters, not speed.
+        false,
     )?;
     spec.prepare_workload(workload)?;
 

@@ -278,7 +278,7 @@ pub fn taint_build(
     let library =
         runtime::taint_library::build(&settings.clang, &settings.work_dir.join("runtime"))?;
     let suffix = format!("{}-taint", approach.to_lowercase());
-    let (binary, _) = link(spec, settings, &bitcode, library, &[], &suffix)?;
+    let (binary, _) = link(spec, settings, &bitcode, library, &[], &suffix, false)?;
     Ok(TaintBuild {
         built,
         stats,
@@ -378,8 +378,9 @@ pub fn save_model(
     })
 }
 
-/// Links instrumented bitcode with a runtime library into a binary and names the store
-/// variant of its measurements after the binary's hash.
+/// Links instrumented bitcode with a runtime library into a binary (optimised as the
+/// native build is, unless it only records taint: `llvm::link_instrumented`) and names the
+/// store variant of its measurements after the binary's hash.
 pub fn link(
     spec: &SystemSpec,
     settings: &Settings,
@@ -387,13 +388,21 @@ pub fn link(
     runtime: PathBuf,
     runtime_flags: &[&str],
     approach: &str,
+    optimise: bool,
 ) -> Result<(PathBuf, String), Error> {
     let binary = settings.work_dir.join(format!("{}.{approach}", spec.name));
     let mut flags: Vec<String> = runtime_flags.iter().map(|f| f.to_string()).collect();
     if let Some(b) = &spec.build {
         flags.extend(b.link.iter().cloned());
     }
-    llvm::link_instrumented(&settings.clang, bitcode, &[runtime], &flags, &binary)?;
+    llvm::link_instrumented(
+        &settings.clang,
+        bitcode,
+        &[runtime],
+        &flags,
+        &binary,
+        optimise,
+    )?;
     let bytes = std::fs::read(&binary).map_err(io(&binary))?;
     let digest = Sha256::digest(&bytes);
     let hash: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();

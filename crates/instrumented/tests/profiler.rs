@@ -357,7 +357,7 @@ fn running_example_at_method_level() {
     let lib = profiler::build(clang(), &tmp()).unwrap();
     let exe = d.join("methods");
     let flags: Vec<String> = profiler::LINK_FLAGS.iter().map(|s| s.to_string()).collect();
-    link_instrumented(clang(), &bc, std::slice::from_ref(&lib), &flags, &exe).unwrap();
+    link_instrumented(clang(), &bc, std::slice::from_ref(&lib), &flags, &exe, true).unwrap();
 
     let unit = 0.010;
     let (foo, main) = (ids["foo"], ids["main"]);

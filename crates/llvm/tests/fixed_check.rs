@@ -197,7 +197,7 @@ fn a_folded_load_reports_values_other_than_the_assumed_one() {
     }
 
     let exe = dir.join("fixed.inst");
-    link_instrumented(clang(), &bc, &[runtime_lib()], &[], &exe).unwrap();
+    link_instrumented(clang(), &bc, &[runtime_lib()], &[], &exe, true).unwrap();
     // Every assumption holds: no violation (zero-extending `level` would report 200).
     let t = run(&exe, &["zero", "5"]);
     assert!(t.fixed_violations.is_empty(), "{t:?}");
@@ -293,7 +293,7 @@ fn checks_and_region_calls_at_the_same_place_both_run() {
     );
 
     let exe = dir.join("both");
-    link_instrumented(clang(), &bc, &[runtime_lib()], &[], &exe).unwrap();
+    link_instrumented(clang(), &bc, &[runtime_lib()], &[], &exe, true).unwrap();
     let t = run(&exe, &["three", "6"]);
     assert_eq!(t.region(4).entries, 6, "{t:?}");
     assert_eq!((t.unmatched_exits, t.open_at_exit), (0, 0), "{t:?}");
@@ -375,7 +375,7 @@ entry:
         instrument_with_checks(&ssa, p, &translation.positions, &[], &[check], &inst_bc).unwrap();
     assert_eq!(stats.value_checks, 1);
     let exe = dir.path().join("flag");
-    link_instrumented(clang(), &inst_bc, &[runtime_lib()], &[], &exe).unwrap();
+    link_instrumented(clang(), &inst_bc, &[runtime_lib()], &[], &exe, true).unwrap();
     // Set: holds (zero-extension would report 1).
     assert!(run(&exe, &["x"]).fixed_violations.is_empty());
     // Unset: both loads read 0.

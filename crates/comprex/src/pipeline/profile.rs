@@ -67,6 +67,7 @@ pub(super) fn instrument_named(
         library,
         runtime::profiler::LINK_FLAGS,
         approach,
+        true,
     )?;
     Ok(Profiled {
         binary,
