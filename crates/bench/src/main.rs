@@ -24,6 +24,10 @@ struct Args {
     /// The brute force runs first whenever an error is measured against it.
     #[arg(long, value_delimiter = ',')]
     approaches: Option<Vec<String>>,
+    /// Stop a step (an approach on a subject) still running after this many seconds; its
+    /// row records that it did not finish.
+    #[arg(long)]
+    step_timeout: Option<u64>,
     /// Every subject built from a pinned source (the real programs), with the subjects named.
     #[arg(long)]
     real: bool,
@@ -215,6 +219,7 @@ fn run(args: Args) -> Result<bool> {
         only: args.approaches.clone(),
         command_line: info.runner.clone(),
         quick: args.quick,
+        step_timeout: args.step_timeout.map(std::time::Duration::from_secs),
     };
     let mut failed: Vec<String> = Vec::new();
     for subject in selected {

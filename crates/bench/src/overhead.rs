@@ -212,6 +212,7 @@ pub fn table7(run: &mut SubjectRun, row: &mut Row) -> Result<()> {
     let warmup = spec.measure.warmup as usize;
     let mut runs: Vec<[Runs; 3]> = vec![Default::default(); configurations.len()];
     for round in 0..warmup + rounds {
+        run.check_deadline()?;
         let recorded = round >= warmup;
         for (c, per_program) in invocations.iter().enumerate() {
             for (p, inv) in per_program.iter().enumerate() {

@@ -651,14 +651,7 @@ fn table_row(newest: &Newest, r: &Row) -> String {
         } else {
             "failed"
         };
-        let reason = r
-            .reason
-            .as_deref()
-            .unwrap_or("")
-            .lines()
-            .next()
-            .unwrap_or("")
-            .replace('|', "\\|");
+        let reason = short_reason(r.reason.as_deref().unwrap_or("")).replace('|', "\\|");
         return format!(
             "| {label} | *{what}*: {reason} | | | {} | | | | | {} |\n",
             number(r.elapsed_seconds),
@@ -716,6 +709,22 @@ fn table_row(newest: &Newest, r: &Row) -> String {
         number(r.elapsed_seconds),
         run_label(r)
     )
+}
+
+/// A step's error without the command line it quotes (the row keeps it whole): "`knobs
+/// crush …` failed (exit status: 2): why" → "failed (exit status: 2): why"; "did not finish
+/// …: stopped `…`" → "did not finish …".
+fn short_reason(reason: &str) -> String {
+    let first = reason.lines().next().unwrap_or("");
+    let first = match first.find("` failed") {
+        Some(i) if first.starts_with('`') => &first[i + 2..],
+        _ => first,
+    };
+    let first = first.split(": stopped `").next().unwrap_or(first);
+    match first.rfind(" (log: ") {
+        Some(i) => first[..i].to_string(),
+        None => first.to_string(),
+    }
 }
 
 /// Table 7 and the other overheads of one subject.
@@ -845,6 +854,21 @@ pub fn write_readme_table(readme: &Path, dir: &Path, order: &[String]) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reasons_leave_out_the_command() {
+        assert_eq!(
+            short_reason("`knobs crush --spec x` failed (exit status: 2): no bitcode (log: l.log)"),
+            "failed (exit status: 2): no bitcode"
+        );
+        assert_eq!(
+            short_reason(
+                "did not finish within the run's --step-timeout of 5 s: stopped `knobs x`"
+            ),
+            "did not finish within the run's --step-timeout of 5 s"
+        );
+        assert_eq!(short_reason("plain\nmore"), "plain");
+    }
 
     #[test]
     fn dates() {

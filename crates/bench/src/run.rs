@@ -3,6 +3,7 @@
 //! row to the run's JSON Lines file as soon as the step is done.
 
 use std::collections::HashMap;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -44,6 +45,8 @@ pub struct Settings {
     pub command_line: String,
     /// Small workloads, fewer repetitions, one seed (`--quick`).
     pub quick: bool,
+    /// A step still running after this long is stopped and recorded as failed.
+    pub step_timeout: Option<std::time::Duration>,
 }
 
 /// Quotes an argument for a POSIX shell when it needs it.
@@ -102,6 +105,8 @@ pub struct SubjectRun<'a> {
     /// Each model's absolute percentage error per ground-truth configuration (in the
     /// ground truth's order), by step name: what the comparison pairs.
     errors: Vec<(String, Vec<f64>)>,
+    /// When the current step must end (`Settings::step_timeout`).
+    deadline: Option<Instant>,
 }
 
 pub struct GroundTruth {
@@ -151,7 +156,19 @@ impl<'a> SubjectRun<'a> {
             logs: 0,
             evaluate_has_all: None,
             errors: Vec::new(),
+            deadline: None,
         })
+    }
+
+    /// An error once the step has run past `--step-timeout`.
+    pub(crate) fn check_deadline(&self) -> Result<()> {
+        match (self.deadline, self.settings.step_timeout) {
+            (Some(d), Some(t)) if Instant::now() >= d => bail!(
+                "did not finish within the run's --step-timeout of {} s",
+                t.as_secs()
+            ),
+            _ => Ok(()),
+        }
     }
 
     /// Records a command the runner ran itself (Table 7's program runs).
@@ -193,18 +210,40 @@ impl<'a> SubjectRun<'a> {
         let stderr =
             std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
         eprintln!("  $ {line}");
-        let output = Command::new(program)
+        let kept = log.with_extension("stdout");
+        let stdout =
+            std::fs::File::create(&kept).with_context(|| format!("creating {}", kept.display()))?;
+        let mut child = Command::new(program)
             .args(args)
             .envs(env.iter().map(|(k, v)| (k, v)))
             .current_dir(&self.settings.root)
             .stdin(Stdio::null())
+            .stdout(stdout)
             .stderr(stderr)
-            .output()
+            .process_group(0)
+            .spawn()
             .with_context(|| format!("cannot start {}", program.display()))?;
-        if !output.stdout.is_empty() {
-            let kept = log.with_extension("stdout");
-            std::fs::write(&kept, &output.stdout)
-                .with_context(|| format!("writing {}", kept.display()))?;
+        let status = loop {
+            if let Some(status) = child.try_wait().context("waiting for a command")? {
+                break status;
+            }
+            if let Err(e) = self.check_deadline() {
+                // The command's whole process group: knobs and the compilers it started.
+                let _ = Command::new("kill")
+                    .args(["-KILL", "--", &format!("-{}", child.id())])
+                    .status();
+                let _ = child.wait();
+                bail!("{e}: stopped `{line}`");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        let output = std::process::Output {
+            status,
+            stdout: std::fs::read(&kept).with_context(|| format!("reading {}", kept.display()))?,
+            stderr: Vec::new(),
+        };
+        if output.stdout.is_empty() {
+            let _ = std::fs::remove_file(&kept);
         }
         if !output.status.success() {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
@@ -376,6 +415,7 @@ impl<'a> SubjectRun<'a> {
         let load_start = rows::load_average();
         let t0 = Instant::now();
         let mut row = self.row(approach, date, load_start);
+        self.deadline = self.settings.step_timeout.map(|t| t0 + t);
         row.approach = name.clone();
         if approach == Approach::Blackbox {
             row.detail("approach_kind", approach.name());
@@ -393,6 +433,7 @@ impl<'a> SubjectRun<'a> {
             Approach::SplatDelayed => self.splat(&mut row, step, true),
             Approach::Family => self.family(&mut row, step),
         };
+        self.deadline = None;
         if let Err(e) = &outcome {
             row.status = Status::Failed;
             row.reason = Some(format!("{e:#}"));
