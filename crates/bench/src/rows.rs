@@ -516,7 +516,8 @@ pub fn headline(rows: &[Row], order: &[String], quick: bool) -> String {
     out
 }
 
-/// Per subject and approach, a cell of the newest row (`n/a`, `failed` or `cell(row)`).
+/// Per real program (a subject with a pinned source) and approach, a cell of the newest row
+/// (`n/a`, `failed` or `cell(row)`).
 fn across_subjects(newest: &Newest, cell: impl Fn(&Row) -> String) -> String {
     let mut out = String::from("| system | configurations |");
     for (_, h) in HEADLINE {
@@ -526,7 +527,7 @@ fn across_subjects(newest: &Newest, cell: impl Fn(&Row) -> String) -> String {
     out.push_str(&"---|".repeat(HEADLINE.len()));
     out.push('\n');
     for s in &newest.subjects {
-        let Some(truth) = newest.get(s, "brute-force") else {
+        let Some(truth) = newest.get(s, "brute-force").filter(|t| t.source.is_some()) else {
             continue;
         };
         let _ = write!(out, "| {s} | {} |", opt(truth.configurations));
