@@ -7,8 +7,22 @@ use std::path::PathBuf;
 use comprex::Granularity;
 use measure::{Store, SystemSpec};
 
+/// The timings are sleeps under a 1 ms sampling profiler: on a machine busy with other work
+/// a run can overshoot them all, so the pipeline is run afresh up to three times before the
+/// model's error counts as a failure (the partitions and terms must hold every time).
 #[test]
 fn comprex_on_the_papers_running_example() {
+    let mut last = String::new();
+    for _ in 0..3 {
+        match run_once() {
+            Ok(()) => return,
+            Err(e) => last = e,
+        }
+    }
+    panic!("three attempts: {last}");
+}
+
+fn run_once() -> Result<(), String> {
     let dir = tempfile::tempdir().unwrap();
     let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/comprex-example");
     std::fs::copy(example.join("main.c"), dir.path().join("main.c")).unwrap();
@@ -78,14 +92,16 @@ fn comprex_on_the_papers_running_example() {
         let units = (3.0 - a) + (a + 3.0 * a * b) + (5.0 + 15.0 * a + 10.0 * c + 30.0 * a * c);
         let predicted = bound.predict(&(0..4).map(on).collect::<Vec<_>>());
         // A 1 ms sampling profiler on sleeps: allow 20 % and 4 ms.
-        assert!(
-            (predicted - units * unit).abs() < 0.2 * units * unit + 0.004,
-            "configuration {bits:04b}: predicted {predicted}, expected {}; model {}",
-            units * unit,
-            model.file.terms.format(4)
-        );
+        if (predicted - units * unit).abs() >= 0.2 * units * unit + 0.004 {
+            return Err(format!(
+                "configuration {bits:04b}: predicted {predicted}, expected {}; model {}",
+                units * unit,
+                model.file.terms.format(4)
+            ));
+        }
     }
     let labels: Vec<String> = model.file.terms.terms().iter().map(|t| t.label()).collect();
     assert!(labels.iter().any(|l| l == "A·C"), "{labels:?}");
     assert!(!labels.iter().any(|l| l.contains('D')), "{labels:?}");
+    Ok(())
 }
