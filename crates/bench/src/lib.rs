@@ -3,9 +3,10 @@
 //! The subjects are data (`bench/subjects.toml`): a system spec, the command that fetches
 //! and builds the program (with its pinned source version and checksum), the workload, the
 //! ground truth's sample and the approaches to run — brute force, ConfigCrusher (`knobs
-//! crush`), Comprex (`knobs comprex`), the black-box baselines (`knobs learn` on a
-//! feature-wise or pair-wise sample) and ConfigCrusher's instrumentation overhead (the
-//! journal paper's Table 7). One runner runs them by calling the `knobs` binary with `--json`
+//! crush`), Comprex (`knobs comprex`), SPLat, the family-based approach, the black-box
+//! baselines (`knobs learn`, each `SAMPLE/LEARNER` of the subject's runs) and ConfigCrusher's
+//! instrumentation overhead (the journal paper's Table 7); then every model is compared with
+//! the run's most accurate one. One runner runs them by calling the `knobs` binary with `--json`
 //! and reading its stdout; the error of every model is `knobs evaluate --json` against the
 //! ground truth. Every number, with the exact commands, the commit, the machine and the load
 //! at the start and end of each step, goes to one JSON Lines file per run and subject under

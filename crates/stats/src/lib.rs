@@ -4,9 +4,10 @@
 //! the median, the sample standard deviation, the coefficient of variation, the geometric
 //! mean (of positive ratios, computed through logarithms), Student's t quantile for 95 %
 //! confidence intervals with the half-width of such an interval, and the mean absolute
-//! percentage error (MAPE) of predictions; [`paired`]: Wilcoxon's signed-rank test and
-//! Holm's correction, to compare approaches on the same configurations. `measure` summarises repeated runs with it,
-//! `learn` scores models and experiments with it.
+//! percentage error (MAPE) of predictions; [`paired`]: Wilcoxon's signed-rank test and Holm's
+//! correction, to compare approaches on the same configurations. `measure` summarises
+//! repeated runs with it, `learn` scores models and experiments with it, `bench` compares
+//! approaches with it.
 //!
 //! Conventions: a statistic that is undefined for its input (an empty slice; fewer than two
 //! values for a spread) is `None` rather than NaN, so each caller decides what such a case
