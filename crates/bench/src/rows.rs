@@ -502,7 +502,9 @@ pub fn headline(rows: &[Row], order: &[String], quick: bool) -> String {
          configurations measured (a mean over seeds for the black-box approaches); **bold**: \
          the most accurate model of the run, † significantly less accurate than it (Wilcoxon \
          signed-rank, Holm-corrected, α = 0.05); n/a: does not apply, failed: see \
-         `docs/results/latest.md`.\n\n",
+         `docs/results/latest.md`. The black-box models learn from samples of the ground \
+         truth's own runs; the white-box approaches and SPLat measure in sessions of their \
+         own and carry the drift between sessions (`docs/results/README.md`).\n\n",
     );
     out.push_str(&across_subjects(&newest, |r| {
         let mut m = opt(r.mape_all_percent);
