@@ -237,15 +237,11 @@ impl<'a> SubjectRun<'a> {
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         };
-        let output = std::process::Output {
-            status,
-            stdout: std::fs::read(&kept).with_context(|| format!("reading {}", kept.display()))?,
-            stderr: Vec::new(),
-        };
-        if output.stdout.is_empty() {
+        let stdout = std::fs::read(&kept).with_context(|| format!("reading {}", kept.display()))?;
+        if stdout.is_empty() {
             let _ = std::fs::remove_file(&kept);
         }
-        if !output.status.success() {
+        if !status.success() {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
             let last = text
                 .lines()
@@ -253,12 +249,11 @@ impl<'a> SubjectRun<'a> {
                 .find(|l| !l.trim().is_empty())
                 .unwrap_or("(no output on stderr)");
             bail!(
-                "`{line}` failed ({}): {last} (log: {})",
-                output.status,
+                "`{line}` failed ({status}): {last} (log: {})",
                 log.display()
             );
         }
-        Ok(output.stdout)
+        Ok(stdout)
     }
 
     pub(crate) fn knobs(&mut self, args: &[String]) -> Result<Vec<u8>> {
