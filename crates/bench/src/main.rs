@@ -19,8 +19,8 @@ struct Args {
     /// Subjects to run (default: every declared subject).
     subjects: Vec<String>,
     /// Only these approaches, of those each subject declares (comma-separated): brute-force,
-    /// crush, comprex, splat, splat-delayed, family, featurewise, pairwise, overhead, or the
-    /// name of a subject's extra run.
+    /// crush, comprex, splat, splat-delayed, family, blackbox (or one SAMPLE/LEARNER run),
+    /// overhead, repeat, or the name of a subject's extra run.
     /// The brute force runs first whenever an error is measured against it.
     #[arg(long, value_delimiter = ',')]
     approaches: Option<Vec<String>>,

@@ -19,7 +19,7 @@ use crate::subjects::Source;
 /// The row format's version; bump it when a field changes meaning.
 /// 2: `mape_percent` is on the configurations the approach did not measure for every
 /// approach, `mape_all_percent` on all (schema 1: white-box `mape_percent` was on all).
-pub const SCHEMA: u32 = 2;
+pub const SCHEMA: u32 = 3;
 
 /// Where the rows go, relative to the workspace root.
 pub const RESULTS_DIR: &str = "docs/results";
@@ -317,6 +317,7 @@ fn approach_label(row: &Row) -> String {
         "splat" => "SPLat".into(),
         "splat-delayed" => "SPLat-delayed".into(),
         "family" => "family-based".into(),
+        "repeat" => "brute force again".into(),
         _ if key(row).contains('/') => blackbox_label(&key(row)),
         other => other.to_string(),
     };
@@ -332,15 +333,31 @@ fn approach_label(row: &Row) -> String {
     }
 }
 
-/// `random:50/lasso` → `random 50 + lasso`.
+/// `random:50/lasso` → `random 50 + lasso`; `random:as:comprex/auto` → `random, as many as
+/// Comprex + auto`.
 fn blackbox_label(run: &str) -> String {
     let (sample, learner) = crate::subjects::split_run(run).unwrap_or((run, "?"));
     let sample = match sample {
         "featurewise" => "feature-wise".to_string(),
         "pairwise" => "pair-wise".to_string(),
-        s => s.replace(':', " "),
+        s => match s.strip_prefix(crate::subjects::RANDOM_AS) {
+            Some(step) => format!("random, as many as {}", step_label(step)),
+            None => s.replace(':', " "),
+        },
     };
     format!("{sample} + {learner}")
+}
+
+/// A white-box step's name as the tables say it.
+fn step_label(step: &str) -> &str {
+    match step {
+        "crush" => "ConfigCrusher",
+        "comprex" => "Comprex",
+        "splat" => "SPLat",
+        "splat-delayed" => "SPLat-delayed",
+        "family" => "family-based",
+        other => other,
+    }
 }
 
 /// The approach a row ran (an extra run's is in its details).
@@ -356,6 +373,7 @@ fn kind(row: &Row) -> &str {
 fn rank(row: &Row) -> (usize, usize, bool, String) {
     let order = [
         "brute-force",
+        "repeat",
         "crush",
         "comprex",
         "splat",
@@ -481,7 +499,8 @@ fn p_value(p: f64) -> String {
 }
 
 /// The headline table's columns: (approach key, heading).
-const HEADLINE: [(&str, &str); 9] = [
+const HEADLINE: [(&str, &str); 11] = [
+    ("repeat", "brute force again"),
     ("crush", "ConfigCrusher"),
     ("comprex", "Comprex"),
     ("splat", "SPLat"),
@@ -489,9 +508,19 @@ const HEADLINE: [(&str, &str); 9] = [
     ("family", "family-based"),
     ("featurewise/stepwise", "feature-wise + stepwise"),
     ("pairwise/stepwise", "pair-wise + stepwise"),
+    (
+        "random:as:comprex/auto",
+        "random, as many as Comprex + auto",
+    ),
     ("random:50/auto", "random 50 + auto"),
     ("random:200/auto", "random 200 + auto"),
 ];
+
+/// A black-box row of schema 2 or earlier learned from the ground truth's own runs, not
+/// from measurements of its own: its error leaves out the drift between sessions.
+fn learned_from_the_ground_truth(row: &Row) -> bool {
+    row.schema < 3 && key(row).contains('/')
+}
 
 /// One table over every subject: per approach, its MAPE on all configurations and the
 /// configurations it measured.
@@ -502,9 +531,12 @@ pub fn headline(rows: &[Row], order: &[String], quick: bool) -> String {
          configurations measured (a mean over seeds for the black-box approaches); **bold**: \
          the most accurate model of the run, † significantly less accurate than it (Wilcoxon \
          signed-rank, Holm-corrected, α = 0.05); n/a: does not apply, failed: see \
-         `docs/results/latest.md`. The black-box models learn from samples of the ground \
-         truth's own runs; the white-box approaches and SPLat measure in sessions of their \
-         own and carry the drift between sessions (`docs/results/README.md`).\n\n",
+         `docs/results/latest.md`. Every approach measures in a session of its own (the \
+         black-box samples in one store shared by their runs), so every error includes the \
+         drift between two measurement sessions; *brute force again* is the ground truth \
+         measured a second time at the end of the run, that drift alone, the floor under \
+         every other column. ‡: a black-box row of an older run that learned from the ground \
+         truth's own runs, so without that drift (`docs/results/README.md`).\n\n",
     );
     out.push_str(&across_subjects(&newest, |r| {
         let mut m = opt(r.mape_all_percent);
@@ -513,27 +545,46 @@ pub fn headline(rows: &[Row], order: &[String], quick: bool) -> String {
             Some((c, _)) if c.worse => m.push_str(" †"),
             _ => {}
         }
+        if learned_from_the_ground_truth(r) {
+            m.push_str(" ‡");
+        }
         format!("{m} ({})", opt(r.configurations))
     }));
     out
 }
 
 /// Per real program (a subject with a pinned source) and approach, a cell of the newest row
-/// (`n/a`, `failed` or `cell(row)`).
+/// (`n/a`, `failed` or `cell(row)`). A column that applies to no program is left out, and a
+/// line under the table says so.
 fn across_subjects(newest: &Newest, cell: impl Fn(&Row) -> String) -> String {
+    let subjects: Vec<&String> = newest
+        .subjects
+        .iter()
+        .filter(|s| {
+            newest
+                .get(s, "brute-force")
+                .is_some_and(|t| t.source.is_some())
+        })
+        .collect();
+    let applies = |k: &str| {
+        subjects.iter().any(|s| {
+            newest
+                .get(s, k)
+                .is_none_or(|r| r.status != Status::NotApplicable)
+        })
+    };
+    let (columns, left_out): (Vec<_>, Vec<_>) = HEADLINE.iter().partition(|(k, _)| applies(k));
     let mut out = String::from("| system | configurations |");
-    for (_, h) in HEADLINE {
+    for (_, h) in &columns {
         let _ = write!(out, " {h} |");
     }
     out.push_str("\n|---|---|");
-    out.push_str(&"---|".repeat(HEADLINE.len()));
+    out.push_str(&"---|".repeat(columns.len()));
     out.push('\n');
-    for s in &newest.subjects {
-        let Some(truth) = newest.get(s, "brute-force").filter(|t| t.source.is_some()) else {
-            continue;
-        };
+    for s in subjects {
+        let truth = newest.get(s, "brute-force").expect("filtered above");
         let _ = write!(out, "| {s} | {} |", opt(truth.configurations));
-        for (k, _) in HEADLINE {
+        for (k, _) in &columns {
             let text = match newest.get(s, k) {
                 None => "".into(),
                 Some(r) if r.status == Status::NotApplicable => "n/a".into(),
@@ -543,6 +594,17 @@ fn across_subjects(newest: &Newest, cell: impl Fn(&Row) -> String) -> String {
             let _ = write!(out, " {text} |");
         }
         out.push('\n');
+    }
+    if !left_out.is_empty() {
+        let _ = write!(
+            out,
+            "\nNot shown, as they apply to none of these programs: {}.\n",
+            left_out
+                .iter()
+                .map(|(_, h)| *h)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
     out
 }
@@ -684,6 +746,9 @@ fn table_row(newest: &Newest, r: &Row) -> String {
     if let Some(own) = r.details.get("mape_own_runs").and_then(Value::as_f64) {
         let _ = write!(mape, " ({} against its own runs)", number(own));
     }
+    if learned_from_the_ground_truth(r) {
+        mape.push_str(" ‡ (learned from the ground truth's runs)");
+    }
     let mut all = opt(on_all);
     let mut versus = versus_best(newest, r);
     let mut shape = match (r.terms, r.regions) {
@@ -698,6 +763,9 @@ fn table_row(newest: &Newest, r: &Row) -> String {
         .filter(|t| *t > 0.0)
     {
         let _ = write!(shape, " + {} trees", number(trees));
+    }
+    if r.approach == "repeat" {
+        mape = "— (every configuration again)".into();
     }
     if r.approach == "brute-force" {
         mape = "— (ground truth)".into();

@@ -21,7 +21,7 @@ use crate::reports::{
 use crate::rows::Status;
 use crate::rows::{self, Row, RunInfo};
 use crate::subjects::{
-    Approach, Count, OverheadSettings, QUICK_REPETITIONS, Step, Subject, split_run,
+    Approach, Count, OverheadSettings, QUICK_REPETITIONS, RANDOM_AS, Step, Subject, split_run,
 };
 
 /// What every subject of one invocation shares.
@@ -107,6 +107,8 @@ pub struct SubjectRun<'a> {
     errors: Vec<(String, Vec<f64>)>,
     /// When the current step must end (`Settings::step_timeout`).
     deadline: Option<Instant>,
+    /// Configurations each finished step measured, by step name (for `random:as:STEP`).
+    measured: HashMap<String, f64>,
 }
 
 pub struct GroundTruth {
@@ -157,6 +159,7 @@ impl<'a> SubjectRun<'a> {
             evaluate_has_all: None,
             errors: Vec::new(),
             deadline: None,
+            measured: HashMap::new(),
         })
     }
 
@@ -427,6 +430,7 @@ impl<'a> SubjectRun<'a> {
             Approach::Splat => self.splat(&mut row, step, false),
             Approach::SplatDelayed => self.splat(&mut row, step, true),
             Approach::Family => self.family(&mut row, step),
+            Approach::Repeat => self.repeat(&mut row),
         };
         self.deadline = None;
         if let Err(e) = &outcome {
@@ -442,6 +446,11 @@ impl<'a> SubjectRun<'a> {
             .collect();
         rows::append(&self.rows_file, &row)?;
         outcome?;
+        if row.status == Status::Ok
+            && let Some(c) = row.configurations
+        {
+            self.measured.insert(name.clone(), c);
+        }
         match row.status {
             Status::NotApplicable => self.say(&format!(
                 "{name}: does not apply: {}",
@@ -580,19 +589,33 @@ impl<'a> SubjectRun<'a> {
         Ok((mape, r.configurations))
     }
 
-    fn brute_force(&mut self, row: &mut Row) -> Result<()> {
-        let store = self.work.join("ground-truth.db");
+    /// `knobs measure --sample SAMPLE [--seed N]` of the native program into `store`.
+    fn measure_sample(
+        &mut self,
+        store: &Path,
+        sample: &str,
+        seed: Option<u64>,
+    ) -> Result<(MeasureReport, Value)> {
         let mut args = vec!["measure".into()];
         args.extend(self.spec_args());
         args.extend([
             "--store".into(),
-            path_arg(&store),
+            path_arg(store),
             "--sample".into(),
-            self.ground_truth.clone(),
-            "--json".into(),
+            sample.to_string(),
         ]);
+        if let Some(seed) = seed {
+            args.extend(["--seed".into(), seed.to_string()]);
+        }
+        args.push("--json".into());
         args.extend(self.repetition_args());
-        let (report, raw): (MeasureReport, Value) = self.knobs_json(&args)?;
+        self.knobs_json(&args)
+    }
+
+    fn brute_force(&mut self, row: &mut Row) -> Result<()> {
+        let store = self.work.join("ground-truth.db");
+        let sample = self.ground_truth.clone();
+        let (report, raw) = self.measure_sample(&store, &sample, None)?;
         let csv = self.work.join("ground-truth.csv");
         let data = self.export(&store, None, &csv)?;
         data.write_configurations(&self.work.join(CONFIGURATIONS_CSV))?;
@@ -858,47 +881,28 @@ impl<'a> SubjectRun<'a> {
     /// the measured configurations and evaluate on the ground truth's others.
     fn blackbox(&mut self, row: &mut Row, run: &str) -> Result<()> {
         let (sample, learner) = split_run(run).context("a black-box run is SAMPLE/LEARNER")?;
-        let (sample, learner) = (sample.to_string(), learner.to_string());
+        let learner = learner.to_string();
         row.detail("learner", &learner);
-        row.detail("sample", &sample);
-        let total = self.truth()?.total;
-        if let (Some(n), Some(total)) = (random_size(&sample), total)
-            && n as f64 >= total
-        {
-            row.status = Status::NotApplicable;
-            row.reason = Some(format!(
-                "{n} random configurations need a space of more than {} valid ones",
-                rows::number(total)
-            ));
-            return Ok(());
-        }
-        // With brute force as the ground truth every sample is in its store; otherwise the
-        // samples are measured into a store of their own.
-        let full = self.ground_truth == "all";
-        let store = if full {
-            self.truth()?.store.clone()
-        } else {
-            self.work.join("blackbox.db")
+        row.detail("sample", sample);
+        let sample = match self.sample_size_of(sample) {
+            Ok(sample) => sample,
+            Err(why) => {
+                row.status = Status::NotApplicable;
+                row.reason = Some(why);
+                return Ok(());
+            }
         };
+        row.detail("measured_sample", &sample);
+        // The samples are measured in a session of their own, as every other approach's
+        // configurations are: learning from the ground truth's own runs would spare the
+        // black-box models the drift between sessions that every other model carries.
+        let store = self.work.join("blackbox.db");
+        row.detail("store", path_arg(&store));
         let truth_csv = self.truth()?.csv.clone();
         let stem = file_stem(run);
         let mut learned = Vec::new();
         for seed in self.seeds() {
-            if !full {
-                let mut args = vec!["measure".into()];
-                args.extend(self.spec_args());
-                args.extend([
-                    "--store".into(),
-                    path_arg(&store),
-                    "--sample".into(),
-                    sample.clone(),
-                    "--seed".into(),
-                    seed.to_string(),
-                    "--json".into(),
-                ]);
-                args.extend(self.repetition_args());
-                let _: (MeasureReport, Value) = self.knobs_json(&args)?;
-            }
+            self.measure_sample(&store, &sample, Some(seed))?;
             let model = self.work.join(format!("{stem}-{seed}.model.json"));
             let t0 = Instant::now();
             let (_, learned_report): (serde::de::IgnoredAny, Value) = self.knobs_json(&[
@@ -957,6 +961,62 @@ impl<'a> SubjectRun<'a> {
         row.detail("mape_sd", stats::sample_sd(&mapes));
         row.detail("seeds", per_seed);
         self.model_numbers(row, &models)
+    }
+
+    /// The sample a black-box run measures: `random:as:STEP` becomes `random:N` with the
+    /// configurations STEP measured in this run; an error says why the run does not apply
+    /// (the step did not run, or a random sample of that size would be the whole space).
+    fn sample_size_of(&self, sample: &str) -> Result<String, String> {
+        let total = self.truth.as_ref().and_then(|t| t.total);
+        let (n, sample) = match sample.strip_prefix(RANDOM_AS) {
+            Some(step) => {
+                let Some(&c) = self.measured.get(step) else {
+                    return Err(format!(
+                        "`{step}` did not measure anything earlier in this run"
+                    ));
+                };
+                let n = c.round().max(1.0) as u64;
+                (Some(n), format!("random:{n}"))
+            }
+            None => (random_size(sample), sample.to_string()),
+        };
+        match (n, total) {
+            (Some(n), Some(total)) if n as f64 >= total => Err(format!(
+                "{n} random configurations need a space of more than {} valid ones",
+                rows::number(total)
+            )),
+            _ => Ok(sample),
+        }
+    }
+
+    /// The ground truth's sample measured again into a store of its own, at this point of
+    /// the run: its error against the ground truth is the drift between two measurement
+    /// sessions of the same native program, the floor under every approach's error. It is
+    /// no model, so it takes no part in the comparison.
+    fn repeat(&mut self, row: &mut Row) -> Result<()> {
+        let store = self.work.join("repeat.db");
+        let sample = self.ground_truth.clone();
+        let (report, _) = self.measure_sample(&store, &sample, None)?;
+        let csv = self.work.join("repeat.csv");
+        let again = self.export(&store, None, &csv)?;
+        let ratios = data::ratios(&again, &self.truth()?.data);
+        if ratios.is_empty() {
+            bail!("the repeated measurement shares no configuration with the ground truth");
+        }
+        let errors: Vec<f64> = ratios.iter().map(|r| (r - 1.0).abs() * 100.0).collect();
+        row.configurations = Some(again.rows.len() as f64);
+        row.total_configurations = self.truth()?.total;
+        row.measurement_seconds = Some(again.sum());
+        row.mape_all_percent = stats::mean(&errors);
+        row.detail("mape_all_configurations", errors.len());
+        row.detail("median_ape_percent", stats::median(&errors));
+        row.detail(
+            "over_ground_truth_geometric_mean",
+            stats::geometric_mean(&ratios),
+        );
+        row.detail("runs", report.campaign().runs);
+        row.detail("metric", &again.metric);
+        Ok(())
     }
 
     /// The models' shape (terms, regions, trees; a mean over several) and their absolute

@@ -127,8 +127,9 @@ impl Default for BlackBox {
 
 /// The seeds' baselines: feature-wise and pair-wise sampling with stepwise regression, and
 /// random samples of 50 and 200 configurations with stepwise, LASSO, a random forest and
-/// `auto`.
-pub const DEFAULT_RUNS: [&str; 10] = [
+/// `auto`; and, for a comparison at equal cost, random samples as large as Comprex's and
+/// ConfigCrusher's in the same run, with `auto`.
+pub const DEFAULT_RUNS: [&str; 12] = [
     "featurewise/stepwise",
     "pairwise/stepwise",
     "random:50/stepwise",
@@ -139,7 +140,12 @@ pub const DEFAULT_RUNS: [&str; 10] = [
     "random:200/rf",
     "random:50/auto",
     "random:200/auto",
+    "random:as:comprex/auto",
+    "random:as:crush/auto",
 ];
+
+/// `random:as:STEP`: a random sample as large as what step STEP of the same run measured.
+pub const RANDOM_AS: &str = "random:as:";
 
 fn default_runs() -> Vec<String> {
     DEFAULT_RUNS.map(String::from).to_vec()
@@ -241,10 +247,13 @@ pub enum Approach {
     SplatDelayed,
     /// Family-based measurement: `knobs family`.
     Family,
+    /// The ground truth measured again, in a session of its own: how far two sessions of
+    /// the same measurement disagree, the error no model can get below.
+    Repeat,
 }
 
 impl Approach {
-    pub const ALL: [Approach; 8] = [
+    pub const ALL: [Approach; 9] = [
         Approach::BruteForce,
         Approach::Crush,
         Approach::Comprex,
@@ -253,6 +262,7 @@ impl Approach {
         Approach::Splat,
         Approach::SplatDelayed,
         Approach::Family,
+        Approach::Repeat,
     ];
 
     pub fn name(self) -> &'static str {
@@ -265,6 +275,7 @@ impl Approach {
             Approach::Splat => "splat",
             Approach::SplatDelayed => "splat-delayed",
             Approach::Family => "family",
+            Approach::Repeat => "repeat",
         }
     }
 
@@ -278,6 +289,7 @@ impl Approach {
                 | Approach::Splat
                 | Approach::SplatDelayed
                 | Approach::Family
+                | Approach::Repeat
         )
     }
 }

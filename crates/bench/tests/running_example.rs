@@ -1,7 +1,8 @@
 //! The runner end to end on the cheapest subject, ConfigCrusher's running example: brute
-//! force (on a random sample of 64 configurations, to stay cheap), `knobs crush`, a black-box
-//! baseline and Table 7, with the knobs binary of this cargo build, rows written to a
-//! temporary directory (never docs/results).
+//! force (on a random sample of 64 configurations, to stay cheap), `knobs crush`, black-box
+//! baselines (one as large as ConfigCrusher's sample), Table 7 and the ground truth measured
+//! again, with the knobs binary of this cargo build, rows written to a temporary directory
+//! (never docs/results).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -48,7 +49,7 @@ fn running_example_rows() {
         .args([
             "running-example",
             "--approaches",
-            "crush,featurewise/stepwise,random:50/lasso,overhead",
+            "crush,featurewise/stepwise,random:50/lasso,random:as:crush/auto,overhead,repeat",
         ])
         .arg("--knobs")
         .arg(&knobs)
@@ -133,11 +134,45 @@ fn running_example_rows() {
     assert!(fw.mape_all_percent.is_some_and(f64::is_finite));
     assert!(fw.configurations.unwrap() >= 10.0);
     assert!(fw.terms.is_some_and(|t| t >= 1.0), "{:?}", fw.terms);
-    // The ground truth is a sample: the random sample is measured into a store of its own.
+    // The samples are measured into the black-box runs' own store, never the ground truth's.
     let lasso = row("random:50/lasso");
     assert_eq!(lasso.configurations, Some(50.0));
     assert!(lasso.analysis_seconds.is_some_and(|s| s > 0.0));
     assert!(lasso.mape_all_percent.is_some_and(f64::is_finite));
+    for r in [fw, lasso] {
+        let store = r.details["store"].as_str().unwrap();
+        assert!(store.ends_with("blackbox.db"), "{store}");
+        assert!(
+            r.commands
+                .iter()
+                .any(|c| c.contains(" measure ") && c.contains("blackbox.db")),
+            "{:?}",
+            r.commands
+        );
+    }
+    // At equal cost: a random sample as large as ConfigCrusher's.
+    let equal = row("random:as:crush/auto");
+    assert_eq!(equal.details["measured_sample"], "random:8");
+    assert_eq!(equal.configurations, Some(8.0));
+    assert!(equal.mape_percent.is_some_and(f64::is_finite));
+
+    // The ground truth again: every configuration, and its disagreement with the first
+    // session (sleeps of 5 ms units: wake-up latency and start-up, well under 20 %).
+    let again = row("repeat");
+    assert_eq!(again.configurations, Some(64.0));
+    let drift = again
+        .mape_all_percent
+        .expect("a MAPE against the ground truth");
+    assert!(
+        drift < 20.0,
+        "the ground truth measured again is {drift} % off"
+    );
+    assert!(
+        again
+            .commands
+            .iter()
+            .any(|c| c.contains(" measure ") && c.contains("repeat.db"))
+    );
 
     // Every model compared with the best on the ground truth's configurations.
     let comparison = row(rows::COMPARISON);
@@ -145,9 +180,15 @@ fn running_example_rows() {
         serde_json::from_value(comparison.details["comparison"].clone()).unwrap();
     let mut compared: Vec<&str> = c.approaches.iter().map(|a| a.approach.as_str()).collect();
     compared.sort();
+    // The repeated ground truth is no model: it is not compared.
     assert_eq!(
         compared,
-        ["crush", "featurewise/stepwise", "random:50/lasso"]
+        [
+            "crush",
+            "featurewise/stepwise",
+            "random:50/lasso",
+            "random:as:crush/auto"
+        ]
     );
     assert!(compared.contains(&c.best.as_str()));
     for a in &c.approaches {
@@ -180,4 +221,12 @@ fn running_example_rows() {
         "{summary}"
     );
     assert!(summary.contains("| random 50 + lasso | 50 |"), "{summary}");
+    assert!(
+        summary.contains("| random, as many as ConfigCrusher + auto | 8 |"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("| brute force again | 64 of 1024 |"),
+        "{summary}"
+    );
 }
