@@ -180,6 +180,18 @@ fn run(args: Args) -> Result<bool> {
                 );
             }
         }
+        if let Some(s) = selected.iter().find(|s| s.plan(Some(only)).is_empty()) {
+            bail!(
+                "--approaches: subject `{}` declares none of {} (it runs {})",
+                s.name,
+                only.join(", "),
+                s.approaches
+                    .iter()
+                    .map(|a| a.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
     }
     let knobs = match &args.knobs {
         Some(k) => root.join(k),

@@ -115,6 +115,8 @@ pub struct CrushOverhead {
 pub struct ComprexReport {
     pub total_configurations: f64,
     pub exploration: Option<Exploration>,
+    /// Table IV (`--granularity-table`): one exploration's regions at each granularity.
+    pub granularity_table: Vec<Exploration>,
     pub probes: Option<Probes>,
     /// The configurations measured with the profiler.
     pub configurations: Vec<String>,
@@ -129,10 +131,18 @@ pub struct ComprexReport {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct Exploration {
+    /// `program`, `method` or `statement`.
+    pub granularity: String,
     /// Configurations the taint runs explored.
     pub configurations: u64,
+    /// The fewest configurations covering every subspace of every region (Table IV), and
+    /// whether that is proven minimal.
+    pub cover: Option<u64>,
+    pub cover_minimal: Option<bool>,
     pub seconds: f64,
     pub decision_sites: u64,
+    /// Each region's partition; only their number is kept.
+    pub regions: Vec<Value>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

@@ -665,15 +665,14 @@ pub fn summary(rows: &[Row], order: &[String], quick: bool) -> String {
         let mut table: Vec<&Row> = newest
             .rows
             .iter()
-            .filter(|((n, a), _)| n == s && a != "overhead" && a != COMPARISON)
+            .filter(|((n, a), _)| n == s && !TABLES_OF_THEIR_OWN.contains(&a.as_str()))
             .map(|(_, r)| *r)
             .collect();
         table.sort_by_key(|r| rank(r));
         let any = table
             .first()
             .copied()
-            .or_else(|| newest.get(s, "overhead"))
-            .or_else(|| newest.get(s, COMPARISON));
+            .or_else(|| TABLES_OF_THEIR_OWN.iter().find_map(|a| newest.get(s, a)));
         let Some(any) = any else { continue };
         let _ = write!(out, "\n## {s}\n\n`{}`", any.spec);
         if let Some(w) = &any.workload {
@@ -703,6 +702,7 @@ pub fn summary(rows: &[Row], order: &[String], quick: bool) -> String {
                 out.push_str(&table_row(&newest, r));
             }
         }
+        granularity_table(&mut out, &newest, s);
         overheads(&mut out, &newest, s);
     }
     out
@@ -795,6 +795,52 @@ fn short_reason(reason: &str) -> String {
     match first.rfind(" (log: ") {
         Some(i) => first[..i].to_string(),
         None => first.to_string(),
+    }
+}
+
+/// Steps that are not an approach's model, shown in tables of their own under a subject's.
+const TABLES_OF_THEIR_OWN: [&str; 3] = ["overhead", "granularity", COMPARISON];
+
+/// Comprex's Table IV of one subject: per region granularity, its regions and the fewest
+/// configurations that cover their partitions.
+fn granularity_table(out: &mut String, newest: &Newest, s: &str) {
+    let Some(r) = newest.get(s, "granularity") else {
+        return;
+    };
+    if r.status != Status::Ok {
+        let _ = writeln!(
+            out,
+            "\nComprex's Table IV *failed*: {} ({}).",
+            short_reason(r.reason.as_deref().unwrap_or("")),
+            run_label(r)
+        );
+        return;
+    }
+    let _ = write!(
+        out,
+        "\nComprex's Table IV, regions and configurations to measure at each region \
+         granularity, from one taint exploration of {} runs in {} s ({}):\n\n\
+         | granularity | regions | configurations (of {}) |\n|---|---|---|\n",
+        opt(r.details.get("taint_runs").and_then(Value::as_f64)),
+        opt(r.analysis_seconds),
+        run_label(r),
+        opt(r.total_configurations)
+    );
+    let table = r.details.get("table").and_then(Value::as_array);
+    for g in table.into_iter().flatten() {
+        let cover = get_f64(g, &["configurations"]).map_or("—".into(), number);
+        let minimal = match get(g, &["cover_minimal"]).and_then(Value::as_bool) {
+            Some(false) => " (greedy)",
+            _ => "",
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {cover}{minimal} |",
+            get(g, &["granularity"])
+                .and_then(Value::as_str)
+                .unwrap_or("?"),
+            opt(get_f64(g, &["regions"]))
+        );
     }
 }
 

@@ -425,6 +425,7 @@ impl<'a> SubjectRun<'a> {
             Approach::BruteForce => self.brute_force(&mut row),
             Approach::Crush => self.crush(&mut row, step),
             Approach::Comprex => self.comprex(&mut row, step),
+            Approach::Granularity => self.granularity(&mut row, step),
             Approach::Blackbox => self.blackbox(&mut row, &step.name),
             Approach::Overhead => crate::overhead::table7(self, &mut row),
             Approach::Splat => self.splat(&mut row, step, false),
@@ -456,6 +457,9 @@ impl<'a> SubjectRun<'a> {
                 "{name}: does not apply: {}",
                 row.reason.as_deref().unwrap_or("")
             )),
+            _ if approach == Approach::Granularity => {
+                self.say(&format!("{name}: Table IV in {}", self.rows_file.display()))
+            }
             _ => self.say(&format!(
                 "{name}: {} configurations, {} s measured, MAPE {} % (row in {})",
                 row.configurations.map_or("?".into(), |c| format!("{c}")),
@@ -787,6 +791,37 @@ impl<'a> SubjectRun<'a> {
             row.detail("correction_configurations", c.pairs.len());
         }
         row.detail("report", raw);
+        Ok(())
+    }
+
+    /// Comprex's Table IV: one taint exploration tracking the regions of every granularity,
+    /// and per granularity its regions and the fewest configurations covering them.
+    fn granularity(&mut self, row: &mut Row, step: &Step) -> Result<()> {
+        let (mut args, _, _) = self.white_box_args("comprex", step);
+        args.push("--granularity-table".into());
+        let (r, _): (ComprexReport, Value) = self.knobs_json(&args)?;
+        let table: Vec<Value> = r
+            .granularity_table
+            .iter()
+            .map(|g| {
+                serde_json::json!({
+                    "granularity": g.granularity,
+                    "regions": g.regions.len(),
+                    "configurations": g.cover,
+                    "cover_minimal": g.cover_minimal,
+                })
+            })
+            .collect();
+        if table.is_empty() {
+            bail!("`knobs comprex --granularity-table --json` reported no table");
+        }
+        let first = &r.granularity_table[0];
+        row.total_configurations = Some(r.total_configurations);
+        row.analysis_seconds = Some(first.seconds);
+        row.detail("analysis", "dynamic taint exploration");
+        row.detail("taint_runs", first.configurations);
+        row.detail("decision_sites", first.decision_sites);
+        row.detail("table", table);
         Ok(())
     }
 

@@ -237,6 +237,9 @@ pub enum Approach {
     Crush,
     /// Comprex: `knobs comprex`.
     Comprex,
+    /// Comprex's Table IV: regions and configurations to measure at each region granularity
+    /// (`knobs comprex --granularity-table`).
+    Granularity,
     /// Black-box: every `blackbox.runs` pair of sample and learner, one step each.
     Blackbox,
     /// ConfigCrusher's instrumentation overhead before and after optimisation (Table 7).
@@ -253,10 +256,11 @@ pub enum Approach {
 }
 
 impl Approach {
-    pub const ALL: [Approach; 9] = [
+    pub const ALL: [Approach; 10] = [
         Approach::BruteForce,
         Approach::Crush,
         Approach::Comprex,
+        Approach::Granularity,
         Approach::Blackbox,
         Approach::Overhead,
         Approach::Splat,
@@ -270,6 +274,7 @@ impl Approach {
             Approach::BruteForce => "brute-force",
             Approach::Crush => "crush",
             Approach::Comprex => "comprex",
+            Approach::Granularity => "granularity",
             Approach::Blackbox => "blackbox",
             Approach::Overhead => "overhead",
             Approach::Splat => "splat",

@@ -1,8 +1,8 @@
-//! The runner end to end on the cheapest subject, ConfigCrusher's running example: brute
-//! force (on a random sample of 64 configurations, to stay cheap), `knobs crush`, black-box
-//! baselines (one as large as ConfigCrusher's sample), Table 7 and the ground truth measured
-//! again, with the knobs binary of this cargo build, rows written to a temporary directory
-//! (never docs/results).
+//! The runner end to end on the cheapest subjects, with the knobs binary of this cargo build,
+//! rows written to a temporary directory (never docs/results): on ConfigCrusher's running
+//! example brute force (on a random sample of 64 configurations, to stay cheap), `knobs
+//! crush`, black-box baselines (one as large as ConfigCrusher's sample), Table 7 and the
+//! ground truth measured again; on the dispatch example Comprex's Table IV.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -39,32 +39,57 @@ fn knobs() -> PathBuf {
     knobs
 }
 
-#[test]
-fn running_example_rows() {
-    let knobs = knobs();
-    let tmp = tempfile::tempdir().unwrap();
-    let results = tmp.path().join("results");
-    let work = tmp.path().join("work");
+/// Runs knobs-bench with `args` (and this build's knobs), returning its rows and results
+/// directory.
+fn bench(args: &[&str], tmp: &Path) -> (Vec<Row>, PathBuf) {
+    let results = tmp.join("results");
+    let work = tmp.join("work");
     let out = Command::new(env!("CARGO_BIN_EXE_knobs-bench"))
-        .args([
-            "running-example",
-            "--approaches",
-            "crush,featurewise/stepwise,random:50/lasso,random:as:crush/auto,overhead,repeat",
-        ])
+        .args(args)
         .arg("--knobs")
-        .arg(&knobs)
+        .arg(knobs())
         .arg("--results-dir")
         .arg(&results)
         .arg("--work-dir")
         .arg(&work)
-        .args(["--ground-truth", "random:64"])
         .output()
         .expect("knobs-bench runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "knobs-bench failed:\n{stderr}");
+    (rows::read_all(&results).unwrap(), results)
+}
 
-    let rows: Vec<Row> = rows::read_all(&results).unwrap();
-    let files: Vec<_> = std::fs::read_dir(&results)
+/// The running example's timings are sleeps, so they hold on a quiet machine; under load
+/// (wake-ups late by varying amounts between sessions) the run is repeated, up to three times,
+/// before a timing check counts. The other checks hold on every attempt.
+#[test]
+fn running_example_rows() {
+    let mut problems = Vec::new();
+    for attempt in 1..=3 {
+        let tmp = tempfile::tempdir().unwrap();
+        let (rows, results) = bench(
+            &[
+                "running-example",
+                "--approaches",
+                "crush,featurewise/stepwise,random:50/lasso,random:as:crush/auto,overhead,repeat",
+                "--ground-truth",
+                "random:64",
+            ],
+            tmp.path(),
+        );
+        let timing = check_running_example(&rows, &results);
+        if timing.is_empty() {
+            return;
+        }
+        problems.push(format!("attempt {attempt}: {}", timing.join("; ")));
+    }
+    panic!("timings off in every attempt:\n{}", problems.join("\n"));
+}
+
+/// Asserts what every run must give, and returns the timing checks that failed.
+fn check_running_example(rows: &[Row], results: &Path) -> Vec<String> {
+    let mut timing = Vec::new();
+    let files: Vec<_> = std::fs::read_dir(results)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
@@ -103,15 +128,15 @@ fn running_example_rows() {
     assert_eq!(crush.lower_bound, Some(8.0));
     // Both errors: on the ground truth's configurations it did not measure, and on all.
     let mape = crush.mape_percent.expect("a MAPE on the unmeasured");
-    assert!(
-        mape < 20.0,
-        "ConfigCrusher's MAPE {mape} % on the running example"
-    );
+    if mape >= 20.0 {
+        timing.push(format!("ConfigCrusher's MAPE {mape} % on the unmeasured"));
+    }
     let all = crush.mape_all_percent.expect("a MAPE on all");
-    assert!(
-        all < 20.0,
-        "ConfigCrusher's MAPE {all} % on all configurations"
-    );
+    if all >= 20.0 {
+        timing.push(format!(
+            "ConfigCrusher's MAPE {all} % on all configurations"
+        ));
+    }
     let count = |key: &str| crush.details.get(key).and_then(|v| v.as_u64()).unwrap();
     // The ground truth is a sample: only some of the 8 measured configurations are in it.
     let (unmeasured, all) = (
@@ -163,10 +188,9 @@ fn running_example_rows() {
     let drift = again
         .mape_all_percent
         .expect("a MAPE against the ground truth");
-    assert!(
-        drift < 20.0,
-        "the ground truth measured again is {drift} % off"
-    );
+    if drift >= 20.0 {
+        timing.push(format!("the ground truth measured again is {drift} % off"));
+    }
     assert!(
         again
             .commands
@@ -208,10 +232,9 @@ fn running_example_rows() {
     assert!(d("after", "rc_mean") <= d("before", "rc_mean"));
     for p in ["before", "after"] {
         let ratio = d(p, "ratio_geometric_mean");
-        assert!(
-            (0.8..1.5).contains(&ratio),
-            "{p}: instrumented / native {ratio}"
-        );
+        if !(0.8..1.5).contains(&ratio) {
+            timing.push(format!("{p}: instrumented / native {ratio}"));
+        }
     }
 
     let summary = std::fs::read_to_string(results.join(rows::LATEST)).unwrap();
@@ -229,4 +252,41 @@ fn running_example_rows() {
         summary.contains("| brute force again | 64 of 1024 |"),
         "{summary}"
     );
+    timing
+}
+
+/// Table IV on the dispatch example: one exploration, every granularity, and a cover no
+/// larger than the exploration at each (24 configurations; its 4 options choose handlers
+/// through tables and selects, so the partitions are not trivial).
+#[test]
+fn dispatch_table_iv() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (rows, results) = bench(&["dispatch", "--approaches", "granularity"], tmp.path());
+    let row = rows
+        .iter()
+        .find(|r| r.approach == "granularity")
+        .unwrap_or_else(|| panic!("no granularity row in {rows:?}"));
+    assert_eq!(row.status, rows::Status::Ok, "{:?}", row.reason);
+    assert_eq!(row.total_configurations, Some(24.0));
+    let runs = row.details["taint_runs"].as_u64().unwrap();
+    assert!((1..=24).contains(&runs), "{runs} taint runs");
+    let table = row.details["table"].as_array().unwrap();
+    let at = |g: &str| {
+        table
+            .iter()
+            .find(|t| t["granularity"] == g)
+            .unwrap_or_else(|| panic!("no {g} in {table:?}"))
+    };
+    // One region for the whole program; more regions at finer granularities.
+    assert_eq!(at("program")["regions"], 1);
+    let methods = at("method")["regions"].as_u64().unwrap();
+    let statements = at("statement")["regions"].as_u64().unwrap();
+    assert!(methods > 1 && statements >= methods, "{table:?}");
+    for t in table {
+        let cover = t["configurations"].as_u64().unwrap();
+        assert!(1 <= cover && cover <= runs, "{table:?}");
+    }
+    let summary = std::fs::read_to_string(results.join(rows::LATEST)).unwrap();
+    assert!(summary.contains("Comprex's Table IV"), "{summary}");
+    assert!(summary.contains("| program | 1 |"), "{summary}");
 }
