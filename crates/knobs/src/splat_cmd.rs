@@ -76,10 +76,11 @@ fn render(report: &Report) -> Result<()> {
         );
     }
     eprintln!(
-        "{}: {} configurations of {} explored in {:.1} s; reached: {}; never reached: {}",
+        "{}: {} configurations of {} explored ({} taint runs) in {:.1} s; reached: {}; never reached: {}",
         report.approach,
         report.paths.len(),
         report.total_configurations,
+        report.taint_runs,
         report.exploration_seconds,
         list(&report.reached),
         list(&report.unreached),

@@ -2,11 +2,19 @@
 //!
 //! The stack holds the options the current path reached, in order, each with its value and
 //! the values already tried. After a run, options it reached that are not on the stack are
-//! pushed, in the order reached, with the values they had; then the most recent option with an untried value that the space's
-//! constraints allow (given the options before it) takes that value, everything after it is
-//! dropped, and the next configuration is that prefix completed with the fewest selected
-//! options. The search ends when no option on the stack has an untried value: every
-//! combination of reached options has run exactly once.
+//! pushed, in the order reached, with the values they had; then the most recent option with
+//! an untried value that the space's constraints allow (given the options before it) takes
+//! that value, everything after it is dropped, and the next configuration is that prefix
+//! completed with the fewest selected options. The search ends when no option on the stack
+//! has an untried value: every combination of reached options has been explored once.
+//!
+//! A configuration is run only when its run could add a choice: when every option off the
+//! stack has only one value the constraints allow with the stack's, whatever a deterministic
+//! run reached beyond the stack could not branch, so its path is the stack and the program
+//! is not run. That spares the run after flipping the last option of a path that reached
+//! every free option (half the runs of a program that reads every option at start-up); after
+//! an earlier option flips, the options after it are off the stack and only a run can say
+//! whether the new path reaches them.
 
 use serde::Serialize;
 use space::{Configuration, Literal, OptionId, ValidConfigurations};
@@ -38,6 +46,8 @@ pub struct Exploration {
     pub paths: Vec<Path>,
     /// False when the search stopped at its limit of runs with combinations unexplored.
     pub complete: bool,
+    /// How many paths came from running the program (the others were known from the stack).
+    pub runs: usize,
 }
 
 struct Frame {
@@ -56,21 +66,28 @@ pub fn explore(
     let space = valid.space();
     let mut stack: Vec<Frame> = Vec::new();
     let mut paths: Vec<Path> = Vec::new();
+    let mut runs = 0;
     loop {
         if paths.len() >= max_runs {
             return Ok(Exploration {
                 paths,
                 complete: false,
+                runs,
             });
         }
         let prefix: Vec<Literal> = stack.iter().map(|f| (f.option, f.value)).collect();
         let configuration = complete(valid, &prefix)
             .ok_or_else(|| Error::Invalid("the space has no valid configuration".into()))?;
-        let reached = run(&configuration).map_err(|cause| Error::Run {
-            run: paths.len() + 1,
-            configuration: space.format_configuration(&configuration),
-            cause,
-        })?;
+        let reached = if can_branch_off_stack(valid, &stack, &prefix) {
+            runs += 1;
+            run(&configuration).map_err(|cause| Error::Run {
+                run: paths.len() + 1,
+                configuration: space.format_configuration(&configuration),
+                cause,
+            })?
+        } else {
+            stack.iter().map(|f| f.option).collect()
+        };
         let mut unique: Vec<OptionId> = Vec::with_capacity(reached.len());
         for o in reached {
             if !unique.contains(&o) {
@@ -109,6 +126,7 @@ pub fn explore(
                 return Ok(Exploration {
                     paths,
                     complete: true,
+                    runs,
                 });
             };
             let mut literals: Vec<Literal> = stack[..stack.len() - 1]
@@ -136,6 +154,28 @@ pub fn explore(
             }
         }
     }
+}
+
+/// Whether some option off the stack has two values the constraints allow with `prefix`
+/// (the stack's literals): only then can a run reach a choice the stack does not have.
+fn can_branch_off_stack(valid: &ValidConfigurations, stack: &[Frame], prefix: &[Literal]) -> bool {
+    let space = valid.space();
+    let mut literals = prefix.to_vec();
+    space
+        .ids()
+        .filter(|o| stack.iter().all(|f| f.option != *o))
+        .any(|o| {
+            let allowed = (0..space.option(o).arity() as u32)
+                .filter(|v| {
+                    literals.push((o, *v));
+                    let ok = valid.allows(&literals);
+                    literals.pop();
+                    ok
+                })
+                .take(2)
+                .count();
+            allowed > 1
+        })
 }
 
 /// The valid configuration with the prefix's values and otherwise the fewest selected
@@ -196,15 +236,51 @@ mod tests {
         s.add_constraint("!(A & B)", "test").unwrap();
         let valid = ValidConfigurations::new(&s).unwrap();
         let all: Vec<OptionId> = s.ids().collect();
-        let e = explore(&valid, 100, |_| Ok(all.clone())).unwrap();
+        let mut calls = 0;
+        let e = explore(&valid, 100, |_| {
+            calls += 1;
+            Ok(all.clone())
+        })
+        .unwrap();
         // 8 combinations, 2 with A and B both on are invalid.
         assert_eq!(e.paths.len(), 6);
         assert!(e.paths.iter().all(|p| valid.is_valid(&p.configuration)));
+        // Every run reached every option, so flipping the last one (C) needs no run; after
+        // B or A flips, C is off the stack again and a run must say whether it is reached.
+        assert_eq!((calls, e.runs), (3, 3));
+        let mut table: Vec<Vec<Literal>> = e.paths.iter().map(|p| p.reached.clone()).collect();
+        table.sort();
+        table.dedup();
+        assert_eq!(table.len(), 6);
+        assert!(e.paths.iter().all(|p| p.reached.len() == 3));
+    }
+
+    #[test]
+    fn runs_stop_only_when_no_option_off_the_stack_can_branch() {
+        // C is fixed by A (A -> C): once A is on, nothing off the stack can take two values.
+        let mut s = space(&["A", "B", "C"]);
+        s.add_constraint("A -> C", "test").unwrap();
+        let valid = ValidConfigurations::new(&s).unwrap();
+        let (a, b) = (s.find("A").unwrap(), s.find("B").unwrap());
+        let mut calls = 0;
+        let e = explore(&valid, 100, |_| {
+            calls += 1;
+            Ok(vec![a, b])
+        })
+        .unwrap();
+        // With A off, C is free, so A=0 B=0 and A=0 B=1 are run; with A on, B is free until
+        // the run of A=1 B=0 reaches it, and then A=1 B=1 needs no run.
+        assert_eq!(e.paths.len(), 4);
+        assert_eq!((calls, e.runs), (3, 3));
+        let last = e.paths.last().unwrap();
+        assert_eq!(last.reached, [(a, 1), (b, 1)]);
+        assert_eq!(last.configuration.0, [1, 1, 1]);
     }
 
     #[test]
     fn a_path_that_loses_an_option_is_an_error_and_the_limit_is_kept() {
-        let s = space(&["A", "B"]);
+        // C, never reached, keeps every configuration run.
+        let s = space(&["A", "B", "C"]);
         let valid = ValidConfigurations::new(&s).unwrap();
         let (a, b) = (s.find("A").unwrap(), s.find("B").unwrap());
         // The order may change with the values (an option read while parsing it) ...

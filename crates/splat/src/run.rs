@@ -54,9 +54,13 @@ pub struct Report {
     pub paths: Vec<PathReport>,
     /// False when the exploration stopped at `max_runs` with combinations unexplored.
     pub complete: bool,
-    /// Options some path reached, and those none did (SPLat calls them irrelevant).
+    /// Options some path reached, and those none did (SPLat calls them irrelevant; the model
+    /// predicts the same for each of their values, and says so in its provenance).
     pub reached: Vec<String>,
     pub unreached: Vec<String>,
+    /// Paths that ran the taint-instrumented program (the others needed no run: no option
+    /// left off their path could take another value).
+    pub taint_runs: usize,
     /// Seconds of the taint runs.
     pub exploration_seconds: f64,
     pub measurement: Option<CampaignReport>,
@@ -112,6 +116,7 @@ pub fn run(
         complete: false,
         reached: Vec::new(),
         unreached: Vec::new(),
+        taint_runs: 0,
         exploration_seconds: 0.0,
         measurement: None,
         output: None,
@@ -158,6 +163,7 @@ pub fn run(
     })?;
     report.exploration_seconds = started.elapsed().as_secs_f64();
     report.complete = exploration.complete;
+    report.taint_runs = exploration.runs;
     if !exploration.complete {
         report.notes.push(format!(
             "the exploration stopped at {} configurations (--max-runs) with combinations of reached options unexplored: the model predicts those from the paths it has",
@@ -170,10 +176,18 @@ pub fn run(
         .iter()
         .map(|o| spec.space.option(*o).name.clone())
         .collect();
+    // An option the constraints fix (a mandatory group's parent) has nothing to reach.
+    let varies = |o: OptionId| {
+        (0..spec.space.option(o).arity() as u32)
+            .filter(|v| valid.allows(&[(o, *v)]))
+            .take(2)
+            .count()
+            > 1
+    };
     report.unreached = spec
         .space
         .ids()
-        .filter(|o| !reached.contains(o))
+        .filter(|o| !reached.contains(o) && varies(*o))
         .map(|o| spec.space.option(o).name.clone())
         .collect();
     let literal = |(o, v): (OptionId, u32)| {
@@ -189,9 +203,16 @@ pub fn run(
             seconds: None,
         })
         .collect();
+    if !report.unreached.is_empty() {
+        report.notes.push(format!(
+            "no path reached {}: the model predicts the same time whatever their values (check their sources if they matter)",
+            report.unreached.join(", ")
+        ));
+    }
     reporter.note(&format!(
-        "explored {} configurations in {:.1} s; measuring them end to end",
+        "explored {} configurations ({} taint runs) in {:.1} s; measuring them end to end",
         exploration.paths.len(),
+        exploration.runs,
         report.exploration_seconds
     ));
 
@@ -236,6 +257,9 @@ pub fn run(
 
     let mut file = table.model(&valid, &times)?;
     file.metric = Some(format!("{}, end to end", spec.measure.metric.name()));
+    // A reader of the model alone must see which options it is blind to.
+    file.provenance
+        .insert("unreached".into(), report.unreached.clone().into());
     report.output = Some(instrumented::save_model(
         &mut file,
         session,

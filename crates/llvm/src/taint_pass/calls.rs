@@ -1,6 +1,6 @@
 //! Call sites: labels through the argument and result slots for instrumented (and indirect)
-//! callees, and summaries for external ones (`memcpy`, `memset`, `strcpy`, allocation, the
-//! default union of the arguments).
+//! callees (a by-value struct's slot with its bytes' labels), and summaries for external ones
+//! (`memcpy`, `memset`, `strcpy`, allocation, the default union of the arguments).
 
 use llvm_sys::core as c;
 use llvm_sys::prelude::LLVMValueRef;
@@ -58,9 +58,15 @@ impl Pass {
         let result: Label = if base("memcpy") || base("memmove") {
             after();
             let ctrl = self.load_tls(self.ctrl);
+            // A copy out of an option's place (`sources.rs`): every byte of the copy holds
+            // the option, and the copy reads it.
+            let extra = match self.source_label(source) {
+                Some(s) => self.union(Some(ctrl), Some(s)).unwrap(),
+                None => ctrl,
+            };
             let n = self.zext_to_i64(arg(2));
-            self.call(self.copy, &[arg(0), arg(1), n, ctrl]);
-            if returns { label(arg(0)) } else { None }
+            self.call(self.copy, &[arg(0), arg(1), n, extra]);
+            return if returns { label(arg(0)) } else { None };
         } else if base("memset") {
             after();
             let ctrl = self.load_tls(self.ctrl);
@@ -98,7 +104,14 @@ impl Pass {
             // result to the default summary in case the callee is not instrumented.
             before();
             for k in 0..nargs.min(MAX_ARGS) {
-                let l = label(arg(k)).unwrap_or_else(|| self.konst(0));
+                let mut l = label(arg(k));
+                // A struct passed by value reaches the callee as a copy the code generator
+                // makes, with no shadow: the pointer's label carries what the object's bytes
+                // hold instead, and the callee's loads through it add their pointer's label.
+                if let Some(size) = self.byval_size(i, k) {
+                    l = self.union(l, Some(self.shadow_load(arg(k), size)));
+                }
+                let l = l.unwrap_or_else(|| self.konst(0));
                 let slot = self.arg_slot(k);
                 // SAFETY: the builder is before the call (`before`); an `i32` label stored
                 // to an `i32` argument slot.
@@ -122,6 +135,22 @@ impl Pass {
         after();
         let s = self.source_label(source);
         self.union(result, s)
+    }
+
+    /// The size of the object argument `k` of `call` passes by value (`byval`), if it does.
+    fn byval_size(&self, call: LLVMValueRef, k: u32) -> Option<u64> {
+        // SAFETY: `call` is a call of the live module (the invariant of [`Pass`]); the
+        // attribute name is passed with its length; attribute index `k + 1` is parameter `k`
+        // (0 is the result), and a null attribute means none; a `byval` attribute is a type
+        // attribute, whose value is a type of the context.
+        unsafe {
+            let kind = c::LLVMGetEnumAttributeKindForName(c"byval".as_ptr(), 5);
+            let attribute = c::LLVMGetCallSiteEnumAttribute(call, k + 1, kind);
+            if attribute.is_null() || c::LLVMIsTypeAttribute(attribute) == 0 {
+                return None;
+            }
+            Some(self.store_size(c::LLVMGetTypeAttributeValue(attribute)))
+        }
     }
 
     /// `v` (an integer) zero-extended or cast to `i64`, at the builder's position.

@@ -19,8 +19,11 @@
 //!   shadow page or meet an interned label.
 //! - Calls: the caller writes argument labels to the thread-local `__knobs_taint_args` (64
 //!   slots; further arguments are unlabelled) and reads the result's label from
-//!   `__knobs_taint_ret`, which the callee's `ret` writes. Calls to external (uninstrumented)
-//!   functions follow summaries: `memcpy`/`memmove` (and the intrinsics) copy shadow,
+//!   `__knobs_taint_ret`, which the callee's `ret` writes (a struct passed by value is a copy
+//!   the code generator makes, without shadow, so its pointer's label also carries the union of
+//!   the object's shadow). Calls to external (uninstrumented)
+//!   functions follow summaries: `memcpy`/`memmove` (and the intrinsics) copy shadow (a copy
+//!   out of an option's place, a source like a load, adds the option to every byte copied),
 //!   `memset` writes the value's label, `strcpy`/`strdup` copy the string's shadow, allocation
 //!   functions return label 0, everything else returns the union of its arguments' labels.
 //!   Indirect calls set both: the argument slots and a default result (the union), which an
@@ -39,8 +42,9 @@
 //!   controlled code keep only their data taint, so a decision under a tainted branch reports
 //!   the branch in its control taint, not its data taint.
 //! - Sources (places in the translated program, each with its option's index): a load from an option
-//!   global (any address inside it) or from an option struct field, and the result of a selected
-//!   call (e.g. `getenv("X")`), get the option's label added.
+//!   global (any address inside it) or from an option struct field (any member inside it: a load
+//!   of `a.b.c` reads field `b` too), and the result of a selected call (e.g. `getenv("X")`),
+//!   get the option's label added.
 //! - Decisions: ids number the conditional branches and switches in module order (stable for one
 //!   build), each function's followed by its decisions inside blocks: selects (their
 //!   condition), indirect calls (the called pointer; the callee runs with it added to the
