@@ -23,6 +23,9 @@ log() { echo "fetch-and-build: $*" >&2; }
 
 debian_source() {
     local package="$1" version="$2" sha256="$3" build="$4" marker="$5"
+    # Absolute: apt-get source and dpkg-source run inside it, with the .dsc's path.
+    mkdir -p "$build"
+    build="$(cd "$build" && pwd)"
     local dsc="$build/${package}_${version#*:}.dsc" d
     _debian_verify() {
         local got
