@@ -2,7 +2,7 @@
 //! with the decisions the run reached, pick the next configuration greedily to cover the most
 //! unexplored subspaces, and stop when every subspace of every region has been explored.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt::Display;
 
 use biodivine_lib_bdd::Bdd;
@@ -12,7 +12,7 @@ use rand_chacha::ChaCha8Rng;
 use space::{Configuration, OptionId, ValidConfigurations};
 
 use crate::Error;
-use crate::partition::{Encoding, Partition, Subspace};
+use crate::partition::{DecisionSplit, Encoding, Partition, Subspace};
 use crate::record::{Decision, DecisionRecord, Granularity};
 
 /// How to choose among configurations that cover equally many unexplored subspaces.
@@ -110,8 +110,12 @@ struct RegionState {
     explored_by: Vec<Vec<usize>>,
     decisions: BTreeSet<Decision>,
     options: BTreeSet<String>,
-    applied: HashSet<(Vec<OptionId>, Vec<OptionId>, Vec<u32>)>,
+    applied: HashSet<AppliedKey>,
 }
+
+/// A decision partition as a region absorbs it: the data-flow and control-flow options and
+/// the control-flow options' values in the run (what [`Partition::of_taints`] depends on).
+type AppliedKey = (Vec<OptionId>, Vec<OptionId>, Vec<u32>);
 
 /// Algorithm 1 one step at a time, for callers that run the program themselves (e.g. reading
 /// taint records from files): ask [`Self::next_configuration`], run it, hand the records to
@@ -235,18 +239,36 @@ impl<'v> Explorer<'v> {
         if matches!(self.settings.pick, Pick::Random { .. }) {
             order.shuffle(&mut self.rng);
         }
+        // Regions share subspaces (methods reached under the same decisions are partitioned
+        // alike): each distinct one is intersected once, where it first comes, and counts as
+        // often as it occurs. The choice is the same: once the intersection lies in a
+        // subspace, its later copies always overlap it, and if it missed the first copy it
+        // misses the others.
+        let mut distinct: Vec<(&Bdd, usize)> = Vec::new();
+        let mut index: HashMap<&Bdd, usize> = HashMap::new();
+        let mut seeds = Vec::new();
+        for (k, &i) in order.iter().enumerate() {
+            let d = *index.entry(&subspaces[i]).or_insert_with(|| {
+                distinct.push((&subspaces[i], 0));
+                distinct.len() - 1
+            });
+            distinct[d].1 += 1;
+            if k < GREEDY_SEEDS && !seeds.contains(&d) {
+                seeds.push(d);
+            }
+        }
         let mut best: Option<(usize, Bdd)> = None;
-        for &seed in order.iter().take(GREEDY_SEEDS) {
-            let mut acc = subspaces[seed].clone();
-            let mut covered = 1;
-            for &j in &order {
+        for seed in seeds {
+            let mut acc = distinct[seed].0.clone();
+            let mut covered = distinct[seed].1;
+            for (j, (subspace, copies)) in distinct.iter().enumerate() {
                 if j == seed {
                     continue;
                 }
-                let both = acc.and(&subspaces[j]);
+                let both = acc.and(subspace);
                 if !both.is_false() {
                     acc = both;
-                    covered += 1;
+                    covered += copies;
                 }
             }
             if best.as_ref().is_none_or(|(n, _)| covered > *n) {
@@ -277,16 +299,22 @@ impl<'v> Explorer<'v> {
         let distinct: BTreeSet<DecisionRecord> = records.into_iter().collect();
         let mut resolved = Vec::with_capacity(distinct.len());
         for r in &distinct {
+            // The error's context is written only for an unknown name: formatting it for
+            // every name of every record cost more than the lookups.
             let names = |set: &BTreeSet<String>, kind: &str| {
                 set.iter()
                     .map(|n| {
-                        self.enc.option_id(
-                            n,
-                            &format!(
-                                "the {kind} taint of decision {} ({}:{})",
-                                r.decision.id, r.decision.file, r.decision.line
-                            ),
-                        )
+                        self.enc
+                            .valid()
+                            .space()
+                            .find(n)
+                            .ok_or_else(|| Error::UnknownOption {
+                                name: n.clone(),
+                                context: format!(
+                                    "the {kind} taint of decision {} ({}:{})",
+                                    r.decision.id, r.decision.file, r.decision.line
+                                ),
+                            })
                     })
                     .collect::<Result<BTreeSet<_>, _>>()
             };
@@ -309,53 +337,62 @@ impl<'v> Explorer<'v> {
         let earlier = &self.configurations;
         let config_of = |r: usize| earlier.get(r).unwrap_or(&config);
         let fold = &self.fold;
-        for (granularity, regions) in &mut self.tracked {
-            for ((record, data, control), id) in resolved.iter().flat_map(|r| {
-                let id = granularity.region_of(&r.0.decision);
-                let ids = match fold.get(&id) {
-                    Some(targets) if *granularity == Granularity::Method => targets.clone(),
-                    _ => vec![id],
-                };
-                ids.into_iter().map(move |id| (r, id))
-            }) {
-                let state = regions.entry(id).or_insert_with(|| RegionState {
-                    partition: Partition::whole(enc),
-                    // Every run so far lies in the whole space.
-                    explored_by: vec![(0..=run).collect()],
-                    decisions: BTreeSet::new(),
-                    options: BTreeSet::new(),
-                    applied: HashSet::new(),
-                });
-                state.decisions.insert(record.decision.clone());
-                state.options.extend(record.data_flow.iter().cloned());
-                state.options.extend(record.control_flow.iter().cloned());
-                let key = (
+        // What each record's decision partition depends on, made once per record rather
+        // than per region it refines (a folded method's records refine dozens).
+        let keyed: Vec<_> = resolved
+            .iter()
+            .map(|(record, data, control)| {
+                let key: AppliedKey = (
                     data.iter().copied().collect(),
                     control.iter().copied().collect(),
                     control.iter().map(|o| config.0[o.index()]).collect(),
                 );
-                if !state.applied.insert(key) {
-                    continue;
-                }
-                // The cross product, carrying along which runs lie in each new part.
-                let decision = Partition::of_taints(enc, data, control, &config);
-                let mut parts = Vec::new();
-                let mut explored_by = Vec::new();
-                for (p, runs) in state.partition.parts().iter().zip(&state.explored_by) {
-                    for d in decision.parts() {
-                        if let Some(both) = p.intersect(d) {
-                            explored_by.push(
-                                runs.iter()
-                                    .copied()
-                                    .filter(|r| enc.contains(d.bdd(), config_of(*r)))
-                                    .collect(),
-                            );
-                            parts.push(both);
+                (*record, data, control, key)
+            })
+            .collect();
+        let mut splits: HashMap<&AppliedKey, DecisionSplit> = HashMap::new();
+        for (granularity, regions) in &mut self.tracked {
+            for (record, data, control, key) in &keyed {
+                let own = granularity.region_of(&record.decision);
+                let ids = match fold.get(&own) {
+                    Some(targets) if *granularity == Granularity::Method => targets.as_slice(),
+                    _ => std::slice::from_ref(&own),
+                };
+                for id in ids {
+                    if !regions.contains_key(id) {
+                        regions.insert(
+                            id.clone(),
+                            RegionState {
+                                partition: Partition::whole(enc),
+                                // Every run so far lies in the whole space.
+                                explored_by: vec![(0..=run).collect()],
+                                decisions: BTreeSet::new(),
+                                options: BTreeSet::new(),
+                                applied: HashSet::new(),
+                            },
+                        );
+                    }
+                    let state = regions.get_mut(id).expect("inserted above");
+                    // Most records repeat what the region has (every run reaches the same
+                    // sites): look before cloning.
+                    if !state.decisions.contains(&record.decision) {
+                        state.decisions.insert(record.decision.clone());
+                    }
+                    for option in record.data_flow.iter().chain(&record.control_flow) {
+                        if !state.options.contains(option) {
+                            state.options.insert(option.clone());
                         }
                     }
+                    if state.applied.contains(key) {
+                        continue;
+                    }
+                    state.applied.insert(key.clone());
+                    // Regions share records, so each record's split is made once per run.
+                    let split = splits
+                        .entry(key)
+                        .or_insert_with(|| DecisionSplit::new(enc, data, control, &config));
+                    refine(state, split, enc, config_of);
                 }
-                state.partition = Partition::from_parts(parts);
-                state.explored_by = explored_by;
             }
         }
         self.configurations.push(config);
@@ -402,6 +439,56 @@ impl<'v> Explorer<'v> {
             regions,
         }
     }
+}
+
+/// The cross product of a region's partition with one decision's, part by part, carrying
+/// along which runs lie in each new part; parts the decision cannot cut stay as they are,
+/// and a partition none of whose parts is cut is not rebuilt.
+fn refine<'c>(
+    state: &mut RegionState,
+    split: &DecisionSplit,
+    enc: &Encoding,
+    config_of: impl Fn(usize) -> &'c Configuration,
+) {
+    let cuts: Vec<(usize, Vec<Subspace>)> = state
+        .partition
+        .parts()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| split.split(enc, p).map(|pieces| (i, pieces)))
+        .collect();
+    if cuts.is_empty() {
+        return;
+    }
+    let old_parts = std::mem::replace(&mut state.partition, Partition::from_parts(Vec::new()));
+    let old_runs = std::mem::take(&mut state.explored_by);
+    let mut cuts = cuts.into_iter().peekable();
+    let mut parts = Vec::with_capacity(old_parts.len());
+    let mut explored_by = Vec::with_capacity(old_parts.len());
+    for (i, (part, runs)) in old_parts.into_parts().into_iter().zip(old_runs).enumerate() {
+        let Some((_, pieces)) = cuts.next_if(|(c, _)| *c == i) else {
+            parts.push(part);
+            explored_by.push(runs);
+            continue;
+        };
+        if pieces.len() == 1 {
+            // Pieces are non-empty and together make `part`: this one holds its runs.
+            parts.extend(pieces);
+            explored_by.push(runs);
+            continue;
+        }
+        for piece in pieces {
+            explored_by.push(
+                runs.iter()
+                    .copied()
+                    .filter(|r| enc.contains(piece.bdd(), config_of(*r)))
+                    .collect(),
+            );
+            parts.push(piece);
+        }
+    }
+    state.partition = Partition::from_parts(parts);
+    state.explored_by = explored_by;
 }
 
 /// Runs Algorithm 1: `run` executes the program under taint tracking in a configuration and

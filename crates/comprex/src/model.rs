@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use biodivine_lib_bdd::Bdd;
 use model::{Factor, InfluenceModel, ModelFile, Region, SourceSpan, Term, Threshold};
-use space::{Configuration, ValidConfigurations};
+use space::{Configuration, OptionId, ValidConfigurations};
 
 use crate::Error;
 use crate::explore::RegionPartition;
@@ -220,9 +220,18 @@ pub fn influence_form(enc: &Encoding, parts: &[(&Bdd, f64)]) -> InfluenceModel {
     let mut sums: BTreeMap<String, Term> = BTreeMap::new();
     for (description, value) in parts {
         for cube in enc.cubes(description) {
+            // `o≠w` beside `o=v` adds nothing (`[o=v]·(1 − [o=w]) = [o=v]`, the product of
+            // two values being contradictory), but would double the terms: cubes of one-hot
+            // options carry such literals (SQLite's single configurations: 16 times the
+            // terms, minutes of expanding).
+            let fixed: Vec<OptionId> = cube.iter().filter(|l| l.holds).map(|l| l.option).collect();
+            let cube: Vec<&CubeLiteral> = cube
+                .iter()
+                .filter(|l| l.holds || !fixed.contains(&l.option))
+                .collect();
             // Product of literals: a negative literal (1 − f) doubles the terms.
             let mut terms: Vec<(Vec<Factor>, f64)> = vec![(Vec::new(), *value)];
-            for l in &cube {
+            for l in cube {
                 let f = factor(l);
                 if l.holds {
                     terms.iter_mut().for_each(|(fs, _)| fs.push(f.clone()));

@@ -1,11 +1,12 @@
 //! Subspaces as BDDs over a space's options, partitions as sets of disjoint subspaces, the
-//! cross product, and the partition one decision record induces (Algorithm 1, GET_PART).
+//! cross product, and the partition one decision record induces (Algorithm 1, GET_PART),
+//! also as the splits that make it, for refining a region's partition part by part.
 
 use std::collections::BTreeSet;
 
 use std::collections::HashMap;
 
-use biodivine_lib_bdd::{Bdd, BddPointer};
+use biodivine_lib_bdd::{Bdd, BddPartialValuation, BddPointer};
 use space::{Configuration, Formula, OptionId, OptionVars, ValidConfigurations, VariableRole};
 
 use crate::Error;
@@ -232,6 +233,40 @@ impl<'v> Encoding<'v> {
         })
     }
 
+    /// What a formula fixing the variables `fixed` says of `option = value`: `Some(true)`
+    /// when it implies the literal, `Some(false)` when it implies its negation, `None` when
+    /// `fixed` does not tell (the formula, not the constraints: a one-hot option's other
+    /// value variables fixed true do not exclude this one).
+    fn implies(&self, fixed: &BddPartialValuation, option: OptionId, value: u32) -> Option<bool> {
+        match self.valid.option_vars(option) {
+            OptionVars::Binary(v) => fixed.get_value(*v).map(|b| b == (value == 1)),
+            OptionVars::OneHot(vs) => fixed.get_value(vs[value as usize]),
+            OptionVars::Log(bits) => {
+                let width = bits.len();
+                let mut all = true;
+                for (j, bit) in bits.iter().enumerate() {
+                    let wanted = (value >> (width - 1 - j)) & 1 == 1;
+                    match fixed.get_value(*bit) {
+                        Some(b) if b != wanted => return Some(false),
+                        Some(_) => {}
+                        None => all = false,
+                    }
+                }
+                all.then_some(true)
+            }
+        }
+    }
+
+    /// Whether a formula fixing the variables `fixed` implies one value literal of `option`
+    /// (so in valid configurations the option has that value alone).
+    fn determines(&self, fixed: &BddPartialValuation, option: OptionId) -> bool {
+        match self.valid.option_vars(option) {
+            OptionVars::Binary(v) => fixed.has_value(*v),
+            OptionVars::OneHot(vs) => vs.iter().any(|v| fixed.get_value(*v) == Some(true)),
+            OptionVars::Log(bits) => bits.iter().all(|b| fixed.has_value(*b)),
+        }
+    }
+
     /// The formula `true` over this space's variables.
     pub fn everything(&self) -> Bdd {
         self.valid.compile(&Formula::Const(true))
@@ -245,9 +280,23 @@ impl<'v> Encoding<'v> {
 pub struct Subspace {
     description: Bdd,
     bdd: Bdd,
+    /// The variables `description` fixes (its necessary clause): what lets
+    /// [`DecisionSplit::split`] see without a BDD operation that a decision cannot cut it.
+    fixed: BddPartialValuation,
 }
 
 impl Subspace {
+    fn new(description: Bdd, bdd: Bdd) -> Subspace {
+        let fixed = description
+            .necessary_clause()
+            .unwrap_or_else(BddPartialValuation::empty);
+        Subspace {
+            description,
+            bdd,
+            fixed,
+        }
+    }
+
     /// The valid configurations in the subspace.
     pub fn bdd(&self) -> &Bdd {
         &self.bdd
@@ -267,10 +316,7 @@ impl Subspace {
     /// The non-empty intersection, or `None`.
     pub(crate) fn intersect(&self, other: &Subspace) -> Option<Subspace> {
         let bdd = self.bdd.and(&other.bdd);
-        (!bdd.is_false()).then(|| Subspace {
-            description: self.description.and(&other.description),
-            bdd,
-        })
+        (!bdd.is_false()).then(|| Subspace::new(self.description.and(&other.description), bdd))
     }
 }
 
@@ -284,10 +330,7 @@ impl Partition {
     /// The trivial partition: one subspace, every valid configuration.
     pub fn whole(enc: &Encoding) -> Self {
         Partition {
-            parts: vec![Subspace {
-                description: enc.everything(),
-                bdd: enc.valid.bdd().clone(),
-            }],
+            parts: vec![Subspace::new(enc.everything(), enc.valid.bdd().clone())],
         }
     }
 
@@ -298,10 +341,7 @@ impl Partition {
             .into_iter()
             .filter_map(|d| {
                 let bdd = enc.valid.restricted(&d);
-                (!bdd.is_false()).then_some(Subspace {
-                    description: d,
-                    bdd,
-                })
+                (!bdd.is_false()).then(|| Subspace::new(d, bdd))
             })
             .collect();
         Partition { parts }
@@ -309,6 +349,10 @@ impl Partition {
 
     pub(crate) fn from_parts(parts: Vec<Subspace>) -> Self {
         Partition { parts }
+    }
+
+    pub(crate) fn into_parts(self) -> Vec<Subspace> {
+        self.parts
     }
 
     pub fn parts(&self) -> &[Subspace] {
@@ -381,10 +425,10 @@ impl Partition {
         config: &Configuration,
     ) -> Partition {
         let reach_description = enc.agreeing_with(control_flow, config);
-        let reach = Subspace {
-            bdd: enc.valid.restricted(&reach_description),
-            description: reach_description,
-        };
+        let reach = Subspace::new(
+            reach_description.clone(),
+            enc.valid.restricted(&reach_description),
+        );
         // The data-flow combinations are built one option at a time, each step a cross
         // product, so combinations that are invalid or outside S_reach are dropped early
         // instead of enumerating all of them.
@@ -402,14 +446,109 @@ impl Partition {
             within = within.cross(&Partition::from_descriptions(enc, values));
         }
         let outside_description = reach.description.not();
-        let outside = Subspace {
-            bdd: enc.valid.restricted(&outside_description),
-            description: outside_description,
-        };
+        let outside = Subspace::new(
+            outside_description.clone(),
+            enc.valid.restricted(&outside_description),
+        );
         if !outside.bdd.is_false() {
             within.parts.push(outside);
         }
         within
+    }
+}
+
+/// One decision record's partition (GET_PART, [`Partition::of_taints`]) kept as the splits
+/// that make it, so a region's partition is refined part by part: each part is cut by
+/// `S_reach` and then by the data-flow options' values, one option at a time. That costs BDD
+/// operations in proportion to the pieces that exist, where crossing every part with every
+/// subspace of the decision's partition costs their product (thousands of operations per
+/// record on SQLite, most of them empty intersections).
+pub(crate) struct DecisionSplit {
+    /// The control-flow options and their values in the run: `S_reach` is where they agree.
+    control: Vec<(OptionId, u32)>,
+    /// `S_reach`'s formula; `None` without control-flow taint (every configuration reaches
+    /// the decision).
+    reach: Option<Bdd>,
+    /// The data-flow options, in option order, each with the literals of its values (in
+    /// value order).
+    values: Vec<(OptionId, Vec<Bdd>)>,
+}
+
+impl DecisionSplit {
+    pub(crate) fn new(
+        enc: &Encoding,
+        data_flow: &BTreeSet<OptionId>,
+        control_flow: &BTreeSet<OptionId>,
+        config: &Configuration,
+    ) -> Self {
+        let space = enc.valid.space();
+        DecisionSplit {
+            control: control_flow
+                .iter()
+                .map(|&id| (id, config.0[id.index()]))
+                .collect(),
+            reach: (!control_flow.is_empty()).then(|| enc.agreeing_with(control_flow, config)),
+            values: data_flow
+                .iter()
+                .map(|&id| {
+                    let literals = (0..space.option(id).arity() as u32)
+                        .map(|v| enc.valid.literal((id, v)))
+                        .collect();
+                    (id, literals)
+                })
+                .collect(),
+        }
+    }
+
+    /// `part`'s non-empty intersections with the decision's subspaces, in the order
+    /// `part.cross(of_taints(…))` gives them: within `S_reach` by data-flow values
+    /// (lexicographically, the first option slowest), then outside `S_reach`.
+    /// `None` when the description shows that `part` lies in one subspace and is left
+    /// whole (see [`Self::leaves_whole`]).
+    pub(crate) fn split(&self, enc: &Encoding, part: &Subspace) -> Option<Vec<Subspace>> {
+        if self.leaves_whole(enc, part) {
+            return None;
+        }
+        let cut = |s: &Subspace, formula: &Bdd| {
+            let bdd = s.bdd.and(formula);
+            (!bdd.is_false()).then(|| Subspace::new(s.description.and(formula), bdd))
+        };
+        let (inside, outside) = match &self.reach {
+            None => (Some(part.clone()), None),
+            Some(reach) => (cut(part, reach), cut(part, &reach.not())),
+        };
+        let mut pieces: Vec<Subspace> = inside.into_iter().collect();
+        for (_, values) in &self.values {
+            pieces = pieces
+                .iter()
+                .flat_map(|s| values.iter().filter_map(move |v| cut(s, v)))
+                .collect();
+        }
+        pieces.extend(outside);
+        Some(pieces)
+    }
+
+    /// Whether `part`'s description already implies one of the decision's subspaces, so
+    /// that intersecting changes neither its formula nor its configurations: it fixes a
+    /// control-flow option to another value than the run's (it lies outside `S_reach`), or
+    /// it fixes every control-flow option to the run's value and every data-flow option.
+    /// Once a region's partition is as fine as its decisions make it, this is every part,
+    /// and refining it costs no BDD operation.
+    fn leaves_whole(&self, enc: &Encoding, part: &Subspace) -> bool {
+        let implied = |&(id, value): &(OptionId, u32)| enc.implies(&part.fixed, id, value);
+        let mut inside = true;
+        for literal in &self.control {
+            match implied(literal) {
+                Some(false) => return true,
+                Some(true) => {}
+                None => inside = false,
+            }
+        }
+        inside
+            && self
+                .values
+                .iter()
+                .all(|(id, _)| enc.determines(&part.fixed, *id))
     }
 }
 
@@ -504,6 +643,71 @@ mod tests {
         let cc = space.parse_configuration("x=3").unwrap();
         let p = Partition::of_taints(&enc, &ids(&space, &["x"]), &BTreeSet::new(), &cc);
         assert_eq!(p.parts().len(), 3000);
+    }
+
+    #[test]
+    fn splitting_part_by_part_is_the_cross_product_with_the_same_formulas() {
+        // Constraints (A requires B, exactly one of X, Y, Z), a one-hot and a log-encoded
+        // numeric option: descriptions then fix fewer options than their configurations do,
+        // where leaving a part whole could change its formula or lose a piece.
+        use rand::{Rng, SeedableRng};
+        use space::GroupKind;
+        let mut space = ConfigSpace::new("t");
+        for n in ["A", "B", "C"] {
+            space.add_binary(n, None, false).unwrap();
+        }
+        let xyz: Vec<OptionId> = ["X", "Y", "Z"]
+            .iter()
+            .map(|n| space.add_binary(n, None, false).unwrap())
+            .collect();
+        space.add_group(GroupKind::Alternative, None, xyz).unwrap();
+        space.add_numeric("level", &[1.0, 6.0, 9.0]).unwrap();
+        let wide: Vec<f64> = (0..1100).map(f64::from).collect();
+        let big = space.add_numeric("big", &wide).unwrap();
+        space.add_constraint("A => B", "test").unwrap();
+        let valid = ValidConfigurations::new(&space).unwrap();
+        assert!(matches!(valid.option_vars(big), OptionVars::Log(_)));
+        let enc = Encoding::new(&valid);
+        let options: Vec<OptionId> = (0..space.options().len() as u32).map(OptionId).collect();
+        for seed in 0..3 {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let (mut crossed, mut split) = (Partition::whole(&enc), Partition::whole(&enc));
+            for step in 0..16 {
+                let config = valid.sample_uniform_in(valid.bdd(), &mut rng).unwrap();
+                let mut pick = |most: usize, data: bool| -> BTreeSet<OptionId> {
+                    let n = rng.gen_range(0..=most);
+                    // Data-flow taint on `big` would make 1,100 parts: control-flow only.
+                    let from: Vec<OptionId> = options
+                        .iter()
+                        .copied()
+                        .filter(|&o| !data || o != big)
+                        .collect();
+                    (0..n).map(|_| from[rng.gen_range(0..from.len())]).collect()
+                };
+                let data = pick(2, true);
+                let control = pick(2, false);
+                crossed = crossed.cross(&Partition::of_taints(&enc, &data, &control, &config));
+                let decision = DecisionSplit::new(&enc, &data, &control, &config);
+                split = Partition::from_parts(
+                    split
+                        .parts()
+                        .iter()
+                        .flat_map(|p| decision.split(&enc, p).unwrap_or_else(|| vec![p.clone()]))
+                        .collect(),
+                );
+                let context = format!("seed {seed}, step {step}");
+                assert_eq!(split.len(), crossed.len(), "{context}");
+                for (a, b) in split.parts().iter().zip(crossed.parts()) {
+                    assert!(a.same_as(b), "{context}");
+                    assert_eq!(
+                        enc.describe(a.description()),
+                        enc.describe(b.description()),
+                        "{context}"
+                    );
+                }
+            }
+            assert!(split.len() > 4, "seed {seed}: {}", split.len());
+        }
     }
 
     #[test]

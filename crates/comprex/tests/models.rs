@@ -319,3 +319,38 @@ fn alternatives_are_expressed_against_a_reference_member() {
         assert!((bound.predict(&row) - cost(&c)).abs() < 1e-9, "{c:?}");
     }
 }
+
+#[test]
+fn other_values_beside_a_value_literal_change_nothing() {
+    // One-hot cubes name every value (`level≠1 ∧ level=6 ∧ level≠9`); the negations are
+    // left out of the expansion, those of other options are not.
+    let mut space = ConfigSpace::new("numeric");
+    let level = space.add_numeric("level", &[1.0, 6.0, 9.0]).unwrap();
+    let a = space.add_binary("A", None, false).unwrap();
+    let b = space.add_binary("B", None, false).unwrap();
+    let valid = ValidConfigurations::new(&space).unwrap();
+    let enc = Encoding::new(&valid);
+    let lit = |o, v| valid.literal((o, v));
+    let not_b = lit(b, 0);
+    let with_negations = lit(level, 1)
+        .and(&lit(level, 0).not())
+        .and(&lit(level, 2).not())
+        .and(&lit(a, 0))
+        .and(&not_b);
+    assert_eq!(
+        enc.describe(&with_negations),
+        "level≠1 ∧ level=6 ∧ level≠9 ∧ ¬A ∧ ¬B"
+    );
+    let plain = lit(level, 1).and(&lit(a, 0)).and(&not_b);
+    let expanded = influence_form(&enc, &[(&with_negations, 3.0)]);
+    assert_eq!(
+        expanded.to_string(),
+        influence_form(&enc, &[(&plain, 3.0)]).to_string()
+    );
+    // 3·[level=6]·(1 − A)·(1 − B): four terms.
+    assert_eq!(
+        expanded.to_string().matches("level=6").count(),
+        4,
+        "{expanded}"
+    );
+}

@@ -533,14 +533,28 @@ static void kt_json_set(FILE *f, label_t l) {
   fputc(']', f);
 }
 
-/* Site `id`'s line in the sites text: "method\tfile\tline\tcolumn\n" per site. */
-static void kt_json_site(FILE *f, uint32_t id) {
+/* Where each site's line starts in the sites text ("method\tfile\tline\tcolumn\n" per
+ * site; NULL past its end), indexed once at exit: finding a line by scanning from the start
+ * made writing the records quadratic (SQLite: 11,000 records × 19,000 sites, 3/4 of a taint
+ * run's time). */
+static const char **kt_site_lines;
+
+static void kt_index_sites(void) {
+  kt_site_lines = calloc(kt_nsites ? kt_nsites : 1, sizeof(const char *));
+  if (!kt_site_lines)
+    abort();
   const char *p = kt_sites_text;
-  for (uint32_t k = 0; k < id && p; k++) {
+  for (uint32_t k = 0; k < kt_nsites && p && *p; k++) {
+    kt_site_lines[k] = p;
     p = strchr(p, '\n');
     if (p)
       p++;
   }
+}
+
+/* Site `id`'s fields from its line in the sites text. */
+static void kt_json_site(FILE *f, uint32_t id) {
+  const char *p = id < kt_nsites ? kt_site_lines[id] : NULL;
   const char *fields[4] = {"", "", "0", "0"};
   size_t lens[4] = {0, 0, 1, 1};
   for (int k = 0; k < 4 && p && *p && *p != '\n'; k++) {
@@ -577,6 +591,7 @@ static void kt_write(void) {
   FILE *f = fopen(path, "w");
   if (!f)
     return;
+  kt_index_sites();
   fputs("{\"format\":\"knobs-taint-run\",\"version\":1,\"configuration\":{},\"options\":[", f);
   for (uint32_t k = 0; k < kt_nopts; k++) {
     if (k)
