@@ -616,12 +616,21 @@ impl<'a> SubjectRun<'a> {
         self.knobs_json(&args)
     }
 
-    fn brute_force(&mut self, row: &mut Row) -> Result<()> {
-        let store = self.work.join("ground-truth.db");
+    /// The ground truth's sample measured into `NAME.db` and exported to `NAME.csv`.
+    fn measure_ground_truth_sample(
+        &mut self,
+        name: &str,
+    ) -> Result<(MeasureReport, Value, PathBuf, PathBuf, Data)> {
+        let store = self.work.join(format!("{name}.db"));
         let sample = self.ground_truth.clone();
         let (report, raw) = self.measure_sample(&store, &sample, None)?;
-        let csv = self.work.join("ground-truth.csv");
+        let csv = self.work.join(format!("{name}.csv"));
         let data = self.export(&store, None, &csv)?;
+        Ok((report, raw, store, csv, data))
+    }
+
+    fn brute_force(&mut self, row: &mut Row) -> Result<()> {
+        let (report, raw, store, csv, data) = self.measure_ground_truth_sample("ground-truth")?;
         data.write_configurations(&self.work.join(CONFIGURATIONS_CSV))?;
         let c = report.campaign();
         let (count, _): (SpaceCount, Value) = self.knobs_json(&[
@@ -919,7 +928,7 @@ impl<'a> SubjectRun<'a> {
         let learner = learner.to_string();
         row.detail("learner", &learner);
         row.detail("sample", sample);
-        let sample = match self.sample_size_of(sample) {
+        let sample = match self.sample_to_measure(sample) {
             Ok(sample) => sample,
             Err(why) => {
                 row.status = Status::NotApplicable;
@@ -1001,7 +1010,7 @@ impl<'a> SubjectRun<'a> {
     /// The sample a black-box run measures: `random:as:STEP` becomes `random:N` with the
     /// configurations STEP measured in this run; an error says why the run does not apply
     /// (the step did not run, or a random sample of that size would be the whole space).
-    fn sample_size_of(&self, sample: &str) -> Result<String, String> {
+    fn sample_to_measure(&self, sample: &str) -> Result<String, String> {
         let total = self.truth.as_ref().and_then(|t| t.total);
         let (n, sample) = match sample.strip_prefix(RANDOM_AS) {
             Some(step) => {
@@ -1029,11 +1038,7 @@ impl<'a> SubjectRun<'a> {
     /// sessions of the same native program, the floor under every approach's error. It is
     /// no model, so it takes no part in the comparison.
     fn repeat(&mut self, row: &mut Row) -> Result<()> {
-        let store = self.work.join("repeat.db");
-        let sample = self.ground_truth.clone();
-        let (report, _) = self.measure_sample(&store, &sample, None)?;
-        let csv = self.work.join("repeat.csv");
-        let again = self.export(&store, None, &csv)?;
+        let (report, _, _, _, again) = self.measure_ground_truth_sample("repeat")?;
         let ratios = data::ratios(&again, &self.truth()?.data);
         if ratios.is_empty() {
             bail!("the repeated measurement shares no configuration with the ground truth");
