@@ -81,6 +81,29 @@ impl Data {
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
     }
 
+    /// The same configurations with `f` applied to each performance value.
+    pub fn map_values(&self, f: impl Fn(f64) -> f64) -> Data {
+        Data {
+            rows: self.rows.iter().map(|(c, v)| (c.clone(), f(*v))).collect(),
+            ..self.clone()
+        }
+    }
+
+    /// Writes the dataset CSV [`Data::read`] reads back.
+    pub fn write(&self, path: &Path) -> Result<()> {
+        let mut text = self.options.join(",");
+        text.push(',');
+        text.push_str(&self.metric);
+        text.push('\n');
+        for (c, v) in &self.rows {
+            text.push_str(&key(c));
+            text.push(',');
+            text.push_str(&v.to_string());
+            text.push('\n');
+        }
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+    }
+
     /// A configuration given by option name, in this data's column order; `None` when an
     /// option of the data is missing.
     pub fn ordered(&self, named: &HashMap<String, f64>) -> Option<Vec<f64>> {
@@ -160,6 +183,18 @@ mod tests {
         );
         assert!(predictions("A,level\n0,6\n").is_err());
         assert!(predictions("A,prediction\n0,x\n").is_err());
+    }
+
+    #[test]
+    fn a_mapped_copy_reads_back() {
+        let d = Data::parse("A,level,wall_s\n0,6,1.5\n1,9,3\n").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.csv");
+        d.map_values(|t| (t - 0.5) / 2.0).write(&path).unwrap();
+        let back = Data::read(&path).unwrap();
+        assert_eq!(back.options, d.options);
+        assert_eq!(back.metric, "wall_s");
+        assert_eq!(back.rows, [(vec![0.0, 6.0], 0.5), (vec![1.0, 9.0], 1.25)]);
     }
 
     #[test]

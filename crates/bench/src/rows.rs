@@ -704,6 +704,7 @@ pub fn summary(rows: &[Row], order: &[String], quick: bool) -> String {
         }
         granularity_table(&mut out, &newest, s);
         overheads(&mut out, &newest, s);
+        blind_spots(&mut out, &newest, s);
     }
     out
 }
@@ -743,8 +744,22 @@ fn table_row(newest: &Newest, r: &Row) -> String {
     if let Some(sd) = r.details.get("mape_sd").and_then(Value::as_f64) {
         let _ = write!(mape, " ± {} (sd)", number(sd));
     }
-    if let Some(own) = r.details.get("mape_own_runs").and_then(Value::as_f64) {
-        let _ = write!(mape, " ({} against its own runs)", number(own));
+    let number_at = |key: &str| r.details.get(key).and_then(Value::as_f64);
+    if let Some(own) = number_at("mape_own_runs_corrected") {
+        let _ = write!(
+            mape,
+            " ({} against its own runs, corrected for the profiler as the model is)",
+            number(own)
+        );
+    } else if let Some(own) = number_at("mape_own_runs") {
+        // A corrected model against uncorrected profiled times: the overhead counts as error.
+        let profiled = r.details.contains_key("correction_slope");
+        let _ = write!(
+            mape,
+            " ({} against its own {}runs)",
+            number(own),
+            if profiled { "profiled " } else { "" }
+        );
     }
     if learned_from_the_ground_truth(r) {
         mape.push_str(" ‡ (learned from the ground truth's runs)");
@@ -830,7 +845,7 @@ fn granularity_table(out: &mut String, newest: &Newest, s: &str) {
     for g in table.into_iter().flatten() {
         let cover = get_f64(g, &["configurations"]).map_or("—".into(), number);
         let minimal = match get(g, &["cover_minimal"]).and_then(Value::as_bool) {
-            Some(false) => " (greedy)",
+            Some(false) => " (not proven the fewest)",
             _ => "",
         };
         let _ = writeln!(
@@ -914,6 +929,68 @@ fn overheads(out: &mut String, newest: &Newest, s: &str) {
     }
     if !lines.is_empty() {
         out.push_str("\nOther overheads:\n\n");
+        for l in lines {
+            let _ = writeln!(out, "- {l}");
+        }
+    }
+}
+
+/// What each approach's analysis reported it could not see on this subject: the options its
+/// model takes to have no influence without having observed that.
+fn blind_spots(out: &mut String, newest: &Newest, s: &str) {
+    let names = |r: &Row, k: &str| -> Vec<String> {
+        r.details
+            .get(k)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(|n| format!("`{n}`")))
+            .collect()
+    };
+    let mut lines = Vec::new();
+    if let Some(r) = newest.get(s, "crush").filter(|r| r.status == Status::Ok) {
+        let irrelevant = names(r, "irrelevant");
+        if !irrelevant.is_empty() {
+            lines.push(format!(
+                "ConfigCrusher: no tainted decision reads {} (taken to have no influence)",
+                irrelevant.join(", ")
+            ));
+        }
+    }
+    for (step, label) in [("splat", "SPLat"), ("splat-delayed", "SPLat-delayed")] {
+        let Some(r) = newest.get(s, step).filter(|r| r.status == Status::Ok) else {
+            continue;
+        };
+        let unreached = names(r, "unreached");
+        if !unreached.is_empty() {
+            lines.push(format!(
+                "{label}: no taint run saw {} at a decision (taken to have no influence)",
+                unreached.join(", ")
+            ));
+        }
+        if r.details.get("complete").and_then(Value::as_bool) == Some(false) {
+            lines.push(format!("{label}: the exploration stopped before its end"));
+        }
+    }
+    if let Some(r) = newest.get(s, "family").filter(|r| r.status == Status::Ok) {
+        let unmapped = names(r, "unmapped_options");
+        let unseen = r.details.get("unseen_decisions").and_then(Value::as_f64);
+        if !unmapped.is_empty() || unseen.is_some_and(|n| n > 0.0) {
+            lines.push(format!(
+                "family-based: {} option(s) map to no function ({}); {} decisions on options \
+                 inside functions, which its model cannot see",
+                unmapped.len(),
+                if unmapped.is_empty() {
+                    "none".into()
+                } else {
+                    unmapped.join(", ")
+                },
+                opt(unseen)
+            ));
+        }
+    }
+    if !lines.is_empty() {
+        out.push_str("\nWhat the analyses report they could not see:\n\n");
         for l in lines {
             let _ = writeln!(out, "- {l}");
         }
@@ -1035,6 +1112,60 @@ mod tests {
                 .filter(|l| l.starts_with("| ConfigCrusher |"))
                 .count(),
             1
+        );
+    }
+
+    #[test]
+    fn the_summary_says_what_the_analyses_did_not_see() {
+        let dir = tempfile::tempdir().unwrap();
+        let row = |approach: &str, details: Value| Row {
+            schema: SCHEMA,
+            subject: "bzip2".into(),
+            approach: approach.into(),
+            date: "2026-11-26T10:00:00Z".into(),
+            spec: "examples/bzip2/knobs.toml".into(),
+            details: serde_json::from_value(details).unwrap(),
+            ..Row::default()
+        };
+        let f = dir.path().join("a.jsonl");
+        let rows = [
+            row("crush", serde_json::json!({"irrelevant": []})),
+            row(
+                "splat",
+                serde_json::json!({"unreached": ["quiet"], "complete": true}),
+            ),
+            row(
+                "splat-delayed",
+                serde_json::json!({"unreached": [], "complete": false}),
+            ),
+            row(
+                "family",
+                serde_json::json!({"unmapped_options": ["level", "small"], "unseen_decisions": 257}),
+            ),
+        ];
+        for r in &rows {
+            append(&f, r).unwrap();
+        }
+        let text =
+            std::fs::read_to_string(write_summary(dir.path(), &["bzip2".into()], false).unwrap())
+                .unwrap();
+        let (_, spots) = text
+            .split_once("What the analyses report they could not see:")
+            .expect(&text);
+        assert!(!spots.contains("ConfigCrusher"), "{spots}");
+        assert!(
+            spots.contains("- SPLat: no taint run saw `quiet` at a decision"),
+            "{spots}"
+        );
+        assert!(
+            spots.contains("- SPLat-delayed: the exploration stopped before its end"),
+            "{spots}"
+        );
+        assert!(
+            spots.contains(
+                "- family-based: 2 option(s) map to no function (`level`, `small`); 257 decisions"
+            ),
+            "{spots}"
         );
     }
 }

@@ -15,8 +15,8 @@ use sha2::{Digest, Sha256};
 
 use crate::data::{self, Data};
 use crate::reports::{
-    ComprexReport, CrushReport, EvaluateReport, FamilyReport, MeasureReport, SpaceCount,
-    SplatReport,
+    ComprexReport, Correction, CrushReport, EvaluateReport, FamilyReport, MeasureReport,
+    SpaceCount, SplatReport,
 };
 use crate::rows::Status;
 use crate::rows::{self, Row, RunInfo};
@@ -616,21 +616,29 @@ impl<'a> SubjectRun<'a> {
         self.knobs_json(&args)
     }
 
-    /// The ground truth's sample measured into `NAME.db` and exported to `NAME.csv`.
+    /// The ground truth's sample measured into `NAME.db` and exported to `NAME.csv`; the
+    /// space's size is left for the caller to count.
     fn measure_ground_truth_sample(
         &mut self,
         name: &str,
-    ) -> Result<(MeasureReport, Value, PathBuf, PathBuf, Data)> {
+    ) -> Result<(MeasureReport, Value, GroundTruth)> {
         let store = self.work.join(format!("{name}.db"));
         let sample = self.ground_truth.clone();
         let (report, raw) = self.measure_sample(&store, &sample, None)?;
         let csv = self.work.join(format!("{name}.csv"));
         let data = self.export(&store, None, &csv)?;
-        Ok((report, raw, store, csv, data))
+        let truth = GroundTruth {
+            store,
+            csv,
+            data,
+            total: None,
+        };
+        Ok((report, raw, truth))
     }
 
     fn brute_force(&mut self, row: &mut Row) -> Result<()> {
-        let (report, raw, store, csv, data) = self.measure_ground_truth_sample("ground-truth")?;
+        let (report, raw, mut truth) = self.measure_ground_truth_sample("ground-truth")?;
+        let data = &truth.data;
         data.write_configurations(&self.work.join(CONFIGURATIONS_CSV))?;
         let c = report.campaign();
         let (count, _): (SpaceCount, Value) = self.knobs_json(&[
@@ -660,17 +668,15 @@ impl<'a> SubjectRun<'a> {
         if data.rows.is_empty() {
             bail!("the ground truth is empty: no configuration was measured");
         }
-        self.truth = Some(GroundTruth {
-            store,
-            csv,
-            data,
-            total: row.total_configurations,
-        });
+        truth.total = row.total_configurations;
+        self.truth = Some(truth);
         Ok(())
     }
 
     /// The measured configurations' Σ medians and the model's error against the ground
-    /// truth and against the build's own runs; shared by the white-box approaches.
+    /// truth and against the build's own runs; shared by the white-box approaches. With a
+    /// profiler `correction` (Comprex's §V.A line), the own runs are compared as the model
+    /// sees them, corrected, so that error is the model's alone and not the overhead's.
     fn white_box_numbers(
         &mut self,
         row: &mut Row,
@@ -678,9 +684,19 @@ impl<'a> SubjectRun<'a> {
         store: &Path,
         variant: Option<&str>,
         name: &str,
+        correction: Option<&Correction>,
     ) -> Result<()> {
         let own_csv = self.work.join(format!("{name}.csv"));
         let own = self.export(store, variant, &own_csv)?;
+        let own_as_modelled = match correction {
+            Some(c) => {
+                let path = self.work.join(format!("{name}-corrected.csv"));
+                own.map_values(|t| (t - c.intercept) / c.slope)
+                    .write(&path)?;
+                path
+            }
+            None => own_csv.clone(),
+        };
         row.measurement_seconds = Some(own.sum());
         let truth_csv = self.truth()?.csv.clone();
         let e = self.evaluate_both(model, &truth_csv)?;
@@ -693,8 +709,15 @@ impl<'a> SubjectRun<'a> {
             row.mape_percent = Some(m);
             row.detail("mape_configurations", n);
         }
-        let (own_mape, _) = self.evaluate(model, &own_csv, true)?;
-        row.detail("mape_own_runs", own_mape);
+        let (own_mape, _) = self.evaluate(model, &own_as_modelled, true)?;
+        row.detail(
+            if correction.is_some() {
+                "mape_own_runs_corrected"
+            } else {
+                "mape_own_runs"
+            },
+            own_mape,
+        );
         self.model_numbers(row, std::slice::from_ref(&model.to_path_buf()))?;
         // Instrumented (or profiled) over native medians, measured minutes apart (Table 7's
         // interleaved runs are the `overhead` approach).
@@ -739,7 +762,7 @@ impl<'a> SubjectRun<'a> {
         row.configurations = Some(r.configurations.measured);
         row.total_configurations = Some(r.configurations.total);
         row.lower_bound = Some(r.configurations.lower_bound);
-        self.white_box_numbers(row, &model, &store, Some(&variant), &step.name)?;
+        self.white_box_numbers(row, &model, &store, Some(&variant), &step.name, None)?;
         row.detail("variant", &variant);
         row.detail("regions", r.regions.count);
         row.detail("regions_before_propagation", r.regions.before_propagation);
@@ -780,7 +803,14 @@ impl<'a> SubjectRun<'a> {
         let store = r.store.clone().unwrap_or(store);
         row.configurations = Some(r.configurations.len() as f64);
         row.total_configurations = Some(r.total_configurations);
-        self.white_box_numbers(row, &model, &store, Some(&variant), &step.name)?;
+        self.white_box_numbers(
+            row,
+            &model,
+            &store,
+            Some(&variant),
+            &step.name,
+            r.overhead_correction.as_ref(),
+        )?;
         row.detail("variant", &variant);
         if let Some(e) = &r.exploration {
             row.detail("taint_runs", e.configurations);
@@ -888,7 +918,7 @@ impl<'a> SubjectRun<'a> {
         row.configurations = Some(r.paths.len() as f64);
         row.total_configurations = Some(r.total_configurations);
         // SPLat measures the program as the spec runs it: the store's unnamed variant.
-        self.white_box_numbers(row, &model, &store, None, &step.name)?;
+        self.white_box_numbers(row, &model, &store, None, &step.name, None)?;
         row.detail("exploration_seconds", r.exploration_seconds);
         row.analysis_seconds = Some(r.exploration_seconds);
         row.detail("analysis", "taint runs of the exploration");
@@ -911,7 +941,7 @@ impl<'a> SubjectRun<'a> {
         let store = r.store.clone().unwrap_or(store);
         row.configurations = Some(r.configurations.len() as f64);
         row.total_configurations = Some(r.total_configurations);
-        self.white_box_numbers(row, &model, &store, Some(&variant), &step.name)?;
+        self.white_box_numbers(row, &model, &store, Some(&variant), &step.name, None)?;
         row.detail("variant", &variant);
         row.detail("mapped_functions", r.features.len());
         row.detail("unmapped_options", &r.unmapped_options);
@@ -1038,7 +1068,8 @@ impl<'a> SubjectRun<'a> {
     /// sessions of the same native program, the floor under every approach's error. It is
     /// no model, so it takes no part in the comparison.
     fn repeat(&mut self, row: &mut Row) -> Result<()> {
-        let (report, _, _, _, again) = self.measure_ground_truth_sample("repeat")?;
+        let (report, _, again) = self.measure_ground_truth_sample("repeat")?;
+        let again = again.data;
         let ratios = data::ratios(&again, &self.truth()?.data);
         if ratios.is_empty() {
             bail!("the repeated measurement shares no configuration with the ground truth");

@@ -539,7 +539,8 @@ pub fn cover(
 /// `granularity` (the paper's Table IV): an exhaustive search over the valid configurations
 /// when there are at most [`EXACT_CONFIGURATIONS`] of them, starting from [`cover`]'s greedy
 /// answer. Returns the configurations and whether they are proven the fewest (`false`: the
-/// greedy cover, for larger spaces or when the search ran out of budget).
+/// greedy cover for larger spaces, or the smallest cover found before the search ran out
+/// of budget).
 pub fn minimum_cover(
     valid: &ValidConfigurations,
     exploration: &Exploration,
@@ -571,9 +572,11 @@ pub fn minimum_cover(
         elements: subspaces.len(),
         groups: None,
     };
-    // Ever smaller covers until one size is impossible.
+    // Ever smaller covers until one size is impossible (proven the fewest) or the search
+    // runs out of budget (the smallest found so far, not proven).
     let mut best: Option<Vec<usize>> = None;
     let mut size = greedy.len();
+    let mut proven = true;
     while size > 1 {
         match space::sampling::cover_within(&problem, size - 1, EXACT_NODES) {
             Some(Some(found)) => {
@@ -581,15 +584,18 @@ pub fn minimum_cover(
                 best = Some(found);
             }
             Some(None) => break,
-            None => return (greedy, false),
+            None => {
+                proven = false;
+                break;
+            }
         }
     }
     match best {
         Some(found) => (
             found.iter().map(|&c| configurations[c].clone()).collect(),
-            true,
+            proven,
         ),
-        None => (greedy, true),
+        None => (greedy, proven),
     }
 }
 

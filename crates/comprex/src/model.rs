@@ -46,8 +46,8 @@ impl Default for ModelSettings {
 /// A term left out of a model for being below the threshold.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TrivialTerm {
-    /// The region whose local model had it; `None` for a term of the global model (one that
-    /// the local models' terms cancel down to).
+    /// The region whose local model had it; `None` for a term of the global model (the sum of
+    /// the regions' terms, pruned after it is composed).
     pub region: Option<String>,
     pub term: Term,
 }
@@ -154,16 +154,7 @@ pub fn build_model(
         }
         // Against a reference member: a subspace's cube names every value of a numeric
         // option (`MODE=0 ∧ MODE≠1`) and the members of alternative groups.
-        let mut terms = influence_form(&enc, &averages).against_reference(&choices);
-        trivial.extend(
-            terms
-                .prune(Threshold::Absolute(settings.trivial_below))
-                .into_iter()
-                .map(|term| TrivialTerm {
-                    region: Some(id.to_string()),
-                    term,
-                }),
-        );
+        let terms = influence_form(&enc, &averages).against_reference(&choices);
         local.push(Region {
             id: id.to_string(),
             location: found.and_then(location),
@@ -171,6 +162,8 @@ pub fn build_model(
             terms,
         });
     }
+    // Composed before anything is pruned: terms trivial in every region can add up to one
+    // that is not (§V's threshold is on the model's terms, not the regions').
     let mut file = ModelFile::compose(InfluenceModel::new(), local);
     trivial.extend(
         file.terms
@@ -178,6 +171,18 @@ pub fn build_model(
             .into_iter()
             .map(|term| TrivialTerm { region: None, term }),
     );
+    for region in &mut file.regions {
+        trivial.extend(
+            region
+                .terms
+                .prune(Threshold::Absolute(settings.trivial_below))
+                .into_iter()
+                .map(|term| TrivialTerm {
+                    region: Some(region.id.clone()),
+                    term,
+                }),
+        );
+    }
     file.provenance.insert("approach".into(), "comprex".into());
     Ok(ComprexModel {
         file,
@@ -276,7 +281,8 @@ fn location(region: &RegionPartition) -> Option<SourceSpan> {
     if region.decisions.iter().any(|d| d.file != first.file) {
         return None;
     }
-    let lines = region.decisions.iter().map(|d| d.line);
+    // Line 0: a decision without debug location, which says nothing of the span.
+    let lines = region.decisions.iter().map(|d| d.line).filter(|&l| l > 0);
     let (lo, hi) = (lines.clone().min()?, lines.max()?);
     let function = region
         .decisions

@@ -107,7 +107,8 @@ pub struct TaintRun {
     pub format: String,
     pub version: u32,
     /// The configuration the program ran in: every option by name, binary options as 0/1,
-    /// numeric options as their value.
+    /// numeric options as their value (empty from the taint runtime, which does not know the
+    /// options' values; the runner knows which configuration it ran).
     pub configuration: BTreeMap<String, f64>,
     pub decisions: Vec<DecisionRecord>,
 }
@@ -131,15 +132,21 @@ impl TaintRun {
         }
     }
 
-    /// The run's configuration in `space`; every option must be given, with a value of its
-    /// domain.
-    pub fn configuration(&self, space: &ConfigSpace) -> Result<Configuration, Error> {
+    /// Whether this is a taint run of the format and version this crate reads.
+    pub fn check_format(&self) -> Result<(), Error> {
         if self.format != RECORD_FORMAT || self.version != RECORD_VERSION {
             return Err(Error::Invalid(format!(
                 "taint run is `{}` version {}, expected `{RECORD_FORMAT}` version {RECORD_VERSION}",
                 self.format, self.version
             )));
         }
+        Ok(())
+    }
+
+    /// The run's configuration in `space`; every option must be given, with a value of its
+    /// domain.
+    pub fn configuration(&self, space: &ConfigSpace) -> Result<Configuration, Error> {
+        self.check_format()?;
         if let Some(name) = self.configuration.keys().find(|n| space.find(n).is_none()) {
             return Err(Error::UnknownOption {
                 name: name.clone(),

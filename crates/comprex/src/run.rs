@@ -300,6 +300,14 @@ pub fn run(
         .collect();
 
     let profiled = pipeline::instrument_methods(spec, settings, &method_level)?;
+    if !profiled.unprobed.is_empty() {
+        report.notes.push(format!(
+            "{} method regions got no probe ({}): their time counts as their callers', and \
+             the options only they read are not modelled there",
+            profiled.unprobed.len(),
+            profiled.unprobed.join(", ")
+        ));
+    }
     let store = session.store()?;
     measure::runner::kill_runs_on_interrupt();
     let measured = pipeline::measure_configurations(

@@ -73,6 +73,52 @@ fn a_subspace_that_is_not_a_cube_becomes_disjoint_cubes() {
 }
 
 #[test]
+fn terms_trivial_in_every_region_add_up_in_the_global_model() {
+    // f and g each take 0.8 ms longer with A, below the 1 ms threshold; together 1.6 ms.
+    let space = binary_space(&["A", "B"]);
+    let valid = ValidConfigurations::new(&space).unwrap();
+    let ex = explore(&valid, ExploreSettings::default(), |c| {
+        let mut t = Tracer::new(&space, c);
+        let a = t.option("A");
+        t.decide(1, "f", 1, &a);
+        t.decide(2, "g", 1, &a);
+        Ok::<_, Infallible>(t.records)
+    })
+    .unwrap();
+    let times: Vec<RegionTimes> = valid
+        .iter()
+        .map(|c| {
+            let t = 2.0 + if c.0[0] == 1 { 0.0008 } else { 0.0 };
+            RegionTimes {
+                configuration: c.clone(),
+                seconds: [("f".to_string(), t), ("g".to_string(), t)].into(),
+            }
+        })
+        .collect();
+    let m = build_model(
+        &valid,
+        ex.regions(Granularity::Method),
+        &times,
+        &ModelSettings::default(),
+    )
+    .unwrap();
+    let bound = m.file.bind(&["A", "B"]).unwrap();
+    assert!((bound.predict(&[1.0, 0.0]) - 4.0016).abs() < 1e-9);
+    assert!((bound.predict(&[0.0, 0.0]) - 4.0).abs() < 1e-9);
+    // The local models show what is above the threshold; the small terms are listed.
+    assert_eq!(
+        m.trivial
+            .iter()
+            .map(|t| t.region.as_deref().unwrap_or("(global)"))
+            .collect::<Vec<_>>(),
+        ["f", "g"]
+    );
+    for r in &m.file.regions {
+        assert_eq!(r.terms.to_string(), "2.00", "{}", r.id);
+    }
+}
+
+#[test]
 fn numeric_options_become_value_indicators() {
     let mut space = ConfigSpace::new("numeric");
     space.add_numeric("level", &[1.0, 6.0, 9.0]).unwrap();
@@ -141,10 +187,13 @@ fn small_terms_are_reported_as_trivial() {
         &ModelSettings::default(),
     )
     .unwrap();
-    assert_eq!(m.trivial.len(), 1, "{:?}", m.trivial);
-    assert_eq!(m.trivial[0].region.as_deref(), Some("foo"));
-    assert_eq!(m.trivial[0].term.label(), "A·B");
-    assert!((m.trivial[0].term.value - 0.0005).abs() < 1e-12);
+    // Left out of the global model and of foo's local model alike.
+    assert_eq!(m.trivial.len(), 2, "{:?}", m.trivial);
+    for (t, region) in m.trivial.iter().zip([None, Some("foo")]) {
+        assert_eq!(t.region.as_deref(), region);
+        assert_eq!(t.term.label(), "A·B");
+        assert!((t.term.value - 0.0005).abs() < 1e-12);
+    }
     assert_eq!(
         m.file.terms.to_string(),
         "8.00 + 30.00·A·C + 15.00·A + 10.00·C"

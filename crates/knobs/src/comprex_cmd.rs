@@ -129,7 +129,7 @@ fn render(report: &Report, trivial_below: f64) -> Result<()> {
                 row.regions.len(),
                 row.cover.unwrap_or(row.configurations),
                 if row.cover_minimal == Some(false) {
-                    " (greedy, perhaps not the fewest)"
+                    " (not proven the fewest)"
                 } else {
                     ""
                 }

@@ -18,6 +18,10 @@ pub struct Profiled {
     pub variant: String,
     /// Region id → method name.
     pub methods: BTreeMap<u32, String>,
+    /// Method regions that got no probe (no function of that name, or one that cannot be
+    /// probed): their time is charged to the calling probed method, whose partition does not
+    /// hold their decisions, so the model cannot attribute it to their options.
+    pub unprobed: Vec<String>,
 }
 
 /// Stage 2: enter/exit calls around the methods of the explored regions, linked with the
@@ -41,14 +45,18 @@ pub(super) fn instrument_named(
     let program = &explored.built.translation.program;
     let mut probes = Vec::new();
     let mut ids = BTreeMap::new();
+    let mut unprobed = Vec::new();
     for region in explored.exploration.regions(Granularity::Method) {
-        let Some(f) = program.function_named(&region.id) else {
-            continue;
-        };
         let id = probes.len() as u32;
-        if let Some(probe) = instrumented::function_probe(program, f, id) {
-            probes.push(probe);
-            ids.insert(id, program.func(f).name.clone());
+        let probe = program
+            .function_named(&region.id)
+            .and_then(|f| instrumented::function_probe(program, f, id).map(|p| (f, p)));
+        match probe {
+            Some((f, probe)) => {
+                probes.push(probe);
+                ids.insert(id, program.func(f).name.clone());
+            }
+            None => unprobed.push(region.id.clone()),
         }
     }
     let bitcode = settings.work_dir.join(format!("program.{approach}.bc"));
@@ -73,6 +81,7 @@ pub(super) fn instrument_named(
         binary,
         variant,
         methods: ids,
+        unprobed,
     })
 }
 

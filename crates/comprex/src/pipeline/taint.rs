@@ -104,6 +104,8 @@ pub(super) fn taint_runner<'a>(
         let json = instrumented::taint_run(spec, binary, config, workload, out)?;
         let run: crate::TaintRun = serde_json::from_str(&json)
             .map_err(|e| format!("{}: malformed taint records: {e}", out.display()))?;
+        run.check_format()
+            .map_err(|e| format!("{}: {e}", out.display()))?;
         on_run(&text, run.decisions.len());
         Ok(run.decisions)
     }
