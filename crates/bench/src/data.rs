@@ -72,13 +72,7 @@ impl Data {
     /// Writes the configurations alone (a header of option names, no performance column):
     /// what `knobs predict` reads.
     pub fn write_configurations(&self, path: &Path) -> Result<()> {
-        let mut text = self.options.join(",");
-        text.push('\n');
-        for (c, _) in &self.rows {
-            text.push_str(&key(c));
-            text.push('\n');
-        }
-        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+        self.write_csv(path, false)
     }
 
     /// The same configurations with `f` applied to each performance value.
@@ -91,14 +85,23 @@ impl Data {
 
     /// Writes the dataset CSV [`Data::read`] reads back.
     pub fn write(&self, path: &Path) -> Result<()> {
+        self.write_csv(path, true)
+    }
+
+    /// The option columns, and the performance column when `with_metric`.
+    fn write_csv(&self, path: &Path, with_metric: bool) -> Result<()> {
         let mut text = self.options.join(",");
-        text.push(',');
-        text.push_str(&self.metric);
+        if with_metric {
+            text.push(',');
+            text.push_str(&self.metric);
+        }
         text.push('\n');
         for (c, v) in &self.rows {
             text.push_str(&key(c));
-            text.push(',');
-            text.push_str(&v.to_string());
+            if with_metric {
+                text.push(',');
+                text.push_str(&v.to_string());
+            }
             text.push('\n');
         }
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))

@@ -231,6 +231,11 @@ impl Row {
             serde_json::to_value(value).expect("serialisable"),
         );
     }
+
+    /// A number among the details, `None` when absent or not a number.
+    pub fn detail_number(&self, key: &str) -> Option<f64> {
+        self.details.get(key).and_then(Value::as_f64)
+    }
 }
 
 /// Appends a row to a JSON Lines file.
@@ -735,23 +740,22 @@ fn table_row(newest: &Newest, r: &Row) -> String {
     // `mape_percent`, the one on the unmeasured in `mape_not_measured`.
     let white_box = matches!(r.approach.as_str(), "crush" | "comprex");
     let (unmeasured, on_all) = if r.schema < 2 && white_box {
-        let not_measured = r.details.get("mape_not_measured").and_then(Value::as_f64);
+        let not_measured = r.detail_number("mape_not_measured");
         (not_measured, r.mape_percent)
     } else {
         (r.mape_percent, r.mape_all_percent)
     };
     let mut mape = opt(unmeasured);
-    if let Some(sd) = r.details.get("mape_sd").and_then(Value::as_f64) {
+    if let Some(sd) = r.detail_number("mape_sd") {
         let _ = write!(mape, " ± {} (sd)", number(sd));
     }
-    let number_at = |key: &str| r.details.get(key).and_then(Value::as_f64);
-    if let Some(own) = number_at("mape_own_runs_corrected") {
+    if let Some(own) = r.detail_number("mape_own_runs_corrected") {
         let _ = write!(
             mape,
             " ({} against its own runs, corrected for the profiler as the model is)",
             number(own)
         );
-    } else if let Some(own) = number_at("mape_own_runs") {
+    } else if let Some(own) = r.detail_number("mape_own_runs") {
         // A corrected model against uncorrected profiled times: the overhead counts as error.
         let profiled = r.details.contains_key("correction_slope");
         let _ = write!(
@@ -836,7 +840,7 @@ fn granularity_table(out: &mut String, newest: &Newest, s: &str) {
         "\nComprex's Table IV, regions and configurations to measure at each region \
          granularity, from one taint exploration of {} runs in {} s ({}):\n\n\
          | granularity | regions | configurations (of {}) |\n|---|---|---|\n",
-        opt(r.details.get("taint_runs").and_then(Value::as_f64)),
+        opt(r.detail_number("taint_runs")),
         opt(r.analysis_seconds),
         run_label(r),
         opt(r.total_configurations)
@@ -898,14 +902,13 @@ fn overheads(out: &mut String, newest: &Newest, s: &str) {
         }
     }
     let mut lines = Vec::new();
-    let detail = |r: &Row, k: &str| r.details.get(k).and_then(Value::as_f64);
     if let Some(r) = newest.get(s, "crush").filter(|r| r.status == Status::Ok) {
         lines.push(format!(
             "ConfigCrusher's static analysis: {} s, peak memory {} MiB; its instrumented runs \
              over the native medians (measured minutes apart): {}",
             opt(r.analysis_seconds),
-            opt(detail(r, "peak_memory_mib")),
-            opt(detail(r, "over_native_geometric_mean"))
+            opt(r.detail_number("peak_memory_mib")),
+            opt(r.detail_number("over_native_geometric_mean"))
         ));
     }
     if let Some(r) = newest.get(s, "comprex").filter(|r| r.status == Status::Ok) {
@@ -913,18 +916,18 @@ fn overheads(out: &mut String, newest: &Newest, s: &str) {
             "Comprex: {} taint runs in {} s, {} s per run, {}× the native program on the same \
              workload ({} s, 4 other configurations); its profiled runs over the native \
              medians (the profiler's overhead, before its correction): {}",
-            opt(detail(r, "taint_runs")),
-            opt(detail(r, "taint_seconds")),
-            opt(detail(r, "taint_run_seconds")),
-            opt(detail(r, "taint_slowdown")),
-            opt(detail(r, "native_analysis_workload_seconds")),
-            opt(detail(r, "over_native_geometric_mean"))
+            opt(r.detail_number("taint_runs")),
+            opt(r.detail_number("taint_seconds")),
+            opt(r.detail_number("taint_run_seconds")),
+            opt(r.detail_number("taint_slowdown")),
+            opt(r.detail_number("native_analysis_workload_seconds")),
+            opt(r.detail_number("over_native_geometric_mean"))
         ));
     }
     if let Some(r) = newest.get(s, "family").filter(|r| r.status == Status::Ok) {
         lines.push(format!(
             "family-based: its call-tree runs over the native medians: {}",
-            opt(detail(r, "over_native_geometric_mean"))
+            opt(r.detail_number("over_native_geometric_mean"))
         ));
     }
     if !lines.is_empty() {
@@ -974,7 +977,7 @@ fn blind_spots(out: &mut String, newest: &Newest, s: &str) {
     }
     if let Some(r) = newest.get(s, "family").filter(|r| r.status == Status::Ok) {
         let unmapped = names(r, "unmapped_options");
-        let unseen = r.details.get("unseen_decisions").and_then(Value::as_f64);
+        let unseen = r.detail_number("unseen_decisions");
         if !unmapped.is_empty() || unseen.is_some_and(|n| n > 0.0) {
             lines.push(format!(
                 "family-based: {} option(s) map to no function ({}); {} decisions on options \
