@@ -24,6 +24,29 @@ pub struct Campaign {
     pub seconds: f64,
 }
 
+/// `knobs results show --json`: per configuration, the summary of its runs.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ResultsShow {
+    pub configurations: Vec<ShownConfiguration>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ShownConfiguration {
+    pub configuration: String,
+    pub runs: u64,
+    pub summary: Option<ShownSummary>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ShownSummary {
+    pub median: f64,
+    /// Coefficient of variation over the runs (`None` with fewer than two, or a zero mean).
+    pub cv: Option<f64>,
+}
+
 /// `knobs measure --json`: the campaign, at the top level or under `measurement`.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default)]

@@ -707,6 +707,7 @@ pub fn summary(rows: &[Row], order: &[String], quick: bool) -> String {
                 out.push_str(&table_row(&newest, r));
             }
         }
+        noise(&mut out, &newest, s);
         granularity_table(&mut out, &newest, s);
         overheads(&mut out, &newest, s);
         blind_spots(&mut out, &newest, s);
@@ -860,6 +861,54 @@ fn granularity_table(out: &mut String, newest: &Newest, s: &str) {
                 .unwrap_or("?"),
             opt(get_f64(g, &["regions"]))
         );
+    }
+}
+
+/// The ground truth's run-to-run noise against the span of its configurations, and the
+/// drift between two sessions (the repeat), when the rows have them.
+fn noise(out: &mut String, newest: &Newest, s: &str) {
+    let Some(r) = newest
+        .get(s, "brute-force")
+        .filter(|r| r.status == Status::Ok)
+    else {
+        return;
+    };
+    let Some(n) = r.details.get("noise") else {
+        return;
+    };
+    let f = |k: &str| get_f64(n, &[k]);
+    let metric = r
+        .details
+        .get("metric")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let unit = if metric.ends_with("_s") { " s" } else { "" };
+    let _ = write!(
+        out,
+        "\nNoise: the ground truth's {} runs per configuration vary by a coefficient of \
+         variation of {} % (median over its configurations; largest {} %, {} configurations \
+         flagged noisy), while the configurations' medians span {}{unit} – {}{unit} ({}×)",
+        opt(f("runs_per_configuration")),
+        opt(f("cv_median_percent")),
+        opt(f("cv_max_percent")),
+        opt(r.detail_number("noisy_configurations")),
+        opt(f("fastest_seconds")),
+        opt(f("slowest_seconds")),
+        opt(f("spread")),
+    );
+    match newest
+        .get(s, "repeat")
+        .filter(|again| again.status == Status::Ok && again.info.run == r.info.run)
+    {
+        Some(again) => {
+            let _ = writeln!(
+                out,
+                "; measured again in another session, the medians differ by {} % (MAPE; the \
+                 *brute force again* row).",
+                opt(again.mape_all_percent)
+            );
+        }
+        None => out.push_str(".\n"),
     }
 }
 

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use crate::data::{self, Data};
 use crate::reports::{
     ComprexReport, Correction, CrushReport, EvaluateReport, FamilyReport, MeasureReport,
-    SpaceCount, SplatReport,
+    ResultsShow, ShownSummary, SpaceCount, SplatReport,
 };
 use crate::rows::Status;
 use crate::rows::{self, Row, RunInfo};
@@ -636,6 +636,46 @@ impl<'a> SubjectRun<'a> {
         Ok((report, raw, truth))
     }
 
+    /// The run-to-run noise of a store's native measurements against the options' effect:
+    /// the coefficients of variation of the configurations' runs (median and largest, in %)
+    /// and the span of their medians (fastest, slowest, and their ratio).
+    fn noise(&mut self, store: &Path) -> Result<Value> {
+        let mut args = vec![
+            "results".into(),
+            "show".into(),
+            "--store".into(),
+            path_arg(store),
+        ];
+        if let Some(w) = self.workload() {
+            args.extend(["--workload".into(), w.to_string()]);
+        }
+        args.push("--json".into());
+        let (shown, _): (ResultsShow, Value) = self.knobs_json(&args)?;
+        let summaries: Vec<&ShownSummary> = shown
+            .configurations
+            .iter()
+            .filter_map(|c| c.summary.as_ref())
+            .collect();
+        let cvs: Vec<f64> = summaries
+            .iter()
+            .filter_map(|s| s.cv.map(|cv| cv * 100.0))
+            .collect();
+        let medians: Vec<f64> = summaries.iter().map(|s| s.median).collect();
+        let fastest = medians.iter().copied().reduce(f64::min);
+        let slowest = medians.iter().copied().reduce(f64::max);
+        Ok(serde_json::json!({
+            "cv_median_percent": stats::median(&cvs),
+            "cv_max_percent": cvs.iter().copied().reduce(f64::max),
+            "configurations": cvs.len(),
+            "runs_per_configuration": stats::median(
+                &shown.configurations.iter().map(|c| c.runs as f64).collect::<Vec<_>>()
+            ),
+            "fastest_seconds": fastest,
+            "slowest_seconds": slowest,
+            "spread": fastest.zip(slowest).filter(|(f, _)| *f > 0.0).map(|(f, s)| s / f),
+        }))
+    }
+
     fn brute_force(&mut self, row: &mut Row) -> Result<()> {
         let (report, raw, mut truth) = self.measure_ground_truth_sample("ground-truth")?;
         let data = &truth.data;
@@ -657,6 +697,7 @@ impl<'a> SubjectRun<'a> {
         row.detail("reused_configurations", c.reused);
         row.detail("failed_configurations", c.failed.len());
         row.detail("noisy_configurations", c.noisy.len());
+        row.detail("noise", self.noise(&truth.store)?);
         row.detail("campaign_seconds", c.seconds);
         row.detail("report", raw);
         if !c.failed.is_empty() {
@@ -1069,6 +1110,7 @@ impl<'a> SubjectRun<'a> {
     /// no model, so it takes no part in the comparison.
     fn repeat(&mut self, row: &mut Row) -> Result<()> {
         let (report, _, again) = self.measure_ground_truth_sample("repeat")?;
+        row.detail("noise", self.noise(&again.store)?);
         let again = again.data;
         let ratios = data::ratios(&again, &self.truth()?.data);
         if ratios.is_empty() {

@@ -115,6 +115,13 @@ fn check_running_example(rows: &[Row], results: &Path) -> Vec<String> {
     assert_eq!(truth.configurations, Some(64.0));
     assert_eq!(truth.ground_truth.as_deref(), Some("random:64"));
     assert!(truth.measurement_seconds.unwrap() > 0.0);
+    // The noise: a CV per configuration, and medians spanning 1 to 17 time units (the
+    // fastest configuration sleeps one unit, the slowest adds every option's).
+    let noise = |key: &str| truth.details["noise"][key].as_f64().unwrap();
+    assert_eq!(noise("configurations"), 64.0);
+    assert!(noise("cv_max_percent") >= noise("cv_median_percent"));
+    assert!(noise("slowest_seconds") > noise("fastest_seconds"));
+    assert!(noise("spread") > 2.0, "{}", truth.details["noise"]);
 
     // ConfigCrusher: the 8 configurations of the lower bound, of 1,024. The program sleeps
     // for its time units (5 ms each), so the model is exact in units and its error is wake-up
@@ -250,6 +257,11 @@ fn check_running_example(rows: &[Row], results: &Path) -> Vec<String> {
     );
     assert!(
         summary.contains("| brute force again | 64 of 1024 |"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("\nNoise: the ground truth's ")
+            && summary.contains("measured again in another session, the medians differ by"),
         "{summary}"
     );
     timing

@@ -58,6 +58,9 @@ pub struct Analysed {
     pub irrelevant: Vec<String>,
     pub build_seconds: f64,
     pub analysis_seconds: f64,
+    /// This process's peak resident memory (MiB) when the analysis ended: what building and
+    /// analysing the program took, before any measuring adds its own.
+    pub peak_memory_mib: Option<f64>,
     /// Fixed settings inferred from the program's own runs (none when inference is off).
     pub inference: Option<instrumented::infer::Inference>,
 }
@@ -156,6 +159,7 @@ pub fn analyse(
         irrelevant,
         build_seconds: built.seconds,
         analysis_seconds,
+        peak_memory_mib: measure::runner::peak_memory_mib(),
         inference,
         translation: built.translation,
     })

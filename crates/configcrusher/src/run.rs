@@ -339,7 +339,7 @@ fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
         },
         analysis: AnalysisReport {
             seconds: analysed.analysis_seconds,
-            peak_memory_mib: measure::runner::peak_memory_mib(),
+            peak_memory_mib: analysed.peak_memory_mib,
             tainted_decisions: analysed.influence.decisions.len(),
             irrelevant: analysed.irrelevant.clone(),
             interactions,
