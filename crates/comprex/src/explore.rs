@@ -228,7 +228,15 @@ impl<'v> Explorer<'v> {
                 unexplored: unexplored.len(),
             });
         }
-        Ok(self.greedy(&unexplored))
+        match self.greedy(&unexplored) {
+            Some(config) => Ok(Some(config)),
+            // Parts are subsets of the valid configurations, so this means a part that holds
+            // none: going on would call the exploration complete with it unexplored.
+            None => Err(Error::Invalid(format!(
+                "{} unexplored subspace(s) hold no valid configuration to run",
+                unexplored.len()
+            ))),
+        }
     }
 
     /// A configuration in as many of `subspaces` as the greedy intersection finds: starting
@@ -294,6 +302,11 @@ impl<'v> Explorer<'v> {
         config: Configuration,
         records: Vec<DecisionRecord>,
     ) -> Result<(), Error> {
+        if !self.enc.valid().is_valid(&config) {
+            return Err(Error::InvalidConfiguration(
+                self.enc.valid().space().format_configuration(&config),
+            ));
+        }
         let run = self.configurations.len();
         // Records are resolved first, so a bad record leaves the explorer unchanged.
         let distinct: BTreeSet<DecisionRecord> = records.into_iter().collect();

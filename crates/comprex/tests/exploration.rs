@@ -164,6 +164,17 @@ fn every_chosen_configuration_is_valid_under_the_constraints() {
         err.to_string(),
         "configuration `A,X,level=1` is not valid under the space's constraints"
     );
+    // So is recording a run of one: the explorer stays as it was.
+    let mut explorer = comprex::Explorer::new(&valid, settings(Pick::Fewest, None));
+    let first = explorer.next_configuration().unwrap().unwrap();
+    let bad = space.parse_configuration("A,X,level=1").unwrap();
+    let records = program(&bad).unwrap();
+    let err = explorer.record(bad, records).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "configuration `A,X,level=1` is not valid under the space's constraints"
+    );
+    assert_eq!(explorer.next_configuration().unwrap(), Some(first));
 }
 
 #[test]

@@ -105,19 +105,20 @@ fn check_printer_terms(got: &[(String, f64)], unit: f64) -> Result<(), String> {
 fn one_run_gives_the_printer_drivers_model() {
     let dir = example("printer", &["main.c", "knobs.toml"], "printer");
     let spec = dir.path().join("knobs.toml");
-    // 20 ms units: half a unit is 10 ms, so 5 % is 0.5 ms of a sleep's overshoot.
+    // 50 ms units: half a unit is 25 ms, so 5 % is 1.25 ms of a sleep's overshoot (a loaded
+    // CI machine overshot 20 ms units by more than 5 %).
     let text = std::fs::read_to_string(&spec).unwrap();
     std::fs::write(
         &spec,
-        text.replace("PRINTER_UNIT_MS = \"5\"", "PRINTER_UNIT_MS = \"20\""),
+        text.replace("PRINTER_UNIT_MS = \"5\"", "PRINTER_UNIT_MS = \"50\""),
     )
     .unwrap();
-    let unit = 0.020;
-    // Timing on a shared machine: up to three one-run models (each with a store of its
-    // own), each checked in full.
+    let unit = 0.050;
+    // Timing on a shared machine: up to five one-run models (each with a store of its own),
+    // each checked in full.
     let mut failures = Vec::new();
     let mut model = None;
-    for attempt in 0..3 {
+    for attempt in 0..5 {
         let report = family(&spec, &dir.path().join(format!("family-{attempt}.db")));
         assert_eq!(
             report["configurations"].as_array().unwrap().len(),
@@ -157,7 +158,7 @@ fn one_run_gives_the_printer_drivers_model() {
             Err(why) => failures.push(why),
         }
     }
-    let model = model.unwrap_or_else(|| panic!("three one-run models failed: {failures:#?}"));
+    let model = model.unwrap_or_else(|| panic!("five one-run models failed: {failures:#?}"));
 
     knobs()
         .args(["measure", "--sample", "all", "--spec"])

@@ -40,13 +40,21 @@ impl InfluenceModel {
     /// (see the module documentation). Predictions on configurations that respect the
     /// choices are unchanged.
     pub fn against_reference(&self, choices: &[Choice]) -> InfluenceModel {
+        self.try_against_reference(choices)
+            .unwrap_or_else(|| self.clone())
+    }
+
+    /// [`InfluenceModel::against_reference`], or `None` when rewriting would take more than
+    /// [`MAX_STEPS`] steps (the model is then best kept as it is: its predictions are right,
+    /// only its terms are not against the reference members).
+    pub fn try_against_reference(&self, choices: &[Choice]) -> Option<InfluenceModel> {
         let mut out: BTreeMap<Vec<String>, Term> = BTreeMap::new();
         let mut work: Vec<Term> = self.terms().to_vec();
         let mut steps = 0;
         while let Some(term) = work.pop() {
             steps += 1;
             if steps > MAX_STEPS {
-                return self.clone();
+                return None;
             }
             let mut factors = term.options.clone();
             // Two members of one choice never hold together.
@@ -109,16 +117,29 @@ impl InfluenceModel {
                 .unwrap_or(usize::MAX)
         };
         terms.sort_by_key(position);
-        InfluenceModel::from_terms(terms)
+        Some(InfluenceModel::from_terms(terms))
     }
 }
 
 impl ModelFile {
     /// [`InfluenceModel::against_reference`] applied to the global terms and every region's.
+    /// Models too large to rewrite are kept as they are and listed (`"global"` or the region's
+    /// id) in the provenance's `not_against_reference`.
     pub fn express_against_reference(&mut self, choices: &[Choice]) {
-        self.terms = self.terms.against_reference(choices);
+        let mut kept = Vec::new();
+        match self.terms.try_against_reference(choices) {
+            Some(t) => self.terms = t,
+            None => kept.push(serde_json::Value::from("global")),
+        }
         for r in &mut self.regions {
-            r.terms = r.terms.against_reference(choices);
+            match r.terms.try_against_reference(choices) {
+                Some(t) => r.terms = t,
+                None => kept.push(serde_json::Value::from(r.id.clone())),
+            }
+        }
+        if !kept.is_empty() {
+            self.provenance
+                .insert("not_against_reference".into(), kept.into());
         }
     }
 }
@@ -194,5 +215,33 @@ mod tests {
         let r = m.against_reference(&[choice]);
         // LZ ↦ CODEC − HUFF; CODEC·HUFF = HUFF; HUFF·LZ·TRACE never holds.
         assert_eq!(labels(&r), [("CODEC".into(), 3.0), ("HUFF".into(), 4.0)]);
+    }
+
+    #[test]
+    fn a_model_too_large_to_rewrite_is_kept_and_said_so() {
+        // One term on the reference member of each of nine four-member choices expands into
+        // 4^9 terms, more steps than the rewriting allows.
+        let choices: Vec<Choice> = (0..9)
+            .map(|c| {
+                let members: Vec<String> = (0..4).map(|v| format!("C{c}={v}")).collect();
+                Choice::parse(&members, None).unwrap()
+            })
+            .collect();
+        let factors: Vec<String> = (0..9).map(|c| format!("C{c}=0")).collect();
+        let factors: Vec<&str> = factors.iter().map(String::as_str).collect();
+        let m = model(&[(&[], 1.0), (&factors, 2.0)]);
+        assert!(m.try_against_reference(&choices).is_none());
+        assert_eq!(labels(&m.against_reference(&choices)), labels(&m));
+        let mut file = ModelFile::new(m.clone());
+        file.express_against_reference(&choices);
+        assert_eq!(labels(&file.terms), labels(&m));
+        assert_eq!(
+            file.provenance["not_against_reference"],
+            serde_json::json!(["global"])
+        );
+        // A model that can be rewritten leaves no such entry.
+        let mut small = ModelFile::new(model(&[(&[], 1.0), (&["C0=0"], 2.0)]));
+        small.express_against_reference(&choices[..1]);
+        assert!(!small.provenance.contains_key("not_against_reference"));
     }
 }
