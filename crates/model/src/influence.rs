@@ -1,7 +1,7 @@
 //! Performance-influence models: `perf(c) = Σ_t β_t · Π_{f ∈ t} f(c)`.
 
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::str::FromStr;
 
@@ -126,6 +126,27 @@ impl Term {
     }
 }
 
+/// Terms with the same factors summed into one, in the order their factors first appear:
+/// what adding them one by one gives, without a search through every term per addition
+/// (rewriting against reference members can make tens of thousands).
+fn merged(terms: impl IntoIterator<Item = Term>) -> Vec<Term> {
+    let mut out: Vec<Term> = Vec::new();
+    // By label; a label is shared only if factor names themselves hold `·` or `=`.
+    let mut index: HashMap<String, Vec<usize>> = HashMap::new();
+    for t in terms {
+        let t = Term::from_factors(t.options, t.value);
+        let same = index.entry(t.label()).or_default();
+        match same.iter().find(|&&i| out[i].options == t.options) {
+            Some(&i) => out[i].value += t.value,
+            None => {
+                same.push(out.len());
+                out.push(t);
+            }
+        }
+    }
+    out
+}
+
 /// A sum of terms. Terms are kept with distinct factor sets; the intercept is the term with
 /// no factors.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -149,11 +170,9 @@ impl InfluenceModel {
     }
 
     pub fn from_terms(terms: impl IntoIterator<Item = Term>) -> Self {
-        let mut m = Self::new();
-        for t in terms {
-            m.add(t);
+        Self {
+            terms: merged(terms),
         }
-        m
     }
 
     pub fn terms(&self) -> &[Term] {
@@ -178,13 +197,9 @@ impl InfluenceModel {
 
     /// Composition: the sum of several models (local models into a global one).
     pub fn sum<'a>(models: impl IntoIterator<Item = &'a InfluenceModel>) -> InfluenceModel {
-        let mut out = InfluenceModel::new();
-        for m in models {
-            for t in &m.terms {
-                out.add(t.clone());
-            }
+        Self {
+            terms: merged(models.into_iter().flat_map(|m| m.terms.iter().cloned())),
         }
-        out
     }
 
     /// Removes terms whose coefficient is below the threshold; the intercept always stays.
@@ -375,5 +390,40 @@ mod tests {
         let dropped = global.prune(Threshold::Absolute(3.005));
         assert_eq!(dropped.len(), 2);
         assert_eq!(global.to_string(), "1.00 + 3.01·A");
+    }
+
+    #[test]
+    fn terms_over_the_same_factors_merge_in_order_of_first_appearance() {
+        let terms = vec![
+            Term::new(&["B", "A"], 1.0),
+            Term::new::<&str>(&[], 2.0),
+            Term::new(&["A", "B"], 0.5),
+            Term::from_factors(vec!["level=6".parse().unwrap()], 4.0),
+            Term::new(&["C"], 1.0),
+            Term::from_factors(vec!["level=6".parse().unwrap()], -1.0),
+        ];
+        let merged = InfluenceModel::from_terms(terms.clone());
+        let mut one_by_one = InfluenceModel::new();
+        for t in terms.clone() {
+            one_by_one.add(t);
+        }
+        assert_eq!(merged, one_by_one);
+        assert_eq!(
+            merged.to_string(),
+            "2.00 + 3.00·level=6 + 1.50·A·B + 1.00·C"
+        );
+        assert_eq!(merged.terms()[0].label(), "A·B");
+        let halves = [
+            InfluenceModel::from_terms(terms[..3].to_vec()),
+            InfluenceModel::from_terms(terms[3..].to_vec()),
+        ];
+        assert_eq!(InfluenceModel::sum(&halves), merged);
+        // Many distinct terms, each twice: one pass, not a search per term.
+        let many: Vec<Term> = (0..40_000)
+            .map(|i| Term::new(&[format!("o{}", i % 20_000)], 1.0))
+            .collect();
+        let big = InfluenceModel::from_terms(many);
+        assert_eq!(big.terms().len(), 20_000);
+        assert!(big.terms().iter().all(|t| t.value == 2.0));
     }
 }
