@@ -41,7 +41,7 @@ pub fn overhead(
     let runs: std::collections::BTreeSet<i64> = times.iter().map(|(_, run, _)| *run).collect();
     let entries: u64 = times
         .iter()
-        .filter(|(_, _, r)| r.region != instrumented::BASE)
+        .filter(|(_, _, r)| r.region != instrumented::BASE && r.region != instrumented::PROBES)
         .map(|(_, _, r)| r.entries)
         .sum();
     let metric = spec.measure.metric;

@@ -30,6 +30,13 @@
  *   bits). Equal: nothing happens. Different: the violation is counted per check id, and the
  *   value of the first violation of that id (over all threads, by a global sequence number)
  *   is kept; the file gets one `fixed` line per violated id. Checks need no open region.
+ * - Probe cost: every interval between two of a thread's events holds probe work (the rest
+ *   of the previous probe after its clock read, the start of this one before it). The
+ *   runtime measures it once at start per kind of interval (enter->exit, exit->enter,
+ *   enter->enter or exit->exit: the median over batches of empty regions, flat and nested)
+ *   and takes it out of each interval, never below zero, so a region entered millions of
+ *   times is not charged for its probes; the time taken out is written as `probes`.
+ *   KNOBS_REGION_COMPENSATE=0 turns this off.
  * - Threads: per-thread stacks and counters, summed when written. Another thread's time is
  *   counted up to its last region event; `total` is then thread-seconds, not wall time
  *   (`wall` is the process's wall time from the runtime's start).
@@ -96,6 +103,8 @@ struct knobs_thread {
     uint64_t last; /* tick of this thread's previous event */
     _Atomic uint64_t base_ticks;
     _Atomic uint64_t unmatched;
+    _Atomic uint64_t probe_ticks; /* the probes' own cost, taken out of the intervals */
+    uint8_t after_exit; /* the previous event was an exit (or the thread has just started) */
 };
 
 enum { KNOBS_UNINIT = 0, KNOBS_INITIALISING, KNOBS_ENABLED, KNOBS_DISABLED };
@@ -110,6 +119,9 @@ static _Atomic(struct knobs_thread *) knobs_threads;
 static _Atomic int knobs_finished;
 static _Atomic uint64_t knobs_fixed_seq; /* first violations, in order over all threads */
 static int knobs_observe; /* KNOBS_FIXED_OBSERVE set: checks record values, expect nothing */
+/* Ticks the probes add to an interval, by the kind of its first and last event
+ * ([previous was an exit][this is an exit]); calibrated at start. */
+static uint64_t knobs_probe_cost[2][2];
 static __thread struct knobs_thread *knobs_self __attribute__((tls_model("initial-exec")));
 
 static uint64_t mono_ns(void) {
@@ -143,6 +155,94 @@ static int invariant_tsc(void) {
 #endif
 }
 
+KNOBS_API void __knobs_region_enter(uint32_t id);
+KNOBS_API void __knobs_region_exit(uint32_t id);
+static struct knobs_table *grow_table(struct knobs_thread *t, uint32_t id);
+
+/* One calibration batch on the scratch state `t`: `pairs` times either an empty region
+ * (`nested` 0: enter 0, exit 0) or one nested in another (enter 0, enter 1, exit 1, exit 0).
+ * The runtime's own accounting sorts the intervals by kind: region 1 (nested) or 0 (flat)
+ * gets enter->exit, the base exit->enter, and region 0 (nested) enter->enter plus
+ * exit->exit. Returns them per interval: [0] enter->exit, [1] exit->enter, [2] the mean of
+ * enter->enter and exit->exit. */
+static KNOBS_COLD void calibration_batch(struct knobs_thread *t, int nested, int pairs,
+                                         uint64_t out[3]) {
+    void (*volatile enter)(uint32_t) = __knobs_region_enter;
+    void (*volatile leave)(uint32_t) = __knobs_region_exit;
+    struct knobs_table *tab = atomic_load_explicit(&t->table, memory_order_relaxed);
+    for (int r = 0; r < 2; r++)
+        atomic_store_explicit(&tab->slot[r].ticks, 0, memory_order_relaxed);
+    atomic_store_explicit(&t->base_ticks, 0, memory_order_relaxed);
+    enter(0);
+    atomic_store_explicit(&t->base_ticks, 0, memory_order_relaxed);
+    leave(0);
+    atomic_store_explicit(&tab->slot[0].ticks, 0, memory_order_relaxed);
+    for (int k = 0; k < pairs; k++) {
+        enter(0);
+        if (nested) {
+            enter(1);
+            leave(1);
+        }
+        leave(0);
+    }
+    uint64_t inner = atomic_load_explicit(&tab->slot[nested].ticks, memory_order_relaxed);
+    uint64_t outer = atomic_load_explicit(&tab->slot[0].ticks, memory_order_relaxed);
+    out[0] = inner / pairs;
+    out[1] = atomic_load_explicit(&t->base_ticks, memory_order_relaxed) / pairs;
+    out[2] = nested ? outer / (2 * (uint64_t)pairs) : 0;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Fills knobs_probe_cost: each kind of interval between two probes with nothing between
+ * them, the median over batches (of flat and of nested regions), run on a scratch thread
+ * state through the public entry points, calls included. All zero with
+ * KNOBS_REGION_COMPENSATE=0 or when memory is short. */
+static KNOBS_COLD void calibrate(void) {
+    const char *setting = getenv("KNOBS_REGION_COMPENSATE");
+    if (setting && !strcmp(setting, "0"))
+        return;
+    struct knobs_thread *t = map(sizeof *t);
+    if (!t)
+        return;
+    t->stack_cap = 1024 / sizeof(uint32_t);
+    t->stack = map(t->stack_cap * sizeof(uint32_t));
+    struct knobs_table *tab = t->stack ? grow_table(t, 1) : NULL;
+    if (tab) {
+        struct knobs_thread *saved = knobs_self;
+        knobs_self = t;
+        enum { PAIRS = 256, BATCHES = 31 };
+        uint64_t flat[3][BATCHES], nest[3][BATCHES], one[3];
+        t->last = ticks();
+        t->after_exit = 1;
+        for (int b = 0; b < BATCHES; b++) {
+            calibration_batch(t, 0, PAIRS, one);
+            for (int k = 0; k < 3; k++)
+                flat[k][b] = one[k];
+            calibration_batch(t, 1, PAIRS, one);
+            for (int k = 0; k < 3; k++)
+                nest[k][b] = one[k];
+        }
+        for (int k = 0; k < 3; k++) {
+            qsort(flat[k], BATCHES, sizeof(uint64_t), cmp_u64);
+            qsort(nest[k], BATCHES, sizeof(uint64_t), cmp_u64);
+        }
+        /* enter->exit and exit->enter from the flat batches, the others from the nested. */
+        knobs_probe_cost[0][1] = flat[0][BATCHES / 2];
+        knobs_probe_cost[1][0] = flat[1][BATCHES / 2];
+        knobs_probe_cost[0][0] = nest[2][BATCHES / 2];
+        knobs_probe_cost[1][1] = nest[2][BATCHES / 2];
+        knobs_self = saved;
+        munmap(tab, sizeof *tab + tab->cap * sizeof(struct knobs_slot));
+    }
+    if (t->stack)
+        munmap(t->stack, t->stack_cap * sizeof(uint32_t));
+    munmap(t, sizeof *t);
+}
+
 /* Once per process, from the constructor or the first event (whichever comes first). */
 static KNOBS_COLD void global_init(void) {
     int expected = KNOBS_UNINIT;
@@ -169,6 +269,7 @@ static KNOBS_COLD void global_init(void) {
     knobs_use_tsc = invariant_tsc();
     knobs_mono0 = mono_ns();
     knobs_tick0 = ticks();
+    calibrate();
     atomic_store(&knobs_state, KNOBS_ENABLED);
 }
 
@@ -194,6 +295,7 @@ static KNOBS_COLD struct knobs_thread *thread_init(void) {
         return NULL;
     }
     t->last = ticks();
+    t->after_exit = 1;
     struct knobs_thread *head = atomic_load(&knobs_threads);
     do
         t->next = head;
@@ -209,11 +311,18 @@ static inline void add(_Atomic uint64_t *counter, uint64_t d) {
 }
 
 /* The time since this thread's previous event goes to its innermost open activation. */
-static inline void charge(struct knobs_thread *t, uint64_t now) {
+static inline void charge(struct knobs_thread *t, uint64_t now, int is_exit) {
     uint64_t d = now - t->last;
     if (unlikely((int64_t)d < 0)) /* a TSC not synchronised across cores */
         d = 0;
     t->last = now;
+    /* The interval holds the previous probe's work after its clock read and this probe's
+     * before it: the probes' cost, not the program's. */
+    uint64_t cost = knobs_probe_cost[t->after_exit][is_exit];
+    uint64_t probe = d < cost ? d : cost;
+    d -= probe;
+    t->after_exit = (uint8_t)is_exit;
+    add(&t->probe_ticks, probe);
     if (t->depth) {
         struct knobs_table *tab = atomic_load_explicit(&t->table, memory_order_relaxed);
         add(&tab->slot[t->stack[t->depth - 1]].ticks, d);
@@ -288,7 +397,7 @@ KNOBS_API void __knobs_region_enter(uint32_t id) {
         return;
     if (unlikely(t->depth == t->stack_cap) && !grow_stack(t))
         return;
-    charge(t, now);
+    charge(t, now, 0);
     t->stack[t->depth++] = id;
     add(&tab->slot[id].entries, 1);
 }
@@ -300,14 +409,14 @@ KNOBS_API void __knobs_region_exit(uint32_t id) {
     uint64_t now = ticks();
     uint32_t depth = t->depth;
     if (__builtin_expect(depth && t->stack[depth - 1] == id, 1)) {
-        charge(t, now);
+        charge(t, now, 1);
         t->depth = depth - 1;
         return;
     }
     /* Not the innermost: close the innermost activation of `id` below, if any. */
     for (uint32_t k = depth; k-- > 0;) {
         if (t->stack[k] == id) {
-            charge(t, now);
+            charge(t, now, 1);
             memmove(&t->stack[k], &t->stack[k + 1], (depth - 1 - k) * sizeof(uint32_t));
             t->depth = depth - 1;
             return;
@@ -373,7 +482,7 @@ static __attribute__((destructor(101))) void knobs_finish(void) {
     uint32_t open = 0;
     struct knobs_thread *self = knobs_self;
     if (self) {
-        charge(self, now);
+        charge(self, now, 1); /* as if an exit: the last probe's tail is in the interval */
         open = self->depth;
         self->depth = 0;
     }
@@ -381,12 +490,13 @@ static __attribute__((destructor(101))) void knobs_finish(void) {
     if (knobs_use_tsc && now > knobs_tick0)
         ns_per_tick = (double)(mono1 - knobs_mono0) / (double)(now - knobs_tick0);
 
-    uint64_t base = 0, regions = 0, unmatched = 0, threads = 0;
+    uint64_t base = 0, regions = 0, unmatched = 0, threads = 0, probes = 0;
     uint32_t cap = 0, fixed_cap = 0;
     struct knobs_thread *head = atomic_load_explicit(&knobs_threads, memory_order_acquire);
     for (struct knobs_thread *t = head; t; t = t->next) {
         threads++;
         base += atomic_load_explicit(&t->base_ticks, memory_order_relaxed);
+        probes += atomic_load_explicit(&t->probe_ticks, memory_order_relaxed);
         unmatched += atomic_load_explicit(&t->unmatched, memory_order_relaxed);
         struct knobs_table *tab = atomic_load_explicit(&t->table, memory_order_acquire);
         if (tab && tab->cap > cap)
@@ -409,6 +519,10 @@ static __attribute__((destructor(101))) void knobs_finish(void) {
             fprintf(f, "threads\t%llu\n", (unsigned long long)threads);
             fprintf(f, "unmatched_exits\t%llu\n", (unsigned long long)unmatched);
             fprintf(f, "open_at_exit\t%u\n", open);
+            fprintf(f, "probes\t%.9f\n", (double)probes * s);
+            fprintf(f, "event_cost_ns\t%.3f\n",
+                    0.5 * (double)(knobs_probe_cost[0][1] + knobs_probe_cost[1][0]) *
+                        ns_per_tick);
             /* Violated (observed) checks: counts summed over threads, the earliest first
              * value, and whether any thread saw two values or threads differ. */
             for (uint32_t id = 0; id < fixed_cap; id++) {

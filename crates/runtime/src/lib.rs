@@ -277,6 +277,11 @@ pub struct RegionTimes {
     pub unmatched_exits: u64,
     /// Regions the exiting thread still had open at exit (closed then).
     pub open_at_exit: u64,
+    /// Seconds of the probes' own cost taken out of the intervals (not in `total`).
+    pub probes: f64,
+    /// The cost of one probe (ns) the runtime measured at start and took out of every
+    /// interval; 0 when compensation was off (or an older runtime wrote the file).
+    pub event_cost_ns: f64,
     /// Regions entered at least once (or charged any time), by id.
     pub regions: BTreeMap<u32, RegionTime>,
     /// Value checks that failed at least once, by check id (empty: every check held).
@@ -419,6 +424,8 @@ impl RegionTimes {
                 "threads" => times.threads = count(fields[1])?,
                 "unmatched_exits" => times.unmatched_exits = count(fields[1])?,
                 "open_at_exit" => times.open_at_exit = count(fields[1])?,
+                "probes" => times.probes = seconds(fields[1])?,
+                "event_cost_ns" => times.event_cost_ns = seconds(fields[1])?,
                 _ => {} // keys added later are skipped
             }
         }
