@@ -33,6 +33,9 @@ pub struct RegionFile {
     pub unmatched_exits: u64,
     /// Fixed-setting checks that failed (each `fixed` line's count).
     pub fixed_violations: u64,
+    /// Seconds of the probes' own cost the runtime took out of the regions (`probes`; none
+    /// from a runtime that does not compensate).
+    pub probes: Option<f64>,
 }
 
 impl RegionFile {
@@ -47,6 +50,7 @@ impl RegionFile {
             let f: Vec<&str> = line.split('\t').collect();
             match f.as_slice() {
                 ["unmatched_exits", n] => r.unmatched_exits = n.parse()?,
+                ["probes", seconds] => r.probes = Some(seconds.parse()?),
                 ["fixed", _id, _value, count] => r.fixed_violations += count.parse::<u64>()?,
                 [id, _self, entries] if id.bytes().all(|b| b.is_ascii_digit()) => {
                     r.entries += entries.parse::<u64>()?
@@ -62,6 +66,9 @@ impl RegionFile {
 #[derive(Clone, Debug, Default)]
 struct Runs {
     times: Vec<f64>,
+    /// Each time less the probes' cost its run took out of the regions: what a model from
+    /// the region times carries.
+    without_probes: Vec<f64>,
     failures: Vec<String>,
     /// The last successful run's region file (runs are deterministic for these subjects).
     regions: Option<RegionFile>,
@@ -71,6 +78,10 @@ struct Runs {
 impl Runs {
     fn median(&self) -> Option<f64> {
         stats::median(&self.times)
+    }
+
+    fn median_without_probes(&self) -> Option<f64> {
+        stats::median(&self.without_probes)
     }
 }
 
@@ -235,7 +246,8 @@ pub fn table7(run: &mut SubjectRun, row: &mut Row) -> Result<()> {
                         .push(format!("{}: {last}", result.outcome.describe()));
                     continue;
                 }
-                slot.times.push(result.metric(metric));
+                let time = result.metric(metric);
+                slot.times.push(time);
                 if let Some(f) = &file {
                     let regions = std::fs::read_to_string(f)
                         .map_err(anyhow::Error::from)
@@ -244,6 +256,9 @@ pub fn table7(run: &mut SubjectRun, row: &mut Row) -> Result<()> {
                             format!("{} wrote no region times to {}", PROGRAMS[p], f.display())
                         })?;
                     slot.violations += regions.fixed_violations;
+                    if let Some(probes) = regions.probes {
+                        slot.without_probes.push(time - probes);
+                    }
                     slot.regions = Some(regions);
                 }
             }
@@ -276,6 +291,11 @@ pub fn table7(run: &mut SubjectRun, row: &mut Row) -> Result<()> {
             .filter_map(|m| Some((m[p]?, m[0]?)))
             .collect();
         let ratios: Vec<f64> = pairs.iter().map(|(i, n)| i / n).collect();
+        let without_probes: Vec<f64> = runs
+            .iter()
+            .zip(&medians)
+            .filter_map(|(x, m)| Some(x[p].median_without_probes()? / m[0]?))
+            .collect();
         let rc: Vec<f64> = runs
             .iter()
             .filter_map(|x| x[p].regions.map(|f| f.entries as f64))
@@ -300,6 +320,9 @@ pub fn table7(run: &mut SubjectRun, row: &mut Row) -> Result<()> {
             "ratio_geometric_mean": stats::geometric_mean(&ratios),
             "ratio_min": ratios.iter().copied().reduce(f64::min),
             "ratio_max": ratios.iter().copied().reduce(f64::max),
+            "without_probes_ratio_geometric_mean": stats::geometric_mean(&without_probes),
+            "without_probes_ratio_min": without_probes.iter().copied().reduce(f64::min),
+            "without_probes_ratio_max": without_probes.iter().copied().reduce(f64::max),
             "configurations_compared": ratios.len(),
             "sum_medians": pairs.iter().map(|(i, _)| i).sum::<f64>(),
             "native_sum_medians": pairs.iter().map(|(_, n)| n).sum::<f64>(),
@@ -387,9 +410,15 @@ mod tests {
             RegionFile {
                 entries: 3,
                 unmatched_exits: 2,
-                fixed_violations: 7
+                fixed_violations: 7,
+                probes: None,
             }
         );
+        let r = RegionFile::parse(
+            "knobs-region-times 1\ntotal\t0.08\nbase\t0.01\nprobes\t0.25\n0\t0.07\t9\n",
+        )
+        .unwrap();
+        assert_eq!((r.entries, r.probes), (9, Some(0.25)));
         assert!(RegionFile::parse("hello").is_err());
     }
 }

@@ -922,8 +922,8 @@ fn overheads(out: &mut String, newest: &Newest, s: &str) {
             out,
             "\nTable 7, instrumentation overhead: native and both instrumented builds run \
              interleaved on {} of {} configurations, {} rounds, medians ({}):\n\n\
-             | placement | R | RC per run (mean / max) | instrumented / native (geometric mean, min – max) |\n\
-             |---|---|---|---|\n",
+             | placement | R | RC per run (mean / max) | instrumented / native (geometric mean, min – max) | without the probes' own cost |\n\
+             |---|---|---|---|---|\n",
             opt(r.configurations),
             opt(r.total_configurations),
             get_f64(&d, &["rounds"]).map_or("?".into(), number),
@@ -938,9 +938,18 @@ fn overheads(out: &mut String, newest: &Newest, s: &str) {
                 path.extend_from_slice(k);
                 get_f64(&d, &path)
             };
+            let without = match p(&["without_probes_ratio_geometric_mean"]) {
+                Some(g) => format!(
+                    "{} ({} – {})",
+                    number(g),
+                    opt(p(&["without_probes_ratio_min"])),
+                    opt(p(&["without_probes_ratio_max"]))
+                ),
+                None => "—".into(),
+            };
             let _ = writeln!(
                 out,
-                "| {label} | {} | {} / {} | {} ({} – {}) |",
+                "| {label} | {} | {} / {} | {} ({} – {}) | {without} |",
                 opt(p(&["regions"])),
                 opt(p(&["rc_mean"])),
                 opt(p(&["rc_max"])),

@@ -242,6 +242,13 @@ fn check_running_example(rows: &[Row], results: &Path) -> Vec<String> {
         if !(0.8..1.5).contains(&ratio) {
             timing.push(format!("{p}: instrumented / native {ratio}"));
         }
+        // Every run less its probes' cost is no longer than the run, so neither are the
+        // medians.
+        let without = d(p, "without_probes_ratio_geometric_mean");
+        assert!(
+            without > 0.0 && without <= ratio + 1e-9,
+            "{p}: {without} > {ratio}"
+        );
     }
 
     let summary = std::fs::read_to_string(results.join(rows::LATEST)).unwrap();
@@ -257,6 +264,10 @@ fn check_running_example(rows: &[Row], results: &Path) -> Vec<String> {
     );
     assert!(
         summary.contains("| brute force again | 64 of 1024 |"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("| without the probes' own cost |"),
         "{summary}"
     );
     assert!(
