@@ -40,12 +40,7 @@ fn find_amalgamation() -> Option<PathBuf> {
 }
 
 fn peak_rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
+    measure::runner::peak_memory_mib().unwrap_or(0.0)
 }
 
 /// Why options reach a sample of influenced instructions, and the facts most chains pass.

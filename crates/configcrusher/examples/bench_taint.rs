@@ -97,14 +97,7 @@ fn generate(functions: usize, rng: &mut ChaCha8Rng) -> Program {
 }
 
 fn peak_rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        })
-        .map_or(f64::NAN, |kb| kb / 1024.0)
+    measure::runner::peak_memory_mib().unwrap_or(f64::NAN)
 }
 
 fn main() {

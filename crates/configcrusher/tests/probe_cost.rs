@@ -1,7 +1,8 @@
 //! The region timers' own cost kept out of the model: without propagation, the region of
 //! `check`'s decision sits in a function called a million times or more per run, so its
-//! probes cost more than the program's own work (a model 141 % off the native program, here
-//! on a quiet machine, against 28 % with their cost taken out). With the runtime taking it out
+//! probes cost about as much as the program's own work (a model 104–141 % off the native
+//! program in two runs here, against 28–39 % with their cost taken out; the test prints
+//! both). With the runtime taking it out
 //! (the default), the model predicts the native program; with `KNOBS_REGION_COMPENSATE=0`
 //! it predicts the instrumented one, probes included.
 

@@ -170,13 +170,13 @@ static KNOBS_COLD void calibration_batch(struct knobs_thread *t, int nested, int
     void (*volatile enter)(uint32_t) = __knobs_region_enter;
     void (*volatile leave)(uint32_t) = __knobs_region_exit;
     struct knobs_table *tab = atomic_load_explicit(&t->table, memory_order_relaxed);
+    /* After one pair the counters start from zero, so each holds only this batch's
+     * intervals: `pairs` of every kind, the first exit->enter included. */
+    enter(0);
+    leave(0);
     for (int r = 0; r < 2; r++)
         atomic_store_explicit(&tab->slot[r].ticks, 0, memory_order_relaxed);
     atomic_store_explicit(&t->base_ticks, 0, memory_order_relaxed);
-    enter(0);
-    atomic_store_explicit(&t->base_ticks, 0, memory_order_relaxed);
-    leave(0);
-    atomic_store_explicit(&tab->slot[0].ticks, 0, memory_order_relaxed);
     for (int k = 0; k < pairs; k++) {
         enter(0);
         if (nested) {
