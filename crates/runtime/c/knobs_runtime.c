@@ -33,13 +33,20 @@
  * - Probe cost: every interval between two of a thread's events holds probe work (the rest
  *   of the previous probe after its clock read, the start of this one before it). The
  *   runtime measures it once at start per kind of interval (enter->exit, exit->enter,
- *   enter->enter or exit->exit: the median over batches of empty regions, flat and nested)
+ *   enter->enter or exit->exit: medians over batches of empty regions, flat, nested and
+ *   crossed)
  *   and takes it out of each interval, never below zero, so a region entered millions of
  *   times is not charged for its probes; the time taken out is written as `probes`.
  *   KNOBS_REGION_COMPENSATE=0 turns this off.
  * - Threads: per-thread stacks and counters, summed when written. Another thread's time is
  *   counted up to its last region event; `total` is then thread-seconds, not wall time
  *   (`wall` is the process's wall time from the runtime's start).
+ *
+ * Test clock: compiled with -DKNOBS_TEST_CLOCK (`runtime::build_test_clock`), time is a
+ * counter in nanoseconds that only the program advances (`__knobs_test_work(ns)`), and each
+ * probe costs fixed amounts before and after its clock read (enter 3 + 5 ns, exit 7 + 11 ns:
+ * every kind of interval gets another cost), so calibration and compensation can be checked
+ * exactly, whatever the machine is doing. The normal build has none of it.
  *
  * Hot path: one clock read (rdtsc when the CPU has an invariant TSC, converted at exit with
  * the ratio to CLOCK_MONOTONIC over the whole run; else clock_gettime), a thread-local
@@ -124,11 +131,21 @@ static int knobs_observe; /* KNOBS_FIXED_OBSERVE set: checks record values, expe
 static uint64_t knobs_probe_cost[2][2];
 static __thread struct knobs_thread *knobs_self __attribute__((tls_model("initial-exec")));
 
+#ifdef KNOBS_TEST_CLOCK
+#undef KNOBS_HAVE_TSC
+static _Atomic uint64_t knobs_test_now;
+
+/* The program's own work: the only way time passes, besides the probes' fixed costs. */
+KNOBS_API void __knobs_test_work(uint64_t ns) { atomic_fetch_add(&knobs_test_now, ns); }
+
+static uint64_t mono_ns(void) { return atomic_load(&knobs_test_now); }
+#else
 static uint64_t mono_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
+#endif
 
 static inline uint64_t ticks(void) {
 #ifdef KNOBS_HAVE_TSC
@@ -155,18 +172,32 @@ static int invariant_tsc(void) {
 #endif
 }
 
+#ifdef KNOBS_TEST_CLOCK
+/* The timed part of each probe; the exported functions wrap it in its fixed costs. */
+#define KNOBS_ENTER static void timed_enter
+#define KNOBS_EXIT static void timed_exit
+static void timed_enter(uint32_t id);
+static void timed_exit(uint32_t id);
+#else
+#define KNOBS_ENTER KNOBS_API void __knobs_region_enter
+#define KNOBS_EXIT KNOBS_API void __knobs_region_exit
+#endif
 KNOBS_API void __knobs_region_enter(uint32_t id);
 KNOBS_API void __knobs_region_exit(uint32_t id);
 static struct knobs_table *grow_table(struct knobs_thread *t, uint32_t id);
 
-/* One calibration batch on the scratch state `t`: `pairs` times either an empty region
- * (`nested` 0: enter 0, exit 0) or one nested in another (enter 0, enter 1, exit 1, exit 0).
- * The runtime's own accounting sorts the intervals by kind: region 1 (nested) or 0 (flat)
- * gets enter->exit, the base exit->enter, and region 0 (nested) enter->enter plus
- * exit->exit. Returns them per interval: [0] enter->exit, [1] exit->enter, [2] the mean of
- * enter->enter and exit->exit. */
-static KNOBS_COLD void calibration_batch(struct knobs_thread *t, int nested, int pairs,
-                                         uint64_t out[3]) {
+/* The shapes of calibration batches: an empty region (enter 0, exit 0); one nested in
+ * another (enter 0, enter 1, exit 1, exit 0: region 0 gets enter->enter plus exit->exit);
+ * crossed (enter 0, enter 1, exit 0, exit 1: region 0 gets enter->enter alone, since an exit
+ * closes its own region wherever it is on the stack). */
+enum { FLAT, NESTED, CROSSED };
+
+/* One calibration batch of `pairs` repetitions of a shape on the scratch state `t`; the
+ * runtime's own accounting sorts the intervals by kind. Returns them per repetition: flat
+ * [0] enter->exit, [1] exit->enter; nested [0] enter->enter + exit->exit; crossed [0]
+ * enter->enter. */
+static KNOBS_COLD void calibration_batch(struct knobs_thread *t, int shape, int pairs,
+                                         uint64_t out[2]) {
     void (*volatile enter)(uint32_t) = __knobs_region_enter;
     void (*volatile leave)(uint32_t) = __knobs_region_exit;
     struct knobs_table *tab = atomic_load_explicit(&t->table, memory_order_relaxed);
@@ -179,17 +210,17 @@ static KNOBS_COLD void calibration_batch(struct knobs_thread *t, int nested, int
     atomic_store_explicit(&t->base_ticks, 0, memory_order_relaxed);
     for (int k = 0; k < pairs; k++) {
         enter(0);
-        if (nested) {
+        if (shape != FLAT)
             enter(1);
+        if (shape == NESTED)
             leave(1);
-        }
         leave(0);
+        if (shape == CROSSED)
+            leave(1);
     }
-    uint64_t inner = atomic_load_explicit(&tab->slot[nested].ticks, memory_order_relaxed);
-    uint64_t outer = atomic_load_explicit(&tab->slot[0].ticks, memory_order_relaxed);
-    out[0] = inner / pairs;
+    uint64_t region0 = atomic_load_explicit(&tab->slot[0].ticks, memory_order_relaxed);
+    out[0] = region0 / pairs;
     out[1] = atomic_load_explicit(&t->base_ticks, memory_order_relaxed) / pairs;
-    out[2] = nested ? outer / (2 * (uint64_t)pairs) : 0;
 }
 
 static int cmp_u64(const void *a, const void *b) {
@@ -198,7 +229,7 @@ static int cmp_u64(const void *a, const void *b) {
 }
 
 /* Fills knobs_probe_cost: each kind of interval between two probes with nothing between
- * them, the median over batches (of flat and of nested regions), run on a scratch thread
+ * them, medians over batches (of flat, nested and crossed regions), run on a scratch thread
  * state through the public entry points, calls included. All zero with
  * KNOBS_REGION_COMPENSATE=0 or when memory is short. */
 static KNOBS_COLD void calibrate(void) {
@@ -215,26 +246,27 @@ static KNOBS_COLD void calibrate(void) {
         struct knobs_thread *saved = knobs_self;
         knobs_self = t;
         enum { PAIRS = 256, BATCHES = 31 };
-        uint64_t flat[3][BATCHES], nest[3][BATCHES], one[3];
+        uint64_t flat[2][BATCHES], nested[BATCHES], crossed[BATCHES], one[2];
         t->last = ticks();
         t->after_exit = 1;
         for (int b = 0; b < BATCHES; b++) {
-            calibration_batch(t, 0, PAIRS, one);
-            for (int k = 0; k < 3; k++)
-                flat[k][b] = one[k];
-            calibration_batch(t, 1, PAIRS, one);
-            for (int k = 0; k < 3; k++)
-                nest[k][b] = one[k];
+            calibration_batch(t, FLAT, PAIRS, one);
+            flat[0][b] = one[0];
+            flat[1][b] = one[1];
+            calibration_batch(t, NESTED, PAIRS, one);
+            nested[b] = one[0];
+            calibration_batch(t, CROSSED, PAIRS, one);
+            crossed[b] = one[0];
         }
-        for (int k = 0; k < 3; k++) {
-            qsort(flat[k], BATCHES, sizeof(uint64_t), cmp_u64);
-            qsort(nest[k], BATCHES, sizeof(uint64_t), cmp_u64);
-        }
-        /* enter->exit and exit->enter from the flat batches, the others from the nested. */
+        qsort(flat[0], BATCHES, sizeof(uint64_t), cmp_u64);
+        qsort(flat[1], BATCHES, sizeof(uint64_t), cmp_u64);
+        qsort(nested, BATCHES, sizeof(uint64_t), cmp_u64);
+        qsort(crossed, BATCHES, sizeof(uint64_t), cmp_u64);
+        uint64_t enter_enter = crossed[BATCHES / 2], both = nested[BATCHES / 2];
         knobs_probe_cost[0][1] = flat[0][BATCHES / 2];
         knobs_probe_cost[1][0] = flat[1][BATCHES / 2];
-        knobs_probe_cost[0][0] = nest[2][BATCHES / 2];
-        knobs_probe_cost[1][1] = nest[2][BATCHES / 2];
+        knobs_probe_cost[0][0] = enter_enter;
+        knobs_probe_cost[1][1] = both > enter_enter ? both - enter_enter : 0;
         knobs_self = saved;
         munmap(tab, sizeof *tab + tab->cap * sizeof(struct knobs_slot));
     }
@@ -387,7 +419,7 @@ static KNOBS_COLD int grow_stack(struct knobs_thread *t) {
     return 1;
 }
 
-KNOBS_API void __knobs_region_enter(uint32_t id) {
+KNOBS_ENTER(uint32_t id) {
     struct knobs_thread *t = knobs_self;
     if (unlikely(!t) && !(t = thread_init()))
         return;
@@ -402,7 +434,7 @@ KNOBS_API void __knobs_region_enter(uint32_t id) {
     add(&tab->slot[id].entries, 1);
 }
 
-KNOBS_API void __knobs_region_exit(uint32_t id) {
+KNOBS_EXIT(uint32_t id) {
     struct knobs_thread *t = knobs_self;
     if (unlikely(!t) && !(t = thread_init()))
         return;
@@ -424,6 +456,20 @@ KNOBS_API void __knobs_region_exit(uint32_t id) {
     }
     add(&t->unmatched, 1);
 }
+
+#ifdef KNOBS_TEST_CLOCK
+KNOBS_API void __knobs_region_enter(uint32_t id) {
+    __knobs_test_work(3);
+    timed_enter(id);
+    __knobs_test_work(5);
+}
+
+KNOBS_API void __knobs_region_exit(uint32_t id) {
+    __knobs_test_work(7);
+    timed_exit(id);
+    __knobs_test_work(11);
+}
+#endif
 
 /* This thread's slot for check `id` (NULL when no memory is left). */
 static KNOBS_COLD struct knobs_fixed_slot *fixed_slot(uint32_t id) {

@@ -128,6 +128,18 @@ pub fn build(clang: &Path, out_dir: &Path) -> Result<PathBuf, Error> {
     build_library(clang, out_dir, "runtime", SOURCE, CFLAGS)
 }
 
+/// [`build`]'s library with the test clock (`-DKNOBS_TEST_CLOCK`): time passes only through
+/// the program's `__knobs_test_work(ns)` and the probes' fixed costs (the C file's header),
+/// so tests of the timers' accounting do not depend on the machine's speed or load.
+pub fn build_test_clock(clang: &Path, out_dir: &Path) -> Result<PathBuf, Error> {
+    let flags: Vec<&str> = CFLAGS
+        .iter()
+        .copied()
+        .chain(["-DKNOBS_TEST_CLOCK"])
+        .collect();
+    build_library(clang, out_dir, "runtime-test-clock", SOURCE, &flags)
+}
+
 /// Compiles one C source into `out_dir/knobs-NAME-<hash>/libknobs_NAME.a` (the region timers,
 /// the profiler, the taint runtime), cached by the hash of source, flags and clang.
 pub(crate) fn build_library(
