@@ -218,7 +218,7 @@ pub fn table7(run: &mut SubjectRun, row: &mut Row) -> Result<()> {
 
     // 4. Interleaved runs: the spec's warm-up rounds (not recorded), then the rounds.
     measure::runner::kill_runs_on_interrupt();
-    let metric = spec.measure.metric;
+    let metric = spec.measure.metric.of_region_timers();
     let rounds = settings.rounds.max(1);
     let warmup = spec.measure.warmup as usize;
     let mut runs: Vec<[Runs; 3]> = vec![Default::default(); configurations.len()];

@@ -49,6 +49,9 @@ pub struct StoreBackend<'a> {
     builds: HashMap<usize, Option<(String, std::path::PathBuf)>>,
     effort: Effort,
     progress: Box<dyn FnMut(String) + 'a>,
+    /// The metric every commit is read by: the spec's, with `auto` resolved once from the
+    /// first runs, so that no commit is read by another metric than the rest.
+    metric: Option<measure::Metric>,
 }
 
 impl<'a> StoreBackend<'a> {
@@ -71,6 +74,7 @@ impl<'a> StoreBackend<'a> {
             builds: HashMap::new(),
             effort: Effort::default(),
             progress,
+            metric: None,
         })
     }
 
@@ -176,7 +180,17 @@ impl Backend for StoreBackend<'_> {
             self.effort.runs += runs;
             let selection: Selection = campaign.selection();
             // This configuration's runs only: the store holds every other one at the commit.
-            let metric = self.spec.measure.metric;
+            let metric = match self.metric {
+                Some(m) => m,
+                None => {
+                    let (m, why) = self
+                        .store
+                        .resolve_metric(&selection, self.spec.measure.metric)
+                        .map_err(|e| Error::Measure(e.to_string()))?;
+                    (self.progress)(format!("metric: {why}"));
+                    *self.metric.insert(m)
+                }
+            };
             let values: Vec<f64> = self
                 .store
                 .runs_of(&selection, &text)

@@ -44,7 +44,7 @@ pub fn overhead(
         .filter(|(_, _, r)| r.region != instrumented::BASE && r.region != instrumented::PROBES)
         .map(|(_, _, r)| r.entries)
         .sum();
-    let metric = spec.measure.metric;
+    let metric = spec.measure.metric.of_region_timers();
     let plain: std::collections::HashMap<String, f64> = store
         .summaries(&selection(""), metric)?
         .into_iter()

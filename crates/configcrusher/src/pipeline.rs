@@ -432,13 +432,13 @@ pub fn build_model(
     // The region timers measure wall time; what they cannot see (the process starting and
     // ending) is time outside every region, so it goes to the base and the model predicts
     // what `knobs measure` measures.
-    let outside = match spec.measure.metric {
+    let outside = match spec.measure.metric.of_region_timers() {
         measure::Metric::Wall => instrumented::time_outside_the_runtime(
             store,
             spec,
             workload,
             variant,
-            spec.measure.metric,
+            measure::Metric::Wall,
         )?,
         _ => Default::default(),
     };

@@ -332,7 +332,7 @@ pub fn run(
         store
             .summaries(
                 &instrumented::selection(spec, workload, ""),
-                spec.measure.metric,
+                spec.measure.metric.of_region_timers(),
             )?
             .into_iter()
             .filter_map(|s| Some((s.configuration, s.summary?.median)))
@@ -352,13 +352,13 @@ pub fn run(
         let e = entries.entry((config, r.region)).or_default();
         *e = (*e).max(r.entries);
     }
-    let outside = match spec.measure.metric {
+    let outside = match spec.measure.metric.of_region_timers() {
         measure::Metric::Wall => instrumented::time_outside_the_runtime(
             &store,
             spec,
             workload,
             &variant,
-            spec.measure.metric,
+            measure::Metric::Wall,
         )?,
         _ => Default::default(),
     };
@@ -434,7 +434,7 @@ pub fn run(
     file.express_against_reference(&instrumented::reference_choices(&spec.space)?);
     file.metric = Some(format!(
         "{}, from the call trees of the variant simulator",
-        spec.measure.metric.name()
+        spec.measure.metric.of_region_timers().name()
     ));
     report.output = Some(instrumented::save_model(
         &mut file,

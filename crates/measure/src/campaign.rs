@@ -1,16 +1,20 @@
-//! A measurement campaign: runs a list of configurations with repetitions, storing every
-//! run as it finishes and skipping what the store already holds, so an interrupted
-//! campaign resumes where it stopped.
+//! A measurement campaign: runs a list of configurations in rounds (each round every
+//! configuration that needs runs once, in a fresh random order, with a reference
+//! configuration), storing every run as it finishes and counting what the store already
+//! holds, so an interrupted campaign resumes where it stopped.
 
 use std::path::{Path, PathBuf};
 
 use space::Configuration;
 
+use rand::{RngCore, SeedableRng, seq::SliceRandom};
+use rand_chacha::ChaCha8Rng;
+
 use crate::Error;
 use crate::runner::{self, Outcome, RunResult};
-use crate::spec::{Invocation, MeasureSettings, SystemSpec, Workload};
+use crate::spec::{Invocation, MeasureSettings, Metric, SystemSpec, Workload};
 use crate::stats::Summary;
-use crate::store::{self, MeasurementKey, RegionMeasurement, Selection, Store};
+use crate::store::{self, MeasurementKey, RegionMeasurement, Selection, Store, StoredRun};
 
 /// What happens during a campaign, for progress display.
 pub enum Event<'a> {
@@ -210,18 +214,10 @@ impl<'a> Campaign<'a> {
         }
     }
 
-    /// Measures the configurations (in order), storing each run as it finishes.
-    pub fn run(
-        &self,
-        store: &Store,
-        configurations: &[Configuration],
-        on_event: &mut dyn FnMut(Event),
-    ) -> Result<CampaignReport, Error> {
-        let started = std::time::Instant::now();
+    /// The program to run (absolute: runs start in the spec's working directory), checked,
+    /// with the workload prepared and the spec registered in the store.
+    fn prepare(&self, store: &Store) -> Result<Option<PathBuf>, Error> {
         let spec = self.spec;
-        let metric = self.settings.metric;
-        // Runs start in the spec's working directory: a relative program path must not be
-        // read from there.
         let program = match &self.program {
             Some(p) => Some(std::path::absolute(p).map_err(|cause| Error::Io {
                 path: p.display().to_string(),
@@ -243,195 +239,415 @@ impl<'a> Campaign<'a> {
         }
         spec.prepare_workload(self.workload)?;
         store.register_spec(spec)?;
+        Ok(program)
+    }
+
+    /// Measures the configurations in rounds, storing each run as it finishes: every round
+    /// runs each configuration that needs more runs once, in a fresh random order (seeded,
+    /// the seed stored with the round), together with the reference configuration; the
+    /// spec's `warmup` rounds before them are not stored. Rounds go on until every
+    /// configuration has its runs (`repetitions`, or in adaptive mode its interval) or the
+    /// budget is spent. What the store holds counts, so a killed campaign resumes.
+    pub fn run(
+        &self,
+        store: &Store,
+        configurations: &[Configuration],
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<CampaignReport, Error> {
+        let started = std::time::Instant::now();
+        let spec = self.spec;
+        let program = self.prepare(store)?;
         let scratch = std::env::temp_dir().join(format!("knobs-campaign-{}", std::process::id()));
         std::fs::create_dir_all(&scratch).map_err(|cause| Error::Io {
             path: scratch.display().to_string(),
             cause,
         })?;
-        let mut report_notes = Vec::new();
-        let existing = store.runs_by_configuration(&self.selection())?;
-        // Runs of a workload whose files have changed since are still used, but said so.
+        let selection = self.selection();
+        let existing = store.runs_by_configuration(&selection)?;
         let inputs = spec.workload_digest(self.workload);
-        let changed = existing
-            .values()
-            .flatten()
-            .filter(|r| r.inputs.is_some() && r.inputs != inputs)
-            .count();
-        if changed > 0 {
-            report_notes.push(format!(
-                "{changed} stored runs measured workload `{}` when its files were different \
-                 (their digest differs from the files now); a new spec name or store keeps them apart",
-                self.workload.name
-            ));
-        }
-        // What each configuration already has: successful values, and whether it failed.
-        let mut todo = Vec::new();
-        let mut planned = 0u64;
+        let mut report = CampaignReport {
+            configurations: configurations.len(),
+            notes: self.changed_inputs_note(&existing, &inputs),
+            ..Default::default()
+        };
+        let mut items = Vec::new();
         for config in configurations {
             let text = spec.space.format_configuration(config);
             let runs = existing.get(&text).map(Vec::as_slice).unwrap_or(&[]);
-            let (values, failure) = self.standing(runs);
-            if failure.is_none() && self.needs_more(&values) {
-                let missing = (self.settings.repetitions as usize)
-                    .saturating_sub(values.len())
-                    .max(1);
-                planned += missing as u64 + self.settings.warmup as u64;
-            }
-            todo.push((config, text, values, failure));
-        }
-        on_event(Event::Planned { runs: planned });
-        let mut report = CampaignReport {
-            configurations: configurations.len(),
-            notes: report_notes,
-            ..Default::default()
-        };
-        // Each configuration is claimed in the store before it is measured, so processes
-        // measuring into one store share the plan; one another process holds comes back
-        // later, with what that process stored by then.
-        let owner = format!(
-            "{}:{}:{}",
-            store::host_name(),
-            std::process::id(),
-            store::now()
-        );
-        let lease =
-            || store::now() + spec.run().map_or(600.0, |r| r.timeout.unwrap_or(600.0)) + 60.0;
-        let mut queue: std::collections::VecDeque<_> = todo.into();
-        let mut deferred_in_a_row = 0usize;
-        while let Some((config, text, mut values, mut failure)) = queue.pop_front() {
-            if failure.is_none() && self.needs_more(&values) {
-                let key = self.key(text.clone(), &inputs);
-                if !store.claim(&key, &owner, lease())? {
-                    queue.push_back((config, text, values, failure));
-                    deferred_in_a_row += 1;
-                    if deferred_in_a_row > queue.len() {
-                        // Everything left is another process's: wait for it.
-                        std::thread::sleep(std::time::Duration::from_millis(100));
-                        deferred_in_a_row = 0;
-                    }
-                    continue;
-                }
-                // Another process may have measured it since the plan was made.
-                (values, failure) = self.stored(store, &text)?;
-            }
-            deferred_in_a_row = 0;
-            let status = if let Some(failed) = failure {
-                report.reused += 1;
-                ConfigurationStatus::Failed {
-                    why: failed.detail.unwrap_or_else(|| failed.status.clone()),
-                    stderr_tail: failed.stderr_tail.unwrap_or_default(),
-                }
-            } else if !self.needs_more(&values) {
-                report.reused += 1;
-                self.measured(values, 0)
-            } else {
-                on_event(Event::Starting {
-                    configuration: &text,
-                });
-                let invocation = match &program {
-                    Some(program) => spec.invocation_of(program.clone(), config, self.workload)?,
-                    None => spec.invocation(config, self.workload)?,
-                };
-                let key = self.key(text.clone(), &inputs);
-                let before = values.len();
-                let mut failed = None;
-                for _ in 0..self.settings.warmup {
-                    let (result, _) = self.run_once(&invocation, &scratch);
-                    on_event(Event::Ran {
-                        configuration: &text,
-                        result: &result,
-                        warmup: true,
-                    });
-                    if !result.outcome.is_ok() {
-                        // A failing warm-up is a failing configuration: store it so a
-                        // rerun does not try again.
-                        store.record(&key, store::now(), &result, &[])?;
-                        report.runs += 1;
-                        failed = Some(result);
-                        break;
-                    }
-                }
-                let initial_target = self.settings.repetitions as usize;
-                while failed.is_none() && self.needs_more(&values) {
-                    let at = store::now();
-                    let (result, regions) = self.run_once(&invocation, &scratch);
-                    store.record(&key, at, &result, &regions)?;
-                    store.claim(&key, &owner, lease())?;
-                    report.runs += 1;
-                    on_event(Event::Ran {
-                        configuration: &text,
-                        result: &result,
-                        warmup: false,
-                    });
-                    if !result.outcome.is_ok() {
-                        failed = Some(result);
-                        break;
-                    }
-                    values.push(result.metric(metric));
-                    if values.len() >= initial_target && self.needs_more(&values) {
-                        // Adaptive mode asks for one more run than planned.
-                        planned += 1;
-                        on_event(Event::Planned { runs: planned });
-                    }
-                }
-                match failed {
-                    Some(r) => ConfigurationStatus::Failed {
-                        why: r.outcome.describe(),
-                        stderr_tail: r.stderr_tail,
-                    },
-                    None => self.measured(values.clone(), (values.len() - before) as u32),
-                }
-            };
-            match &status {
-                ConfigurationStatus::Failed { why, .. } => {
-                    report.failed.push((text.clone(), why.clone()))
-                }
-                ConfigurationStatus::Measured {
-                    summary,
-                    noisy: true,
-                    ..
-                } => report.noisy.push((text.clone(), summary.cv)),
-                _ => {}
-            }
-            store.release(&self.key(text.clone(), &inputs), &owner)?;
-            on_event(Event::Done {
-                configuration: &text,
-                status: &status,
+            let (samples, failure) = self.standing(runs);
+            items.push(Item {
+                invocation: self.invocation(&program, config)?,
+                key: self.key(text, &inputs),
+                samples,
+                failure,
+                new_runs: 0,
+                listed: true,
+                done: false,
             });
         }
+        let mut rounds = Rounds {
+            metric: store.resolve_metric(&selection, self.settings.metric)?.0,
+            reference: None,
+            rng: ChaCha8Rng::seed_from_u64(self.settings.seed.unwrap_or_else(fresh_seed)),
+            owner: format!(
+                "{}:{}:{}",
+                store::host_name(),
+                std::process::id(),
+                store::now()
+            ),
+            ran: 0,
+            stored: 0,
+        };
+        rounds.reference = self.reference(store, &selection, &mut items, &program, &inputs)?;
+        // Configurations with nothing left to do are reported at once.
+        for item in items.iter_mut().filter(|i| i.listed) {
+            if item.failure.is_some() || !self.needs_more(&item.values(rounds.metric)) {
+                item.done = true;
+                report.reused += 1;
+                self.finish(item, rounds.metric, &mut report, on_event);
+            }
+        }
+        self.plan(&items, &rounds, on_event);
+        for _ in 0..self.settings.warmup {
+            self.warm_up(
+                store,
+                &mut items,
+                &mut rounds,
+                &scratch,
+                &mut report,
+                on_event,
+            )?;
+        }
+        loop {
+            let pending: Vec<usize> = (0..items.len())
+                .filter(|&i| items[i].listed && !items[i].done)
+                .collect();
+            if pending.is_empty() {
+                break;
+            }
+            if let Some(budget) = self
+                .settings
+                .budget
+                .filter(|b| started.elapsed().as_secs_f64() > *b)
+            {
+                report.notes.push(format!(
+                    "the budget of {budget:.0} s is spent: {} configurations have fewer runs \
+                     than asked for (a rerun adds them)",
+                    pending.len()
+                ));
+                break;
+            }
+            self.round(store, &mut items, &mut rounds, &scratch, on_event)?;
+            if self.settings.metric == Metric::Auto {
+                rounds.metric = store.resolve_metric(&selection, Metric::Auto)?.0;
+            }
+            if rounds.reference.is_none() {
+                rounds.reference =
+                    self.reference(store, &selection, &mut items, &program, &inputs)?;
+            }
+            for item in items.iter_mut().filter(|i| i.listed && !i.done) {
+                if item.failure.is_some() || !self.needs_more(&item.values(rounds.metric)) {
+                    item.done = true;
+                    self.finish(item, rounds.metric, &mut report, on_event);
+                }
+            }
+            self.plan(&items, &rounds, on_event);
+        }
+        on_event(Event::Planned { runs: rounds.ran });
+        report.runs = rounds.stored;
         let _ = std::fs::remove_dir_all(&scratch);
         report.seconds = started.elapsed().as_secs_f64();
         Ok(report)
     }
 
-    /// A configuration's successful values in the store now, and its failure (unless
-    /// failures are retried).
-    fn stored(
+    fn invocation(
         &self,
-        store: &Store,
-        text: &str,
-    ) -> Result<(Vec<f64>, Option<crate::store::StoredRun>), Error> {
-        Ok(self.standing(&store.runs_of(&self.selection(), text)?))
+        program: &Option<PathBuf>,
+        config: &Configuration,
+    ) -> Result<Invocation, Error> {
+        match program {
+            Some(program) => self
+                .spec
+                .invocation_of(program.clone(), config, self.workload),
+            None => self.spec.invocation(config, self.workload),
+        }
     }
 
-    /// Where a configuration stands given its stored runs: the metric of its successful
-    /// runs, and its latest failure (unless failures are retried).
-    fn standing(
+    /// A note when stored runs measured the workload's files as they were before a change.
+    fn changed_inputs_note(
         &self,
-        runs: &[crate::store::StoredRun],
-    ) -> (Vec<f64>, Option<crate::store::StoredRun>) {
-        let values = runs
+        existing: &std::collections::BTreeMap<String, Vec<StoredRun>>,
+        inputs: &Option<String>,
+    ) -> Vec<String> {
+        let changed = existing
+            .values()
+            .flatten()
+            .filter(|r| r.inputs.is_some() && r.inputs != *inputs)
+            .count();
+        (changed > 0)
+            .then(|| {
+                format!(
+                    "{changed} stored runs measured workload `{}` when its files were \
+                     different (their digest differs from the files now); a new spec name or \
+                     store keeps them apart",
+                    self.workload.name
+                )
+            })
+            .into_iter()
+            .collect()
+    }
+
+    /// The reference configuration's index among `items` (added, unlisted, when it is not
+    /// one of them): the spec's, the one the store's earlier rounds used, or the
+    /// configuration of median time in the rounds so far. `None` when the spec says `none`,
+    /// for fewer than three configurations, or before anything is measured.
+    fn reference(
+        &self,
+        store: &Store,
+        selection: &Selection,
+        items: &mut Vec<Item>,
+        program: &Option<PathBuf>,
+        inputs: &Option<String>,
+    ) -> Result<Option<usize>, Error> {
+        let chosen = match self.settings.reference.as_deref() {
+            Some("none") => return Ok(None),
+            _ if items.len() < 3 => return Ok(None),
+            Some(text) => Some(text.to_string()),
+            None => store.reference(selection)?,
+        };
+        let text = match chosen {
+            Some(text) => self
+                .spec
+                .space
+                .format_configuration(&self.spec.space.parse_configuration(&text)?),
+            None => {
+                let mut times: Vec<(f64, usize)> = (0..items.len())
+                    .filter(|&i| items[i].failure.is_none())
+                    .filter_map(|i| Some((*items[i].values(Metric::Wall).first()?, i)))
+                    .collect();
+                if times.len() < 3 {
+                    return Ok(None);
+                }
+                times.sort_by(|a, b| a.0.total_cmp(&b.0));
+                return Ok(Some(times[times.len() / 2].1));
+            }
+        };
+        if let Some(i) = items.iter().position(|i| i.key.configuration == text) {
+            return Ok(Some(i));
+        }
+        let config = self.spec.space.parse_configuration(&text)?;
+        let runs = store.runs_of(selection, &text)?;
+        let (samples, failure) = self.standing(&runs);
+        items.push(Item {
+            invocation: self.invocation(program, &config)?,
+            key: self.key(text, inputs),
+            samples,
+            failure,
+            new_runs: 0,
+            listed: false,
+            done: false,
+        });
+        Ok(Some(items.len() - 1))
+    }
+
+    /// Tells the progress display how many runs the campaign makes, as far as known now.
+    fn plan(&self, items: &[Item], rounds: &Rounds, on_event: &mut dyn FnMut(Event)) {
+        let missing: Vec<u64> = items
+            .iter()
+            .filter(|i| i.listed && !i.done)
+            .map(|i| {
+                (self.settings.repetitions as usize)
+                    .saturating_sub(i.samples.len())
+                    .max(1) as u64
+            })
+            .collect();
+        let reference_runs = match rounds.reference {
+            Some(r) if items[r].done || !items[r].listed => {
+                missing.iter().copied().max().unwrap_or(0)
+            }
+            _ => 0,
+        };
+        on_event(Event::Planned {
+            runs: rounds.ran + missing.iter().sum::<u64>() + reference_runs,
+        });
+    }
+
+    /// The items of the next round in a fresh random order (the reference among them), the
+    /// round's seed, and the claims taken: configurations another process is measuring wait
+    /// for a later round, with what that process stored by then.
+    fn order(
+        &self,
+        store: &Store,
+        items: &mut [Item],
+        rounds: &mut Rounds,
+    ) -> Result<(Vec<usize>, u64), Error> {
+        let selection = self.selection();
+        let lease = store::now()
+            + self
+                .spec
+                .run()
+                .map_or(600.0, |r| r.timeout.unwrap_or(600.0))
+            + 60.0;
+        let mut order = Vec::new();
+        for (i, item) in items.iter_mut().enumerate() {
+            let wanted = (item.listed && !item.done) || rounds.reference == Some(i);
+            if !wanted || item.failure.is_some() {
+                continue;
+            }
+            if store.claim(&item.key, &rounds.owner, lease)? {
+                let runs = store.runs_of(&selection, &item.key.configuration)?;
+                (item.samples, item.failure) = self.standing(&runs);
+                if item.failure.is_none() {
+                    order.push(i);
+                }
+            }
+        }
+        let seed = rounds.rng.next_u64();
+        order.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
+        Ok((order, seed))
+    }
+
+    /// One measured round.
+    fn round(
+        &self,
+        store: &Store,
+        items: &mut [Item],
+        rounds: &mut Rounds,
+        scratch: &Path,
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<(), Error> {
+        let (order, seed) = self.order(store, items, rounds)?;
+        if order.is_empty() {
+            // Everything left is another process's: wait for it.
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            return Ok(());
+        }
+        let reference = rounds
+            .reference
+            .map(|r| items[r].key.configuration.as_str());
+        let round = store.begin_round(seed, reference)?;
+        for i in order {
+            let item = &mut items[i];
+            on_event(Event::Starting {
+                configuration: &item.key.configuration,
+            });
+            let at = store::now();
+            let (result, regions) = self.run_once(&item.invocation, scratch);
+            store.record_in_round(&item.key, at, &result, &regions, Some(round))?;
+            store.release(&item.key, &rounds.owner)?;
+            rounds.ran += 1;
+            rounds.stored += 1;
+            item.new_runs += 1;
+            on_event(Event::Ran {
+                configuration: &item.key.configuration,
+                result: &result,
+                warmup: false,
+            });
+            if result.outcome.is_ok() {
+                item.samples.push(Sample::of_run(&result));
+            } else {
+                item.failure = Some(Failure::of(&result));
+            }
+        }
+        Ok(())
+    }
+
+    /// A round whose runs are not stored (warm caches, settled CPU frequency); a failing
+    /// run is stored, so that its configuration is not tried again.
+    fn warm_up(
+        &self,
+        store: &Store,
+        items: &mut [Item],
+        rounds: &mut Rounds,
+        scratch: &Path,
+        report: &mut CampaignReport,
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<(), Error> {
+        let (order, _) = self.order(store, items, rounds)?;
+        for i in order {
+            let item = &mut items[i];
+            on_event(Event::Starting {
+                configuration: &item.key.configuration,
+            });
+            let (result, _) = self.run_once(&item.invocation, scratch);
+            rounds.ran += 1;
+            on_event(Event::Ran {
+                configuration: &item.key.configuration,
+                result: &result,
+                warmup: true,
+            });
+            if !result.outcome.is_ok() {
+                store.record(&item.key, store::now(), &result, &[])?;
+                rounds.stored += 1;
+                item.failure = Some(Failure::of(&result));
+                item.new_runs += 1;
+            }
+            store.release(&item.key, &rounds.owner)?;
+        }
+        // Configurations that failed in the warm-up are done.
+        for item in items.iter_mut().filter(|i| i.listed && !i.done) {
+            if item.failure.is_some() {
+                item.done = true;
+                self.finish(item, rounds.metric, report, on_event);
+            }
+        }
+        Ok(())
+    }
+
+    /// Reports a configuration that needs no more runs.
+    fn finish(
+        &self,
+        item: &Item,
+        metric: Metric,
+        report: &mut CampaignReport,
+        on_event: &mut dyn FnMut(Event),
+    ) {
+        let text = &item.key.configuration;
+        let status = match &item.failure {
+            Some(f) => {
+                report.failed.push((text.clone(), f.why.clone()));
+                ConfigurationStatus::Failed {
+                    why: f.why.clone(),
+                    stderr_tail: f.stderr_tail.clone(),
+                }
+            }
+            None => {
+                let status = self.measured(item.values(metric), item.new_runs);
+                if let ConfigurationStatus::Measured {
+                    summary,
+                    noisy: true,
+                    ..
+                } = &status
+                {
+                    report.noisy.push((text.clone(), summary.cv));
+                }
+                status
+            }
+        };
+        on_event(Event::Done {
+            configuration: text,
+            status: &status,
+        });
+    }
+
+    /// Where a configuration stands given its stored runs: its successful runs, and its
+    /// latest failure (unless failures are retried).
+    fn standing(&self, runs: &[StoredRun]) -> (Vec<Sample>, Option<Failure>) {
+        let samples = runs
             .iter()
             .filter(|r| r.is_ok())
-            .map(|r| r.metric(self.settings.metric))
+            .map(Sample::of_stored)
             .collect();
         let failure = runs
             .iter()
             .rev()
             .find(|r| !r.is_ok())
             .filter(|_| !self.retry_failed)
-            .cloned();
-        (values, failure)
+            .map(|r| Failure {
+                why: r.detail.clone().unwrap_or_else(|| r.status.clone()),
+                stderr_tail: r.stderr_tail.clone().unwrap_or_default(),
+            });
+        (samples, failure)
     }
 
     fn measured(&self, values: Vec<f64>, new_runs: u32) -> ConfigurationStatus {
@@ -443,6 +659,104 @@ impl<'a> Campaign<'a> {
             new_runs,
         }
     }
+}
+
+/// A configuration of the campaign and what it has.
+struct Item {
+    invocation: Invocation,
+    key: MeasurementKey,
+    samples: Vec<Sample>,
+    failure: Option<Failure>,
+    new_runs: u32,
+    /// One of the campaign's configurations (not only the reference).
+    listed: bool,
+    /// Reported: it has its runs, or failed.
+    done: bool,
+}
+
+impl Item {
+    fn values(&self, metric: Metric) -> Vec<f64> {
+        self.samples.iter().map(|s| s.metric(metric)).collect()
+    }
+}
+
+/// What one successful run measured.
+#[derive(Clone, Copy)]
+struct Sample {
+    wall: f64,
+    user: f64,
+    system: f64,
+    max_rss_kib: f64,
+}
+
+impl Sample {
+    fn of_run(r: &RunResult) -> Sample {
+        Sample {
+            wall: r.wall,
+            user: r.user,
+            system: r.system,
+            max_rss_kib: r.max_rss_kib as f64,
+        }
+    }
+
+    fn of_stored(r: &StoredRun) -> Sample {
+        Sample {
+            wall: r.wall,
+            user: r.user,
+            system: r.system_time,
+            max_rss_kib: r.max_rss_kib as f64,
+        }
+    }
+
+    fn metric(&self, metric: Metric) -> f64 {
+        match metric {
+            Metric::Wall | Metric::Auto => self.wall,
+            Metric::User => self.user,
+            Metric::System => self.system,
+            Metric::Cpu => self.user + self.system,
+            Metric::MaxRss => self.max_rss_kib,
+        }
+    }
+}
+
+/// How a configuration failed.
+struct Failure {
+    why: String,
+    stderr_tail: String,
+}
+
+impl Failure {
+    fn of(r: &RunResult) -> Failure {
+        Failure {
+            why: r.outcome.describe(),
+            stderr_tail: r.stderr_tail.clone(),
+        }
+    }
+}
+
+/// The state of a campaign's rounds.
+struct Rounds {
+    /// What the runs are judged by (`auto` resolved once the first round is in).
+    metric: Metric,
+    /// The item measured in every round.
+    reference: Option<usize>,
+    /// Draws each round's seed.
+    rng: ChaCha8Rng,
+    /// This process, as it claims configurations in the store.
+    owner: String,
+    /// Runs made, warm-ups included.
+    ran: u64,
+    /// Runs stored.
+    stored: u64,
+}
+
+/// A seed for a campaign whose spec sets none.
+fn fresh_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    nanos ^ (u64::from(std::process::id()) << 32)
 }
 
 #[cfg(test)]
@@ -486,6 +800,111 @@ mod tests {
             "the progress total ends at the number of runs made"
         );
         report
+    }
+
+    /// Per round (by its id), the configurations it ran, in the order they ran.
+    fn rounds_of(store: &Store) -> std::collections::BTreeMap<i64, Vec<String>> {
+        let mut by = std::collections::BTreeMap::<i64, Vec<String>>::new();
+        for r in store.runs(&Selection::default()).unwrap() {
+            by.entry(r.round.expect("measured in a round"))
+                .or_default()
+                .push(r.configuration);
+        }
+        by
+    }
+
+    #[test]
+    fn rounds_run_every_configuration_once_with_the_reference_and_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "name = \"s\"\n[run]\nprogram = \"sleep\"\nargs = [\"0.001\", \"{options}\"]\n\
+                    [measure]\nrepetitions = 2\nseed = 7\n[[workload]]\nname = \"w\"\n\
+                    [[option]]\nname = \"a\"\non = [\"0.002\"]\n[[option]]\nname = \"b\"\non = [\"0.004\"]\n";
+        let spec = SystemSpec::parse(text, &dir.path().join("knobs.toml")).unwrap();
+        let store = Store::open(&dir.path().join("r.db")).unwrap();
+        let report = measure_all(&spec, &store);
+        assert_eq!(report.runs, 8);
+        let rounds = rounds_of(&store);
+        assert_eq!(rounds.len(), 2, "{rounds:?}");
+        for configs in rounds.values() {
+            let mut sorted = configs.clone();
+            sorted.sort();
+            sorted.dedup();
+            assert_eq!(
+                sorted.len(),
+                4,
+                "each configuration once a round: {configs:?}"
+            );
+        }
+        // The reference is chosen from the first round, recorded from the second on: the
+        // configuration of median time among the four (b alone, or a and b: 5 or 7 ms).
+        let reference = store.reference(&Selection::default()).unwrap().unwrap();
+        assert!(["b", "a,b"].contains(&reference.as_str()), "{reference}");
+        // More repetitions later: the missing round, with the same reference.
+        let three = SystemSpec::parse(
+            &text.replace("repetitions = 2", "repetitions = 3"),
+            &dir.path().join("knobs.toml"),
+        )
+        .unwrap();
+        assert_eq!(measure_all(&three, &store).runs, 4);
+        assert_eq!(rounds_of(&store).len(), 3);
+        assert_eq!(
+            store.reference(&Selection::default()).unwrap(),
+            Some(reference.clone())
+        );
+        // A sample without the reference still measures it in every round.
+        let four = SystemSpec::parse(
+            &text.replace("repetitions = 2", "repetitions = 4"),
+            &dir.path().join("knobs.toml"),
+        )
+        .unwrap();
+        let others: Vec<Configuration> = space::ValidConfigurations::new(&four.space)
+            .unwrap()
+            .iter()
+            .filter(|c| four.space.format_configuration(c) != reference)
+            .collect();
+        let report = Campaign::new(&four, four.workload(None).unwrap())
+            .run(&store, &others, &mut |_| {})
+            .unwrap();
+        assert_eq!((report.configurations, report.runs), (3, 4));
+        let last = rounds_of(&store).into_values().last().unwrap();
+        assert!(last.contains(&reference), "{last:?}");
+    }
+
+    #[test]
+    fn auto_reads_cpu_time_for_a_busy_program_and_wall_time_for_a_sleeping_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let sleeping = spec(dir.path(), "repetitions = 1");
+        let store = Store::open(&dir.path().join("sleep.db")).unwrap();
+        measure_all(&sleeping, &store);
+        let (metric, why) = store
+            .resolve_metric(&Selection::default(), Metric::Auto)
+            .unwrap();
+        assert_eq!(metric, Metric::Wall, "{why}");
+        let busy = SystemSpec::parse(
+            "name = \"s\"\n[run]\nprogram = \"sh\"\nargs = [\"-c\", \"i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done\", \"{options}\"]\n\
+             [measure]\nrepetitions = 1\n[[workload]]\nname = \"w\"\n[[option]]\nname = \"a\"\non = [\"x\"]\n",
+            &dir.path().join("knobs.toml"),
+        )
+        .unwrap();
+        let store = Store::open(&dir.path().join("busy.db")).unwrap();
+        measure_all(&busy, &store);
+        let (metric, why) = store
+            .resolve_metric(&Selection::default(), Metric::Auto)
+            .unwrap();
+        // A busy loop keeps a CPU busy unless the machine lends it elsewhere; a loaded
+        // machine can only make it wall time, which is also right.
+        let shares: Vec<f64> = store
+            .runs(&Selection::default())
+            .unwrap()
+            .iter()
+            .map(StoredRun::cpu_share)
+            .collect();
+        let expected = if shares.iter().all(|s| *s >= store::CPU_BOUND.0) {
+            Metric::Cpu
+        } else {
+            Metric::Wall
+        };
+        assert_eq!(metric, expected, "{why}: {shares:?}");
     }
 
     #[test]

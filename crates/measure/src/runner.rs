@@ -95,6 +95,8 @@ impl RunResult {
             Metric::System => self.system,
             Metric::Cpu => self.user + self.system,
             Metric::MaxRss => self.max_rss_kib as f64,
+            // Unresolved (`Store::resolve_metric` decides): wall time, right for any program.
+            Metric::Auto => self.wall,
         }
     }
 

@@ -93,10 +93,19 @@ pub struct MeasureSettings {
     pub ci: f64,
     #[serde(default = "default_max_repetitions")]
     pub max_repetitions: u32,
-    /// The performance learned and exported: wall, user, system, cpu (user + system) or
-    /// max_rss (KiB).
+    /// The performance learned and exported: auto (cpu for a program that keeps one CPU
+    /// busy, wall otherwise), wall, user, system, cpu (user + system) or max_rss (KiB).
     #[serde(default)]
     pub metric: Metric,
+    /// The configuration measured in every round, so that each round's speed can be read
+    /// off it (compact text, as `knobs results show` prints it); `"none"`: no reference.
+    /// Default: chosen from the first round, the configuration of median time.
+    pub reference: Option<String>,
+    /// The seed of the rounds' random orders; default: a fresh one per campaign (each
+    /// round's is recorded in the store).
+    pub seed: Option<u64>,
+    /// Seconds after which no further round starts (adaptive mode's cap on time).
+    pub budget: Option<f64>,
 }
 
 fn default_repetitions() -> u32 {
@@ -122,6 +131,9 @@ impl Default for MeasureSettings {
             ci: default_ci(),
             max_repetitions: default_max_repetitions(),
             metric: Metric::default(),
+            reference: None,
+            seed: None,
+            budget: None,
         }
     }
 }
@@ -130,7 +142,10 @@ impl Default for MeasureSettings {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Metric {
+    /// CPU time for a program that keeps one CPU busy, wall time for any other: decided per
+    /// selection of runs from their first round (`Store::resolve_metric`).
     #[default]
+    Auto,
     Wall,
     User,
     System,
@@ -139,7 +154,8 @@ pub enum Metric {
 }
 
 impl Metric {
-    pub const ALL: [Metric; 5] = [
+    pub const ALL: [Metric; 6] = [
+        Metric::Auto,
         Metric::Wall,
         Metric::User,
         Metric::System,
@@ -147,8 +163,18 @@ impl Metric {
         Metric::MaxRss,
     ];
 
+    /// The metric of the white-box approaches' own timers, which read the wall clock: `auto`
+    /// is wall time for them.
+    pub fn of_region_timers(self) -> Metric {
+        match self {
+            Metric::Auto => Metric::Wall,
+            m => m,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
+            Metric::Auto => "auto",
             Metric::Wall => "wall",
             Metric::User => "user",
             Metric::System => "system",
@@ -160,6 +186,7 @@ impl Metric {
     /// The column header used in exported datasets, with the unit.
     pub fn label(self) -> &'static str {
         match self {
+            Metric::Auto => "time_s",
             Metric::Wall => "wall_s",
             Metric::User => "user_s",
             Metric::System => "system_s",
@@ -174,7 +201,7 @@ impl Metric {
             .find(|m| m.name() == text)
             .ok_or_else(|| {
                 Error::Invalid(format!(
-                    "unknown metric `{text}`; expected wall, user, system, cpu or max_rss"
+                    "unknown metric `{text}`; expected auto, wall, user, system, cpu or max_rss"
                 ))
             })
     }
@@ -604,6 +631,19 @@ impl SystemSpec {
         }
         if !(m.ci.is_finite() && m.ci > 0.0) {
             return bad("ci", "must be a number > 0");
+        }
+        if m.budget.is_some_and(|b| !(b.is_finite() && b > 0.0)) {
+            return bad("budget", "must be a number of seconds > 0");
+        }
+        if let Some(reference) = m.reference.as_deref().filter(|r| *r != "none") {
+            let message = match self.space.parse_configuration(reference) {
+                Ok(c) if self.space.violations(&c).is_empty() => None,
+                Ok(_) => Some("is not a valid configuration"),
+                Err(_) => Some("is not a configuration of this space"),
+            };
+            if let Some(message) = message {
+                return bad("reference", &format!("`{reference}` {message}"));
+            }
         }
         if m.adaptive && m.max_repetitions < m.repetitions {
             return bad("max_repetitions", "must be at least `repetitions`");

@@ -33,7 +33,7 @@ use crate::spec::{Metric, SystemSpec};
 use crate::stats::Summary;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 const SCHEMA: &str = "
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -62,7 +62,14 @@ CREATE TABLE runs (
     max_rss_kib INTEGER NOT NULL,
     stderr_tail TEXT,
     inputs TEXT,                    -- digest of the workload's files, when it has any
-    \"commit\" TEXT NOT NULL DEFAULT ''  -- the [history] commit built and run; '' = none
+    \"commit\" TEXT NOT NULL DEFAULT '',  -- the [history] commit built and run; '' = none
+    round INTEGER                   -- rounds.id; NULL: measured before rounds
+);
+CREATE TABLE rounds (               -- every pending configuration once, in a random order
+    id INTEGER PRIMARY KEY,
+    started REAL NOT NULL,
+    seed INTEGER NOT NULL,          -- of the order (ChaCha8), so it can be replayed
+    reference TEXT                  -- the configuration measured in every round, if any
 );
 CREATE INDEX runs_by_configuration ON runs (system, spec_hash, workload, configuration);
 CREATE TABLE region_times (
@@ -86,7 +93,7 @@ CREATE TABLE claims (               -- a configuration being measured, and by wh
 ";
 
 /// Statements taking a store of version `i + 1` to version `i + 2`.
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     "
 ALTER TABLE runs ADD COLUMN variant TEXT NOT NULL DEFAULT '';
 CREATE TABLE region_times (
@@ -126,7 +133,21 @@ CREATE TABLE claims (
     PRIMARY KEY (system, variant, spec_hash, workload, configuration, \"commit\")
 );
 ",
+    "
+CREATE TABLE rounds (
+    id INTEGER PRIMARY KEY,
+    started REAL NOT NULL,
+    seed INTEGER NOT NULL,
+    reference TEXT
+);
+ALTER TABLE runs ADD COLUMN round INTEGER;
+",
 ];
+
+/// The share of its wall time a run spends on a CPU (user + system) for `metric = "auto"`
+/// to read CPU time: at least most of it (a CPU-bound program on a machine with a core to
+/// spare: 93–100 % here), at most one CPU's worth (not running threads in parallel).
+pub const CPU_BOUND: (f64, f64) = (0.8, 1.1);
 
 /// Identifies a configuration's measurements.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -168,6 +189,8 @@ pub struct StoredRun {
     pub inputs: Option<String>,
     /// The `[history]` commit whose build ran; `""` for the spec's own program.
     pub commit: String,
+    /// The round it was measured in (`None`: before rounds).
+    pub round: Option<i64>,
 }
 
 impl StoredRun {
@@ -182,7 +205,14 @@ impl StoredRun {
             Metric::System => self.system_time,
             Metric::Cpu => self.user + self.system_time,
             Metric::MaxRss => self.max_rss_kib as f64,
+            // Unresolved (`Store::resolve_metric` decides): wall time, right for any program.
+            Metric::Auto => self.wall,
         }
+    }
+
+    /// User + system time over wall time.
+    pub fn cpu_share(&self) -> f64 {
+        (self.user + self.system_time) / self.wall.max(1e-9)
     }
 }
 
@@ -473,6 +503,56 @@ impl Store {
         result: &RunResult,
         regions: &[RegionMeasurement],
     ) -> Result<i64, Error> {
+        self.record_in_round(key, started, result, regions, None)
+    }
+
+    /// Starts a round: its id, for [`Store::record_in_round`].
+    pub fn begin_round(&self, seed: u64, reference: Option<&str>) -> Result<i64, Error> {
+        let err = db_error(&self.path);
+        self.conn
+            .execute(
+                "INSERT INTO rounds (started, seed, reference) VALUES (?1, ?2, ?3)",
+                params![now(), seed as i64, reference],
+            )
+            .map_err(&err)?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// The reference configuration of the selection's latest round that had one.
+    pub fn reference(&self, selection: &Selection) -> Result<Option<String>, Error> {
+        let err = db_error(&self.path);
+        self.conn
+            .query_row(
+                "SELECT rounds.reference FROM runs JOIN rounds ON runs.round = rounds.id
+                 WHERE (?1 IS NULL OR system = ?1) AND (?2 IS NULL OR spec_hash = ?2)
+                   AND (?3 IS NULL OR workload = ?3) AND variant = ?4 AND \"commit\" = ?5
+                   AND rounds.reference IS NOT NULL
+                 ORDER BY rounds.id DESC LIMIT 1",
+                params![
+                    selection.system,
+                    selection.spec_hash,
+                    selection.workload,
+                    selection.variant,
+                    selection.commit
+                ],
+                |r| r.get(0),
+            )
+            .map(Some)
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                e => Err(err(e)),
+            })
+    }
+
+    /// [`Store::record`] of a run measured in `round` ([`Store::begin_round`]).
+    pub fn record_in_round(
+        &self,
+        key: &MeasurementKey,
+        started: f64,
+        result: &RunResult,
+        regions: &[RegionMeasurement],
+        round: Option<i64>,
+    ) -> Result<i64, Error> {
         let err = db_error(&self.path);
         let detail = (!result.outcome.is_ok()).then(|| result.outcome.describe());
         let tail = (!result.stderr_tail.is_empty()).then_some(&result.stderr_tail);
@@ -480,8 +560,9 @@ impl Store {
         tx.execute(
             "INSERT INTO runs (system, variant, spec_hash, workload, configuration, host, started,
                 tool_version, status, detail, wall, user, system_time, max_rss_kib, stderr_tail,
-                inputs, \"commit\")
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                inputs, \"commit\", round)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+                     ?18)",
             params![
                 key.system,
                 key.variant,
@@ -500,6 +581,7 @@ impl Store {
                 tail,
                 key.inputs,
                 key.commit,
+                round,
             ],
         )
         .map_err(&err)?;
@@ -582,7 +664,7 @@ impl Store {
             .prepare(
                 "SELECT id, system, spec_hash, workload, configuration, host, started,
                         tool_version, status, detail, wall, user, system_time, max_rss_kib,
-                        stderr_tail, variant, inputs, \"commit\"
+                        stderr_tail, variant, inputs, \"commit\", round
                  FROM runs
                  WHERE (?1 IS NULL OR system = ?1) AND (?2 IS NULL OR spec_hash = ?2)
                    AND (?3 IS NULL OR workload = ?3) AND variant = ?4
@@ -620,6 +702,7 @@ impl Store {
                         stderr_tail: r.get(14)?,
                         inputs: r.get(16)?,
                         commit: r.get(17)?,
+                        round: r.get(18)?,
                     })
                 },
             )
@@ -732,13 +815,85 @@ impl Store {
         }
     }
 
+    /// What `metric` reads in the selection's runs, and why: itself, or for `auto` CPU time
+    /// when every configuration of the first round kept one CPU busy (user + system within
+    /// [`CPU_BOUND`] of wall time), wall time otherwise. CPU time does not count the time a
+    /// program waits for a CPU another program holds, so it is far steadier on a shared
+    /// machine; it would miss sleeps, I/O waits and a second thread's work, which is why
+    /// those programs keep wall time. The first round decides (every later session reads the
+    /// same decision); runs from before rounds decide by their medians.
+    pub fn resolve_metric(
+        &self,
+        selection: &Selection,
+        metric: Metric,
+    ) -> Result<(Metric, String), Error> {
+        if metric != Metric::Auto {
+            return Ok((metric, format!("{} (as the spec says)", metric.name())));
+        }
+        let runs: Vec<StoredRun> = self
+            .runs(selection)?
+            .into_iter()
+            .filter(StoredRun::is_ok)
+            .collect();
+        let first = runs.iter().filter_map(|r| r.round).min();
+        let mut shares: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+        for r in runs.iter().filter(|r| first.is_none() || r.round == first) {
+            shares
+                .entry(&r.configuration)
+                .or_default()
+                .push(r.cpu_share());
+        }
+        let medians: Vec<(&str, f64)> = shares
+            .iter()
+            .filter_map(|(c, v)| Some((*c, ::stats::median(v)?)))
+            .collect();
+        let Some(low) = medians.iter().min_by(|a, b| a.1.total_cmp(&b.1)) else {
+            return Ok((Metric::Wall, "wall (auto: nothing measured yet)".into()));
+        };
+        let high = medians
+            .iter()
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .expect("one");
+        let (lo, hi) = CPU_BOUND;
+        Ok(if low.1 < lo {
+            (
+                Metric::Wall,
+                format!(
+                    "wall (auto: `{}` used a CPU {:.0} % of its wall time: it sleeps, waits \
+                     or lacked a CPU)",
+                    low.0,
+                    low.1 * 100.0
+                ),
+            )
+        } else if high.1 > hi {
+            (
+                Metric::Wall,
+                format!(
+                    "wall (auto: `{}` used {:.2} CPUs: it runs threads in parallel)",
+                    high.0, high.1
+                ),
+            )
+        } else {
+            (
+                Metric::Cpu,
+                format!(
+                    "cpu (auto: user + system was {:.0}–{:.0} % of wall time in every \
+                     configuration of the first round)",
+                    low.1 * 100.0,
+                    high.1 * 100.0
+                ),
+            )
+        })
+    }
+
     /// Per configuration: how many runs, how many failed, and the metric over the
-    /// successful ones.
+    /// successful ones (`auto` resolved).
     pub fn summaries(
         &self,
         selection: &Selection,
         metric: Metric,
     ) -> Result<Vec<ConfigurationSummary>, Error> {
+        let (metric, _) = self.resolve_metric(selection, metric)?;
         Ok(self
             .runs_by_configuration(selection)?
             .into_iter()
@@ -787,6 +942,7 @@ impl Store {
             }
             selection.workload = workloads.into_iter().next();
         }
+        let (metric, _) = self.resolve_metric(&selection, metric)?;
         let mut configurations: Vec<Configuration> = Vec::new();
         let mut performance = Vec::new();
         for s in self.summaries(&selection, metric)? {
@@ -1030,7 +1186,9 @@ mod tests {
         {
             let conn = Connection::open(&path).unwrap();
             conn.execute_batch(
-                "ALTER TABLE runs DROP COLUMN \"commit\";
+                "ALTER TABLE runs DROP COLUMN round;
+                 DROP TABLE rounds;
+                 ALTER TABLE runs DROP COLUMN \"commit\";
                  DROP TABLE claims;
                  CREATE TABLE claims (system TEXT NOT NULL, variant TEXT NOT NULL,
                      spec_hash TEXT NOT NULL, workload TEXT NOT NULL, configuration TEXT NOT NULL,

@@ -235,11 +235,10 @@ pub fn run(
         )));
     }
     report.measurement = Some(measured);
+    let selection = instrumented::selection(spec, workload, "");
+    let (metric, _) = store.resolve_metric(&selection, spec.measure.metric)?;
     let medians: std::collections::BTreeMap<String, f64> = store
-        .summaries(
-            &instrumented::selection(spec, workload, ""),
-            spec.measure.metric,
-        )?
+        .summaries(&selection, metric)?
         .into_iter()
         .filter_map(|s| Some((s.configuration, s.summary?.median)))
         .collect();
@@ -256,7 +255,7 @@ pub fn run(
     }
 
     let mut file = table.model(&valid, &times)?;
-    file.metric = Some(format!("{}, end to end", spec.measure.metric.name()));
+    file.metric = Some(format!("{}, end to end", metric.name()));
     // A reader of the model alone must see which options it is blind to.
     file.provenance
         .insert("unreached".into(), report.unreached.clone().into());

@@ -33,7 +33,7 @@ pub(super) fn outside_the_profile(
         .rev()
         .find(|(k, _)| k == runtime::profiler::CLOCK_VAR)
         .is_some_and(|(_, v)| v == "cpu");
-    let metric = spec.measure.metric;
+    let metric = spec.measure.metric.of_region_timers();
     let matches = match metric {
         measure::Metric::Wall => !cpu_clock,
         measure::Metric::Cpu => cpu_clock,

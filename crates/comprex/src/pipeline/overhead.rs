@@ -99,7 +99,7 @@ pub fn overhead_correction(
     spec.prepare_workload(workload)?;
     let out = settings.work_dir.join("overhead-run.tsv");
     let rounds = (spec.measure.repetitions as usize).max(3);
-    let metric = spec.measure.metric;
+    let metric = spec.measure.metric.of_region_timers();
     let mut pairs = Vec::new();
     for config in choose(configurations, k, seed) {
         let text = spec.space.format_configuration(&config);
