@@ -3,7 +3,7 @@
 //!
 //! `cargo run --release -p instrumented --example bench_cpu_attribution [RUNS]`
 //!
-//! Runs the profiler's test scenarios (`tests/profiler_scenarios.c`) with
+//! Runs the profiler's test scenarios (`tests/profiler_scenarios.c`, real build) with
 //! `KNOBS_PROFILE_CLOCK=cpu` RUNS times (default 10): `cpu-vs-sleep` (a 60 ms busy loop in
 //! region 0, a 60 ms sleep in region 1) and `threads` (two 40 ms workers in region 3, the
 //! main thread joining them in region 4), and prints, per region, the CPU seconds the

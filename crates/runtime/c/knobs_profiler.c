@@ -36,6 +36,15 @@
  *   where the kernel never restarts them (but a sleeping thread uses no CPU, so its timer
  *   does not fire). The program must not use SIGPROF itself.
  *
+ * Test clock (-DKNOBS_TEST_CLOCK; runtime::profiler::build_test_clock): no sampler thread and
+ * no CPU timer; time passes only when the program calls the one extra export
+ *     void __knobs_test_sample(uint32_t periods);
+ * wall: exactly one sampler wake-up covering `periods` periods (the same function the sampler
+ * thread runs: one sample of every live registered thread, `weight` and `missed` as above);
+ * cpu: the calling thread's timer expiring with `periods` - 1 overruns. The `wall` line is the
+ * test clock's time (the periods passed to it), so a test can check attribution exactly. The
+ * normal build has no such symbol and is unchanged.
+ *
  * Semantics:
  * - Enter pushes (recursion pushes again; every enter counts one entry). Exit pops the
  *   innermost activation of its id and, if it is not the top, every activation above it
@@ -67,6 +76,12 @@
 
 #ifndef sigev_notify_thread_id
 #define sigev_notify_thread_id _sigev_un._tid
+#endif
+
+#ifdef KNOBS_TEST_CLOCK
+#define KP_TEST_CLOCK 1
+#else
+#define KP_TEST_CLOCK 0
 #endif
 
 #define KNOBS_API __attribute__((visibility("default")))
@@ -118,12 +133,18 @@ static _Atomic int kp_sampling; /* the sampler thread is charging */
 static uint64_t kp_ticks;   /* whole periods covered so far (wall; sampler, then exit) */
 static uint64_t kp_wakeups; /* samples taken of each live thread (wall) */
 static _Atomic uint64_t kp_untracked; /* cpu samples of unregistered threads (none expected) */
+static _Atomic uint64_t kp_test_ns; /* the test clock's time since kp_mono0 (test clock only) */
 static __thread struct kp_thread *kp_self __attribute__((tls_model("initial-exec")));
 
 static uint64_t mono_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* The clock the profile's wall time is read from: CLOCK_MONOTONIC, or the test clock. */
+static uint64_t now_ns(void) {
+    return KP_TEST_CLOCK ? kp_mono0 + atomic_load(&kp_test_ns) : mono_ns();
 }
 
 static void *map(size_t bytes) {
@@ -137,7 +158,8 @@ static inline void add(_Atomic uint64_t *counter, uint64_t d) {
 
 /* Charges `n` periods to `t`'s innermost open region, or its base. Async-signal-safe: loads
  * and stores only. Single writer per thread's sample counters: the sampler thread (wall) or
- * the thread's own handler (cpu), never both. */
+ * the thread's own handler (cpu), never both (test clock: the __knobs_test_sample caller
+ * holding its lock, or the thread itself). */
 static inline void charge(struct kp_thread *t, uint64_t n) {
     uint32_t top = atomic_load_explicit(&t->top, RELAXED);
     if (top) {
@@ -182,6 +204,20 @@ static void charge_all_until(uint64_t now) {
             charge(t, 1);
 }
 
+/* One wake-up of the wall-clock sampler (the sampler thread's, or the test clock's): charges
+ * up to now unless the profile is finished; 0 then (the sampler stops). kp_sampling tells the
+ * exiting destructor to wait for the charge in progress. */
+static int wall_wake_up(void) {
+    atomic_store(&kp_sampling, 1);
+    if (atomic_load(&kp_finished)) {
+        atomic_store(&kp_sampling, 0);
+        return 0;
+    }
+    charge_all_until(now_ns());
+    atomic_store(&kp_sampling, 0);
+    return 1;
+}
+
 static void *sampler(void *arg) {
     (void)arg;
     uint64_t next = kp_mono0;
@@ -193,13 +229,8 @@ static void *sampler(void *arg) {
         struct timespec ts = {(time_t)(next / 1000000000u), (long)(next % 1000000000u)};
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
             ;
-        atomic_store(&kp_sampling, 1);
-        if (atomic_load(&kp_finished)) {
-            atomic_store(&kp_sampling, 0);
+        if (!wall_wake_up())
             return NULL;
-        }
-        charge_all_until(mono_ns());
-        atomic_store(&kp_sampling, 0);
     }
 }
 
@@ -265,7 +296,7 @@ static KNOBS_COLD void global_init(void) {
     kp_clock = clock && !strcmp(clock, "cpu") ? KP_CPU : KP_WALL;
     kp_period_ns = period_from_env();
     kp_pid = getpid();
-    kp_mono0 = mono_ns();
+    kp_mono0 = now_ns();
     if (kp_clock == KP_CPU) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
@@ -324,7 +355,9 @@ static KNOBS_COLD struct kp_thread *thread_init(void) {
                                                   RELAXED));
     kp_self = t;
     pthread_setspecific(kp_key, t);
-    if (kp_clock == KP_CPU)
+    if (KP_TEST_CLOCK) /* no timer, no sampler: __knobs_test_sample stands for both */
+        ;
+    else if (kp_clock == KP_CPU)
         start_cpu_timer(t);
     else if (!atomic_exchange(&kp_sampler_started, 1))
         start_sampler();
@@ -396,6 +429,29 @@ KNOBS_API void __knobs_method_exit(uint32_t id) {
 KNOBS_API void __knobs_region_enter(uint32_t id) __attribute__((alias("__knobs_method_enter")));
 KNOBS_API void __knobs_region_exit(uint32_t id) __attribute__((alias("__knobs_method_exit")));
 
+#ifdef KNOBS_TEST_CLOCK
+/* Callers take turns: each call is one sampler wake-up (wall; the charges' single writer) or
+ * one timer expiry of the calling thread (cpu). */
+static pthread_mutex_t kp_test_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The test clock: `periods` periods pass, then what the real clock would do at that moment
+ * happens once (see the header comment). Does not register the calling thread. */
+KNOBS_API void __knobs_test_sample(uint32_t periods) {
+    if (!periods || atomic_load_explicit(&kp_state, memory_order_acquire) != KP_ENABLED)
+        return;
+    pthread_mutex_lock(&kp_test_lock);
+    atomic_fetch_add(&kp_test_ns, (uint64_t)periods * kp_period_ns);
+    if (kp_clock == KP_WALL) {
+        wall_wake_up();
+    } else if (!atomic_load(&kp_finished)) {
+        struct kp_thread *t = kp_self; /* as on_sigprof with an overrun of periods - 1 */
+        if (t)
+            charge(t, periods);
+    }
+    pthread_mutex_unlock(&kp_test_lock);
+}
+#endif
+
 static __attribute__((constructor(101))) void kp_start(void) {
     global_init();
     if (!kp_self)
@@ -408,15 +464,17 @@ static __attribute__((destructor(101))) void kp_finish(void) {
     if (getpid() != kp_pid)
         return;
     struct kp_thread *self = kp_self;
-    uint64_t now = mono_ns();
+    uint64_t now;
     if (kp_clock == KP_CPU) {
         if (self && self->has_timer) {
             self->has_timer = 0;
             timer_delete(self->timer);
         }
+        now = now_ns();
     } else {
         while (atomic_load(&kp_sampling)) /* the sampler is mid-charge; it stops after */
             ;
+        now = now_ns(); /* after the sampler's last reading: no tick charged beyond `wall` */
         charge_all_until(now);
     }
     uint32_t open = 0;

@@ -15,6 +15,12 @@
 //! samples × period, plus the period and sample counts (`docs/profiler.md`); both
 //! [`crate::RegionTimes::read`] and [`Profile::read`] read it.
 //!
+//! [`build_test_clock`] compiles the same source with `-DKNOBS_TEST_CLOCK`: no sampler thread
+//! and no CPU timer; time passes only when the program calls `__knobs_test_sample(periods)`
+//! ([`TEST_SAMPLE_FN`]), which does exactly what one wake-up of the wall-clock sampler (or one
+//! expiry of the calling thread's CPU timer) covering that many periods does — the same code.
+//! Tests check attribution against such counted work, never against the machine's time.
+//!
 //! [`overhead_correction`] fits §V.A's optional linear correction from configurations
 //! measured with and without the profiler.
 //!
@@ -57,6 +63,26 @@ pub const LINK_FLAGS: &[&str] = &["-Wl,-u,__knobs_method_enter"];
 /// safe (temporary names, then rename).
 pub fn build(clang: &Path, out_dir: &Path) -> Result<PathBuf, Error> {
     crate::build_library(clang, out_dir, "profiler", SOURCE, CFLAGS)
+}
+
+/// The flag selecting the profiler's test clock ([`build_test_clock`]).
+pub const TEST_CLOCK_FLAG: &str = "-DKNOBS_TEST_CLOCK";
+
+/// The function the test-clock build exports: `void __knobs_test_sample(uint32_t periods)`
+/// lets `periods` sampling periods pass, then takes one wall-clock sample of every live
+/// registered thread (a sampler wake-up covering `periods` periods: `weight` and `missed` as
+/// the real sampler computes them) or, with `KNOBS_PROFILE_CLOCK=cpu`, charges `periods` to
+/// the calling thread's innermost region (its CPU timer expiring with `periods − 1`
+/// overruns). The file's `wall` is the time so passed (`docs/profiler.md`).
+pub const TEST_SAMPLE_FN: &str = "__knobs_test_sample";
+
+/// [`build`] with [`TEST_CLOCK_FLAG`]: the profiler for deterministic tests, whose clock is
+/// [`TEST_SAMPLE_FN`] (no sampler thread, no CPU timers; everything else is the same code).
+/// Cached by content hash like [`build`], in its own directory (the flags are hashed too).
+pub fn build_test_clock(clang: &Path, out_dir: &Path) -> Result<PathBuf, Error> {
+    let mut flags = CFLAGS.to_vec();
+    flags.push(TEST_CLOCK_FLAG);
+    crate::build_library(clang, out_dir, "profiler", SOURCE, &flags)
 }
 
 /// Which clock the profiler sampled.
