@@ -237,7 +237,14 @@ fn run_once(
     )?;
     reporter.note(&measured.summary(spec.measure.max_cv));
     report.measurement = Some(measured);
-    let model = build_model(&store, spec, workload, &analysed, &built.variant)?;
+    let model = build_model(
+        &store,
+        &session.settings,
+        spec,
+        workload,
+        &analysed,
+        &built.variant,
+    )?;
     report.overhead = Some(overhead(&store, spec, workload, &built.variant)?);
     let out = options
         .model_path

@@ -108,7 +108,7 @@ pub fn infer_fixed(
         &loads,
         &bitcode,
     )?;
-    let library = runtime::build(&settings.clang, &settings.work_dir.join("runtime"))?;
+    let library = settings.region_timer_runtime()?;
     let (binary, _) = crate::link(
         spec,
         settings,

@@ -57,6 +57,11 @@ pub struct Settings {
     pub llvm_link: PathBuf,
     /// Measure configurations whose earlier runs failed again (default: keep the failure).
     pub retry_failed: bool,
+    /// For tests: link the region timers' test-clock build (`runtime::build_test_clock`)
+    /// instead of the real one (default false). Time is then the program's counted work
+    /// (its calls of `__knobs_test_work(ns)`), not the machine's clock, so a model does not
+    /// depend on the machine's speed or load; the program must call that function.
+    pub test_clock: bool,
 }
 
 impl Settings {
@@ -67,7 +72,19 @@ impl Settings {
             clang: "clang-19".into(),
             llvm_link: "llvm-link-19".into(),
             retry_failed: false,
+            test_clock: false,
         }
+    }
+
+    /// Builds (or reuses) the region-timer runtime in `work_dir/runtime`: the test-clock
+    /// build when [`Settings::test_clock`] is set, else the real one.
+    pub fn region_timer_runtime(&self) -> Result<PathBuf, Error> {
+        let dir = self.work_dir.join("runtime");
+        Ok(if self.test_clock {
+            runtime::build_test_clock(&self.clang, &dir)?
+        } else {
+            runtime::build(&self.clang, &dir)?
+        })
     }
 }
 
