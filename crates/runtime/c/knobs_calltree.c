@@ -33,6 +33,14 @@
  * Threads: only the thread that loaded the runtime (the main thread) is traced; events from
  * others are counted and ignored. Hot path: one clock_gettime, a hash probe per enter; the
  * tables grow by doubling (malloc).
+ *
+ * Test clock: compiled with -DKNOBS_TEST_CLOCK (`runtime::call_tree::build_test_clock`), time
+ * is a counter in nanoseconds that only the program advances (`void __knobs_test_work(uint64_t
+ * ns)`), and each enter/exit costs fixed amounts before and after its clock read (enter 3 + 5
+ * ns, exit 7 + 9 ns), the calibration's visits included: a pair costs 24 ns, 12 of them (3 + 9)
+ * in the caller and 12 (5 + 7) in the callee, the even split the reader's correction assumes,
+ * so the tree, the calibration and its subtraction can be checked exactly whatever the machine
+ * is doing. The normal build has none of it.
  */
 #define _GNU_SOURCE
 #include <stdatomic.h>
@@ -72,11 +80,25 @@ static __thread int kc_is_main;
 static _Atomic uint64_t kc_other_threads;
 static uint64_t kc_start_ns;
 
+#ifdef KNOBS_TEST_CLOCK
+static _Atomic uint64_t kc_test_now;
+
+/* The program's own work: the only way time passes, besides the visits' fixed costs. */
+KNOBS_API void __knobs_test_work(uint64_t ns) { atomic_fetch_add(&kc_test_now, ns); }
+
+static uint64_t kc_now(void) { return atomic_load(&kc_test_now); }
+
+/* A visit's fixed virtual cost around its clock read. */
+#define KC_WORK(ns) __knobs_test_work(ns)
+#else
 static uint64_t kc_now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
+
+#define KC_WORK(ns) ((void)0)
+#endif
 
 static void *kc_grow(void *p, size_t n) {
   void *q = realloc(p, n);
@@ -190,12 +212,26 @@ static void kc_exit(struct kc_tree *t, uint32_t func, uint64_t now) {
   }
 }
 
+/* One enter and one exit as the program's calls do them (the calibration times these);
+ * under the test clock with their fixed costs (the header). */
+static inline void kc_visit_enter(struct kc_tree *t, uint32_t func) {
+  KC_WORK(3);
+  kc_enter(t, func, kc_now());
+  KC_WORK(5);
+}
+
+static inline void kc_visit_exit(struct kc_tree *t, uint32_t func) {
+  KC_WORK(7);
+  kc_exit(t, func, kc_now());
+  KC_WORK(9);
+}
+
 KNOBS_API void __knobs_region_enter(uint32_t id) {
   if (!kc_is_main) {
     atomic_fetch_add_explicit(&kc_other_threads, 1, memory_order_relaxed);
     return;
   }
-  kc_enter(&kc_main, id, kc_now());
+  kc_visit_enter(&kc_main, id);
 }
 
 KNOBS_API void __knobs_region_exit(uint32_t id) {
@@ -203,7 +239,7 @@ KNOBS_API void __knobs_region_exit(uint32_t id) {
     atomic_fetch_add_explicit(&kc_other_threads, 1, memory_order_relaxed);
     return;
   }
-  kc_exit(&kc_main, id, kc_now());
+  kc_visit_exit(&kc_main, id);
 }
 
 /* The cheapest of a few batches of enter/exit pairs on a scratch tree, per pair. */
@@ -215,8 +251,8 @@ static double kc_visit_overhead(void) {
   for (int b = 0; b < BATCHES; b++) {
     uint64_t start = kc_now();
     for (uint32_t i = 0; i < PAIRS; i++) {
-      kc_enter(&scratch, i & 7, kc_now());
-      kc_exit(&scratch, i & 7, kc_now());
+      kc_visit_enter(&scratch, i & 7);
+      kc_visit_exit(&scratch, i & 7);
     }
     double per = (double)(kc_now() - start) / PAIRS * 1e-9;
     if (b == 0 || per < best)

@@ -31,6 +31,19 @@ pub fn build(clang: &Path, out_dir: &Path) -> Result<PathBuf, Error> {
     crate::build_library(clang, out_dir, "calltree", SOURCE, CFLAGS)
 }
 
+/// [`build`]'s library with the test clock (`-DKNOBS_TEST_CLOCK`): time passes only through
+/// the program's `__knobs_test_work(ns)` and the enter/exit calls' fixed costs (enter 3 + 5
+/// ns, exit 7 + 9 ns around the clock read, calibration included; the C file's header), so
+/// tests of the tree's accounting do not depend on the machine's speed or load.
+pub fn build_test_clock(clang: &Path, out_dir: &Path) -> Result<PathBuf, Error> {
+    let flags: Vec<&str> = CFLAGS
+        .iter()
+        .copied()
+        .chain(["-DKNOBS_TEST_CLOCK"])
+        .collect();
+    crate::build_library(clang, out_dir, "calltree-test-clock", SOURCE, &flags)
+}
+
 /// One node of the call tree.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallNode {
