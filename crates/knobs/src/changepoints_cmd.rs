@@ -1,10 +1,10 @@
 //! `knobs changepoints`: flags for [`changepoints::detect`] over its backends, the synthetic
 //! evaluation grid, and the rendering of a detection.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use changepoints::evaluation::{self, GridRow, TOLERANCE};
+use changepoints::evaluation::{self, GridPoint, GridRow, TOLERANCE};
 use changepoints::likelihood::Threshold;
 use changepoints::synthetic::{SyntheticBackend, SyntheticSettings, SyntheticSystem};
 use changepoints::{Detection, RecordedHistory, Settings, detect};
@@ -523,28 +523,7 @@ fn grid(args: GridArgs) -> Result<Outcome> {
     for point in &points {
         for seed in 1..=args.seeds {
             if let Some(dir) = &args.systems_dir {
-                let mut system = evaluation::grid_system(point, seed, args.noise)?;
-                let settings = evaluation::grid_settings(point, &base, seed);
-                system.params = Some(serde_json::json!({
-                    "seed": seed,
-                    "measurements_per_iteration": point.measurements,
-                    "max_iterations": settings.max_iterations,
-                    "n_initial_configs": settings.initial_configurations,
-                    "commit_rate": settings.commit_share,
-                    "threshold": match settings.threshold {
-                        Threshold::Relative(t) | Threshold::Absolute(t) => t,
-                    },
-                }));
-                let name = format!(
-                    "o{}-c{}-cp{}-p{}-n{}-m{}-s{seed}.json",
-                    point.options,
-                    point.commits,
-                    point.change_points,
-                    point.p_interaction,
-                    point.initial_per_option,
-                    point.measurements
-                );
-                std::fs::write(dir.join(name), serde_json::to_string(&system)?)?;
+                write_grid_system(dir, point, seed, &base, args.noise)?;
             }
             let row = evaluation::run_point(point, seed, &base, args.noise)?;
             eprintln!(
@@ -565,6 +544,46 @@ fn grid(args: GridArgs) -> Result<Outcome> {
         crate::print_json(&rows)?;
         return Ok(Outcome::Done);
     }
+    print_grid_table(&rows, args.seeds);
+    Ok(Outcome::Done)
+}
+
+/// A grid point's synthetic system for one seed, with the search parameters it is run with,
+/// as JSON into `dir`: what the reference implementation is run on for the comparison.
+fn write_grid_system(
+    dir: &Path,
+    point: &GridPoint,
+    seed: u64,
+    base: &Settings,
+    noise: f64,
+) -> Result<()> {
+    let mut system = evaluation::grid_system(point, seed, noise)?;
+    let settings = evaluation::grid_settings(point, base, seed);
+    system.params = Some(serde_json::json!({
+        "seed": seed,
+        "measurements_per_iteration": point.measurements,
+        "max_iterations": settings.max_iterations,
+        "n_initial_configs": settings.initial_configurations,
+        "commit_rate": settings.commit_share,
+        "threshold": match settings.threshold {
+            Threshold::Relative(t) | Threshold::Absolute(t) => t,
+        },
+    }));
+    let name = format!(
+        "o{}-c{}-cp{}-p{}-n{}-m{}-s{seed}.json",
+        point.options,
+        point.commits,
+        point.change_points,
+        point.p_interaction,
+        point.initial_per_option,
+        point.measurements
+    );
+    std::fs::write(dir.join(name), serde_json::to_string(&system)?)?;
+    Ok(())
+}
+
+/// The grid as a table: per setting, the means over its `seeds` systems (consecutive rows).
+fn print_grid_table(rows: &[GridRow], seeds: u64) {
     println!(
         "{:>7} {:>7} {:>5} {:>5} {:>9} {:>6} | {:>5} {:>9} {:>6} {:>10} {:>12} {:>9}",
         "options",
@@ -580,7 +599,7 @@ fn grid(args: GridArgs) -> Result<Outcome> {
         "measurements",
         "seconds"
     );
-    for chunk in rows.chunks(args.seeds as usize) {
+    for chunk in rows.chunks(seeds as usize) {
         let p = &chunk[0].point;
         let mean =
             |f: &dyn Fn(&GridRow) -> f64| chunk.iter().map(f).sum::<f64>() / chunk.len() as f64;
@@ -600,5 +619,4 @@ fn grid(args: GridArgs) -> Result<Outcome> {
             mean(&|r| r.seconds)
         );
     }
-    Ok(Outcome::Done)
 }

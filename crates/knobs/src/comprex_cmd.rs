@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use comprex::pipeline::{OverheadFit, ProbeSettings};
-use comprex::{Granularity, Options, Report};
+use comprex::{ExplorationReport, Granularity, Options, Report};
 
 use crate::Outcome;
 use crate::progress::Progress;
@@ -117,58 +117,10 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
 /// The report as text: Table IV or the model on stdout, the rest on stderr.
 fn render(report: &Report, trivial_below: f64) -> Result<()> {
     if let Some(first) = report.granularity_table.first() {
-        println!(
-            "| granularity | regions | configurations (of {}) |",
-            report.total_configurations
-        );
-        println!("|---|---|---|");
-        for row in &report.granularity_table {
-            println!(
-                "| {} | {} | {}{} |",
-                row.granularity,
-                row.regions.len(),
-                row.cover.unwrap_or(row.configurations),
-                if row.cover_minimal == Some(false) {
-                    " (not proven the fewest)"
-                } else {
-                    ""
-                }
-            );
-        }
-        println!(
-            "\nFrom one exploration: {} taint runs in {:.1} s, {} decision sites; each row's \
-             configurations are the fewest that reach every subspace of its regions.",
-            first.configurations, first.seconds, first.decision_sites
-        );
+        print_granularity_table(report, first);
         return Ok(());
     }
-    if let Some(e) = &report.exploration {
-        for region in &e.regions {
-            eprintln!(
-                "  region {}: {}",
-                region.region,
-                region.subspaces.join(" | ")
-            );
-        }
-    }
-    if let Some(p) = &report.probes {
-        for d in &p.unprobed {
-            eprintln!(
-                "  unprobed {}: {} entries, {:.0} ns per call → {}",
-                d.method,
-                d.entries,
-                d.ns_per_entry,
-                d.into.join(", ")
-            );
-        }
-        if !p.unprobed.is_empty() {
-            eprintln!(
-                "partitions with unprobed methods folded into their callers: {} configurations ({} more taint runs)",
-                report.configurations.len(),
-                p.extra_taint_runs
-            );
-        }
-    }
+    print_partitions(report);
     if let Some(c) = &report.overhead_correction {
         eprintln!(
             "overhead correction (§V.A, {} configurations with and without the profiler, {} fit): profiled = {:.4} · native {} {:.4} s",
@@ -201,4 +153,64 @@ fn render(report: &Report, trivial_below: f64) -> Result<()> {
         eprintln!("note: {note}");
     }
     Ok(())
+}
+
+/// Table IV on stdout: per granularity its regions and the configurations that cover them,
+/// all read from one exploration (its taint runs and decision sites are those of any row).
+fn print_granularity_table(report: &Report, exploration: &ExplorationReport) {
+    println!(
+        "| granularity | regions | configurations (of {}) |",
+        report.total_configurations
+    );
+    println!("|---|---|---|");
+    for row in &report.granularity_table {
+        println!(
+            "| {} | {} | {}{} |",
+            row.granularity,
+            row.regions.len(),
+            row.cover.unwrap_or(row.configurations),
+            if row.cover_minimal == Some(false) {
+                " (not proven the fewest)"
+            } else {
+                ""
+            }
+        );
+    }
+    println!(
+        "\nFrom one exploration: {} taint runs in {:.1} s, {} decision sites; each row's \
+         configurations are the fewest that reach every subspace of its regions.",
+        exploration.configurations, exploration.seconds, exploration.decision_sites
+    );
+}
+
+/// On stderr: each region's subspaces, and the methods left without a probe with the
+/// callers their time goes to.
+fn print_partitions(report: &Report) {
+    if let Some(e) = &report.exploration {
+        for region in &e.regions {
+            eprintln!(
+                "  region {}: {}",
+                region.region,
+                region.subspaces.join(" | ")
+            );
+        }
+    }
+    if let Some(p) = &report.probes {
+        for d in &p.unprobed {
+            eprintln!(
+                "  unprobed {}: {} entries, {:.0} ns per call → {}",
+                d.method,
+                d.entries,
+                d.ns_per_entry,
+                d.into.join(", ")
+            );
+        }
+        if !p.unprobed.is_empty() {
+            eprintln!(
+                "partitions with unprobed methods folded into their callers: {} configurations ({} more taint runs)",
+                report.configurations.len(),
+                p.extra_taint_runs
+            );
+        }
+    }
 }

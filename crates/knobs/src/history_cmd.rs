@@ -178,24 +178,10 @@ fn build(
 ) -> Result<Outcome> {
     let (_, history) = open(spec_path)?;
     let commits = history.commits()?;
-    let targets: Vec<Commit> = if all {
+    let targets = if all {
         commits.clone()
     } else {
-        let mut targets = Vec::new();
-        for rev in revisions {
-            let id = history.resolve(rev)?;
-            let commit = match commits.iter().find(|c| c.id == id) {
-                Some(c) => c.clone(),
-                None => Commit {
-                    subject: format!("({rev}, outside the range)"),
-                    id,
-                    timestamp: 0,
-                    date: String::new(),
-                },
-            };
-            targets.push(commit);
-        }
-        targets
+        resolve_targets(&history, &commits, revisions)?
     };
     measure::runner::kill_runs_on_interrupt();
     let mut rows = Vec::new();
@@ -210,33 +196,7 @@ fn build(
             );
         }
         let build = history.build(&commit.id, retry_failed)?;
-        match &build {
-            Build::Built(b) => eprintln!(
-                "{}  built{}  {}",
-                short(&commit.id),
-                if b.cached {
-                    " (cached)".to_string()
-                } else {
-                    format!(" in {:.1} s", b.seconds)
-                },
-                b.program.display()
-            ),
-            Build::Failed(f) => {
-                eprintln!(
-                    "{}  FAILED{}: {}; log: {}",
-                    short(&commit.id),
-                    if f.cached { " (earlier)" } else { "" },
-                    f.why,
-                    f.log.display()
-                );
-                for line in f.log_tail.lines() {
-                    eprintln!("    {line}");
-                }
-                if let Some(instead) = history.closest_built(&commits, &commit.id) {
-                    eprintln!("    closest earlier build: {}", short(&instead.commit));
-                }
-            }
-        }
+        report_build(&history, &commits, commit, &build);
         rows.push(CommitStatus {
             commit,
             status: status_word(&Some(build.clone())),
@@ -258,6 +218,62 @@ fn build(
         crate::print_json(&rows)?;
     }
     Ok(Outcome::Done)
+}
+
+/// The commits `revisions` name; one outside the range is built all the same, with a subject
+/// that says so.
+fn resolve_targets(
+    history: &History,
+    commits: &[Commit],
+    revisions: &[String],
+) -> Result<Vec<Commit>> {
+    let mut targets = Vec::new();
+    for rev in revisions {
+        let id = history.resolve(rev)?;
+        let commit = match commits.iter().find(|c| c.id == id) {
+            Some(c) => c.clone(),
+            None => Commit {
+                subject: format!("({rev}, outside the range)"),
+                id,
+                timestamp: 0,
+                date: String::new(),
+            },
+        };
+        targets.push(commit);
+    }
+    Ok(targets)
+}
+
+/// A build's outcome on stderr; a failure with the tail of its log and the closest earlier
+/// build of the range, which can stand in for it.
+fn report_build(history: &History, commits: &[Commit], commit: &Commit, build: &Build) {
+    match build {
+        Build::Built(b) => eprintln!(
+            "{}  built{}  {}",
+            short(&commit.id),
+            if b.cached {
+                " (cached)".to_string()
+            } else {
+                format!(" in {:.1} s", b.seconds)
+            },
+            b.program.display()
+        ),
+        Build::Failed(f) => {
+            eprintln!(
+                "{}  FAILED{}: {}; log: {}",
+                short(&commit.id),
+                if f.cached { " (earlier)" } else { "" },
+                f.why,
+                f.log.display()
+            );
+            for line in f.log_tail.lines() {
+                eprintln!("    {line}");
+            }
+            if let Some(instead) = history.closest_built(commits, &commit.id) {
+                eprintln!("    closest earlier build: {}", short(&instead.commit));
+            }
+        }
+    }
 }
 
 fn prune(spec_path: &Path, keep: &[String], keep_failures: bool) -> Result<Outcome> {

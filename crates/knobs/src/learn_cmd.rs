@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
-use learn::experiment::{compare, deepperf};
+use learn::experiment::{CompareRow, SizeResult, compare, deepperf};
 use learn::{Learner, Table, evaluate, learn, sample_rows, training_rows};
 use model::ModelFile;
 use serde_json::json;
@@ -232,76 +232,44 @@ pub fn learn_model(args: LearnArgs) -> Result<Outcome> {
     Ok(Outcome::Done)
 }
 
+/// The configurations `knobs evaluate` computes its error on.
+struct EvaluationSet {
+    rows: Vec<usize>,
+    /// `test`, `untrained` or `all`: the `set` of the JSON output.
+    name: &'static str,
+    /// The configurations in words, for the text output.
+    described: String,
+}
+
 pub fn evaluate_model(args: EvaluateArgs) -> Result<Outcome> {
     let file = ModelFile::load(&args.model)?;
     let data = load_data(&args.data, args.space.as_deref())?;
     let table = Table::new(&data);
     let total = table.rows.len();
-    // The rows of DATA the model was built from, if it records them.
-    let training = training_rows(&file, &table).map(|training| {
-        let mut trained = vec![false; total];
-        for r in training {
-            trained[r] = true;
-        }
-        trained
-    });
-    let trained_count = training.as_ref().map(|t| t.iter().filter(|&&b| b).count());
-    let (rows, set, which) = match (&args.test, &training) {
-        (Some(test), _) => {
-            let rows = lookup(&data, test, &args.data)?;
-            let which = format!("the {} configurations of {}", rows.len(), test.display());
-            (rows, "test", which)
-        }
-        (None, Some(trained)) if !args.all => {
-            let rows: Vec<usize> = (0..total).filter(|r| !trained[*r]).collect();
-            let which = format!(
-                "{} configurations not used for training (of {total})",
-                rows.len()
-            );
-            (rows, "untrained", which)
-        }
-        (None, Some(_)) => (
-            (0..total).collect(),
-            "all",
-            format!(
-                "all {total} configurations ({} of them used for training)",
-                trained_count.unwrap_or(0)
-            ),
-        ),
-        (None, None) => (
-            (0..total).collect(),
-            "all",
-            format!(
-                "all {total} configurations (the model does not record its training configurations)"
-            ),
-        ),
-    };
-    if rows.is_empty() {
+    let trained = trained_mask(&file, &table);
+    let trained_count = trained.as_ref().map(|t| t.iter().filter(|&&b| b).count());
+    let set = evaluation_set(&args, &data, trained.as_deref(), total)?;
+    if set.rows.is_empty() {
         bail!(
             "{}: no configurations to evaluate on (the model was trained on all of them); give --test or --all",
             args.data.display()
         );
     }
-    let error = evaluate(&file, &table, &rows)
-        .with_context(|| format!("evaluating {}", args.model.display()))?;
+    let mape = |rows: &[usize]| {
+        evaluate(&file, &table, rows)
+            .with_context(|| format!("evaluating {}", args.model.display()))
+    };
+    let error = mape(&set.rows)?;
     // The papers' metric is the error on the configurations a model did not measure; the
     // error on all of them goes beside it, so the two are never mistaken for each other.
-    let untrained: Option<Vec<usize>> = training
-        .as_ref()
-        .map(|trained| (0..total).filter(|r| !trained[*r]).collect());
     let (unmeasured, all) = if args.test.is_some() {
         (None, None)
     } else {
-        let unmeasured = match &untrained {
-            Some(rows) if !rows.is_empty() => Some(
-                evaluate(&file, &table, rows)
-                    .with_context(|| format!("evaluating {}", args.model.display()))?,
-            ),
+        let unmeasured = match trained.as_deref().map(untrained_rows) {
+            Some(rows) if !rows.is_empty() => Some(mape(&rows)?),
             _ => None,
         };
-        let all = evaluate(&file, &table, &(0..total).collect::<Vec<_>>())
-            .with_context(|| format!("evaluating {}", args.model.display()))?;
-        (unmeasured, Some(all))
+        (unmeasured, Some(mape(&(0..total).collect::<Vec<_>>())?))
     };
     if args.json {
         crate::print_json(&json!({
@@ -310,25 +278,101 @@ pub fn evaluate_model(args: EvaluateArgs) -> Result<Outcome> {
             "mape_percent": error,
             "mape_unmeasured_percent": unmeasured,
             "mape_all_percent": all,
-            "set": set,
+            "set": set.name,
             "test": args.test,
-            "configurations": rows.len(),
+            "configurations": set.rows.len(),
             "of": total,
             "training_configurations": trained_count,
         }))?;
     } else {
-        match (set, unmeasured, all) {
-            ("untrained", _, Some(all)) => {
-                println!("MAPE {error:.2} % on {which}; {all:.2} % on all {total}")
-            }
-            ("all", Some(u), _) if trained_count.is_some() => println!(
-                "MAPE {error:.2} % on {which}; {u:.2} % on the {} not used for training",
-                total - trained_count.unwrap_or(0)
-            ),
-            _ => println!("MAPE {error:.2} % on {which}"),
-        }
+        print_mape(&set, error, unmeasured, all, total, trained_count);
     }
     Ok(Outcome::Done)
+}
+
+/// The error of `knobs evaluate` as text, with the one that goes beside it.
+fn print_mape(
+    set: &EvaluationSet,
+    error: f64,
+    unmeasured: Option<f64>,
+    all: Option<f64>,
+    total: usize,
+    trained_count: Option<usize>,
+) {
+    let which = &set.described;
+    match (set.name, unmeasured, all) {
+        ("untrained", _, Some(all)) => {
+            println!("MAPE {error:.2} % on {which}; {all:.2} % on all {total}")
+        }
+        ("all", Some(u), _) if trained_count.is_some() => println!(
+            "MAPE {error:.2} % on {which}; {u:.2} % on the {} not used for training",
+            total - trained_count.unwrap_or(0)
+        ),
+        _ => println!("MAPE {error:.2} % on {which}"),
+    }
+}
+
+/// Per row of `table`, whether the model was built from it; `None` if the model does not
+/// record its training configurations.
+fn trained_mask(file: &ModelFile, table: &Table) -> Option<Vec<bool>> {
+    training_rows(file, table).map(|training| {
+        let mut trained = vec![false; table.rows.len()];
+        for r in training {
+            trained[r] = true;
+        }
+        trained
+    })
+}
+
+/// The rows the model was not built from.
+fn untrained_rows(trained: &[bool]) -> Vec<usize> {
+    (0..trained.len()).filter(|r| !trained[*r]).collect()
+}
+
+/// What `knobs evaluate` evaluates on: the --test configurations, else those the model was
+/// not built from (unless --all or it does not record them), else all of DATA.
+fn evaluation_set(
+    args: &EvaluateArgs,
+    data: &Dataset,
+    trained: Option<&[bool]>,
+    total: usize,
+) -> Result<EvaluationSet> {
+    Ok(match (&args.test, trained) {
+        (Some(test), _) => {
+            let rows = lookup(data, test, &args.data)?;
+            EvaluationSet {
+                described: format!("the {} configurations of {}", rows.len(), test.display()),
+                rows,
+                name: "test",
+            }
+        }
+        (None, Some(trained)) if !args.all => {
+            let rows = untrained_rows(trained);
+            EvaluationSet {
+                described: format!(
+                    "{} configurations not used for training (of {total})",
+                    rows.len()
+                ),
+                rows,
+                name: "untrained",
+            }
+        }
+        (None, Some(trained)) => EvaluationSet {
+            rows: (0..total).collect(),
+            name: "all",
+            described: format!(
+                "all {total} configurations ({} of them used for training)",
+                trained.iter().filter(|&&b| b).count()
+            ),
+        },
+        (None, None) => EvaluationSet {
+            rows: (0..total).collect(),
+            name: "all",
+            described: format!(
+                "all {total} configurations (the model does not record its training configurations)"
+            ),
+        },
+    })
 }
 
 /// The rows of `data` holding the configurations listed in a CSV file.
@@ -358,144 +402,151 @@ fn lookup(data: &Dataset, test: &Path, data_path: &Path) -> Result<Vec<usize>> {
 
 pub fn experiment(cmd: ExperimentCommand) -> Result<Outcome> {
     match cmd {
-        ExperimentCommand::Deepperf(args) => {
-            let learner: Learner = args.learner.parse()?;
-            let sizes = match args.n {
-                Some(n) if n > 0 => (1..=5).map(|k| k * n).collect(),
-                Some(_) => bail!("--n must be at least 1"),
-                None => args.sizes.clone(),
-            };
-            if args.repetitions == 0 {
-                bail!("--repetitions must be at least 1");
-            }
-            let data = load_data(&args.data, args.space.as_deref())?;
-            let table = Table::new(&data);
-            let results = deepperf(&table, &sizes, &learner, args.repetitions, args.seed)?;
-            if args.json {
-                let rows: Vec<_> = results
-                    .iter()
-                    .map(|r| {
-                        json!({
-                            "size": r.size,
-                            "mean_mre_percent": r.mean_mre,
-                            "margin_percent": r.margin,
-                            "seconds_per_experiment": r.seconds,
-                            "mean_model_size": r.mean_size,
-                            "mre_percent": r.errors,
-                        })
-                    })
-                    .collect();
-                crate::print_json(&json!({
-                    "data": args.data,
-                    "learner": learner.to_string(),
-                    "repetitions": args.repetitions,
-                    "seed": args.seed,
-                    "configurations": table.rows.len(),
-                    "rows": rows,
-                }))?;
-                return Ok(Outcome::Done);
-            }
-            println!(
-                "# {}: {learner}, {} repetitions (seed {}); MRE on all configurations not in the sample",
-                args.data.display(),
-                args.repetitions,
-                args.seed
-            );
-            println!(
-                "{:>6} {:>9} {:>8} {:>12} {:>8}",
-                "size", "MRE (%)", "± 95 %", "s/experiment", "terms"
-            );
-            for r in results {
-                println!(
-                    "{:>6} {:>9.2} {:>8.2} {:>12.4} {:>8.1}",
-                    r.size, r.mean_mre, r.margin, r.seconds, r.mean_size
-                );
-            }
-            Ok(Outcome::Done)
-        }
-        ExperimentCommand::Compare(args) => {
-            let learners = Learner::parse_list(&args.learners)?;
-            let strategies = args
-                .sample
-                .iter()
-                .map(|s| s.parse::<Strategy>())
-                .collect::<Result<Vec<_>, _>>()?;
-            let data = load_data(&args.data, args.space.as_deref())?;
-            if args.repetitions == 0 {
-                bail!("--repetitions must be at least 1");
-            }
-            let rows = compare(&data, &strategies, &learners, args.seed, args.repetitions)?;
-            if args.json {
-                let rows: Vec<_> = rows
-                    .iter()
-                    .map(|r| {
-                        json!({
-                            "sample": r.strategy,
-                            "learner": r.learner,
-                            "repetitions": r.repetitions,
-                            "configurations": r.configurations,
-                            "measurement": r.measurement,
-                            "learn_seconds": r.learn_seconds,
-                            "mape_percent": r.mape.map(|(m, _)| m),
-                            "margin_percent": r.mape.map(|(_, margin)| margin),
-                            "terms": r.terms,
-                            "leaves": r.leaves,
-                        })
-                    })
-                    .collect();
-                crate::print_json(&json!({
-                    "data": args.data,
-                    "configurations": data.configurations.len(),
-                    "metric": data.metric,
-                    "repetitions": args.repetitions,
-                    "seed": args.seed,
-                    "rows": rows,
-                }))?;
-                return Ok(Outcome::Done);
-            }
-            println!(
-                "# {}: {} configurations; measurement = sum of the sampled configurations' {}; means over {} repetition(s)",
-                args.data.display(),
-                data.configurations.len(),
-                data.metric,
-                args.repetitions
-            );
-            let width = rows
-                .iter()
-                .map(|r| r.learner.len())
-                .max()
-                .unwrap_or(0)
-                .max(7);
-            println!(
-                "{:<16} {:<width$} {:>8} {:>12} {:>10} {:>16} {:>7} {:>7}",
-                "sample",
-                "learner",
-                "configs",
-                "measurement",
-                "learn (s)",
-                "MAPE (%)",
-                "terms",
-                "leaves"
-            );
-            for r in rows {
-                let mape = match r.mape {
-                    None => "—".to_string(),
-                    Some((m, _)) if r.repetitions == 1 => format!("{m:.2}"),
-                    Some((m, margin)) => format!("{m:.2} ± {margin:.2}"),
-                };
-                println!(
-                    "{:<16} {:<width$} {:>8.1} {:>12.1} {:>10.4} {:>16} {:>7.1} {:>7.0}",
-                    r.strategy,
-                    r.learner,
-                    r.configurations,
-                    r.measurement,
-                    r.learn_seconds,
-                    mape,
-                    r.terms,
-                    r.leaves
-                );
-            }
-            Ok(Outcome::Done)
-        }
+        ExperimentCommand::Deepperf(args) => experiment_deepperf(args),
+        ExperimentCommand::Compare(args) => experiment_compare(args),
+    }
+}
+
+fn experiment_deepperf(args: DeepPerfArgs) -> Result<Outcome> {
+    let learner: Learner = args.learner.parse()?;
+    let sizes = match args.n {
+        Some(n) if n > 0 => (1..=5).map(|k| k * n).collect(),
+        Some(_) => bail!("--n must be at least 1"),
+        None => args.sizes.clone(),
+    };
+    if args.repetitions == 0 {
+        bail!("--repetitions must be at least 1");
+    }
+    let data = load_data(&args.data, args.space.as_deref())?;
+    let table = Table::new(&data);
+    let results = deepperf(&table, &sizes, &learner, args.repetitions, args.seed)?;
+    if args.json {
+        let rows: Vec<_> = results
+            .iter()
+            .map(|r| {
+                json!({
+                    "size": r.size,
+                    "mean_mre_percent": r.mean_mre,
+                    "margin_percent": r.margin,
+                    "seconds_per_experiment": r.seconds,
+                    "mean_model_size": r.mean_size,
+                    "mre_percent": r.errors,
+                })
+            })
+            .collect();
+        crate::print_json(&json!({
+            "data": args.data,
+            "learner": learner.to_string(),
+            "repetitions": args.repetitions,
+            "seed": args.seed,
+            "configurations": table.rows.len(),
+            "rows": rows,
+        }))?;
+        return Ok(Outcome::Done);
+    }
+    print_deepperf_table(&args, &learner, &results);
+    Ok(Outcome::Done)
+}
+
+/// DeepPerf's table as text: one row per sample size.
+fn print_deepperf_table(args: &DeepPerfArgs, learner: &Learner, results: &[SizeResult]) {
+    println!(
+        "# {}: {learner}, {} repetitions (seed {}); MRE on all configurations not in the sample",
+        args.data.display(),
+        args.repetitions,
+        args.seed
+    );
+    println!(
+        "{:>6} {:>9} {:>8} {:>12} {:>8}",
+        "size", "MRE (%)", "± 95 %", "s/experiment", "terms"
+    );
+    for r in results {
+        println!(
+            "{:>6} {:>9.2} {:>8.2} {:>12.4} {:>8.1}",
+            r.size, r.mean_mre, r.margin, r.seconds, r.mean_size
+        );
+    }
+}
+
+fn experiment_compare(args: CompareArgs) -> Result<Outcome> {
+    let learners = Learner::parse_list(&args.learners)?;
+    let strategies = args
+        .sample
+        .iter()
+        .map(|s| s.parse::<Strategy>())
+        .collect::<Result<Vec<_>, _>>()?;
+    let data = load_data(&args.data, args.space.as_deref())?;
+    if args.repetitions == 0 {
+        bail!("--repetitions must be at least 1");
+    }
+    let rows = compare(&data, &strategies, &learners, args.seed, args.repetitions)?;
+    if args.json {
+        let rows: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                json!({
+                    "sample": r.strategy,
+                    "learner": r.learner,
+                    "repetitions": r.repetitions,
+                    "configurations": r.configurations,
+                    "measurement": r.measurement,
+                    "learn_seconds": r.learn_seconds,
+                    "mape_percent": r.mape.map(|(m, _)| m),
+                    "margin_percent": r.mape.map(|(_, margin)| margin),
+                    "terms": r.terms,
+                    "leaves": r.leaves,
+                })
+            })
+            .collect();
+        crate::print_json(&json!({
+            "data": args.data,
+            "configurations": data.configurations.len(),
+            "metric": data.metric,
+            "repetitions": args.repetitions,
+            "seed": args.seed,
+            "rows": rows,
+        }))?;
+        return Ok(Outcome::Done);
+    }
+    print_compare_table(&args, &data, &rows);
+    Ok(Outcome::Done)
+}
+
+/// The strategies × learners table as text: one row per strategy and learner.
+fn print_compare_table(args: &CompareArgs, data: &Dataset, rows: &[CompareRow]) {
+    println!(
+        "# {}: {} configurations; measurement = sum of the sampled configurations' {}; means over {} repetition(s)",
+        args.data.display(),
+        data.configurations.len(),
+        data.metric,
+        args.repetitions
+    );
+    let width = rows
+        .iter()
+        .map(|r| r.learner.len())
+        .max()
+        .unwrap_or(0)
+        .max(7);
+    println!(
+        "{:<16} {:<width$} {:>8} {:>12} {:>10} {:>16} {:>7} {:>7}",
+        "sample", "learner", "configs", "measurement", "learn (s)", "MAPE (%)", "terms", "leaves"
+    );
+    for r in rows {
+        let mape = match r.mape {
+            None => "—".to_string(),
+            Some((m, _)) if r.repetitions == 1 => format!("{m:.2}"),
+            Some((m, margin)) => format!("{m:.2} ± {margin:.2}"),
+        };
+        println!(
+            "{:<16} {:<width$} {:>8.1} {:>12.1} {:>10.4} {:>16} {:>7.1} {:>7.0}",
+            r.strategy,
+            r.learner,
+            r.configurations,
+            r.measurement,
+            r.learn_seconds,
+            mape,
+            r.terms,
+            r.leaves
+        );
     }
 }
