@@ -69,7 +69,8 @@ pub struct Report {
     /// on the measured workload (in all-off, all-on and two random configurations).
     pub fixed_settings: Vec<String>,
     pub measurement: Option<CampaignReport>,
-    /// The native program in the same configurations (the overhead correction's yardstick).
+    /// The native program in the same configurations (the overhead correction's yardstick);
+    /// `None` on the test clock (`Settings::test_clock`), where it is not run.
     pub native_measurement: Option<CampaignReport>,
     /// Per run: the native median and the seconds of instrumentation cost taken out beyond
     /// the runtime's own calibration.
@@ -215,7 +216,8 @@ pub fn run(
         .iter()
         .map(|c| spec.space.format_configuration(c))
         .collect();
-    let library = runtime::call_tree::build(&settings.clang, &settings.work_dir.join("runtime"))?;
+    // The call-tree runtime: its test-clock build when the settings ask for it (tests).
+    let library = settings.call_tree_runtime()?;
     let build = |functions: &[ir::FuncId], name: &str| -> Result<(PathBuf, String), Error> {
         let probes: Vec<llvm::RegionProbe> = functions
             .iter()
@@ -322,29 +324,44 @@ pub fn run(
     report.measurement = Some(measured);
 
     // The native program in the same configurations: the yardstick of the overhead
-    // correction (§5.1).
-    let native = Campaign {
-        retry_failed: settings.retry_failed,
-        ..Campaign::new(spec, workload)
-    }
-    .run(&store, &configurations, &mut |e| reporter.measurement(e))?;
-    let native_medians: BTreeMap<String, f64> = if native.failed.is_empty() {
-        store
+    // correction (§5.1). Not with the test clock: the call trees then hold the program's
+    // counted work and the calibrated visit costs taken out exactly, while the native
+    // program's time is the machine's (it would bring its speed and load into the model).
+    let native = if settings.test_clock {
+        report.notes.push(
+            "the call trees are on the test clock: the native program is not run, and the \
+             runtime's calibration alone takes out the instrumentation's cost"
+                .into(),
+        );
+        None
+    } else {
+        Some(
+            Campaign {
+                retry_failed: settings.retry_failed,
+                ..Campaign::new(spec, workload)
+            }
+            .run(&store, &configurations, &mut |e| reporter.measurement(e))?,
+        )
+    };
+    let native_medians: BTreeMap<String, f64> = match &native {
+        None => BTreeMap::new(),
+        Some(native) if native.failed.is_empty() => store
             .summaries(
                 &instrumented::selection(spec, workload, ""),
                 spec.measure.metric.of_region_timers(),
             )?
             .into_iter()
             .filter_map(|s| Some((s.configuration, s.summary?.median)))
-            .collect()
-    } else {
-        report.notes.push(format!(
-            "the native program did not run (`{}`: {}): the instrumentation's cost is taken out by the runtime's calibration alone, which underestimates it in programs with many calls",
-            native.failed[0].0, native.failed[0].1
-        ));
-        BTreeMap::new()
+            .collect(),
+        Some(native) => {
+            report.notes.push(format!(
+                "the native program did not run (`{}`: {}): the instrumentation's cost is taken out by the runtime's calibration alone, which underestimates it in programs with many calls",
+                native.failed[0].0, native.failed[0].1
+            ));
+            BTreeMap::new()
+        }
     };
-    report.native_measurement = Some(native);
+    report.native_measurement = native;
 
     let medians = instrumented::median_region_times(&store, spec, workload, &variant)?;
     let mut entries: BTreeMap<(String, String), u64> = BTreeMap::new();
@@ -352,7 +369,12 @@ pub fn run(
         let e = entries.entry((config, r.region)).or_default();
         *e = (*e).max(r.entries);
     }
+    // What the call tree cannot see (the process starting and ending) goes to the base, so
+    // the model predicts what `knobs measure` measures. Not with the test clock: the trees
+    // are then the program's counted work, and the runner's real wall time minus them is
+    // meaningless (it would bring the machine's speed and load back into the model).
     let outside = match spec.measure.metric.of_region_timers() {
+        _ if settings.test_clock => Default::default(),
         measure::Metric::Wall => instrumented::time_outside_the_runtime(
             &store,
             spec,

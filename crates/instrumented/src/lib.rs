@@ -86,6 +86,31 @@ impl Settings {
             runtime::build(&self.clang, &dir)?
         })
     }
+
+    /// Builds (or reuses) the sampling profiler (Comprex's method-level measurement) in
+    /// `work_dir/runtime`: the test-clock build (`runtime::profiler::build_test_clock`, whose
+    /// time passes only when the program calls `__knobs_test_sample(periods)`) when
+    /// [`Settings::test_clock`] is set, else the real one.
+    pub fn profiler_runtime(&self) -> Result<PathBuf, Error> {
+        let dir = self.work_dir.join("runtime");
+        Ok(if self.test_clock {
+            runtime::profiler::build_test_clock(&self.clang, &dir)?
+        } else {
+            runtime::profiler::build(&self.clang, &dir)?
+        })
+    }
+
+    /// Builds (or reuses) the call-tree runtime (family-based measurement) in
+    /// `work_dir/runtime`: the test-clock build (`runtime::call_tree::build_test_clock`) when
+    /// [`Settings::test_clock`] is set, else the real one.
+    pub fn call_tree_runtime(&self) -> Result<PathBuf, Error> {
+        let dir = self.work_dir.join("runtime");
+        Ok(if self.test_clock {
+            runtime::call_tree::build_test_clock(&self.clang, &dir)?
+        } else {
+            runtime::call_tree::build(&self.clang, &dir)?
+        })
+    }
 }
 
 /// What an approach's `run` works on: the system spec, the workload it measures, where the
