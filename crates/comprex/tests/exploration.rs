@@ -3,7 +3,6 @@
 mod common;
 
 use std::convert::Infallible;
-use std::time::Instant;
 
 use common::{Tracer, binary_space};
 use comprex::{Decision, DecisionRecord, ExploreSettings, Granularity, Pick, explore};
@@ -184,7 +183,8 @@ fn seventy_options_with_few_relevant_stay_small_and_fast() {
     let mut space = binary_space(&refs);
     space.add_constraint("o69 => o68", "test").unwrap();
     let valid = ValidConfigurations::new(&space).unwrap();
-    let started = Instant::now();
+    // "Fast" in costs that do not depend on the machine: few runs of the program (below) and
+    // small subspaces (BDDs of a few hundred nodes), not seconds.
     // 30 methods; method m branches on o(2m) and, nested, on o(2m+1); o60–o69 are read but
     // only o68/o69 reach a decision.
     let ex = explore(&valid, ExploreSettings::default(), |c| {
@@ -217,11 +217,6 @@ fn seventy_options_with_few_relevant_stay_small_and_fast() {
     for s in regions.iter().flat_map(|r| &r.subspaces) {
         assert!(s.subspace.bdd().size() < 400, "{}", s.subspace.bdd().size());
     }
-    assert!(
-        started.elapsed().as_secs_f64() < 5.0,
-        "{:?}",
-        started.elapsed()
-    );
 }
 
 #[test]

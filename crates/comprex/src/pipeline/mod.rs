@@ -11,12 +11,13 @@
 //!    runs get no profiler probe, and their decisions refine the partitions of the probed
 //!    methods their time goes to (`docs/profiler.md`, "Which methods get a probe");
 //! 3. [`instrument_methods`]: the regions' methods get enter/exit calls, linked with the
-//!    sampling profiler (`runtime::profiler`): self time is charged to the innermost open
-//!    region, everything else to the base;
+//!    sampling profiler (`runtime::profiler`; its test clock with
+//!    `instrumented::Settings::test_clock`, for tests): self time is charged to the innermost
+//!    open region, everything else to the base;
 //! 4. [`measure_configurations`]: the explored configurations are measured with the real
 //!    workload through the results store (repetitions, timeouts, resumable);
 //! 5. [`overhead_correction`] (optional, §V.A): k of them also natively, and a line from
-//!    profiled to native time;
+//!    profiled to native time (none on the test clock);
 //! 6. [`build_model`] / [`build_model_corrected`]: per region, the measured times grouped by
 //!    subspace and averaged become local models (`comprex::build_model`), composed into the
 //!    global model; trivial terms and regions whose partition may be incomplete (§V.D) are

@@ -14,7 +14,10 @@ use std::collections::BTreeMap;
 
 /// Per configuration, the time the profiler cannot see
 /// ([`instrumented::time_outside_the_runtime`]); `None` when the metric is not the profiler's
-/// clock (wall time and the default wall clock, or cpu and `KNOBS_PROFILE_CLOCK=cpu`).
+/// clock (wall time and the default wall clock, or cpu and `KNOBS_PROFILE_CLOCK=cpu`), and
+/// with the profiler's test clock ([`Profiled::test_clock`]: the profiles are the program's
+/// counted samples, and the runner's real time minus them would bring the machine's speed
+/// and load back into the model).
 pub(super) fn outside_the_profile(
     store: &Store,
     spec: &SystemSpec,
@@ -25,6 +28,9 @@ pub(super) fn outside_the_profile(
     let Some(config) = some else {
         return Ok(None);
     };
+    if profiled.test_clock {
+        return Ok(None);
+    }
     let env = spec
         .invocation_of(profiled.binary.clone(), config, workload)?
         .env;

@@ -79,6 +79,12 @@ pub fn choose(configurations: &[Configuration], k: usize, seed: u64) -> Vec<Conf
 /// the "overhead". These runs are not stored. `on_pair` hears of each pair (configuration,
 /// profiled, native). The inner error says why there is no correction (e.g. the spec's
 /// program does not exist, or it failed).
+///
+/// With the profiler's test clock ([`Profiled::test_clock`]) there is no correction and
+/// nothing runs: the profiled times are the program's counted samples, on which a probe costs
+/// nothing, and the only thing to compare them with would be the machine's real time (which
+/// would make the model depend on its speed and load). How well the correction works on
+/// real hardware is the benchmark runner's business (`cargo run --release -p bench`).
 #[allow(clippy::too_many_arguments)]
 pub fn overhead_correction(
     spec: &SystemSpec,
@@ -91,6 +97,13 @@ pub fn overhead_correction(
     fit: OverheadFit,
     on_pair: &mut dyn FnMut(&str, f64, f64),
 ) -> Result<Result<OverheadCorrection, String>, Error> {
+    if profiled.test_clock {
+        return Ok(Err(
+            "the profiler's test clock counts the program's samples, not the machine's time: \
+             there is no overhead to measure"
+                .into(),
+        ));
+    }
     let native = match spec.program() {
         Ok(p) => std::path::absolute(&p).unwrap_or(p),
         // E.g. the spec's program is built separately and was not: nothing to compare with.

@@ -22,12 +22,18 @@ pub struct Profiled {
     /// probed): their time is charged to the calling probed method, whose partition does not
     /// hold their decisions, so the model cannot attribute it to their options.
     pub unprobed: Vec<String>,
+    /// Linked with the profiler's test clock ([`Settings::test_clock`]): its profiles hold
+    /// the samples the program took with `__knobs_test_sample`, so the runner's real times
+    /// mean nothing next to them (no time outside the profile, no overhead correction).
+    pub test_clock: bool,
 }
 
 /// Stage 2: enter/exit calls around the methods of the explored regions, linked with the
-/// sampling profiler. Time in methods without a probe is charged to the innermost probed
-/// method on the call stack, or to the base. After [`fold`], the methods left unprobed by
-/// [`select_probes`] are no longer regions, so they get no probe.
+/// sampling profiler ([`Settings::profiler_runtime`]: its test clock with
+/// [`Settings::test_clock`], and the program then takes its own samples). Time in methods
+/// without a probe is charged to the innermost probed method on the call stack, or to the
+/// base. After [`fold`], the methods left unprobed by [`select_probes`] are no longer
+/// regions, so they get no probe.
 pub fn instrument_methods(
     spec: &SystemSpec,
     settings: &Settings,
@@ -67,7 +73,9 @@ pub(super) fn instrument_named(
         &probes,
         &bitcode,
     )?;
-    let library = runtime::profiler::build(&settings.clang, &settings.work_dir.join("runtime"))?;
+    // The test clock's build with `settings.test_clock`: time is then the samples the program
+    // takes with `__knobs_test_sample`, not the machine's.
+    let library = settings.profiler_runtime()?;
     let (binary, variant) = instrumented::link(
         spec,
         settings,
@@ -82,6 +90,7 @@ pub(super) fn instrument_named(
         variant,
         methods: ids,
         unprobed,
+        test_clock: settings.test_clock,
     })
 }
 
