@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use measure::campaign::{Campaign, CampaignReport};
+use measure::store::{ConfigurationSummary, StoredSpec};
 use measure::{Metric, Selection, Store, SystemSpec};
 use serde::Serialize;
 use serde_json::json;
@@ -178,6 +179,8 @@ pub fn measure(args: MeasureArgs) -> Result<Outcome> {
     let report =
         with_progress(|on_event| Ok(campaign.run(&store, &plan.configurations, on_event)?))?;
     print_report(&report, spec.measure.max_cv);
+    let (_, why) = store.resolve_metric(&campaign.selection(), spec.measure.metric)?;
+    eprintln!("metric: {why}");
     if !report.failed.is_empty() && !args.retry_failed {
         eprintln!(
             "{} configurations failed; their runs stay in the store, and `knobs measure` with \
@@ -236,6 +239,9 @@ pub struct StoreArgs {
 /// A per-run quantity (`measure::Metric`), as `--metric` spells it.
 #[derive(Clone, Copy, ValueEnum)]
 pub enum MetricArg {
+    /// CPU time for a program that keeps one CPU busy, wall time otherwise (decided from the
+    /// first round).
+    Auto,
     /// Wall-clock time (s).
     Wall,
     /// User CPU time (s).
@@ -252,6 +258,7 @@ pub enum MetricArg {
 impl From<MetricArg> for Metric {
     fn from(m: MetricArg) -> Metric {
         match m {
+            MetricArg::Auto => Metric::Auto,
             MetricArg::Wall => Metric::Wall,
             MetricArg::User => Metric::User,
             MetricArg::System => Metric::System,
@@ -373,108 +380,139 @@ pub enum ResultsCommand {
 
 pub fn results(cmd: ResultsCommand) -> Result<Outcome> {
     match cmd {
-        ResultsCommand::Show { store: args, json } => {
-            let store = args.open()?;
-            let metric = args.metric(&store)?;
-            let stored = store.spec(&args.selection())?;
-            let selection = Selection {
-                spec_hash: Some(stored.hash.clone()),
-                ..args.selection_in(&store)?
-            };
-            let summaries = store.summaries(&selection, metric)?;
-            let older = store
-                .specs()?
-                .iter()
-                .filter(|s| s.system == stored.system && s.hash != stored.hash)
-                .count();
-            if older > 0 {
-                eprintln!(
-                    "note: the store also holds measurements under {older} other spec(s) of {}; --spec-hash selects one",
-                    stored.system
-                );
-            }
-            if json {
-                crate::print_json(&json!({
-                    "store": args.path(),
-                    "system": stored.system,
-                    "spec_hash": stored.hash,
-                    "variant": args.variant,
-                    "commit": selection.commit,
-                    "metric": metric.name(),
-                    "unit": metric.label(),
-                    "configurations": summaries,
-                }))?;
-                return Ok(Outcome::Done);
-            }
-            let mut out = std::io::stdout().lock();
-            writeln!(
+        ResultsCommand::Show { store, json } => show(&store, json),
+        ResultsCommand::Export { store, format, out } => export(&store, format, out.as_deref()),
+    }
+}
+
+/// `knobs results show`: the summaries of the measurements under one spec.
+fn show(args: &StoreArgs, json: bool) -> Result<Outcome> {
+    let store = args.open()?;
+    let metric = args.metric(&store)?;
+    let stored = store.spec(&args.selection())?;
+    let selection = Selection {
+        spec_hash: Some(stored.hash.clone()),
+        ..args.selection_in(&store)?
+    };
+    let (metric, why) = store.resolve_metric(&selection, metric)?;
+    let summaries = store.summaries(&selection, metric)?;
+    let older = store
+        .specs()?
+        .iter()
+        .filter(|s| s.system == stored.system && s.hash != stored.hash)
+        .count();
+    if older > 0 {
+        eprintln!(
+            "note: the store also holds measurements under {older} other spec(s) of {}; --spec-hash selects one",
+            stored.system
+        );
+    }
+    if json {
+        crate::print_json(&json!({
+            "store": args.path(),
+            "system": stored.system,
+            "spec_hash": stored.hash,
+            "variant": args.variant,
+            "commit": selection.commit,
+            "metric": metric.name(),
+            "unit": metric.label(),
+            "configurations": summaries,
+        }))?;
+        return Ok(Outcome::Done);
+    }
+    eprintln!("metric: {why}");
+    print_summaries(&stored, &selection, metric, &summaries)?;
+    Ok(Outcome::Done)
+}
+
+/// The summaries as a table, one configuration a line under a heading.
+fn print_summaries(
+    stored: &StoredSpec,
+    selection: &Selection,
+    metric: Metric,
+    summaries: &[ConfigurationSummary],
+) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{} (spec {}{}), metric {}: {} configurations",
+        stored.system,
+        stored.hash,
+        if selection.commit.is_empty() {
+            String::new()
+        } else {
+            format!(", commit {}", selection.commit)
+        },
+        metric.label(),
+        summaries.len()
+    )?;
+    writeln!(
+        out,
+        "{:>10} {:>10} {:>10} {:>7} {:>8} {:>5} {:>6}  configuration",
+        "median", "mean", "sd", "cv %", "±ci95 %", "runs", "failed"
+    )?;
+    for s in summaries {
+        let shown = if s.configuration.is_empty() {
+            "(none selected)"
+        } else {
+            &s.configuration
+        };
+        match &s.summary {
+            Some(m) => writeln!(
                 out,
-                "{} (spec {}{}), metric {}: {} configurations",
-                stored.system,
-                stored.hash,
-                if selection.commit.is_empty() {
-                    String::new()
-                } else {
-                    format!(", commit {}", selection.commit)
-                },
-                metric.label(),
-                summaries.len()
-            )?;
-            writeln!(
+                "{:>10.4} {:>10.4} {:>10.4} {:>7.2} {:>8} {:>5} {:>6}  {shown}",
+                m.median,
+                m.mean,
+                m.sd,
+                m.cv * 100.0,
+                relative_interval(m),
+                s.runs,
+                s.failed
+            )?,
+            None => writeln!(
                 out,
-                "{:>10} {:>10} {:>10} {:>7} {:>5} {:>6}  configuration",
-                "median", "mean", "sd", "cv %", "runs", "failed"
-            )?;
-            for s in &summaries {
-                let shown = if s.configuration.is_empty() {
-                    "(none selected)"
-                } else {
-                    &s.configuration
-                };
-                match &s.summary {
-                    Some(m) => writeln!(
-                        out,
-                        "{:>10.4} {:>10.4} {:>10.4} {:>7.2} {:>5} {:>6}  {shown}",
-                        m.median,
-                        m.mean,
-                        m.sd,
-                        m.cv * 100.0,
-                        s.runs,
-                        s.failed
-                    )?,
-                    None => writeln!(
-                        out,
-                        "{:>10} {:>10} {:>10} {:>7} {:>5} {:>6}  {shown}",
-                        "-", "-", "-", "-", s.runs, s.failed
-                    )?,
-                }
-            }
-            Ok(Outcome::Done)
-        }
-        ResultsCommand::Export { store, format, out } => {
-            let db = store.open()?;
-            let mut sink: Box<dyn Write> = match &out {
-                Some(path) => Box::new(std::io::BufWriter::new(
-                    std::fs::File::create(path).with_context(|| path.display().to_string())?,
-                )),
-                None => Box::new(std::io::stdout().lock()),
-            };
-            match format {
-                ExportFormat::Csv => {
-                    let metric = store.metric(&db)?;
-                    let data = db.dataset(&store.selection_in(&db)?, metric)?;
-                    write_dataset_csv(&data, &mut sink)?;
-                }
-                ExportFormat::Json => {
-                    let runs = db.runs(&store.selection_in(&db)?)?;
-                    serde_json::to_writer_pretty(&mut sink, &runs)?;
-                    writeln!(sink)?;
-                }
-            }
-            sink.flush()?;
-            Ok(Outcome::Done)
+                "{:>10} {:>10} {:>10} {:>7} {:>8} {:>5} {:>6}  {shown}",
+                "-", "-", "-", "-", "-", s.runs, s.failed
+            )?,
         }
     }
+    Ok(())
+}
+
+/// The 95 % confidence interval's half-width relative to the mean, in percent (`-` for one
+/// run, which says nothing about the noise).
+fn relative_interval(m: &measure::Summary) -> String {
+    if m.ci95.is_finite() && m.mean != 0.0 {
+        format!("{:.2}", 100.0 * m.ci95 / m.mean.abs())
+    } else {
+        "-".into()
+    }
+}
+
+/// `knobs results export`: the measurements as a dataset CSV or every run as JSON, to `out`
+/// or standard output.
+fn export(args: &StoreArgs, format: ExportFormat, out: Option<&Path>) -> Result<Outcome> {
+    let db = args.open()?;
+    let mut sink: Box<dyn Write> = match out {
+        Some(path) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(path).with_context(|| path.display().to_string())?,
+        )),
+        None => Box::new(std::io::stdout().lock()),
+    };
+    match format {
+        ExportFormat::Csv => {
+            let metric = args.metric(&db)?;
+            let data = db.dataset(&args.selection_in(&db)?, metric)?;
+            write_dataset_csv(&data, &mut sink)?;
+        }
+        ExportFormat::Json => {
+            let runs = db.runs(&args.selection_in(&db)?)?;
+            serde_json::to_writer_pretty(&mut sink, &runs)?;
+            writeln!(sink)?;
+        }
+    }
+    sink.flush()?;
+    Ok(Outcome::Done)
 }
 
 /// Whether a file is an SQLite database (a results store, or something to reject as one).

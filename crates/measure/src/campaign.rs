@@ -286,7 +286,7 @@ impl<'a> Campaign<'a> {
             });
         }
         let mut rounds = Rounds {
-            metric: store.resolve_metric(&selection, self.settings.metric)?.0,
+            metric: self.settings.metric,
             reference: None,
             rng: ChaCha8Rng::seed_from_u64(self.settings.seed.unwrap_or_else(fresh_seed)),
             owner: format!(
@@ -338,13 +338,6 @@ impl<'a> Campaign<'a> {
                 break;
             }
             self.round(store, &mut items, &mut rounds, &scratch, on_event)?;
-            if self.settings.metric == Metric::Auto {
-                rounds.metric = store.resolve_metric(&selection, Metric::Auto)?.0;
-            }
-            if rounds.reference.is_none() {
-                rounds.reference =
-                    self.reference(store, &selection, &mut items, &program, &inputs)?;
-            }
             for item in items.iter_mut().filter(|i| i.listed && !i.done) {
                 if item.failure.is_some() || !self.needs_more(&item.values(rounds.metric)) {
                     item.done = true;
@@ -398,9 +391,10 @@ impl<'a> Campaign<'a> {
     }
 
     /// The reference configuration's index among `items` (added, unlisted, when it is not
-    /// one of them): the spec's, the one the store's earlier rounds used, or the
-    /// configuration of median time in the rounds so far. `None` when the spec says `none`,
-    /// for fewer than three configurations, or before anything is measured.
+    /// one of them): the spec's, the one the store's earlier rounds used, or a valid
+    /// configuration drawn with a fixed seed, so that every session of a spec, whatever its
+    /// sample, has the same reference. `None` when the spec says `none` or for fewer than
+    /// three configurations.
     fn reference(
         &self,
         store: &Store,
@@ -421,15 +415,9 @@ impl<'a> Campaign<'a> {
                 .space
                 .format_configuration(&self.spec.space.parse_configuration(&text)?),
             None => {
-                let mut times: Vec<(f64, usize)> = (0..items.len())
-                    .filter(|&i| items[i].failure.is_none())
-                    .filter_map(|i| Some((*items[i].values(Metric::Wall).first()?, i)))
-                    .collect();
-                if times.len() < 3 {
-                    return Ok(None);
-                }
-                times.sort_by(|a, b| a.0.total_cmp(&b.0));
-                return Ok(Some(times[times.len() / 2].1));
+                let valid = space::ValidConfigurations::new(&self.spec.space)?;
+                let drawn = valid.sample_uniform(&mut ChaCha8Rng::seed_from_u64(REFERENCE_SEED));
+                self.spec.space.format_configuration(&drawn)
             }
         };
         if let Some(i) = items.iter().position(|i| i.key.configuration == text) {
@@ -472,8 +460,10 @@ impl<'a> Campaign<'a> {
         });
     }
 
-    /// The items of the next round in a fresh random order (the reference among them), the
-    /// round's seed, and the claims taken: configurations another process is measuring wait
+    /// The items of the next round in a fresh random order, the round's seed, and the claims
+    /// taken (held until the round ends). A round brings the configurations with the fewest
+    /// runs one run further (so a resumed campaign first completes the round it was killed
+    /// in), and always has the reference. Configurations another process is measuring wait
     /// for a later round, with what that process stored by then.
     fn order(
         &self,
@@ -488,17 +478,27 @@ impl<'a> Campaign<'a> {
                 .run()
                 .map_or(600.0, |r| r.timeout.unwrap_or(600.0))
             + 60.0;
+        let level = items
+            .iter()
+            .filter(|i| i.listed && !i.done && i.failure.is_none())
+            .map(|i| i.samples.len())
+            .min();
         let mut order = Vec::new();
         for (i, item) in items.iter_mut().enumerate() {
-            let wanted = (item.listed && !item.done) || rounds.reference == Some(i);
+            let wanted = (item.listed && !item.done && Some(item.samples.len()) == level)
+                || rounds.reference == Some(i);
             if !wanted || item.failure.is_some() {
                 continue;
             }
             if store.claim(&item.key, &rounds.owner, lease)? {
                 let runs = store.runs_of(&selection, &item.key.configuration)?;
                 (item.samples, item.failure) = self.standing(&runs);
-                if item.failure.is_none() {
+                let needed = rounds.reference == Some(i)
+                    || self.needs_more(&item.values(rounds.metric));
+                if item.failure.is_none() && needed {
                     order.push(i);
+                } else {
+                    store.release(&item.key, &rounds.owner)?;
                 }
             }
         }
@@ -517,6 +517,7 @@ impl<'a> Campaign<'a> {
         on_event: &mut dyn FnMut(Event),
     ) -> Result<(), Error> {
         let (order, seed) = self.order(store, items, rounds)?;
+        let claimed = order.clone();
         if order.is_empty() {
             // Everything left is another process's: wait for it.
             std::thread::sleep(std::time::Duration::from_millis(100));
@@ -534,7 +535,6 @@ impl<'a> Campaign<'a> {
             let at = store::now();
             let (result, regions) = self.run_once(&item.invocation, scratch);
             store.record_in_round(&item.key, at, &result, &regions, Some(round))?;
-            store.release(&item.key, &rounds.owner)?;
             rounds.ran += 1;
             rounds.stored += 1;
             item.new_runs += 1;
@@ -548,6 +548,9 @@ impl<'a> Campaign<'a> {
             } else {
                 item.failure = Some(Failure::of(&result));
             }
+        }
+        for &i in &claimed {
+            store.release(&items[i].key, &rounds.owner)?;
         }
         Ok(())
     }
@@ -564,6 +567,7 @@ impl<'a> Campaign<'a> {
         on_event: &mut dyn FnMut(Event),
     ) -> Result<(), Error> {
         let (order, _) = self.order(store, items, rounds)?;
+        let claimed = order.clone();
         for i in order {
             let item = &mut items[i];
             on_event(Event::Starting {
@@ -582,7 +586,9 @@ impl<'a> Campaign<'a> {
                 item.failure = Some(Failure::of(&result));
                 item.new_runs += 1;
             }
-            store.release(&item.key, &rounds.owner)?;
+        }
+        for &i in &claimed {
+            store.release(&items[i].key, &rounds.owner)?;
         }
         // Configurations that failed in the warm-up are done.
         for item in items.iter_mut().filter(|i| i.listed && !i.done) {
@@ -675,7 +681,12 @@ struct Item {
 }
 
 impl Item {
+    /// The metric of its runs (`auto`: what its first run decides, as the store does).
     fn values(&self, metric: Metric) -> Vec<f64> {
+        let metric = match (metric, self.samples.first()) {
+            (Metric::Auto, Some(first)) => first.auto_metric(),
+            (m, _) => m,
+        };
         self.samples.iter().map(|s| s.metric(metric)).collect()
     }
 }
@@ -708,6 +719,11 @@ impl Sample {
         }
     }
 
+    /// `store::auto_metric` of a configuration whose first run this is.
+    fn auto_metric(&self) -> Metric {
+        store::auto_metric(self.user + self.system, self.wall)
+    }
+
     fn metric(&self, metric: Metric) -> f64 {
         match metric {
             Metric::Wall | Metric::Auto => self.wall,
@@ -736,7 +752,7 @@ impl Failure {
 
 /// The state of a campaign's rounds.
 struct Rounds {
-    /// What the runs are judged by (`auto` resolved once the first round is in).
+    /// What the runs are judged by (`auto`: per configuration, by its first run).
     metric: Metric,
     /// The item measured in every round.
     reference: Option<usize>,
@@ -749,6 +765,9 @@ struct Rounds {
     /// Runs stored.
     stored: u64,
 }
+
+/// The seed that draws a spec's reference configuration when it names none.
+const REFERENCE_SEED: u64 = 0x6b6e6f6273;
 
 /// A seed for a campaign whose spec sets none.
 fn fresh_seed() -> u64 {
@@ -892,19 +911,28 @@ mod tests {
             .resolve_metric(&Selection::default(), Metric::Auto)
             .unwrap();
         // A busy loop keeps a CPU busy unless the machine lends it elsewhere; a loaded
-        // machine can only make it wall time, which is also right.
+        // machine can only make a configuration wall time, which is also right.
         let shares: Vec<f64> = store
             .runs(&Selection::default())
             .unwrap()
             .iter()
             .map(StoredRun::cpu_share)
             .collect();
-        let expected = if shares.iter().all(|s| *s >= store::CPU_BOUND.0) {
-            Metric::Cpu
-        } else {
-            Metric::Wall
+        let cpu = shares
+            .iter()
+            .filter(|s| **s >= store::CPU_BOUND.0)
+            .count();
+        let expected = match cpu {
+            0 => Metric::Wall,
+            2 => Metric::Cpu,
+            _ => Metric::Auto,
         };
         assert_eq!(metric, expected, "{why}: {shares:?}");
+        // Each configuration's summary reads what its first run decided.
+        for s in store.summaries(&Selection::default(), Metric::Auto).unwrap() {
+            let run = &store.runs_of(&Selection::default(), &s.configuration).unwrap()[0];
+            assert_eq!(s.summary.unwrap().median, run.metric(run.auto_metric()));
+        }
     }
 
     #[test]

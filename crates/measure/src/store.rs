@@ -144,10 +144,27 @@ ALTER TABLE runs ADD COLUMN round INTEGER;
 ",
 ];
 
-/// The share of its wall time a run spends on a CPU (user + system) for `metric = "auto"`
-/// to read CPU time: at least most of it (a CPU-bound program on a machine with a core to
-/// spare: 93–100 % here), at most one CPU's worth (not running threads in parallel).
+/// The share of its wall time a configuration's first run spends on a CPU (user + system)
+/// for `metric = "auto"` to read its CPU time: at least most of it (a CPU-bound program on a
+/// machine with a core to spare: 93–100 % here), at most one CPU's worth (no threads in
+/// parallel).
 pub const CPU_BOUND: (f64, f64) = (0.8, 1.1);
+
+/// What `metric = "auto"` reads for a configuration whose first run used `cpu` seconds of
+/// user + system time in `wall` seconds: CPU time
+/// when it kept one CPU busy ([`CPU_BOUND`]), wall time otherwise. CPU time leaves out the
+/// time a run waits for a CPU another program holds, so it is far steadier on a shared
+/// machine; it would miss sleeps, I/O waits and a second thread's work, which is why such
+/// configurations keep wall time. On a quiet machine both are the same for the first kind,
+/// so the model reads one quantity: the time the configuration takes.
+pub fn auto_metric(cpu: f64, wall: f64) -> Metric {
+    let (lo, hi) = CPU_BOUND;
+    if (lo..=hi).contains(&(cpu / wall.max(1e-9))) {
+        Metric::Cpu
+    } else {
+        Metric::Wall
+    }
+}
 
 /// Identifies a configuration's measurements.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -213,6 +230,11 @@ impl StoredRun {
     /// User + system time over wall time.
     pub fn cpu_share(&self) -> f64 {
         (self.user + self.system_time) / self.wall.max(1e-9)
+    }
+
+    /// What `auto` reads for a configuration whose first run this is.
+    pub fn auto_metric(&self) -> Metric {
+        auto_metric(self.user + self.system_time, self.wall)
     }
 }
 
@@ -815,13 +837,9 @@ impl Store {
         }
     }
 
-    /// What `metric` reads in the selection's runs, and why: itself, or for `auto` CPU time
-    /// when every configuration of the first round kept one CPU busy (user + system within
-    /// [`CPU_BOUND`] of wall time), wall time otherwise. CPU time does not count the time a
-    /// program waits for a CPU another program holds, so it is far steadier on a shared
-    /// machine; it would miss sleeps, I/O waits and a second thread's work, which is why
-    /// those programs keep wall time. The first round decides (every later session reads the
-    /// same decision); runs from before rounds decide by their medians.
+    /// What `metric` reads in the selection's runs, and why: itself, or for `auto` what each
+    /// configuration's first run decides ([`auto_metric`]): `Cpu` or `Wall` when all agree,
+    /// `Auto` (each configuration its own) when they differ.
     pub fn resolve_metric(
         &self,
         selection: &Selection,
@@ -830,74 +848,92 @@ impl Store {
         if metric != Metric::Auto {
             return Ok((metric, format!("{} (as the spec says)", metric.name())));
         }
-        let runs: Vec<StoredRun> = self
-            .runs(selection)?
-            .into_iter()
-            .filter(StoredRun::is_ok)
-            .collect();
-        let first = runs.iter().filter_map(|r| r.round).min();
-        let mut shares: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-        for r in runs.iter().filter(|r| first.is_none() || r.round == first) {
-            shares
-                .entry(&r.configuration)
-                .or_default()
-                .push(r.cpu_share());
-        }
-        let medians: Vec<(&str, f64)> = shares
-            .iter()
-            .filter_map(|(c, v)| Some((*c, ::stats::median(v)?)))
-            .collect();
-        let Some(low) = medians.iter().min_by(|a, b| a.1.total_cmp(&b.1)) else {
+        let firsts = self.first_runs(selection)?;
+        if firsts.is_empty() {
             return Ok((Metric::Wall, "wall (auto: nothing measured yet)".into()));
-        };
-        let high = medians
-            .iter()
-            .max_by(|a, b| a.1.total_cmp(&b.1))
-            .expect("one");
+        }
+        let cpu = firsts
+            .values()
+            .filter(|r| r.auto_metric() == Metric::Cpu)
+            .count();
         let (lo, hi) = CPU_BOUND;
-        Ok(if low.1 < lo {
-            (
-                Metric::Wall,
-                format!(
-                    "wall (auto: `{}` used a CPU {:.0} % of its wall time: it sleeps, waits \
-                     or lacked a CPU)",
-                    low.0,
-                    low.1 * 100.0
-                ),
-            )
-        } else if high.1 > hi {
-            (
-                Metric::Wall,
-                format!(
-                    "wall (auto: `{}` used {:.2} CPUs: it runs threads in parallel)",
-                    high.0, high.1
-                ),
+        let share = |r: &StoredRun| r.cpu_share();
+        let low = firsts.values().min_by(|a, b| share(a).total_cmp(&share(b)));
+        let high = firsts.values().max_by(|a, b| share(a).total_cmp(&share(b)));
+        let (low, high) = (low.expect("one"), high.expect("one"));
+        let odd = if share(high) > hi {
+            format!(
+                "`{}` used {:.2} CPUs: threads in parallel",
+                high.configuration,
+                share(high)
             )
         } else {
+            format!(
+                "`{}` used a CPU {:.0} % of its wall time: it sleeps, waits or lacked a CPU",
+                low.configuration,
+                share(low) * 100.0
+            )
+        };
+        Ok(if cpu == firsts.len() {
             (
                 Metric::Cpu,
                 format!(
                     "cpu (auto: user + system was {:.0}–{:.0} % of wall time in every \
-                     configuration of the first round)",
-                    low.1 * 100.0,
-                    high.1 * 100.0
+                     configuration's first run)",
+                    share(low) * 100.0,
+                    share(high) * 100.0
+                ),
+            )
+        } else if cpu == 0 {
+            (Metric::Wall, format!("wall (auto: {odd})"))
+        } else {
+            (
+                Metric::Auto,
+                format!(
+                    "cpu for the {cpu} configurations that kept one CPU busy ({:.0}–{:.0} % of \
+                     wall time), wall for the other {} (auto: {odd})",
+                    lo * 100.0,
+                    hi * 100.0,
+                    firsts.len() - cpu
                 ),
             )
         })
     }
 
+    /// Per configuration, its first successful run (the earliest round's; before rounds, the
+    /// earliest run), which decides what `auto` reads for it.
+    pub fn first_runs(&self, selection: &Selection) -> Result<BTreeMap<String, StoredRun>, Error> {
+        let mut firsts: BTreeMap<String, StoredRun> = BTreeMap::new();
+        for run in self.runs(selection)?.into_iter().filter(StoredRun::is_ok) {
+            let key = |r: &StoredRun| (r.round.unwrap_or(i64::MIN), r.id);
+            match firsts.get(&run.configuration) {
+                Some(first) if key(first) <= key(&run) => {}
+                _ => {
+                    firsts.insert(run.configuration.clone(), run);
+                }
+            }
+        }
+        Ok(firsts)
+    }
+
     /// Per configuration: how many runs, how many failed, and the metric over the
-    /// successful ones (`auto` resolved).
+    /// successful ones (`auto` resolved per configuration).
     pub fn summaries(
         &self,
         selection: &Selection,
         metric: Metric,
     ) -> Result<Vec<ConfigurationSummary>, Error> {
-        let (metric, _) = self.resolve_metric(selection, metric)?;
+        let firsts = match metric {
+            Metric::Auto => self.first_runs(selection)?,
+            _ => BTreeMap::new(),
+        };
         Ok(self
             .runs_by_configuration(selection)?
             .into_iter()
             .map(|(configuration, runs)| {
+                let metric = firsts
+                    .get(&configuration)
+                    .map_or(metric, StoredRun::auto_metric);
                 let values: Vec<f64> = runs
                     .iter()
                     .filter(|r| r.is_ok())
