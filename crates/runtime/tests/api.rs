@@ -270,7 +270,9 @@ fn exits_for_regions_that_are_not_open_are_ignored() {
 fn an_exit_beneath_the_innermost_region_leaves_the_inner_one_open() {
     let (_, t) = measure("overlap");
     assert!(close_to(&t, t.region(1).self_seconds, 20.0, 20.0), "{t:?}");
-    assert!(t.region(0).self_seconds < 1e-3, "{t:?}");
+    // Region 0 holds only the gap between two calls: no more than the run's excess over its
+    // sleep, whatever the machine's load (which would also lengthen that excess).
+    assert!(close_to(&t, t.region(0).self_seconds, 0.0, 20.0), "{t:?}");
     assert_eq!(t.region(0).entries, 1);
     assert_eq!(t.unmatched_exits, 0);
 }

@@ -37,6 +37,11 @@ int main(void) {
     __knobs_test_work(50);              /* 4 */
     EXIT(4);
     EXIT(3);
+    ENTER(5);                           /* crossed: an exit beneath the innermost region */
+    ENTER(6);
+    EXIT(5);                            /* closes 5; 6 stays open */
+    __knobs_test_work(700);             /* 6 */
+    EXIT(6);
     EXIT(1);
     __knobs_test_work(2000);            /* base */
     return 0;
@@ -98,6 +103,8 @@ fn every_region_is_charged_its_own_work_and_none_of_the_probes() {
     assert_eq!(self_ns(1), 20_000.0, "{t:?}");
     assert_eq!(self_ns(2), 100_000.0, "{t:?}");
     assert_eq!((self_ns(3), self_ns(4)), (0.0, 50.0), "{t:?}");
+    assert_eq!((self_ns(5), self_ns(6)), (0.0, 700.0), "{t:?}");
+    assert_eq!(t.unmatched_exits, 0);
     assert_eq!((t.region(0).entries, t.region(2).entries), (1000, 1000));
     assert_eq!(t.event_cost_ns, (ENTER_EXIT + EXIT_ENTER) / 2.0, "{t:?}");
     // The thread's first and last intervals hold only half a probe each (no probe before the
