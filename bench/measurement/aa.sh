@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A/A test of the measurement: the same spec measured in two sessions (two fresh stores, one
 # after the other, all valid configurations), each exported with the spec's metric and with
-# wall and CPU time, compared configuration by configuration: MAPE, 95th-percentile error,
+# wall and CPU time, and read against the reference configuration of each round (--drift
+# rounds, relative), compared configuration by configuration: MAPE, 95th-percentile error,
 # Kendall's tau of the two rankings, and each session's time. `--busy N` keeps N busy loops
 # on the cores during the second session. The result lands in docs/results/.
 #
@@ -36,8 +37,10 @@ before=$(load)
 s1=$(session "$work/a.db" 0)
 s2=$(session "$work/b.db" "$busy")
 decision=$(grep -h "^metric:" "$work/a.db.log" | head -1 || true)
-for m in default wall cpu; do
-  flag=(); [ "$m" = default ] || flag=(--metric "$m")
+readings=(default wall cpu default:rounds default:relative cpu:relative)
+for m in "${readings[@]}"; do
+  metric=${m%%:*}; drift=none; [ "$m" = "$metric" ] || drift=${m#*:}
+  flag=(--drift "$drift"); [ "$metric" = default ] || flag+=(--metric "$metric")
   for s in a b; do "$knobs" results export --store "$work/$s.db" "${flag[@]}" -o "$work/$s-$m.csv"; done
 done
 commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates || echo "+changes")
@@ -52,7 +55,7 @@ def read(path):
     head = rows[0]
     return head[-1], {tuple(r[:-1]): float(r[-1]) for r in rows[1:]}
 lines = []
-for m in ["default", "wall", "cpu"]:
+for m in "${readings[*]}".split():
     label, a = read(f"{work}/a-{m}.csv")
     _, b = read(f"{work}/b-{m}.csv")
     keys = sorted(set(a) & set(b))
@@ -64,7 +67,9 @@ for m in ["default", "wall", "cpu"]:
         s = (a[x] - a[y]) * (b[x] - b[y])
         conc += s > 0; disc += s < 0
     tau = (conc - disc) / max(1, conc + disc)
-    name = f"spec's metric ({label})" if m == "default" else label
+    metric, _, drift = m.partition(":")
+    name = f"spec's metric ({label})" if metric == "default" else label
+    name += f", drift {drift}" if drift else ""
     lines.append(f"| {name} | {len(keys)} | {mape:.2f} | {p95:.2f} | {tau:.3f} |")
 with open(out, "w") as f:
     f.write(f"""# A/A: two sessions of \`knobs measure --sample all\` on $name

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use measure::campaign::{Campaign, CampaignReport};
-use measure::store::{ConfigurationSummary, StoredSpec};
+use measure::store::{ConfigurationSummary, Drift, StoredSpec};
 use measure::{Metric, Selection, Store, SystemSpec};
 use serde::Serialize;
 use serde_json::json;
@@ -234,6 +234,32 @@ pub struct StoreArgs {
     /// The metric (default: the one of the spec the measurements were taken under).
     #[arg(long, value_enum)]
     metric: Option<MetricArg>,
+    /// How each run is read against the reference configuration measured in its round.
+    #[arg(long, value_enum, default_value_t = DriftArg::None)]
+    drift: DriftArg,
+}
+
+/// `measure::store::Drift`, as `--drift` spells it.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum DriftArg {
+    /// As measured.
+    None,
+    /// Each round scaled by how fast the reference ran in it: seconds, without the drift
+    /// between rounds.
+    Rounds,
+    /// As multiples of the reference's time in the same round: unitless, without drift
+    /// between sessions either.
+    Relative,
+}
+
+impl From<DriftArg> for Drift {
+    fn from(d: DriftArg) -> Drift {
+        match d {
+            DriftArg::None => Drift::None,
+            DriftArg::Rounds => Drift::Rounds,
+            DriftArg::Relative => Drift::Relative,
+        }
+    }
 }
 
 /// A per-run quantity (`measure::Metric`), as `--metric` spells it.
@@ -395,7 +421,7 @@ fn show(args: &StoreArgs, json: bool) -> Result<Outcome> {
         ..args.selection_in(&store)?
     };
     let (metric, why) = store.resolve_metric(&selection, metric)?;
-    let summaries = store.summaries(&selection, metric)?;
+    let summaries = store.summaries_with(&selection, metric, args.drift.into())?;
     let older = store
         .specs()?
         .iter()
@@ -502,7 +528,7 @@ fn export(args: &StoreArgs, format: ExportFormat, out: Option<&Path>) -> Result<
     match format {
         ExportFormat::Csv => {
             let metric = args.metric(&db)?;
-            let data = db.dataset(&args.selection_in(&db)?, metric)?;
+            let data = db.dataset_with(&args.selection_in(&db)?, metric, args.drift.into())?;
             write_dataset_csv(&data, &mut sink)?;
         }
         ExportFormat::Json => {

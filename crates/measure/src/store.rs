@@ -166,6 +166,21 @@ pub fn auto_metric(cpu: f64, wall: f64) -> Metric {
     }
 }
 
+/// How runs are read against the reference configuration measured in every round.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Drift {
+    /// As measured.
+    #[default]
+    None,
+    /// Each round scaled by how fast the reference ran in it (to the reference's median):
+    /// seconds, with the drift between rounds taken out.
+    Rounds,
+    /// As multiples of the reference's time in the same round: unitless, and so free of
+    /// drift between sessions too.
+    Relative,
+}
+
 /// Identifies a configuration's measurements.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct MeasurementKey {
@@ -923,36 +938,107 @@ impl Store {
         selection: &Selection,
         metric: Metric,
     ) -> Result<Vec<ConfigurationSummary>, Error> {
+        self.summaries_with(selection, metric, Drift::None)
+    }
+
+    /// [`Store::summaries`], each run read against the reference configuration's run in its
+    /// round as `drift` says.
+    pub fn summaries_with(
+        &self,
+        selection: &Selection,
+        metric: Metric,
+        drift: Drift,
+    ) -> Result<Vec<ConfigurationSummary>, Error> {
         let firsts = match metric {
             Metric::Auto => self.first_runs(selection)?,
             _ => BTreeMap::new(),
         };
-        Ok(self
-            .runs_by_configuration(selection)?
+        let metric_of = |configuration: &str| {
+            firsts
+                .get(configuration)
+                .map_or(metric, StoredRun::auto_metric)
+        };
+        let by_configuration = self.runs_by_configuration(selection)?;
+        let scale = match drift {
+            Drift::None => None,
+            _ => self.reference_scale(selection, &by_configuration, drift, &metric_of)?,
+        };
+        Ok(by_configuration
             .into_iter()
             .map(|(configuration, runs)| {
-                let metric = firsts
-                    .get(&configuration)
-                    .map_or(metric, StoredRun::auto_metric);
-                let values: Vec<f64> = runs
-                    .iter()
-                    .filter(|r| r.is_ok())
-                    .map(|r| r.metric(metric))
-                    .collect();
+                let metric = metric_of(&configuration);
+                let value = |r: &StoredRun| -> Option<f64> {
+                    match &scale {
+                        None => Some(r.metric(metric)),
+                        Some(scale) => Some(r.metric(metric) * scale.get(&r.round?)?),
+                    }
+                };
+                let ok: Vec<&StoredRun> = runs.iter().filter(|r| r.is_ok()).collect();
+                let mut values: Vec<f64> = ok.iter().filter_map(|r| value(r)).collect();
+                if values.is_empty() {
+                    // No round of this configuration had the reference: read it as it is.
+                    values = ok.iter().map(|r| r.metric(metric)).collect();
+                }
                 ConfigurationSummary {
                     configuration,
                     runs: runs.len(),
-                    failed: runs.len() - values.len(),
+                    failed: runs.len() - ok.len(),
                     summary: Summary::of(&values),
                 }
             })
             .collect())
     }
 
+    /// Per round that measured the reference configuration, the factor its runs are
+    /// multiplied by: the reference's median over all rounds over its time in this round
+    /// (`Drift::Rounds`), or one over its time in this round (`Drift::Relative`). `None`
+    /// when the selection has no reference.
+    fn reference_scale(
+        &self,
+        selection: &Selection,
+        by_configuration: &BTreeMap<String, Vec<StoredRun>>,
+        drift: Drift,
+        metric_of: &dyn Fn(&str) -> Metric,
+    ) -> Result<Option<BTreeMap<i64, f64>>, Error> {
+        let Some(reference) = self.reference(selection)? else {
+            return Ok(None);
+        };
+        let metric = metric_of(&reference);
+        let per_round: BTreeMap<i64, f64> = by_configuration
+            .get(&reference)
+            .into_iter()
+            .flatten()
+            .filter(|r| r.is_ok())
+            .filter_map(|r| Some((r.round?, r.metric(metric))))
+            .filter(|(_, v)| *v > 0.0)
+            .collect();
+        let values: Vec<f64> = per_round.values().copied().collect();
+        let Some(median) = ::stats::median(&values) else {
+            return Ok(None);
+        };
+        let unit = match drift {
+            Drift::Relative => 1.0,
+            _ => median,
+        };
+        Ok(Some(
+            per_round.into_iter().map(|(r, v)| (r, unit / v)).collect(),
+        ))
+    }
+
     /// The measurements as a dataset: the spec's space, and per configuration that has
     /// successful runs the median of the metric. The selection must designate one spec and
     /// one workload (the only one measured, or the one named).
     pub fn dataset(&self, selection: &Selection, metric: Metric) -> Result<Dataset, Error> {
+        self.dataset_with(selection, metric, Drift::None)
+    }
+
+    /// [`Store::dataset`] with each run read against the reference as `drift` says.
+    pub fn dataset_with(
+        &self,
+        selection: &Selection,
+        metric: Metric,
+        drift: Drift,
+    ) -> Result<Dataset, Error> {
         let stored = self.spec(selection)?;
         let spec = SystemSpec::parse(&stored.text, Path::new(&stored.path))?;
         let mut selection = Selection {
@@ -981,7 +1067,7 @@ impl Store {
         let (metric, _) = self.resolve_metric(&selection, metric)?;
         let mut configurations: Vec<Configuration> = Vec::new();
         let mut performance = Vec::new();
-        for s in self.summaries(&selection, metric)? {
+        for s in self.summaries_with(&selection, metric, drift)? {
             let Some(summary) = s.summary else { continue };
             let config = spec
                 .space
@@ -1000,7 +1086,10 @@ impl Store {
             space: spec.space,
             configurations,
             performance,
-            metric: metric.label().to_string(),
+            metric: match drift {
+                Drift::Relative => format!("{}_per_reference", metric.name()),
+                _ => metric.label().to_string(),
+            },
         })
     }
 }
@@ -1040,6 +1129,42 @@ mod tests {
             workload: "real".into(),
             configuration: configuration.into(),
         }
+    }
+
+    /// The machine runs twice as slow in the second round: read against the reference in
+    /// each round, the configuration's two runs agree.
+    #[test]
+    fn runs_read_against_the_reference_lose_the_drift_between_rounds() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("r.db")).unwrap();
+        let spec = spec();
+        store.register_spec(&spec).unwrap();
+        for (speed, reference) in [(1.0, None), (2.0, Some("n=1"))] {
+            let round = store.begin_round(7, reference).unwrap();
+            for (config, wall) in [("n=1", 1.0), ("a,n=2", 2.0)] {
+                let r = result(wall * speed, Outcome::Ok);
+                store
+                    .record_in_round(&key(&spec, config), now(), &r, &[], Some(round))
+                    .unwrap();
+            }
+        }
+        let median = |drift| {
+            store
+                .summaries_with(&Selection::default(), Metric::Wall, drift)
+                .unwrap()
+                .into_iter()
+                .find(|s| s.configuration == "a,n=2")
+                .and_then(|s| s.summary)
+                .map(|s| (s.median, s.sd))
+                .unwrap()
+        };
+        assert_eq!(median(Drift::None), (3.0, 2f64.sqrt()));
+        assert_eq!(median(Drift::Rounds), (3.0, 0.0));
+        assert_eq!(median(Drift::Relative), (2.0, 0.0));
+        assert_eq!(
+            store.reference(&Selection::default()).unwrap().as_deref(),
+            Some("n=1")
+        );
     }
 
     #[test]
