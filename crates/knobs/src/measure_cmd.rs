@@ -136,15 +136,7 @@ pub fn measure(args: MeasureArgs) -> Result<Outcome> {
     }
     let workload = spec.workload(args.workload.as_deref())?;
     spec.prepare_workload(workload)?;
-    let mut settings = spec.measure.clone();
-    if let Some(r) = args.repetitions {
-        if r == 0 {
-            bail!("--repetitions must be at least 1");
-        }
-        settings.repetitions = r;
-        settings.max_repetitions = settings.max_repetitions.max(r);
-    }
-    settings.adaptive |= args.adaptive;
+    let settings = measure_settings(&spec, &args)?;
     let strategy: Strategy = args.sample.parse()?;
     let valid = ValidConfigurations::new(&spec.space)?;
     let plan = sample(&valid, &strategy, args.seed)?;
@@ -179,8 +171,6 @@ pub fn measure(args: MeasureArgs) -> Result<Outcome> {
     let report =
         with_progress(|on_event| Ok(campaign.run(&store, &plan.configurations, on_event)?))?;
     print_report(&report, spec.measure.max_cv);
-    let (_, why) = store.resolve_metric(&campaign.selection(), spec.measure.metric)?;
-    eprintln!("metric: {why}");
     if !report.failed.is_empty() && !args.retry_failed {
         eprintln!(
             "{} configurations failed; their runs stay in the store, and `knobs measure` with \
@@ -204,6 +194,20 @@ pub fn measure(args: MeasureArgs) -> Result<Outcome> {
         bail!("every configuration failed: nothing was measured");
     }
     Ok(Outcome::Done)
+}
+
+/// The spec's measure settings with the command line's overrides.
+fn measure_settings(spec: &SystemSpec, args: &MeasureArgs) -> Result<measure::MeasureSettings> {
+    let mut settings = spec.measure.clone();
+    if let Some(r) = args.repetitions {
+        if r == 0 {
+            bail!("--repetitions must be at least 1");
+        }
+        settings.repetitions = r;
+        settings.max_repetitions = settings.max_repetitions.max(r);
+    }
+    settings.adaptive |= args.adaptive;
+    Ok(settings)
 }
 
 #[derive(Args)]
@@ -279,6 +283,8 @@ pub enum MetricArg {
     /// Peak resident set size (KiB).
     #[value(name = "max_rss")]
     MaxRss,
+    /// Instructions executed (runs measured with `metric = "instructions"`).
+    Instructions,
 }
 
 impl From<MetricArg> for Metric {
@@ -290,6 +296,7 @@ impl From<MetricArg> for Metric {
             MetricArg::System => Metric::System,
             MetricArg::Cpu => Metric::Cpu,
             MetricArg::MaxRss => Metric::MaxRss,
+            MetricArg::Instructions => Metric::Instructions,
         }
     }
 }
@@ -567,6 +574,9 @@ pub fn store_dataset(path: &Path, workload: Option<&str>) -> Result<space::Datas
 /// The one-line summary of a campaign.
 pub fn print_report(report: &CampaignReport, max_cv: f64) {
     eprintln!("{}", report.summary(max_cv));
+    if !report.metric.is_empty() {
+        eprintln!("metric: {}", report.metric);
+    }
     for note in &report.notes {
         eprintln!("note: {note}");
     }

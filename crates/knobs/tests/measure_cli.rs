@@ -152,7 +152,11 @@ fn sigkill_mid_run_then_rerun_equals_an_uninterrupted_run() {
         .assert()
         .success()
         .stderr(predicates::str::contains("already in the store"));
-    assert_eq!(reference(&killed), reference(&whole), "one reference per spec");
+    assert_eq!(
+        reference(&killed),
+        reference(&whole),
+        "one reference per spec"
+    );
     assert_eq!(measured_but_the_reference(&killed), expected);
     assert!(measured(&killed)[&reference(&killed)] >= 2);
 
@@ -729,12 +733,12 @@ fn enumerations_are_checked_by_the_parser() {
         (
             &["results", "show", "--metric", "wallclock"][..],
             "'wallclock' for '--metric <METRIC>'",
-            "[possible values: auto, wall, user, system, cpu, max_rss]",
+            "[possible values: auto, wall, user, system, cpu, max_rss, instructions]",
         ),
         (
             &["results", "export", "--metric", "max-rss"][..],
             "'max-rss' for '--metric <METRIC>'",
-            "[possible values: auto, wall, user, system, cpu, max_rss]",
+            "[possible values: auto, wall, user, system, cpu, max_rss, instructions]",
         ),
         (
             &["results", "export", "--format", "xml"][..],

@@ -11,6 +11,7 @@ use rand::{RngCore, SeedableRng, seq::SliceRandom};
 use rand_chacha::ChaCha8Rng;
 
 use crate::Error;
+use crate::instructions::Counter;
 use crate::runner::{self, Outcome, RunResult};
 use crate::spec::{Invocation, MeasureSettings, Metric, SystemSpec, Workload};
 use crate::stats::Summary;
@@ -64,6 +65,8 @@ pub struct CampaignReport {
     pub seconds: f64,
     /// What the user should know about the stored runs (changed workload files).
     pub notes: Vec<String>,
+    /// What the runs are read by, and why (`auto`'s decision, or the instruction counter).
+    pub metric: String,
 }
 
 impl CampaignReport {
@@ -169,7 +172,11 @@ impl<'a> Campaign<'a> {
         &self,
         invocation: &Invocation,
         scratch: &Path,
+        counter: Option<Counter>,
     ) -> (RunResult, Vec<RegionMeasurement>) {
+        if let Some(counter) = counter {
+            return (counted(invocation, scratch, counter), Vec::new());
+        }
         let Some(output) = &self.regions else {
             return (runner::run(invocation), Vec::new());
         };
@@ -295,6 +302,17 @@ impl<'a> Campaign<'a> {
                 std::process::id(),
                 store::now()
             ),
+            counter: match self.settings.metric {
+                Metric::Instructions if self.regions.is_some() => {
+                    return Err(Error::Invalid(
+                        "metric `instructions` counts whole runs; the white-box approaches time \
+                         regions (use wall or cpu)"
+                            .into(),
+                    ));
+                }
+                Metric::Instructions => Some(Counter::detect()?),
+                _ => None,
+            },
             ran: 0,
             stored: 0,
         };
@@ -348,6 +366,10 @@ impl<'a> Campaign<'a> {
         }
         on_event(Event::Planned { runs: rounds.ran });
         report.runs = rounds.stored;
+        report.metric = match rounds.counter {
+            Some(counter) => counter.describe().to_string(),
+            None => store.resolve_metric(&selection, self.settings.metric)?.1,
+        };
         let _ = std::fs::remove_dir_all(&scratch);
         report.seconds = started.elapsed().as_secs_f64();
         Ok(report)
@@ -493,8 +515,8 @@ impl<'a> Campaign<'a> {
             if store.claim(&item.key, &rounds.owner, lease)? {
                 let runs = store.runs_of(&selection, &item.key.configuration)?;
                 (item.samples, item.failure) = self.standing(&runs);
-                let needed = rounds.reference == Some(i)
-                    || self.needs_more(&item.values(rounds.metric));
+                let needed =
+                    rounds.reference == Some(i) || self.needs_more(&item.values(rounds.metric));
                 if item.failure.is_none() && needed {
                     order.push(i);
                 } else {
@@ -533,7 +555,7 @@ impl<'a> Campaign<'a> {
                 configuration: &item.key.configuration,
             });
             let at = store::now();
-            let (result, regions) = self.run_once(&item.invocation, scratch);
+            let (result, regions) = self.run_once(&item.invocation, scratch, rounds.counter);
             store.record_in_round(&item.key, at, &result, &regions, Some(round))?;
             rounds.ran += 1;
             rounds.stored += 1;
@@ -573,7 +595,7 @@ impl<'a> Campaign<'a> {
             on_event(Event::Starting {
                 configuration: &item.key.configuration,
             });
-            let (result, _) = self.run_once(&item.invocation, scratch);
+            let (result, _) = self.run_once(&item.invocation, scratch, rounds.counter);
             rounds.ran += 1;
             on_event(Event::Ran {
                 configuration: &item.key.configuration,
@@ -698,6 +720,7 @@ struct Sample {
     user: f64,
     system: f64,
     max_rss_kib: f64,
+    instructions: Option<u64>,
 }
 
 impl Sample {
@@ -707,6 +730,7 @@ impl Sample {
             user: r.user,
             system: r.system,
             max_rss_kib: r.max_rss_kib as f64,
+            instructions: r.instructions,
         }
     }
 
@@ -716,6 +740,7 @@ impl Sample {
             user: r.user,
             system: r.system_time,
             max_rss_kib: r.max_rss_kib as f64,
+            instructions: r.instructions.map(|n| n as u64),
         }
     }
 
@@ -725,13 +750,13 @@ impl Sample {
     }
 
     fn metric(&self, metric: Metric) -> f64 {
-        match metric {
-            Metric::Wall | Metric::Auto => self.wall,
-            Metric::User => self.user,
-            Metric::System => self.system,
-            Metric::Cpu => self.user + self.system,
-            Metric::MaxRss => self.max_rss_kib,
-        }
+        metric.of_run(
+            self.wall,
+            self.user,
+            self.system,
+            self.max_rss_kib,
+            self.instructions,
+        )
     }
 }
 
@@ -760,10 +785,32 @@ struct Rounds {
     rng: ChaCha8Rng,
     /// This process, as it claims configurations in the store.
     owner: String,
+    /// Counts each run's instructions (`metric = "instructions"`).
+    counter: Option<Counter>,
     /// Runs made, warm-ups included.
     ran: u64,
     /// Runs stored.
     stored: u64,
+}
+
+/// One run under the instruction counter, its count read into the result (a count that
+/// cannot be read fails the run).
+fn counted(invocation: &Invocation, scratch: &Path, counter: Counter) -> RunResult {
+    let out = scratch.join("instructions");
+    let _ = std::fs::remove_dir_all(&out);
+    if let Err(e) = std::fs::create_dir_all(&out) {
+        return RunResult::failed_to_start(format!("{}: {e}", out.display()));
+    }
+    let mut result = runner::run(&counter.wrap(invocation, &out));
+    if result.outcome.is_ok() {
+        match counter.read(&out) {
+            Ok(n) => result.instructions = Some(n),
+            Err(why) => {
+                result.outcome = Outcome::SpawnFailed(format!("no instruction count: {why}"))
+            }
+        }
+    }
+    result
 }
 
 /// The seed that draws a spec's reference configuration when it names none.
@@ -918,10 +965,7 @@ mod tests {
             .iter()
             .map(StoredRun::cpu_share)
             .collect();
-        let cpu = shares
-            .iter()
-            .filter(|s| **s >= store::CPU_BOUND.0)
-            .count();
+        let cpu = shares.iter().filter(|s| **s >= store::CPU_BOUND.0).count();
         let expected = match cpu {
             0 => Metric::Wall,
             2 => Metric::Cpu,
@@ -929,10 +973,48 @@ mod tests {
         };
         assert_eq!(metric, expected, "{why}: {shares:?}");
         // Each configuration's summary reads what its first run decided.
-        for s in store.summaries(&Selection::default(), Metric::Auto).unwrap() {
-            let run = &store.runs_of(&Selection::default(), &s.configuration).unwrap()[0];
+        for s in store
+            .summaries(&Selection::default(), Metric::Auto)
+            .unwrap()
+        {
+            let run = &store
+                .runs_of(&Selection::default(), &s.configuration)
+                .unwrap()[0];
             assert_eq!(s.summary.unwrap().median, run.metric(run.auto_metric()));
         }
+    }
+
+    /// Instructions under valgrind (this machine has no hardware counters) or perf: the same
+    /// count every time, whatever the machine's load, and more work counts more.
+    #[test]
+    fn instructions_are_counted_the_same_in_every_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "name = \"s\"\n[run]\nprogram = \"sh\"\n\
+            args = [\"-c\", \"i=0; while [ $i -lt $0 ]; do i=$((i+1)); done\", \"{options}\"]\n\
+            [measure]\nrepetitions = 2\nmetric = \"instructions\"\n[[workload]]\nname = \"w\"\n\
+            [[option]]\nname = \"long\"\non = [\"3000\"]\noff = [\"1000\"]\n";
+        let counted = SystemSpec::parse(text, &dir.path().join("knobs.toml")).unwrap();
+        let timed = SystemSpec::parse(
+            &text.replace("metric = \"instructions\"", "metric = \"cpu\""),
+            &dir.path().join("knobs.toml"),
+        )
+        .unwrap();
+        assert_ne!(counted.hash, timed.hash, "counted runs are kept apart");
+        let store = Store::open(&dir.path().join("r.db")).unwrap();
+        let report = measure_all(&counted, &store);
+        assert!(report.failed.is_empty(), "{:?}", report.failed);
+        let runs = store.runs(&Selection::default()).unwrap();
+        let count = |config: &str| -> Vec<i64> {
+            runs.iter()
+                .filter(|r| r.configuration == config)
+                .map(|r| r.instructions.expect("counted"))
+                .collect()
+        };
+        let (short, long) = (count(""), count("long"));
+        assert_eq!(short.len(), 2);
+        assert_eq!(short[0], short[1], "{short:?}");
+        assert_eq!(long[0], long[1], "{long:?}");
+        assert!(long[0] > 2 * short[0], "{long:?} against {short:?}");
     }
 
     #[test]

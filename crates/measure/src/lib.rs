@@ -14,6 +14,7 @@
 
 pub mod campaign;
 pub mod init;
+pub mod instructions;
 pub mod runner;
 pub mod spec;
 pub mod stats;

@@ -80,6 +80,8 @@ pub struct RunResult {
     pub system: f64,
     /// Peak resident set size in KiB.
     pub max_rss_kib: u64,
+    /// Instructions executed, when counted (`metric = "instructions"`).
+    pub instructions: Option<u64>,
     /// The last bytes of standard error (only kept when the run did not succeed).
     pub stderr_tail: String,
     /// Processes that left the run's process group (`setsid`, a daemon) and still held its
@@ -89,24 +91,23 @@ pub struct RunResult {
 
 impl RunResult {
     pub fn metric(&self, metric: Metric) -> f64 {
-        match metric {
-            Metric::Wall => self.wall,
-            Metric::User => self.user,
-            Metric::System => self.system,
-            Metric::Cpu => self.user + self.system,
-            Metric::MaxRss => self.max_rss_kib as f64,
-            // Unresolved (`Store::resolve_metric` decides): wall time, right for any program.
-            Metric::Auto => self.wall,
-        }
+        metric.of_run(
+            self.wall,
+            self.user,
+            self.system,
+            self.max_rss_kib as f64,
+            self.instructions,
+        )
     }
 
-    fn failed_to_start(why: String) -> RunResult {
+    pub(crate) fn failed_to_start(why: String) -> RunResult {
         RunResult {
             outcome: Outcome::SpawnFailed(why),
             wall: 0.0,
             user: 0.0,
             system: 0.0,
             max_rss_kib: 0,
+            instructions: None,
             stderr_tail: String::new(),
             escaped: Vec::new(),
         }
@@ -271,6 +272,7 @@ fn run_with(inv: &Invocation, log: Option<&std::fs::File>) -> RunResult {
         user: seconds(reaped.usage.ru_utime),
         system: seconds(reaped.usage.ru_stime),
         max_rss_kib: reaped.usage.ru_maxrss.max(0) as u64,
+        instructions: None,
         stderr_tail,
         escaped,
     }

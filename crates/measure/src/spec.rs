@@ -151,17 +151,42 @@ pub enum Metric {
     System,
     Cpu,
     MaxRss,
+    /// Instructions executed in user mode: hardware counters where the machine has them
+    /// (`perf stat`), else valgrind's cachegrind (5–100× slower). Deterministic for a program
+    /// and its input, but not time.
+    Instructions,
 }
 
 impl Metric {
-    pub const ALL: [Metric; 6] = [
+    pub const ALL: [Metric; 7] = [
         Metric::Auto,
         Metric::Wall,
         Metric::User,
         Metric::System,
         Metric::Cpu,
         Metric::MaxRss,
+        Metric::Instructions,
     ];
+
+    /// This metric of a run that measured these (`auto` unresolved reads wall time, right
+    /// for any program; instructions not counted are NaN).
+    pub fn of_run(
+        self,
+        wall: f64,
+        user: f64,
+        system: f64,
+        max_rss_kib: f64,
+        instructions: Option<u64>,
+    ) -> f64 {
+        match self {
+            Metric::Wall | Metric::Auto => wall,
+            Metric::User => user,
+            Metric::System => system,
+            Metric::Cpu => user + system,
+            Metric::MaxRss => max_rss_kib,
+            Metric::Instructions => instructions.map_or(f64::NAN, |n| n as f64),
+        }
+    }
 
     /// The metric of the white-box approaches' own timers, which read the wall clock: `auto`
     /// is wall time for them.
@@ -180,6 +205,7 @@ impl Metric {
             Metric::System => "system",
             Metric::Cpu => "cpu",
             Metric::MaxRss => "max_rss",
+            Metric::Instructions => "instructions",
         }
     }
 
@@ -192,6 +218,7 @@ impl Metric {
             Metric::System => "system_s",
             Metric::Cpu => "cpu_s",
             Metric::MaxRss => "max_rss_kib",
+            Metric::Instructions => "instructions",
         }
     }
 
@@ -201,7 +228,7 @@ impl Metric {
             .find(|m| m.name() == text)
             .ok_or_else(|| {
                 Error::Invalid(format!(
-                    "unknown metric `{text}`; expected auto, wall, user, system, cpu or max_rss"
+                    "unknown metric `{text}`; expected auto, wall, user, system, cpu, max_rss or instructions"
                 ))
             })
     }
@@ -736,6 +763,9 @@ impl SystemSpec {
             // it keep their hash.
             #[serde(skip_serializing_if = "Option::is_none")]
             history_build: Option<(&'a [Vec<String>], &'a str)>,
+            // Runs under an instruction counter take other times: kept apart.
+            #[serde(skip_serializing_if = "std::ops::Not::not")]
+            counted: bool,
         }
         // How long a run may take does not change what it measures.
         let run = self.run.clone().map(|r| RunSpec { timeout: None, ..r });
@@ -754,6 +784,7 @@ impl SystemSpec {
                 .history
                 .as_ref()
                 .map(|h| (h.build.as_slice(), h.output.as_str())),
+            counted: self.measure.metric == Metric::Instructions,
         };
         let json = serde_json::to_string(&meaning).expect("spec serialises");
         let digest = Sha256::digest(json.as_bytes());

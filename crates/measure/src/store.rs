@@ -63,7 +63,8 @@ CREATE TABLE runs (
     stderr_tail TEXT,
     inputs TEXT,                    -- digest of the workload's files, when it has any
     \"commit\" TEXT NOT NULL DEFAULT '',  -- the [history] commit built and run; '' = none
-    round INTEGER                   -- rounds.id; NULL: measured before rounds
+    round INTEGER,                  -- rounds.id; NULL: measured before rounds
+    instructions INTEGER            -- when counted (metric = \"instructions\")
 );
 CREATE TABLE rounds (               -- every pending configuration once, in a random order
     id INTEGER PRIMARY KEY,
@@ -141,6 +142,7 @@ CREATE TABLE rounds (
     reference TEXT
 );
 ALTER TABLE runs ADD COLUMN round INTEGER;
+ALTER TABLE runs ADD COLUMN instructions INTEGER;
 ",
 ];
 
@@ -223,6 +225,8 @@ pub struct StoredRun {
     pub commit: String,
     /// The round it was measured in (`None`: before rounds).
     pub round: Option<i64>,
+    /// Instructions executed, when counted.
+    pub instructions: Option<i64>,
 }
 
 impl StoredRun {
@@ -231,15 +235,13 @@ impl StoredRun {
     }
 
     pub fn metric(&self, metric: Metric) -> f64 {
-        match metric {
-            Metric::Wall => self.wall,
-            Metric::User => self.user,
-            Metric::System => self.system_time,
-            Metric::Cpu => self.user + self.system_time,
-            Metric::MaxRss => self.max_rss_kib as f64,
-            // Unresolved (`Store::resolve_metric` decides): wall time, right for any program.
-            Metric::Auto => self.wall,
-        }
+        metric.of_run(
+            self.wall,
+            self.user,
+            self.system_time,
+            self.max_rss_kib as f64,
+            self.instructions.map(|n| n as u64),
+        )
     }
 
     /// User + system time over wall time.
@@ -597,9 +599,9 @@ impl Store {
         tx.execute(
             "INSERT INTO runs (system, variant, spec_hash, workload, configuration, host, started,
                 tool_version, status, detail, wall, user, system_time, max_rss_kib, stderr_tail,
-                inputs, \"commit\", round)
+                inputs, \"commit\", round, instructions)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                     ?18)",
+                     ?18, ?19)",
             params![
                 key.system,
                 key.variant,
@@ -619,6 +621,7 @@ impl Store {
                 key.inputs,
                 key.commit,
                 round,
+                result.instructions.map(|n| n as i64),
             ],
         )
         .map_err(&err)?;
@@ -701,7 +704,7 @@ impl Store {
             .prepare(
                 "SELECT id, system, spec_hash, workload, configuration, host, started,
                         tool_version, status, detail, wall, user, system_time, max_rss_kib,
-                        stderr_tail, variant, inputs, \"commit\", round
+                        stderr_tail, variant, inputs, \"commit\", round, instructions
                  FROM runs
                  WHERE (?1 IS NULL OR system = ?1) AND (?2 IS NULL OR spec_hash = ?2)
                    AND (?3 IS NULL OR workload = ?3) AND variant = ?4
@@ -740,6 +743,7 @@ impl Store {
                         inputs: r.get(16)?,
                         commit: r.get(17)?,
                         round: r.get(18)?,
+                        instructions: r.get(19)?,
                     })
                 },
             )
@@ -1106,6 +1110,7 @@ mod tests {
             user: wall / 2.0,
             system: 0.01,
             max_rss_kib: 1000,
+            instructions: None,
             stderr_tail: String::new(),
             escaped: Vec::new(),
         }
@@ -1347,7 +1352,8 @@ mod tests {
         {
             let conn = Connection::open(&path).unwrap();
             conn.execute_batch(
-                "ALTER TABLE runs DROP COLUMN round;
+                "ALTER TABLE runs DROP COLUMN instructions;
+                 ALTER TABLE runs DROP COLUMN round;
                  DROP TABLE rounds;
                  ALTER TABLE runs DROP COLUMN \"commit\";
                  DROP TABLE claims;
