@@ -269,8 +269,8 @@ impl From<DriftArg> for Drift {
 /// A per-run quantity (`measure::Metric`), as `--metric` spells it.
 #[derive(Clone, Copy, ValueEnum)]
 pub enum MetricArg {
-    /// CPU time for a program that keeps one CPU busy, wall time otherwise (decided from the
-    /// first round).
+    /// CPU time for a configuration that keeps one CPU busy, wall time otherwise (decided
+    /// by its most CPU-bound run).
     Auto,
     /// Wall-clock time (s).
     Wall,

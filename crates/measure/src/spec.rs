@@ -99,7 +99,7 @@ pub struct MeasureSettings {
     pub metric: Metric,
     /// The configuration measured in every round, so that each round's speed can be read
     /// off it (compact text, as `knobs results show` prints it); `"none"`: no reference.
-    /// Default: chosen from the first round, the configuration of median time.
+    /// Default: a valid configuration drawn with a fixed seed (the same in every session).
     pub reference: Option<String>,
     /// The seed of the rounds' random orders; default: a fresh one per campaign (each
     /// round's is recorded in the store).
@@ -142,8 +142,8 @@ impl Default for MeasureSettings {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Metric {
-    /// CPU time for a program that keeps one CPU busy, wall time for any other: decided per
-    /// selection of runs from their first round (`Store::resolve_metric`).
+    /// CPU time for a configuration that keeps one CPU busy, wall time for any other:
+    /// decided per configuration by its most CPU-bound run (`Store::resolve_metric`).
     #[default]
     Auto,
     Wall,

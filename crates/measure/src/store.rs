@@ -146,14 +146,14 @@ ALTER TABLE runs ADD COLUMN instructions INTEGER;
 ",
 ];
 
-/// The share of its wall time a configuration's first run spends on a CPU (user + system)
-/// for `metric = "auto"` to read its CPU time: at least most of it (a CPU-bound program on a
+/// The share of its wall time a configuration's deciding run spends on a CPU (user +
+/// system) for `metric = "auto"` to read its CPU time: at least most of it (a CPU-bound program on a
 /// machine with a core to spare: 93–100 % here), at most one CPU's worth (no threads in
 /// parallel).
 pub const CPU_BOUND: (f64, f64) = (0.8, 1.1);
 
-/// What `metric = "auto"` reads for a configuration whose first run used `cpu` seconds of
-/// user + system time in `wall` seconds: CPU time
+/// What `metric = "auto"` reads for a configuration whose deciding run used `cpu` seconds
+/// of user + system time in `wall` seconds: CPU time
 /// when it kept one CPU busy ([`CPU_BOUND`]), wall time otherwise. CPU time leaves out the
 /// time a run waits for a CPU another program holds, so it is far steadier on a shared
 /// machine; it would miss sleeps, I/O waits and a second thread's work, which is why such
@@ -249,7 +249,7 @@ impl StoredRun {
         (self.user + self.system_time) / self.wall.max(1e-9)
     }
 
-    /// What `auto` reads for a configuration whose first run this is.
+    /// What `auto` reads for a configuration whose deciding run this is.
     pub fn auto_metric(&self) -> Metric {
         auto_metric(self.user + self.system_time, self.wall)
     }
@@ -857,8 +857,8 @@ impl Store {
     }
 
     /// What `metric` reads in the selection's runs, and why: itself, or for `auto` what each
-    /// configuration's first run decides ([`auto_metric`]): `Cpu` or `Wall` when all agree,
-    /// `Auto` (each configuration its own) when they differ.
+    /// configuration's deciding run says ([`Store::deciding_runs`], [`auto_metric`]): `Cpu`
+    /// or `Wall` when all agree, `Auto` (each configuration its own) when they differ.
     pub fn resolve_metric(
         &self,
         selection: &Selection,
@@ -867,7 +867,7 @@ impl Store {
         if metric != Metric::Auto {
             return Ok((metric, format!("{} (as the spec says)", metric.name())));
         }
-        let firsts = self.first_runs(selection)?;
+        let firsts = self.deciding_runs(selection)?;
         if firsts.is_empty() {
             return Ok((Metric::Wall, "wall (auto: nothing measured yet)".into()));
         }
@@ -897,8 +897,8 @@ impl Store {
             (
                 Metric::Cpu,
                 format!(
-                    "cpu (auto: user + system was {:.0}–{:.0} % of wall time in every \
-                     configuration's first run)",
+                    "cpu (auto: user + system reached {:.0}–{:.0} % of wall time in every \
+                     configuration)",
                     share(low) * 100.0,
                     share(high) * 100.0
                 ),
@@ -919,20 +919,24 @@ impl Store {
         })
     }
 
-    /// Per configuration, its first successful run (the earliest round's; before rounds, the
-    /// earliest run), which decides what `auto` reads for it.
-    pub fn first_runs(&self, selection: &Selection) -> Result<BTreeMap<String, StoredRun>, Error> {
-        let mut firsts: BTreeMap<String, StoredRun> = BTreeMap::new();
+    /// Per configuration, the successful run that decides what `auto` reads for it: the one
+    /// that spent the largest share of its wall time on a CPU. A busy machine only lowers a
+    /// run's share, so one run with a CPU to itself is enough to tell a CPU-bound
+    /// configuration, and every session of a spec comes to the same decision.
+    pub fn deciding_runs(
+        &self,
+        selection: &Selection,
+    ) -> Result<BTreeMap<String, StoredRun>, Error> {
+        let mut deciding: BTreeMap<String, StoredRun> = BTreeMap::new();
         for run in self.runs(selection)?.into_iter().filter(StoredRun::is_ok) {
-            let key = |r: &StoredRun| (r.round.unwrap_or(i64::MIN), r.id);
-            match firsts.get(&run.configuration) {
-                Some(first) if key(first) <= key(&run) => {}
+            match deciding.get(&run.configuration) {
+                Some(best) if best.cpu_share() >= run.cpu_share() => {}
                 _ => {
-                    firsts.insert(run.configuration.clone(), run);
+                    deciding.insert(run.configuration.clone(), run);
                 }
             }
         }
-        Ok(firsts)
+        Ok(deciding)
     }
 
     /// Per configuration: how many runs, how many failed, and the metric over the
@@ -954,7 +958,7 @@ impl Store {
         drift: Drift,
     ) -> Result<Vec<ConfigurationSummary>, Error> {
         let firsts = match metric {
-            Metric::Auto => self.first_runs(selection)?,
+            Metric::Auto => self.deciding_runs(selection)?,
             _ => BTreeMap::new(),
         };
         let metric_of = |configuration: &str| {
