@@ -419,9 +419,9 @@ impl<'a> Campaign<'a> {
     }
 
     /// The reference configuration's index among `items` (added, unlisted, when it is not
-    /// one of them): the spec's, the one the store's earlier rounds used, or a valid
-    /// configuration drawn with a fixed seed, so that every session of a spec, whatever its
-    /// sample, has the same reference. `None` when the spec says `none` or for fewer than
+    /// one of them): the spec's, the one the store's earlier rounds used, or one of the
+    /// campaign's configurations drawn with a fixed seed, so that every session of the same
+    /// sample has the same reference. `None` when the spec says `none` or for fewer than
     /// three configurations.
     fn reference(
         &self,
@@ -443,9 +443,20 @@ impl<'a> Campaign<'a> {
                 .space
                 .format_configuration(&self.spec.space.parse_configuration(&text)?),
             None => {
-                let valid = space::ValidConfigurations::new(&self.spec.space)?;
-                let drawn = valid.sample_uniform(&mut ChaCha8Rng::seed_from_u64(REFERENCE_SEED));
-                self.spec.space.format_configuration(&drawn)
+                // Drawn from the campaign's own configurations, in an order that does not
+                // depend on the sample's: the same for every session of the same sample.
+                let mut texts: Vec<&str> = items
+                    .iter()
+                    .filter(|i| i.failure.is_none())
+                    .map(|i| i.key.configuration.as_str())
+                    .collect();
+                if texts.len() < 3 {
+                    return Ok(None);
+                }
+                texts.sort_unstable();
+                let mut rng = ChaCha8Rng::seed_from_u64(REFERENCE_SEED);
+                let drawn = texts[rand::Rng::gen_range(&mut rng, 0..texts.len())];
+                return Ok(items.iter().position(|i| i.key.configuration == drawn));
             }
         };
         if let Some(i) = items.iter().position(|i| i.key.configuration == text) {
@@ -912,12 +923,16 @@ mod tests {
                 "each configuration once a round: {configs:?}"
             );
         }
-        // The reference: drawn with a fixed seed, so every session of the spec has it.
+        // The reference: one of the four, drawn with a fixed seed, so every session of the
+        // sample has it.
         let reference = store.reference(&Selection::default()).unwrap().unwrap();
-        let drawn = space::ValidConfigurations::new(&spec.space)
-            .unwrap()
-            .sample_uniform(&mut ChaCha8Rng::seed_from_u64(REFERENCE_SEED));
-        assert_eq!(reference, spec.space.format_configuration(&drawn));
+        let again = tempfile::tempdir().unwrap();
+        let other = Store::open(&again.path().join("r.db")).unwrap();
+        measure_all(&spec, &other);
+        assert_eq!(
+            other.reference(&Selection::default()).unwrap(),
+            Some(reference.clone())
+        );
         // More repetitions later: the missing round, with the same reference.
         let three = SystemSpec::parse(
             &text.replace("repetitions = 2", "repetitions = 3"),

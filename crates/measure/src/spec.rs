@@ -99,7 +99,8 @@ pub struct MeasureSettings {
     pub metric: Metric,
     /// The configuration measured in every round, so that each round's speed can be read
     /// off it (compact text, as `knobs results show` prints it); `"none"`: no reference.
-    /// Default: a valid configuration drawn with a fixed seed (the same in every session).
+    /// Default: one of the campaign's configurations drawn with a fixed seed (the same in
+    /// every session of the same sample), or the one the store's earlier rounds used.
     pub reference: Option<String>,
     /// The seed of the rounds' random orders; default: a fresh one per campaign (each
     /// round's is recorded in the store).
