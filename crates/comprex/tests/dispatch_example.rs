@@ -20,7 +20,7 @@ mod test_clock;
 use std::path::PathBuf;
 
 use comprex::Granularity;
-use measure::{Store, SystemSpec};
+use measure::SystemSpec;
 
 /// The example's time in units for MODE `mode` and PACKED, LONG (0 or 1).
 fn units(mode: u32, packed: u32, long: u32) -> f64 {
@@ -74,30 +74,7 @@ fn comprex_models_options_that_choose_code_through_pointers_and_selects_exactly(
         ]
     );
 
-    let profiled = comprex::pipeline::instrument_methods(&spec, &settings, &explored).unwrap();
-    assert!(profiled.test_clock);
-    let store = Store::open(&dir.path().join("knobs.db")).unwrap();
-    let real = spec.workload(None).unwrap();
-    let report = comprex::pipeline::measure_configurations(
-        &store,
-        &settings,
-        &spec,
-        real,
-        &profiled,
-        &explored.exploration.configurations,
-        &mut |_| {},
-    )
-    .unwrap();
-    assert!(report.failed.is_empty(), "{:?}", report.failed);
-    let model = comprex::pipeline::build_model(
-        &store,
-        &spec,
-        real,
-        &explored,
-        &profiled,
-        &comprex::ModelSettings::default(),
-    )
-    .unwrap();
+    let model = test_clock::profile_and_model(dir.path(), &spec, &settings, &explored);
     assert!(model.suspects.is_empty(), "{:?}", model.suspects);
 
     // Every configuration, in units of the real workload's 4 ms (one sample per ms slept).

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use comprex::Granularity;
-use measure::{Store, SystemSpec};
+use measure::SystemSpec;
 
 /// The paper's local models in units (the example's `UNIT_MS` for the real workload is 2).
 fn paper_models() -> BTreeMap<&'static str, Vec<(&'static str, f64)>> {
@@ -77,30 +77,7 @@ fn comprex_on_the_papers_running_example() {
         ]
     );
 
-    let profiled = comprex::pipeline::instrument_methods(&spec, &settings, &explored).unwrap();
-    assert!(profiled.test_clock);
-    let store = Store::open(&dir.path().join("knobs.db")).unwrap();
-    let real = spec.workload(None).unwrap();
-    let report = comprex::pipeline::measure_configurations(
-        &store,
-        &settings,
-        &spec,
-        real,
-        &profiled,
-        &explored.exploration.configurations,
-        &mut |_| {},
-    )
-    .unwrap();
-    assert!(report.failed.is_empty(), "{:?}", report.failed);
-    let model = comprex::pipeline::build_model(
-        &store,
-        &spec,
-        real,
-        &explored,
-        &profiled,
-        &comprex::ModelSettings::default(),
-    )
-    .unwrap();
+    let model = test_clock::profile_and_model(dir.path(), &spec, &settings, &explored);
     assert!(model.suspects.is_empty(), "{:?}", model.suspects);
     // The runner's real wall time is not the test clock's: nothing of it is in the base.
     assert!(

@@ -70,7 +70,7 @@ fn program(clock: Clock) -> &'static Path {
     static TEST: OnceLock<PathBuf> = OnceLock::new();
     static REAL: OnceLock<PathBuf> = OnceLock::new();
     let (cell, name, flags): (_, _, &[&str]) = match clock {
-        Clock::Test => (&TEST, "test", &[profiler::TEST_CLOCK_FLAG]),
+        Clock::Test => (&TEST, "test", &[runtime::TEST_CLOCK_FLAG]),
         Clock::Real => (&REAL, "real", &[]),
     };
     cell.get_or_init(|| {

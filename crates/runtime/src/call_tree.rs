@@ -36,12 +36,7 @@ pub fn build(clang: &Path, out_dir: &Path) -> Result<PathBuf, Error> {
 /// ns, exit 7 + 9 ns around the clock read, calibration included; the C file's header), so
 /// tests of the tree's accounting do not depend on the machine's speed or load.
 pub fn build_test_clock(clang: &Path, out_dir: &Path) -> Result<PathBuf, Error> {
-    let flags: Vec<&str> = CFLAGS
-        .iter()
-        .copied()
-        .chain(["-DKNOBS_TEST_CLOCK"])
-        .collect();
-    crate::build_library(clang, out_dir, "calltree-test-clock", SOURCE, &flags)
+    crate::build_test_clock_library(clang, out_dir, "calltree", SOURCE, CFLAGS)
 }
 
 /// One node of the call tree.

@@ -132,12 +132,30 @@ pub fn build(clang: &Path, out_dir: &Path) -> Result<PathBuf, Error> {
 /// the program's `__knobs_test_work(ns)` and the probes' fixed costs (the C file's header),
 /// so tests of the timers' accounting do not depend on the machine's speed or load.
 pub fn build_test_clock(clang: &Path, out_dir: &Path) -> Result<PathBuf, Error> {
-    let flags: Vec<&str> = CFLAGS
-        .iter()
-        .copied()
-        .chain(["-DKNOBS_TEST_CLOCK"])
-        .collect();
-    build_library(clang, out_dir, "runtime-test-clock", SOURCE, &flags)
+    build_test_clock_library(clang, out_dir, "runtime", SOURCE, CFLAGS)
+}
+
+/// The flag that compiles a runtime with its test clock.
+pub const TEST_CLOCK_FLAG: &str = "-DKNOBS_TEST_CLOCK";
+
+/// [`build_library`] of a runtime's test-clock build ([`TEST_CLOCK_FLAG`]), named
+/// `NAME-test-clock`.
+pub(crate) fn build_test_clock_library(
+    clang: &Path,
+    out_dir: &Path,
+    name: &str,
+    source: &str,
+    cflags: &[&str],
+) -> Result<PathBuf, Error> {
+    let mut flags = cflags.to_vec();
+    flags.push(TEST_CLOCK_FLAG);
+    build_library(
+        clang,
+        out_dir,
+        &format!("{name}-test-clock"),
+        source,
+        &flags,
+    )
 }
 
 /// Compiles one C source into `out_dir/knobs-NAME-<hash>/libknobs_NAME.a` (the region timers,

@@ -65,9 +65,6 @@ pub fn build(clang: &Path, out_dir: &Path) -> Result<PathBuf, Error> {
     crate::build_library(clang, out_dir, "profiler", SOURCE, CFLAGS)
 }
 
-/// The flag selecting the profiler's test clock ([`build_test_clock`]).
-pub const TEST_CLOCK_FLAG: &str = "-DKNOBS_TEST_CLOCK";
-
 /// The function the test-clock build exports: `void __knobs_test_sample(uint32_t periods)`
 /// lets `periods` sampling periods pass, then takes one wall-clock sample of every live
 /// registered thread (a sampler wake-up covering `periods` periods: `weight` and `missed` as
@@ -76,13 +73,11 @@ pub const TEST_CLOCK_FLAG: &str = "-DKNOBS_TEST_CLOCK";
 /// overruns). The file's `wall` is the time so passed (`docs/profiler.md`).
 pub const TEST_SAMPLE_FN: &str = "__knobs_test_sample";
 
-/// [`build`] with [`TEST_CLOCK_FLAG`]: the profiler for deterministic tests, whose clock is
+/// [`build`] with [`crate::TEST_CLOCK_FLAG`]: the profiler for deterministic tests, whose clock is
 /// [`TEST_SAMPLE_FN`] (no sampler thread, no CPU timers; everything else is the same code).
 /// Cached by content hash like [`build`], in its own directory (the flags are hashed too).
 pub fn build_test_clock(clang: &Path, out_dir: &Path) -> Result<PathBuf, Error> {
-    let mut flags = CFLAGS.to_vec();
-    flags.push(TEST_CLOCK_FLAG);
-    crate::build_library(clang, out_dir, "profiler", SOURCE, &flags)
+    crate::build_test_clock_library(clang, out_dir, "profiler", SOURCE, CFLAGS)
 }
 
 /// Which clock the profiler sampled.

@@ -13,6 +13,40 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The explored configurations profiled on the test clock (into `dir/knobs.db`) and
+/// Comprex's model of them; every run must succeed.
+pub fn profile_and_model(
+    dir: &Path,
+    spec: &measure::SystemSpec,
+    settings: &instrumented::Settings,
+    explored: &comprex::pipeline::Explored,
+) -> comprex::ComprexModel {
+    let profiled = comprex::pipeline::instrument_methods(spec, settings, explored).unwrap();
+    assert!(profiled.test_clock);
+    let store = measure::Store::open(&dir.join("knobs.db")).unwrap();
+    let real = spec.workload(None).unwrap();
+    let report = comprex::pipeline::measure_configurations(
+        &store,
+        settings,
+        spec,
+        real,
+        &profiled,
+        &explored.exploration.configurations,
+        &mut |_| {},
+    )
+    .unwrap();
+    assert!(report.failed.is_empty(), "{:?}", report.failed);
+    comprex::pipeline::build_model(
+        &store,
+        spec,
+        real,
+        explored,
+        &profiled,
+        &comprex::ModelSettings::default(),
+    )
+    .unwrap()
+}
+
 /// Settings that build in `work_dir` and link the profiler's test clock.
 pub fn test_clock_settings(work_dir: PathBuf) -> instrumented::Settings {
     instrumented::Settings {
