@@ -6,29 +6,49 @@
 # Kendall's tau of the two rankings, and each session's time. `--busy N` keeps N busy loops
 # on the cores during the second session. The result lands in docs/results/.
 #
-#   bench/measurement/aa.sh SPEC [--busy N] [--name NAME]
+#   bench/measurement/aa.sh SPEC [--busy N] [--name NAME] [--metric M] [--workload W]
+#                                [--repetitions N]
+#
+# --metric measures with another metric than the spec's (a copy of the spec beside it, e.g.
+# `instructions`, whose counts need only one repetition); --workload and --repetitions are
+# passed to `knobs measure`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-spec=${1:?usage: aa.sh SPEC [--busy N] [--name NAME]}; shift
-busy=0; name=$(basename "$(dirname "$spec")")
+spec=${1:?usage: aa.sh SPEC [--busy N] [--name NAME] [--metric M] [--workload W] [--repetitions N]}; shift
+busy=0; name=$(basename "$(dirname "$spec")"); metric=""; extra=()
 invoked="bench/measurement/aa.sh $spec $*"
 while [ $# -gt 0 ]; do
   case $1 in
     --busy) busy=$2; shift ;;
     --name) name=$2; shift ;;
+    --metric) metric=$2; shift ;;
+    --workload|--repetitions) extra+=("$1" "$2"); shift ;;
     *) echo "aa.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
 done
 cargo build --release -q -p knobs
+if [ -n "$metric" ]; then
+  copy="$(dirname "$spec")/knobs.aa-$metric.toml"
+  sed -E "s/^metric = \"[a-z_]+\"/metric = \"$metric\"/" "$spec" > "$copy"
+  grep -q "^metric = \"$metric\"" "$copy" || { echo "aa.sh: $spec sets no metric to replace" >&2; exit 2; }
+  spec=$copy; name="$name-$metric"
+fi
 knobs=$PWD/target/release/knobs
-work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+# The two stores are kept in $AA_KEEP when it names a directory.
+work=${AA_KEEP:-$(mktemp -d)}; mkdir -p "$work"; rm -f "$work"/[ab].db*
+cleanup() {
+  kill $(jobs -p) 2>/dev/null || true
+  [ -n "${AA_KEEP:-}" ] || rm -rf "$work"
+  [ -z "${copy:-}" ] || rm -f "$copy"
+}
+trap cleanup EXIT
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 session() { # $1: store, $2: busy loops
   local pids=()
   for _ in $(seq 1 "$2"); do (while :; do :; done) & pids+=($!); done
   local t0; t0=$(date +%s.%N)
-  "$knobs" measure --spec "$spec" --sample all --store "$1" >/dev/null 2>"$1.log"
+  "$knobs" measure --spec "$spec" --sample all --store "$1" "${extra[@]}" >/dev/null 2>"$1.log"
   local t1; t1=$(date +%s.%N)
   for p in "${pids[@]}"; do kill "$p"; done
   echo "$t1 - $t0" | bc
@@ -38,6 +58,7 @@ s1=$(session "$work/a.db" 0)
 s2=$(session "$work/b.db" "$busy")
 decision=$(grep -h "^metric:" "$work/a.db.log" | head -1 || true)
 readings=(default wall cpu default:rounds default:relative cpu:relative)
+[ -z "$metric" ] || readings=(default)
 for m in "${readings[@]}"; do
   metric=${m%%:*}; drift=none; [ "$m" = "$metric" ] || drift=${m#*:}
   flag=(--drift "$drift"); [ "$metric" = default ] || flag+=(--metric "$metric")
