@@ -66,7 +66,8 @@ for m in "${readings[@]}"; do
 done
 commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates || echo "+changes")
 day=$(date +%F)
-out=docs/results/aa-$day-${commit%+changes}-$name.md
+suffix=""; [ "$busy" = 0 ] || suffix="-busy$busy"
+out=docs/results/aa-$day-${commit%+changes}-$name$suffix.md
 python3 - "$work" "$out" <<PY
 import csv, sys, itertools
 work, out = sys.argv[1], sys.argv[2]
