@@ -229,7 +229,12 @@ fn run_with(inv: &Invocation, log: Option<&std::fs::File>) -> RunResult {
         });
     });
     let (reaped, timed_out) = match rx.recv_timeout(inv.timeout) {
-        Ok(r) => (r, false),
+        // A run that ended past its timeout before this thread woke up (a busy machine) ran
+        // past it all the same.
+        Ok(r) => {
+            let late = r.at.duration_since(start) > inv.timeout;
+            (r, late)
+        }
         Err(_) => {
             kill_group(pid);
             (rx.recv().expect("the waiting thread reports"), true)
