@@ -1,5 +1,7 @@
 //! `knobs crush` on the running example (real clang-19, real runs) and on bad input.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
@@ -32,25 +34,8 @@ fn c_subject(main_c: &str, spec: &str) -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
-/// A model file's terms as labels (`A·B`; the intercept is ``). `knobs crush` prints only
-/// the terms above 1 % of the largest, and the process's start-up, in the intercept, grows
-/// on a busy machine: the file has every term.
 fn term_labels(model: &Path) -> Vec<String> {
-    let file: serde_json::Value = serde_json::from_slice(&std::fs::read(model).unwrap()).unwrap();
-    file["terms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            t["options"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|o| o.as_str().unwrap())
-                .collect::<Vec<_>>()
-                .join("·")
-        })
-        .collect()
+    common::term_labels(&serde_json::from_slice(&std::fs::read(model).unwrap()).unwrap())
 }
 
 #[test]

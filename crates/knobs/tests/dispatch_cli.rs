@@ -11,6 +11,8 @@
 //! `crates/comprex/tests/dispatch_example.rs`, and their accuracy with real sleeps on real
 //! hardware is the benchmark runner's (`cargo run --release -p bench`).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
@@ -55,24 +57,6 @@ fn report(args: &[&str], spec: &Path) -> serde_json::Value {
 
 fn model_file(model: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(model).unwrap()).unwrap()
-}
-
-/// A model's terms as labels (`PACKED·MODE=2`; the intercept is ``).
-fn labels(file: &serde_json::Value) -> Vec<String> {
-    file["terms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            t["options"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|o| o.as_str().unwrap())
-                .collect::<Vec<_>>()
-                .join("·")
-        })
-        .collect()
 }
 
 /// The options in a model's terms.
@@ -143,7 +127,7 @@ fn crush_and_comprex_see_options_that_choose_code_through_pointers_and_selects()
         .collect();
     regions.sort();
     assert_eq!(regions, [vec!["LONG"], vec!["MODE", "PACKED"]], "{file}");
-    let terms = labels(&file);
+    let terms = common::term_labels(&file);
     for t in ["MODE=1", "MODE=2", "PACKED·MODE=2", "LONG"] {
         assert!(terms.iter().any(|l| l == t), "{t} missing from {terms:?}");
     }
@@ -194,7 +178,7 @@ fn crush_and_comprex_see_options_that_choose_code_through_pointers_and_selects()
     // no delay of a busy machine brings near it; the smaller ones are left to the test clock.
     let comprexed = dir.path().join("dispatch.comprex.json");
     let file = model_file(&comprexed);
-    let terms = labels(&file);
+    let terms = common::term_labels(&file);
     for t in ["MODE=2", "LONG"] {
         assert!(terms.iter().any(|l| l == t), "{t} missing from {terms:?}");
     }

@@ -722,11 +722,10 @@ struct Item {
 impl Item {
     /// The metric of its runs (`auto`: what its deciding run says, as the store does).
     fn values(&self, metric: Metric) -> Vec<f64> {
-        let share = |s: &&Sample| (s.user + s.system) / s.wall.max(1e-9);
         let deciding = self
             .samples
             .iter()
-            .max_by(|a, b| share(a).total_cmp(&share(b)));
+            .max_by(|a, b| a.cpu_share().total_cmp(&b.cpu_share()));
         let metric = match (metric, deciding) {
             (Metric::Auto, Some(run)) => run.auto_metric(),
             (m, _) => m,
@@ -764,6 +763,11 @@ impl Sample {
             max_rss_kib: r.max_rss_kib as f64,
             instructions: r.instructions.map(|n| n as u64),
         }
+    }
+
+    /// User + system time over wall time.
+    fn cpu_share(&self) -> f64 {
+        (self.user + self.system) / self.wall.max(1e-9)
     }
 
     /// `store::auto_metric` of a configuration whose deciding run this is.
