@@ -51,7 +51,7 @@ session() { # $1: store, $2: busy loops
   "$knobs" measure --spec "$spec" --sample all --store "$1" "${extra[@]}" >/dev/null 2>"$1.log"
   local t1; t1=$(date +%s.%N)
   for p in "${pids[@]}"; do kill "$p"; done
-  echo "$t1 - $t0" | bc
+  awk -v a="$t1" -v b="$t0" 'BEGIN { printf "%.3f\n", a - b }'
 }
 before=$(load)
 s1=$(session "$work/a.db" 0)

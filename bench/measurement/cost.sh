@@ -21,12 +21,12 @@ session() { # $1: knobs binary, $2: spec; prints seconds
   local t0; t0=$(date +%s.%N)
   "$1" measure --spec "$2" --sample all --store "$work/s.db" >/dev/null 2>"$work/log" ||
     { cat "$work/log" >&2; exit 1; }
-  echo "$(date +%s.%N) - $t0" | bc
+  awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.3f\n", a - b }'
 }
 rows=()
 for p in $(seq 1 "$pairs"); do
   a=$(session "$this" "$spec"); b=$(session "$other" "$other_spec")
-  rows+=("| $p | $(printf %.1f "$a") | $(printf %.1f "$b") | $(echo "scale=3; $a / $b" | bc) |")
+  rows+=("| $p | $(printf %.1f "$a") | $(printf %.1f "$b") | $(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", a / b }') |")
 done
 name=$(basename "$(dirname "$spec")")
 commit=$(git rev-parse --short HEAD)
