@@ -88,6 +88,10 @@ pub struct MeasureArgs {
     /// Repeat until the 95 % confidence interval is narrow enough (overrides the spec).
     #[arg(long)]
     adaptive: bool,
+    /// Seconds after which no further round starts (overrides the spec's `budget`); the
+    /// configurations left short are measured further by a rerun.
+    #[arg(long, value_name = "SECONDS")]
+    budget: Option<f64>,
     /// Run configurations whose earlier runs failed again.
     #[arg(long)]
     retry_failed: bool,
@@ -207,6 +211,12 @@ fn measure_settings(spec: &SystemSpec, args: &MeasureArgs) -> Result<measure::Me
         settings.max_repetitions = settings.max_repetitions.max(r);
     }
     settings.adaptive |= args.adaptive;
+    if let Some(budget) = args.budget {
+        if !(budget.is_finite() && budget > 0.0) {
+            bail!("--budget must be a number of seconds > 0");
+        }
+        settings.budget = Some(budget);
+    }
     Ok(settings)
 }
 

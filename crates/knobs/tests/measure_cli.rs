@@ -1008,3 +1008,46 @@ fn a_changed_workload_file_is_noticed() {
         runs.iter().map(|r| r["inputs"].as_str().unwrap()).collect();
     assert_eq!(digests.len(), 2, "{runs:?}");
 }
+
+/// `--budget` stops starting rounds once its seconds are spent: each run sleeps 1.5 s, so the
+/// first round (two configurations, the reference among them) outlasts a 2 s budget whatever
+/// the machine's speed, and the second round never starts; a rerun without it completes.
+#[test]
+fn a_budget_ends_the_rounds_and_a_rerun_completes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = shell_spec(dir.path(), "sleep 1.5", 30.0).to_path_buf();
+    let text = std::fs::read_to_string(&spec)
+        .unwrap()
+        .replace("repetitions = 1", "repetitions = 2");
+    std::fs::write(&spec, text).unwrap();
+    let store = dir.path().join("knobs.db");
+    let out = knobs()
+        .args(["measure", "--budget", "2", "--spec"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("the budget of 2 s is spent"), "{stderr}");
+    assert!(measured(&store).values().all(|&n| n == 1), "{stderr}");
+    knobs()
+        .args(["measure", "--spec"])
+        .arg(&spec)
+        .assert()
+        .success();
+    let runs = measured(&store);
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert!(runs.values().all(|&n| n >= 2), "{runs:?}");
+    for bad in ["0", "-1", "inf"] {
+        let out = knobs()
+            .arg("measure")
+            .arg(format!("--budget={bad}"))
+            .arg("--spec")
+            .arg(&spec)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "--budget {bad}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    }
+}
