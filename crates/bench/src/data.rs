@@ -64,6 +64,17 @@ impl Data {
         self.rows.iter().map(|(_, v)| v).sum()
     }
 
+    /// Whether the performance column is a time in seconds (`wall_s`, `cpu_s`, …), not a
+    /// count such as `instructions`.
+    pub fn is_seconds(&self) -> bool {
+        self.metric.ends_with("_s")
+    }
+
+    /// Σ medians when they are seconds: what measuring these configurations costs.
+    pub fn seconds(&self) -> Option<f64> {
+        self.is_seconds().then(|| self.sum())
+    }
+
     /// The performance per configuration, keyed by [`key`].
     pub fn by_configuration(&self) -> HashMap<String, f64> {
         self.rows.iter().map(|(c, v)| (key(c), *v)).collect()

@@ -57,6 +57,12 @@ struct Args {
     /// recorded in every row).
     #[arg(long)]
     ground_truth: Option<String>,
+    /// Measure this metric (`knobs measure --metric`) for the ground truth, the repetition and
+    /// the black-box runs, e.g. `instructions`: a yardstick without the machine's noise, so a
+    /// learner's own error shows. The white-box approaches, whose region timers read the
+    /// clock, do not apply. Rows go to docs/results/metric-METRIC/ by default.
+    #[arg(long)]
+    metric: Option<String>,
     /// Only regenerate latest.md from the rows in the results directory.
     #[arg(long)]
     summary_only: bool,
@@ -118,13 +124,18 @@ fn run(args: Args) -> Result<bool> {
     let root = workspace_root()?;
     let file = SubjectsFile::load(&root.join(SUBJECTS_FILE))?;
     let order: Vec<String> = file.subjects.iter().map(|s| s.name.clone()).collect();
-    let results_dir = root.join(args.results_dir.clone().unwrap_or_else(|| {
-        PathBuf::from(if args.quick {
-            "target/bench/quick-results"
-        } else {
-            rows::RESULTS_DIR
-        })
-    }));
+    let results_dir =
+        root.join(
+            args.results_dir
+                .clone()
+                .unwrap_or_else(|| match (&args.metric, args.quick) {
+                    (_, true) => PathBuf::from("target/bench/quick-results"),
+                    (Some(metric), false) => {
+                        Path::new(rows::RESULTS_DIR).join(format!("metric-{metric}"))
+                    }
+                    (None, false) => PathBuf::from(rows::RESULTS_DIR),
+                }),
+        );
     // README.md's table comes from docs/results only.
     let readme = (results_dir == root.join(rows::RESULTS_DIR) && !args.quick)
         .then(|| root.join("README.md"));
@@ -231,6 +242,7 @@ fn run(args: Args) -> Result<bool> {
         only: args.approaches.clone(),
         command_line: info.runner.clone(),
         quick: args.quick,
+        metric: args.metric.clone(),
         step_timeout: args.step_timeout.map(std::time::Duration::from_secs),
     };
     let mut failed: Vec<String> = Vec::new();

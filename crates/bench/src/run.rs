@@ -45,6 +45,9 @@ pub struct Settings {
     pub command_line: String,
     /// Small workloads, fewer repetitions, one seed (`--quick`).
     pub quick: bool,
+    /// The metric every measurement takes instead of the spec's (`--metric`); the white-box
+    /// approaches do not apply under it.
+    pub metric: Option<String>,
     /// A step still running after this long is stopped and recorded as failed.
     pub step_timeout: Option<std::time::Duration>,
 }
@@ -422,6 +425,15 @@ impl<'a> SubjectRun<'a> {
             row.detail("extra_args", &step.args);
         }
         let outcome = match approach {
+            _ if self.settings.metric.is_some() && !approach.measures_native_runs() => {
+                row.status = Status::NotApplicable;
+                row.reason = Some(
+                    "--metric applies to the native program's sessions; this approach times \
+                     its own build"
+                        .into(),
+                );
+                Ok(())
+            }
             Approach::BruteForce => self.brute_force(&mut row),
             Approach::Crush => self.crush(&mut row, step),
             Approach::Comprex => self.comprex(&mut row, step),
@@ -611,6 +623,9 @@ impl<'a> SubjectRun<'a> {
         if let Some(seed) = seed {
             args.extend(["--seed".into(), seed.to_string()]);
         }
+        if let Some(metric) = &self.settings.metric {
+            args.extend(["--metric".into(), metric.clone()]);
+        }
         args.push("--json".into());
         args.extend(self.repetition_args());
         self.knobs_json(&args)
@@ -690,7 +705,7 @@ impl<'a> SubjectRun<'a> {
         row.total_configurations = count.valid_configurations.parse().ok();
         row.ground_truth = Some(self.ground_truth.clone());
         row.configurations = Some(data.rows.len() as f64);
-        row.measurement_seconds = Some(data.sum());
+        row.measurement_seconds = data.seconds();
         row.detail("sample", &self.ground_truth);
         row.detail("metric", &data.metric);
         row.detail("runs", c.runs);
@@ -738,7 +753,7 @@ impl<'a> SubjectRun<'a> {
             }
             None => own_csv.clone(),
         };
-        row.measurement_seconds = Some(own.sum());
+        row.measurement_seconds = own.seconds();
         let truth_csv = self.truth()?.csv.clone();
         let e = self.evaluate_both(model, &truth_csv)?;
         row.mape_all_percent = Some(e.all.0);
@@ -1068,7 +1083,7 @@ impl<'a> SubjectRun<'a> {
         }
         row.configurations = stats::mean(&counts);
         row.total_configurations = None;
-        row.measurement_seconds = stats::mean(&seconds);
+        row.measurement_seconds = stats::mean(&seconds).filter(|_| measured.is_seconds());
         row.mape_percent = stats::mean(&mapes);
         row.mape_all_percent = stats::mean(&alls);
         row.analysis_seconds = stats::mean(&learning);
@@ -1119,7 +1134,7 @@ impl<'a> SubjectRun<'a> {
         let errors: Vec<f64> = ratios.iter().map(|r| (r - 1.0).abs() * 100.0).collect();
         row.configurations = Some(again.rows.len() as f64);
         row.total_configurations = self.truth()?.total;
-        row.measurement_seconds = Some(again.sum());
+        row.measurement_seconds = again.seconds();
         row.mape_all_percent = stats::mean(&errors);
         row.detail("mape_all_configurations", errors.len());
         row.detail("median_ape_percent", stats::median(&errors));

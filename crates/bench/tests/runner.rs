@@ -309,3 +309,40 @@ fn dispatch_table_iv() {
     assert!(summary.contains("Comprex's Table IV"), "{summary}");
     assert!(summary.contains("| program | 1 |"), "{summary}");
 }
+
+/// `--metric instructions`: the ground truth and its repetition counted, not timed, so two
+/// sessions agree exactly (the floor under the learners' error is then zero), and the
+/// approaches that time their own builds are rows saying they do not apply.
+#[test]
+fn instructions_ground_truth_repeats_exactly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (rows, _) = bench(
+        &[
+            "running-example",
+            "--approaches",
+            "crush,repeat",
+            "--ground-truth",
+            "random:4",
+            "--quick",
+            "--metric",
+            "instructions",
+        ],
+        tmp.path(),
+    );
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r.approach == name)
+            .unwrap_or_else(|| panic!("no {name} row in {rows:?}"))
+    };
+    let truth = row("brute-force");
+    assert_eq!(truth.status, rows::Status::Ok, "{:?}", truth.reason);
+    assert_eq!(truth.details["metric"], "instructions");
+    assert_eq!(truth.configurations, Some(4.0));
+    assert_eq!(truth.measurement_seconds, None, "counts are not seconds");
+    let again = row("repeat");
+    assert_eq!(again.status, rows::Status::Ok, "{:?}", again.reason);
+    assert_eq!(again.mape_all_percent, Some(0.0), "{again:?}");
+    let crush = row("crush");
+    assert_eq!(crush.status, rows::Status::NotApplicable);
+    assert!(crush.reason.as_deref().unwrap_or("").contains("--metric"));
+}

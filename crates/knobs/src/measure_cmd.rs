@@ -92,6 +92,10 @@ pub struct MeasureArgs {
     /// configurations left short are measured further by a rerun.
     #[arg(long, value_name = "SECONDS")]
     budget: Option<f64>,
+    /// What to measure and learn, instead of the spec's `metric` (`instructions` keeps its
+    /// runs apart from the timed ones).
+    #[arg(long, value_enum)]
+    metric: Option<MetricArg>,
     /// Run configurations whose earlier runs failed again.
     #[arg(long)]
     retry_failed: bool,
@@ -131,7 +135,10 @@ pub fn beside(spec: &Path, name: &str) -> PathBuf {
 }
 
 pub fn measure(args: MeasureArgs) -> Result<Outcome> {
-    let spec = SystemSpec::load(&args.spec)?;
+    let mut spec = SystemSpec::load(&args.spec)?;
+    if let Some(metric) = args.metric {
+        spec = spec.with_metric(metric.into())?;
+    }
     // Everything that can be wrong with the spec is reported before the store is touched.
     if args.commit.is_some() {
         spec.check_cwd()?;

@@ -1051,3 +1051,73 @@ fn a_budget_ends_the_rounds_and_a_rerun_completes_them() {
         assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     }
 }
+
+/// `--metric instructions` counts instead of timing: the same count in every run, kept apart
+/// from the spec's timed runs, and what the store's export reads by default.
+#[test]
+fn metric_flag_counts_instructions_apart_from_the_timed_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = shell_spec(
+        dir.path(),
+        "i=0; while [ $i -lt 300 ]; do i=$((i+1)); done",
+        30.0,
+    );
+    let text = std::fs::read_to_string(&spec)
+        .unwrap()
+        .replace("repetitions = 1", "repetitions = 2");
+    std::fs::write(&spec, text).unwrap();
+    knobs()
+        .args(["measure", "--metric", "instructions", "--spec"])
+        .arg(&spec)
+        .assert()
+        .success();
+    let export = |extra: &[&str]| -> String {
+        let out = knobs()
+            .args(["results", "export", "--format", "csv", "--spec"])
+            .arg(&spec)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let counted = export(&[]);
+    assert!(counted.starts_with("a,instructions\n"), "{counted}");
+    let runs: Vec<serde_json::Value> = serde_json::from_str(&export_json(&spec)).unwrap();
+    assert_eq!(runs.len(), 4, "{runs:?}");
+    for config in ["", "a"] {
+        let counts: Vec<i64> = runs
+            .iter()
+            .filter(|r| r["configuration"] == config)
+            .map(|r| r["instructions"].as_i64().expect("counted"))
+            .collect();
+        assert_eq!(counts.len(), 2, "{runs:?}");
+        assert_eq!(counts[0], counts[1], "{config}: {counts:?}");
+    }
+    // The spec's own, timed measurement is a session of its own, not a resumption.
+    let out = knobs()
+        .args(["measure", "--json", "--spec"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["reused"], 0, "{report}");
+}
+
+fn export_json(spec: &Path) -> String {
+    let out = knobs()
+        .args(["results", "export", "--format", "json", "--spec"])
+        .arg(spec)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}

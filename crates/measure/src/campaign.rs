@@ -1032,6 +1032,14 @@ mod tests {
         )
         .unwrap();
         assert_ne!(counted.hash, timed.hash, "counted runs are kept apart");
+        let overridden = timed.clone().with_metric(Metric::Instructions).unwrap();
+        assert_eq!(
+            overridden.hash, counted.hash,
+            "`--metric` counts as the spec would"
+        );
+        let reread = SystemSpec::parse(&overridden.text, &dir.path().join("knobs.toml")).unwrap();
+        assert_eq!(reread.measure.metric, Metric::Instructions);
+        assert_eq!(reread.hash, counted.hash);
         let store = Store::open(&dir.path().join("r.db")).unwrap();
         let report = measure_all(&counted, &store);
         assert!(report.failed.is_empty(), "{:?}", report.failed);
