@@ -315,9 +315,12 @@ impl<'a> SubjectRun<'a> {
             .collect()
     }
 
-    /// `--repetitions N` under `--quick`, for every command that measures.
+    /// `--repetitions N` under `--quick`, and 1 for instruction counts (the same in every
+    /// run), for every command that measures.
     pub(crate) fn repetition_args(&self) -> Vec<String> {
-        if self.settings.quick {
+        if self.settings.metric.as_deref() == Some("instructions") {
+            vec!["--repetitions".into(), "1".into()]
+        } else if self.settings.quick {
             vec!["--repetitions".into(), QUICK_REPETITIONS.to_string()]
         } else {
             Vec::new()
