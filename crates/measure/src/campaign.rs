@@ -11,7 +11,7 @@ use rand::{RngCore, SeedableRng, seq::SliceRandom};
 use rand_chacha::ChaCha8Rng;
 
 use crate::Error;
-use crate::instructions::Counter;
+use crate::instructions::{self, Counter};
 use crate::runner::{self, Outcome, RunResult};
 use crate::spec::{Invocation, MeasureSettings, Metric, SystemSpec, Workload};
 use crate::stats::Summary;
@@ -821,7 +821,41 @@ struct Rounds {
 
 /// One run under the instruction counter, its count read into the result (a count that
 /// cannot be read fails the run).
+/// When valgrind cannot read the program's debug information, the run is counted again on a
+/// copy without it (made once per campaign, in `scratch`).
 fn counted(invocation: &Invocation, scratch: &Path, counter: Counter) -> RunResult {
+    let program = invocation.cwd.join(&invocation.program);
+    let stripped = scratch
+        .join("stripped")
+        .join(program.file_name().unwrap_or_default());
+    let result = if stripped.is_file() {
+        counted_once(&with_program(invocation, stripped), scratch, counter)
+    } else {
+        counted_once(invocation, scratch, counter)
+    };
+    let done = result.outcome.is_ok()
+        || !instructions::debuginfo_unreadable(&result.stderr_tail)
+        || !program.is_file();
+    if done {
+        return result;
+    }
+    match instructions::stripped_copy(&program, scratch) {
+        Ok(copy) => counted_once(&with_program(invocation, copy), scratch, counter),
+        Err(why) => RunResult {
+            stderr_tail: format!("{}\n{why}", result.stderr_tail),
+            ..result
+        },
+    }
+}
+
+fn with_program(invocation: &Invocation, program: PathBuf) -> Invocation {
+    Invocation {
+        program,
+        ..invocation.clone()
+    }
+}
+
+fn counted_once(invocation: &Invocation, scratch: &Path, counter: Counter) -> RunResult {
     let out = scratch.join("instructions");
     let _ = std::fs::remove_dir_all(&out);
     if let Err(e) = std::fs::create_dir_all(&out) {
@@ -835,6 +869,11 @@ fn counted(invocation: &Invocation, scratch: &Path, counter: Counter) -> RunResu
                 result.outcome = Outcome::SpawnFailed(format!("no instruction count: {why}"))
             }
         }
+    }
+    if !result.outcome.is_ok()
+        && let Some(complaint) = instructions::counter_complaint(&out)
+    {
+        result.stderr_tail = format!("{}{complaint}", result.stderr_tail);
     }
     result
 }
@@ -1055,6 +1094,46 @@ mod tests {
         assert_eq!(short[0], short[1], "{short:?}");
         assert_eq!(long[0], long[1], "{long:?}");
         assert!(long[0] > 2 * short[0], "{long:?} against {short:?}");
+    }
+
+    /// A program of two translation units built by clang 19 with `-g`, whose DWARF 5
+    /// valgrind 3.19 cannot read, is counted (on a copy without debug information) instead of
+    /// failing every configuration; the count is the same in every run.
+    #[test]
+    fn instructions_are_counted_when_valgrind_cannot_read_the_debug_info() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.c"), "int f(int x) { return x * 3; }\n").unwrap();
+        std::fs::write(
+            dir.path().join("b.c"),
+            "#include <stdlib.h>\nint f(int);\n\
+             int main(int c, char **v) { long s = 0; int n = c > 1 ? atoi(v[1]) : 10;\n\
+             for (int i = 0; i < n; i++) s += f(i); return s == 42; }\n",
+        )
+        .unwrap();
+        let status = std::process::Command::new("clang-19")
+            .args(["-O2", "-g", "a.c", "b.c", "-o", "prog"])
+            .current_dir(dir.path())
+            .status()
+            .expect("clang-19 runs");
+        assert!(status.success());
+        let text = "name = \"p\"\n[run]\nprogram = \"./prog\"\nargs = [\"{options}\"]\n\
+            [measure]\nrepetitions = 2\nmetric = \"instructions\"\n[[workload]]\nname = \"w\"\n\
+            [[option]]\nname = \"long\"\non = [\"100000\"]\noff = [\"10\"]\n";
+        let spec = SystemSpec::parse(text, &dir.path().join("knobs.toml")).unwrap();
+        let store = Store::open(&dir.path().join("r.db")).unwrap();
+        let report = measure_all(&spec, &store);
+        assert!(report.failed.is_empty(), "{:?}", report.failed);
+        let runs = store.runs(&Selection::default()).unwrap();
+        let count = |config: &str| -> Vec<i64> {
+            runs.iter()
+                .filter(|r| r.configuration == config)
+                .map(|r| r.instructions.expect("counted"))
+                .collect()
+        };
+        let (short, long) = (count(""), count("long"));
+        assert_eq!(short.len(), 2);
+        assert_eq!(short[0], short[1], "{short:?}");
+        assert!(long[0] > short[0] + 100_000, "{long:?} against {short:?}");
     }
 
     #[test]

@@ -130,6 +130,57 @@ impl Counter {
     }
 }
 
+/// What valgrind itself said went wrong in a run under the counter (its `Valgrind:` lines),
+/// for the run's failure detail; `None` when it reported nothing of its own.
+pub fn counter_complaint(out: &Path) -> Option<String> {
+    let mut lines = Vec::new();
+    for entry in std::fs::read_dir(out).ok()?.flatten() {
+        if !entry.file_name().to_string_lossy().starts_with("valgrind.") {
+            continue;
+        }
+        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        lines.extend(
+            text.lines()
+                .filter_map(|l| l.split_once("Valgrind:").map(|(_, rest)| rest.trim()))
+                .filter(|l| !l.is_empty())
+                .map(str::to_string),
+        );
+    }
+    (!lines.is_empty()).then(|| format!("valgrind: {}", lines.join(" ")))
+}
+
+/// Whether valgrind gave up on the program's debug information (valgrind 3.19, Debian 12's,
+/// cannot read all of the DWARF 5 that clang 19 writes).
+pub fn debuginfo_unreadable(complaint: &str) -> bool {
+    complaint.contains("debuginfo reader")
+}
+
+/// A copy of `program` without debug information, in `dir` (made once): the same code, so the
+/// same instructions, for a counter that cannot read the debug information.
+pub fn stripped_copy(program: &Path, dir: &Path) -> Result<std::path::PathBuf, String> {
+    let name = program.file_name().ok_or("the program has no file name")?;
+    let copy = dir.join("stripped").join(name);
+    if copy.is_file() {
+        return Ok(copy);
+    }
+    std::fs::create_dir_all(copy.parent().expect("a parent")).map_err(|e| e.to_string())?;
+    let mut last = String::from("neither objcopy nor llvm-objcopy-19 is installed");
+    for tool in ["objcopy", "llvm-objcopy-19", "llvm-objcopy"] {
+        match Command::new(tool)
+            .arg("--strip-debug")
+            .arg(program)
+            .arg(&copy)
+            .stdout(Stdio::null())
+            .output()
+        {
+            Ok(out) if out.status.success() => return Ok(copy),
+            Ok(out) => last = String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            Err(_) => continue,
+        }
+    }
+    Err(format!("cannot strip {}: {last}", program.display()))
+}
+
 /// Whether `perf stat` counts user-mode instructions here (a VM without a PMU says `<not
 /// supported>`).
 fn perf_counts() -> bool {
