@@ -33,7 +33,7 @@ use crate::spec::{Metric, SystemSpec};
 use crate::stats::Summary;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 const SCHEMA: &str = "
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -64,8 +64,11 @@ CREATE TABLE runs (
     inputs TEXT,                    -- digest of the workload's files, when it has any
     \"commit\" TEXT NOT NULL DEFAULT '',  -- the [history] commit built and run; '' = none
     round INTEGER,                  -- rounds.id; NULL: measured before rounds
-    instructions INTEGER            -- when counted (metric = \"instructions\")
+    instructions INTEGER,           -- when counted (metric = \"instructions\")
+    node TEXT NOT NULL DEFAULT '',  -- the machine it ran on: the Slurm node, or the host
+    source TEXT                     -- where an ingested run came from (a spool file); unique
 );
+CREATE UNIQUE INDEX runs_by_source ON runs (source) WHERE source IS NOT NULL;
 CREATE TABLE rounds (               -- every pending configuration once, in a random order
     id INTEGER PRIMARY KEY,
     started REAL NOT NULL,
@@ -94,7 +97,7 @@ CREATE TABLE claims (               -- a configuration being measured, and by wh
 ";
 
 /// Statements taking a store of version `i + 1` to version `i + 2`.
-const MIGRATIONS: [&str; 4] = [
+const MIGRATIONS: [&str; 5] = [
     "
 ALTER TABLE runs ADD COLUMN variant TEXT NOT NULL DEFAULT '';
 CREATE TABLE region_times (
@@ -143,6 +146,13 @@ CREATE TABLE rounds (
 );
 ALTER TABLE runs ADD COLUMN round INTEGER;
 ALTER TABLE runs ADD COLUMN instructions INTEGER;
+",
+    // Runs before nodes ran where they were recorded: their node is their host.
+    "
+ALTER TABLE runs ADD COLUMN node TEXT NOT NULL DEFAULT '';
+UPDATE runs SET node = host;
+ALTER TABLE runs ADD COLUMN source TEXT;
+CREATE UNIQUE INDEX runs_by_source ON runs (source) WHERE source IS NOT NULL;
 ",
 ];
 
@@ -227,6 +237,8 @@ pub struct StoredRun {
     pub round: Option<i64>,
     /// Instructions executed, when counted.
     pub instructions: Option<i64>,
+    /// The machine it ran on: the Slurm node, or the host for local runs.
+    pub node: String,
 }
 
 impl StoredRun {
@@ -327,6 +339,15 @@ fn db_error(path: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ {
 
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Where a run was made: the host and node it ran on, and for a run made elsewhere and
+/// ingested, its source (a spool file), under which it is stored once.
+#[derive(Clone, Debug)]
+pub struct Origin {
+    pub host: String,
+    pub node: String,
+    pub source: Option<String>,
 }
 
 /// Seconds since the Unix epoch.
@@ -508,6 +529,15 @@ impl Store {
         Ok(())
     }
 
+    /// Gives back every claim `owner` holds (a process that is gone, whose work another
+    /// process took over).
+    pub fn release_owner(&self, owner: &str) -> Result<(), Error> {
+        self.conn
+            .execute("DELETE FROM claims WHERE owner = ?1", params![owner])
+            .map_err(db_error(&self.path))?;
+        Ok(())
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -592,23 +622,73 @@ impl Store {
         regions: &[RegionMeasurement],
         round: Option<i64>,
     ) -> Result<i64, Error> {
+        let host = host_name();
+        let origin = Origin {
+            node: host.clone(),
+            host,
+            source: None,
+        };
+        self.insert_run(key, started, result, regions, round, &origin)
+            .map(|run| run.expect("a run without a source is always stored"))
+    }
+
+    /// Stores a run made elsewhere (a Slurm node) unless a run from the same `source` is
+    /// stored already: true when stored now.
+    pub fn record_from(
+        &self,
+        key: &MeasurementKey,
+        started: f64,
+        result: &RunResult,
+        regions: &[RegionMeasurement],
+        round: Option<i64>,
+        origin: &Origin,
+    ) -> Result<bool, Error> {
+        Ok(self
+            .insert_run(key, started, result, regions, round, origin)?
+            .is_some())
+    }
+
+    /// Whether a run from `source` is stored.
+    pub fn has_source(&self, source: &str) -> Result<bool, Error> {
+        self.conn
+            .query_row(
+                "SELECT count(*) FROM runs WHERE source = ?1",
+                params![source],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n > 0)
+            .map_err(db_error(&self.path))
+    }
+
+    /// Inserts a run and its region times in one transaction; `None` when its source is
+    /// stored already.
+    fn insert_run(
+        &self,
+        key: &MeasurementKey,
+        started: f64,
+        result: &RunResult,
+        regions: &[RegionMeasurement],
+        round: Option<i64>,
+        origin: &Origin,
+    ) -> Result<Option<i64>, Error> {
         let err = db_error(&self.path);
         let detail = (!result.outcome.is_ok()).then(|| result.outcome.describe());
         let tail = (!result.stderr_tail.is_empty()).then_some(&result.stderr_tail);
         let tx = self.conn.unchecked_transaction().map_err(&err)?;
-        tx.execute(
-            "INSERT INTO runs (system, variant, spec_hash, workload, configuration, host, started,
-                tool_version, status, detail, wall, user, system_time, max_rss_kib, stderr_tail,
-                inputs, \"commit\", round, instructions)
+        let changed = tx.execute(
+            "INSERT INTO runs (system, variant, spec_hash, workload, configuration,
+                host, started, tool_version, status, detail, wall, user, system_time,
+                max_rss_kib, stderr_tail, inputs, \"commit\", round, instructions, node, source)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                     ?18, ?19)",
+                     ?18, ?19, ?20, ?21)
+             ON CONFLICT (source) WHERE source IS NOT NULL DO NOTHING",
             params![
                 key.system,
                 key.variant,
                 key.spec_hash,
                 key.workload,
                 key.configuration,
-                host_name(),
+                origin.host,
                 started,
                 env!("CARGO_PKG_VERSION"),
                 result.outcome.status(),
@@ -622,9 +702,14 @@ impl Store {
                 key.commit,
                 round,
                 result.instructions.map(|n| n as i64),
+                origin.node,
+                origin.source,
             ],
         )
         .map_err(&err)?;
+        if changed == 0 {
+            return Ok(None);
+        }
         let run = tx.last_insert_rowid();
         for r in regions {
             tx.execute(
@@ -634,7 +719,7 @@ impl Store {
             .map_err(&err)?;
         }
         tx.commit().map_err(&err)?;
-        Ok(run)
+        Ok(Some(run))
     }
 
     /// The region times of the selected successful runs: (configuration, run, region).
@@ -704,7 +789,7 @@ impl Store {
             .prepare(
                 "SELECT id, system, spec_hash, workload, configuration, host, started,
                         tool_version, status, detail, wall, user, system_time, max_rss_kib,
-                        stderr_tail, variant, inputs, \"commit\", round, instructions
+                        stderr_tail, variant, inputs, \"commit\", round, instructions, node
                  FROM runs
                  WHERE (?1 IS NULL OR system = ?1) AND (?2 IS NULL OR spec_hash = ?2)
                    AND (?3 IS NULL OR workload = ?3) AND variant = ?4
@@ -744,6 +829,7 @@ impl Store {
                         commit: r.get(17)?,
                         round: r.get(18)?,
                         instructions: r.get(19)?,
+                        node: r.get(20)?,
                     })
                 },
             )
@@ -978,7 +1064,9 @@ impl Store {
                 let value = |r: &StoredRun| -> Option<f64> {
                     match &scale {
                         None => Some(r.metric(metric)),
-                        Some(scale) => Some(r.metric(metric) * scale.get(&r.round?)?),
+                        Some(scale) => {
+                            Some(r.metric(metric) * scale.get(&(r.round?, r.node.clone()))?)
+                        }
                     }
                 };
                 let ok: Vec<&StoredRun> = runs.iter().filter(|r| r.is_ok()).collect();
@@ -997,27 +1085,28 @@ impl Store {
             .collect())
     }
 
-    /// Per round that measured the reference configuration, the factor its runs are
-    /// multiplied by: the reference's median over all rounds over its time in this round
-    /// (`Drift::Rounds`), or one over its time in this round (`Drift::Relative`). `None`
-    /// when the selection has no reference.
+    /// Per round and node that measured the reference configuration, the factor the runs
+    /// of that round on that node are multiplied by: the reference's median over all of them
+    /// over its time there (`Drift::Rounds`), or one over its time there
+    /// (`Drift::Relative`). Per node, so that a model does not learn which node a
+    /// configuration landed on. `None` when the selection has no reference.
     fn reference_scale(
         &self,
         selection: &Selection,
         by_configuration: &BTreeMap<String, Vec<StoredRun>>,
         drift: Drift,
         metric_of: &dyn Fn(&str) -> Metric,
-    ) -> Result<Option<BTreeMap<i64, f64>>, Error> {
+    ) -> Result<Option<BTreeMap<(i64, String), f64>>, Error> {
         let Some(reference) = self.reference(selection)? else {
             return Ok(None);
         };
         let metric = metric_of(&reference);
-        let per_round: BTreeMap<i64, f64> = by_configuration
+        let per_round: BTreeMap<(i64, String), f64> = by_configuration
             .get(&reference)
             .into_iter()
             .flatten()
             .filter(|r| r.is_ok())
-            .filter_map(|r| Some((r.round?, r.metric(metric))))
+            .filter_map(|r| Some(((r.round?, r.node.clone()), r.metric(metric))))
             .filter(|(_, v)| *v > 0.0)
             .collect();
         let values: Vec<f64> = per_round.values().copied().collect();
@@ -1356,7 +1445,10 @@ mod tests {
         {
             let conn = Connection::open(&path).unwrap();
             conn.execute_batch(
-                "ALTER TABLE runs DROP COLUMN instructions;
+                "DROP INDEX runs_by_source;
+                 ALTER TABLE runs DROP COLUMN source;
+                 ALTER TABLE runs DROP COLUMN node;
+                 ALTER TABLE runs DROP COLUMN instructions;
                  ALTER TABLE runs DROP COLUMN round;
                  DROP TABLE rounds;
                  ALTER TABLE runs DROP COLUMN \"commit\";
@@ -1384,7 +1476,9 @@ mod tests {
         }
         // Without a commit: only the run without history, as before.
         let plain = Selection::of(&spec, "real");
-        assert_eq!(store.runs(&plain).unwrap().len(), 1);
+        let before = store.runs(&plain).unwrap();
+        assert_eq!(before.len(), 1);
+        assert_eq!(before[0].node, before[0].host, "older runs ran on their host");
         let at_first = store
             .summaries(&plain.clone().at_commit(&first), Metric::Wall)
             .unwrap();
