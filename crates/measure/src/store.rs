@@ -239,6 +239,8 @@ pub struct StoredRun {
     pub instructions: Option<i64>,
     /// The machine it ran on: the Slurm node, or the host for local runs.
     pub node: String,
+    /// Where a run made elsewhere was ingested from (`slurm:JOBNAME:TASK:INDEX`).
+    pub source: Option<String>,
 }
 
 impl StoredRun {
@@ -789,7 +791,8 @@ impl Store {
             .prepare(
                 "SELECT id, system, spec_hash, workload, configuration, host, started,
                         tool_version, status, detail, wall, user, system_time, max_rss_kib,
-                        stderr_tail, variant, inputs, \"commit\", round, instructions, node
+                        stderr_tail, variant, inputs, \"commit\", round, instructions, node,
+                        source
                  FROM runs
                  WHERE (?1 IS NULL OR system = ?1) AND (?2 IS NULL OR spec_hash = ?2)
                    AND (?3 IS NULL OR workload = ?3) AND variant = ?4
@@ -830,6 +833,7 @@ impl Store {
                         round: r.get(18)?,
                         instructions: r.get(19)?,
                         node: r.get(20)?,
+                        source: r.get(21)?,
                     })
                 },
             )
