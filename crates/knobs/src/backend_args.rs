@@ -56,7 +56,9 @@ impl BackendArgs {
         settings.time_limit = self.time_limit.clone().or(settings.time_limit);
         settings.cpus_per_task = self.cpus_per_task.or(settings.cpus_per_task);
         settings.tasks = self.tasks.or(settings.tasks);
-        settings.sbatch_args.extend(self.sbatch_args.iter().cloned());
+        settings
+            .sbatch_args
+            .extend(self.sbatch_args.iter().cloned());
         if settings.tasks == Some(0) || settings.cpus_per_task == Some(0) {
             bail!("--tasks and --cpus-per-task must be at least 1");
         }

@@ -85,7 +85,10 @@ fn wait_until<T>(what: &str, mut done: impl FnMut() -> Option<T>) -> T {
         if let Some(t) = done() {
             return t;
         }
-        assert!(start.elapsed() < Duration::from_secs(120), "stuck waiting: {what}");
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "stuck waiting: {what}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -232,7 +235,10 @@ fn a_knobs_killed_while_waiting_resumes_its_job_without_submitting_it_again() {
     let (_, job) = wait_until("the first round submitted", || submitted(&spool).pop());
     first.kill().unwrap(); // SIGKILL, while it waits
     first.wait().unwrap();
-    assert!(runs(&store).is_empty(), "nothing ran yet: the runs wait at the gate");
+    assert!(
+        runs(&store).is_empty(),
+        "nothing ran yet: the runs wait at the gate"
+    );
     // Started again, knobs finds the job; the runs end when the gate opens.
     let second = spawn_measure(&spec);
     std::fs::write(&gate, "").unwrap();
@@ -255,9 +261,19 @@ fn a_knobs_killed_while_waiting_resumes_its_job_without_submitting_it_again() {
     let third = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{third}");
     assert!(!third.contains("submitted"), "{third}");
-    assert!(third.contains("(4 already in the store), 0 new runs"), "{third}");
+    assert!(
+        third.contains("(4 already in the store), 0 new runs"),
+        "{third}"
+    );
     let out = knobs()
-        .args(["measure", "--backend", "slurm", "--repetitions", "2", "--spec"])
+        .args([
+            "measure",
+            "--backend",
+            "slurm",
+            "--repetitions",
+            "2",
+            "--spec",
+        ])
         .arg(&spec)
         .output()
         .unwrap();

@@ -13,8 +13,8 @@ use rand_chacha::ChaCha8Rng;
 use crate::Error;
 use crate::instructions::Counter;
 use crate::runner::{self, Outcome, RunResult};
-use crate::spec::{Invocation, MeasureSettings, Metric, SystemSpec, Workload};
 use crate::slurm::{self, SlurmBackend, Submission, TaskWork, WorkItem};
+use crate::spec::{Invocation, MeasureSettings, Metric, SystemSpec, Workload};
 use crate::stats::Summary;
 use crate::store::{self, MeasurementKey, RegionMeasurement, Selection, Store, StoredRun};
 
@@ -393,7 +393,8 @@ impl<'a> Campaign<'a> {
             match &self.backend {
                 Backend::Local => self.round(store, &mut items, &mut rounds, &scratch, on_event)?,
                 Backend::Slurm(backend) => {
-                    let notes = self.slurm_round(store, backend, &mut items, &mut rounds, on_event)?;
+                    let notes =
+                        self.slurm_round(store, backend, &mut items, &mut rounds, on_event)?;
                     report.notes.extend(notes);
                 }
             }
@@ -809,7 +810,11 @@ impl Campaign<'_> {
         let reference = rounds.reference.map(|r| items[r].key.configuration.clone());
         let round = store.begin_round(seed, reference.as_deref())?;
         let tasks = backend.settings.tasks.unwrap_or(1);
-        let warmup = if rounds.warmed { 0 } else { self.settings.warmup };
+        let warmup = if rounds.warmed {
+            0
+        } else {
+            self.settings.warmup
+        };
         let work: Vec<TaskWork> = slurm::shares(&order, rounds.reference, tasks, seed)
             .iter()
             .map(|share| TaskWork {
@@ -866,7 +871,10 @@ impl Campaign<'_> {
             (item.samples, item.failure) = self.standing(&runs);
             if let Some(failed) = now.iter().find(|r| !r.is_ok()) {
                 item.failure.get_or_insert(Failure {
-                    why: failed.detail.clone().unwrap_or_else(|| failed.status.clone()),
+                    why: failed
+                        .detail
+                        .clone()
+                        .unwrap_or_else(|| failed.status.clone()),
                     stderr_tail: failed.stderr_tail.clone().unwrap_or_default(),
                 });
             }
@@ -912,7 +920,10 @@ fn collect(
             )
         })
         .collect();
-    Ok((collected.stored.values().map(|&n| u64::from(n)).sum(), notes))
+    Ok((
+        collected.stored.values().map(|&n| u64::from(n)).sum(),
+        notes,
+    ))
 }
 
 /// A configuration of the campaign and what it has.

@@ -283,7 +283,11 @@ fn slurm_command(program: &str, args: &[String]) -> Result<String, Error> {
 impl SlurmBackend {
     /// Writes a round's work (one share per task) into a new spool directory and submits it
     /// as an array; the submission as recorded.
-    pub fn submit(&self, mut submission: Submission, shares: &[TaskWork]) -> Result<(PathBuf, Submission), Error> {
+    pub fn submit(
+        &self,
+        mut submission: Submission,
+        shares: &[TaskWork],
+    ) -> Result<(PathBuf, Submission), Error> {
         let dir = self.spool.join(&submission.name);
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
         for (task, share) in shares.iter().enumerate() {
@@ -311,7 +315,11 @@ impl SlurmBackend {
         ];
         args.extend(s.partition.iter().map(|p| format!("--partition={p}")));
         args.extend(s.time_limit.iter().map(|t| format!("--time={t}")));
-        args.extend(s.cpus_per_task.iter().map(|c| format!("--cpus-per-task={c}")));
+        args.extend(
+            s.cpus_per_task
+                .iter()
+                .map(|c| format!("--cpus-per-task={c}")),
+        );
         args.extend(s.sbatch_args.iter().cloned());
         args.push(script.display().to_string());
         let out = slurm_command("sbatch", &args)?;
@@ -327,7 +335,11 @@ impl SlurmBackend {
 
     /// The submissions in the spool that measure `selection` into `store` and were not
     /// finished (a knobs killed while waiting left them), oldest round first.
-    pub fn unfinished(&self, store: &Path, selection: &Selection) -> Result<Vec<(PathBuf, Submission)>, Error> {
+    pub fn unfinished(
+        &self,
+        store: &Path,
+        selection: &Selection,
+    ) -> Result<Vec<(PathBuf, Submission)>, Error> {
         let Ok(entries) = std::fs::read_dir(&self.spool) else {
             return Ok(Vec::new());
         };
@@ -350,8 +362,19 @@ impl SlurmBackend {
 /// Whether the array still has tasks queued or running.
 fn in_queue(submission: &Submission) -> Result<bool, Error> {
     let args = match &submission.job {
-        Some(job) => vec!["-h".into(), "-j".into(), job.clone(), "-o".into(), "%i".into()],
-        None => vec!["-h".into(), format!("--name={}", submission.name), "-o".into(), "%i".into()],
+        Some(job) => vec![
+            "-h".into(),
+            "-j".into(),
+            job.clone(),
+            "-o".into(),
+            "%i".into(),
+        ],
+        None => vec![
+            "-h".into(),
+            format!("--name={}", submission.name),
+            "-o".into(),
+            "%i".into(),
+        ],
     };
     match slurm_command("squeue", &args) {
         Ok(out) => Ok(!out.trim().is_empty()),
@@ -420,7 +443,12 @@ fn ingest(
             .flatten()
             .filter_map(|e| {
                 let path = e.path();
-                let index = path.file_name()?.to_str()?.strip_suffix(".json")?.parse().ok()?;
+                let index = path
+                    .file_name()?
+                    .to_str()?
+                    .strip_suffix(".json")?
+                    .parse()
+                    .ok()?;
                 Some((index, path))
             })
             .collect();
@@ -439,7 +467,10 @@ fn ingest(
             let round = (!run.warmup).then_some(submission.round);
             let key = submission.key(&run.configuration);
             if store.record_from(&key, run.started, &run.result, &[], round, &origin)? {
-                *collected.stored.entry(run.configuration.clone()).or_default() += 1;
+                *collected
+                    .stored
+                    .entry(run.configuration.clone())
+                    .or_default() += 1;
                 on_run(&run);
             }
         }
@@ -451,7 +482,11 @@ fn ingest(
 /// the reference at a place drawn from `seed`.
 pub fn shares(order: &[usize], reference: Option<usize>, tasks: u32, seed: u64) -> Vec<Vec<usize>> {
     use rand::{Rng, SeedableRng};
-    let others: Vec<usize> = order.iter().copied().filter(|&i| Some(i) != reference).collect();
+    let others: Vec<usize> = order
+        .iter()
+        .copied()
+        .filter(|&i| Some(i) != reference)
+        .collect();
     let reference = reference.filter(|r| order.contains(r));
     let n = (tasks.max(1) as usize).min(others.len().max(1));
     let mut shares: Vec<Vec<usize>> = vec![Vec::new(); n];
@@ -477,13 +512,53 @@ mod tests {
         let order = [4, 0, 3, 1, 2];
         let shares = shares(&order, Some(3), 2, 9);
         assert_eq!(shares.len(), 2);
-        assert!(shares.iter().all(|s| s.iter().filter(|&&i| i == 3).count() == 1));
+        assert!(
+            shares
+                .iter()
+                .all(|s| s.iter().filter(|&&i| i == 3).count() == 1)
+        );
         let mut others: Vec<usize> = shares.concat().into_iter().filter(|&i| i != 3).collect();
         others.sort();
         assert_eq!(others, [0, 1, 2, 4]);
         // More tasks than runs: one share per run; no reference in the round: none added.
         assert_eq!(super::shares(&[1, 2], None, 8, 1).len(), 2);
         assert_eq!(super::shares(&[1, 2], Some(5), 1, 1), vec![vec![1, 2]]);
+    }
+
+    fn item(configuration: &str, program: &str, args: &[&str]) -> WorkItem {
+        WorkItem {
+            configuration: configuration.into(),
+            program: program.into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: Vec::new(),
+            cwd: "/".into(),
+            stdin: None,
+            timeout_seconds: 30.0,
+        }
+    }
+
+    #[test]
+    fn a_task_writes_each_run_once_and_a_failed_warm_up_stands_for_its_configuration() {
+        let dir = tempfile::tempdir().unwrap();
+        let share = TaskWork {
+            warmup: 1,
+            runs: vec![item("ok", "true", &[]), item("bad", "false", &[])],
+        };
+        write_atomically(&work_file(dir.path(), 3), &to_json(&share)).unwrap();
+        work(dir.path(), 3).unwrap();
+        let read = |i: usize| -> RunFile {
+            read_json(&results_dir(dir.path(), 3).join(format!("{i}.json"))).unwrap()
+        };
+        let (ok, bad) = (read(0), read(1));
+        assert!(ok.result.outcome.is_ok() && !ok.warmup);
+        assert!(bad.warmup && bad.result.outcome == runner::Outcome::Exit(1));
+        assert_eq!(ok.host, store::host_name());
+        assert!(done_marker(dir.path(), 3).exists());
+        // A requeued task makes no run twice.
+        let before = std::fs::read_to_string(results_dir(dir.path(), 3).join("0.json")).unwrap();
+        work(dir.path(), 3).unwrap();
+        let after = std::fs::read_to_string(results_dir(dir.path(), 3).join("0.json")).unwrap();
+        assert_eq!(before, after);
     }
 
     #[test]

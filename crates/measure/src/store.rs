@@ -352,6 +352,9 @@ pub struct Origin {
     pub source: Option<String>,
 }
 
+/// A round's runs on one node (round id, node), as drift correction scales them.
+type RoundOnNode = (i64, String);
+
 /// Seconds since the Unix epoch.
 pub fn now() -> f64 {
     SystemTime::now()
@@ -677,38 +680,39 @@ impl Store {
         let detail = (!result.outcome.is_ok()).then(|| result.outcome.describe());
         let tail = (!result.stderr_tail.is_empty()).then_some(&result.stderr_tail);
         let tx = self.conn.unchecked_transaction().map_err(&err)?;
-        let changed = tx.execute(
-            "INSERT INTO runs (system, variant, spec_hash, workload, configuration,
+        let changed = tx
+            .execute(
+                "INSERT INTO runs (system, variant, spec_hash, workload, configuration,
                 host, started, tool_version, status, detail, wall, user, system_time,
                 max_rss_kib, stderr_tail, inputs, \"commit\", round, instructions, node, source)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
                      ?18, ?19, ?20, ?21)
              ON CONFLICT (source) WHERE source IS NOT NULL DO NOTHING",
-            params![
-                key.system,
-                key.variant,
-                key.spec_hash,
-                key.workload,
-                key.configuration,
-                origin.host,
-                started,
-                env!("CARGO_PKG_VERSION"),
-                result.outcome.status(),
-                detail,
-                result.wall,
-                result.user,
-                result.system,
-                result.max_rss_kib as i64,
-                tail,
-                key.inputs,
-                key.commit,
-                round,
-                result.instructions.map(|n| n as i64),
-                origin.node,
-                origin.source,
-            ],
-        )
-        .map_err(&err)?;
+                params![
+                    key.system,
+                    key.variant,
+                    key.spec_hash,
+                    key.workload,
+                    key.configuration,
+                    origin.host,
+                    started,
+                    env!("CARGO_PKG_VERSION"),
+                    result.outcome.status(),
+                    detail,
+                    result.wall,
+                    result.user,
+                    result.system,
+                    result.max_rss_kib as i64,
+                    tail,
+                    key.inputs,
+                    key.commit,
+                    round,
+                    result.instructions.map(|n| n as i64),
+                    origin.node,
+                    origin.source,
+                ],
+            )
+            .map_err(&err)?;
         if changed == 0 {
             return Ok(None);
         }
@@ -1100,12 +1104,12 @@ impl Store {
         by_configuration: &BTreeMap<String, Vec<StoredRun>>,
         drift: Drift,
         metric_of: &dyn Fn(&str) -> Metric,
-    ) -> Result<Option<BTreeMap<(i64, String), f64>>, Error> {
+    ) -> Result<Option<BTreeMap<RoundOnNode, f64>>, Error> {
         let Some(reference) = self.reference(selection)? else {
             return Ok(None);
         };
         let metric = metric_of(&reference);
-        let per_round: BTreeMap<(i64, String), f64> = by_configuration
+        let per_round: BTreeMap<RoundOnNode, f64> = by_configuration
             .get(&reference)
             .into_iter()
             .flatten()
@@ -1266,6 +1270,62 @@ mod tests {
         assert_eq!(
             store.reference(&Selection::default()).unwrap().as_deref(),
             Some("n=1")
+        );
+    }
+
+    #[test]
+    fn runs_from_nodes_are_read_against_the_reference_on_their_node_and_ingested_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("r.db")).unwrap();
+        let spec = spec();
+        store.register_spec(&spec).unwrap();
+        let round = store.begin_round(7, Some("n=1")).unwrap();
+        // The same round on a node and on one twice as slow.
+        let runs = [
+            ("fast", "n=1", 1.0),
+            ("fast", "a,n=2", 2.0),
+            ("slow", "n=1", 2.0),
+            ("slow", "a,n=1", 6.0),
+        ];
+        for (i, (node, config, wall)) in runs.into_iter().enumerate() {
+            let origin = Origin {
+                host: node.into(),
+                node: node.into(),
+                source: Some(format!("slurm:job:0:{i}")),
+            };
+            let r = result(wall, Outcome::Ok);
+            for expected in [true, false] {
+                let stored = store
+                    .record_from(&key(&spec, config), now(), &r, &[], Some(round), &origin)
+                    .unwrap();
+                assert_eq!(
+                    stored, expected,
+                    "the second copy of a source is not stored"
+                );
+            }
+        }
+        let stored = store.runs(&Selection::default()).unwrap();
+        assert_eq!(stored.len(), 4);
+        assert_eq!(
+            stored.iter().map(|r| r.node.as_str()).collect::<Vec<_>>(),
+            ["fast", "fast", "slow", "slow"]
+        );
+        let relative: BTreeMap<String, f64> = store
+            .summaries_with(&Selection::default(), Metric::Wall, Drift::Relative)
+            .unwrap()
+            .into_iter()
+            .map(|s| (s.configuration, s.summary.unwrap().median))
+            .collect();
+        assert_eq!(relative["a,n=1"], 3.0, "against the slow node's reference");
+        assert_eq!(relative["a,n=2"], 2.0, "against the fast node's reference");
+        // A local run names this host as its node.
+        store
+            .record(&key(&spec, "n=2"), now(), &result(1.0, Outcome::Ok), &[])
+            .unwrap();
+        let local = store.runs_of(&Selection::default(), "n=2").unwrap();
+        assert_eq!(
+            (local[0].node.clone(), local[0].source.clone()),
+            (host_name(), None)
         );
     }
 
@@ -1482,7 +1542,10 @@ mod tests {
         let plain = Selection::of(&spec, "real");
         let before = store.runs(&plain).unwrap();
         assert_eq!(before.len(), 1);
-        assert_eq!(before[0].node, before[0].host, "older runs ran on their host");
+        assert_eq!(
+            before[0].node, before[0].host,
+            "older runs ran on their host"
+        );
         let at_first = store
             .summaries(&plain.clone().at_commit(&first), Metric::Wall)
             .unwrap();
