@@ -308,3 +308,47 @@ fn bad_slurm_settings_are_one_line_errors() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("at least 1"), "{stderr}");
 }
+
+#[test]
+fn a_refused_submission_is_one_line_and_holds_nothing_back() {
+    let _cluster = cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate");
+    std::fs::write(&gate, "").unwrap();
+    let spec = gated_spec(dir.path(), &gate);
+    let out = knobs()
+        .args([
+            "measure",
+            "--backend",
+            "slurm",
+            "--partition",
+            "nosuch",
+            "--spec",
+        ])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let last = stderr.lines().last().unwrap();
+    assert!(
+        last.starts_with("knobs: error: `sbatch` failed") && last.contains("partition"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("spool")).unwrap().count(),
+        0
+    );
+    // The configurations it claimed are free again: the next attempt measures them all.
+    let out = knobs()
+        .args(["measure", "--backend", "slurm", "--spec"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        by_configuration(&runs(&dir.path().join("knobs.db"))),
+        every_configuration(1)
+    );
+}

@@ -788,6 +788,19 @@ impl Campaign<'_> {
             notes.extend(more);
             store.release_owner(&submission.owner)?;
         }
+        // A knobs killed between claiming a round and recording its submission left claims
+        // of a day's lease and nothing to find again.
+        let here = format!("{}:", store::host_name());
+        for owner in store.claim_owners()? {
+            let pid = owner
+                .strip_prefix(&here)
+                .and_then(|rest| rest.split(':').next())
+                .and_then(|pid| pid.parse::<i32>().ok());
+            // SAFETY: signal 0 only asks whether the process exists.
+            if pid.is_some_and(|pid| unsafe { libc::kill(pid, 0) } != 0) {
+                store.release_owner(&owner)?;
+            }
+        }
         Ok((stored, notes))
     }
 
@@ -845,7 +858,13 @@ impl Campaign<'_> {
             job: None,
         };
         let runs: usize = work.iter().map(|w| w.runs.len()).sum();
-        let (dir, submission) = backend.submit(submission, &work)?;
+        let (dir, submission) = match backend.submit(submission, &work) {
+            Ok(submitted) => submitted,
+            Err(e) => {
+                store.release_owner(&rounds.owner)?;
+                return Err(e);
+            }
+        };
         on_event(Event::Note(&format!(
             "round {round}: submitted Slurm job {} ({} tasks, {runs} runs; spool {})",
             submission.job.as_deref().unwrap_or("?"),

@@ -322,7 +322,14 @@ impl SlurmBackend {
         );
         args.extend(s.sbatch_args.iter().cloned());
         args.push(script.display().to_string());
-        let out = slurm_command("sbatch", &args)?;
+        let out = match slurm_command("sbatch", &args) {
+            Ok(out) => out,
+            Err(e) => {
+                // Nothing was submitted: nothing to find again.
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(e);
+            }
+        };
         // `--parsable`: `id` or `id;cluster`.
         let job = out.trim().split(';').next().unwrap_or("").to_string();
         if job.is_empty() {

@@ -543,6 +543,17 @@ impl Store {
         Ok(())
     }
 
+    /// Who holds claims now.
+    pub fn claim_owners(&self) -> Result<Vec<String>, Error> {
+        let err = db_error(&self.path);
+        let mut stmt = self
+            .conn
+            .prepare("SELECT DISTINCT owner FROM claims ORDER BY owner")
+            .map_err(&err)?;
+        let owners = stmt.query_map([], |r| r.get(0)).map_err(&err)?;
+        owners.collect::<Result<Vec<String>, _>>().map_err(&err)
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
