@@ -13,7 +13,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::Error;
 use crate::instructions::Counter;
 use crate::runner::{self, Outcome, RunResult};
-use crate::slurm::{self, SlurmBackend, Submission, TaskWork, WorkItem};
+use crate::slurm::{self, SlurmBackend, Submission, TaskWork, Waiting, WorkItem};
 use crate::spec::{Invocation, MeasureSettings, Metric, SystemSpec, Workload};
 use crate::stats::Summary;
 use crate::store::{self, MeasurementKey, RegionMeasurement, Selection, Store, StoredRun};
@@ -919,12 +919,14 @@ fn collect(
     submission: &Submission,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<(u64, Vec<String>), Error> {
-    let collected = slurm::collect(store, dir, submission, &mut |run| {
-        on_event(Event::Ran {
+    let job = submission.job.as_deref().unwrap_or(&submission.name);
+    let collected = slurm::collect(store, dir, submission, &mut |waiting| match waiting {
+        Waiting::Stored(run) => on_event(Event::Ran {
             configuration: &run.configuration,
             result: &run.result,
             warmup: run.warmup,
-        })
+        }),
+        Waiting::Queue(state) => on_event(Event::Note(&format!("Slurm job {job}: {state}"))),
     })?;
     let notes = collected
         .unfinished_tasks

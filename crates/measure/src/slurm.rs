@@ -366,30 +366,50 @@ impl SlurmBackend {
     }
 }
 
-/// Whether the array still has tasks queued or running.
-fn in_queue(submission: &Submission) -> Result<bool, Error> {
-    let args = match &submission.job {
-        Some(job) => vec![
-            "-h".into(),
-            "-j".into(),
-            job.clone(),
-            "-o".into(),
-            "%i".into(),
-        ],
-        None => vec![
-            "-h".into(),
-            format!("--name={}", submission.name),
-            "-o".into(),
-            "%i".into(),
-        ],
-    };
-    match slurm_command("squeue", &args) {
-        Ok(out) => Ok(!out.trim().is_empty()),
-        // A job that left slurmctld's memory is finished.
-        Err(Error::Invalid(why)) if why.contains("Invalid job id") => Ok(false),
-        Err(e) => Err(e),
+/// The array's tasks still queued or running, summed up (`""`: none left): each state
+/// with its count, and why pending tasks wait.
+fn queue_state(submission: &Submission) -> Result<String, Error> {
+    let mut args = vec!["-h".to_string(), "-r".into(), "-o".into(), "%T|%r".into()];
+    match &submission.job {
+        Some(job) => args.extend(["-j".to_string(), job.clone()]),
+        // Killed between `sbatch` and recording its answer: the job goes by its name.
+        None => args.push(format!("--name={}", submission.name)),
     }
+    let out = match slurm_command("squeue", &args) {
+        Ok(out) => out,
+        // A job that left slurmctld's memory is finished.
+        Err(Error::Invalid(why)) if why.contains("Invalid job id") => String::new(),
+        Err(e) => return Err(e),
+    };
+    let mut counts = std::collections::BTreeMap::<String, usize>::new();
+    for line in out.lines().filter(|l| !l.trim().is_empty()) {
+        let (state, reason) = line.split_once('|').unwrap_or((line, ""));
+        let state = state.to_lowercase();
+        let shown = match reason.trim() {
+            "" | "None" => state,
+            reason if state == "pending" => format!("{state} ({reason})"),
+            _ => state,
+        };
+        *counts.entry(shown).or_default() += 1;
+    }
+    Ok(counts
+        .iter()
+        .map(|(state, n)| format!("{n} {state}"))
+        .collect::<Vec<_>>()
+        .join(", "))
 }
+
+/// What happens while knobs waits for a submission.
+pub enum Waiting<'a> {
+    /// A run was stored.
+    Stored(&'a RunFile),
+    /// The array's tasks changed state (`1 running, 3 pending (Resources)`).
+    Queue(&'a str),
+}
+
+/// How many times in a row `squeue` may fail (slurmctld restarting) before knobs gives up
+/// waiting; the submission stays in the spool for the next knobs.
+const SQUEUE_RETRIES: u32 = 20;
 
 /// What waiting for a submission did.
 #[derive(Debug, Default)]
@@ -400,22 +420,40 @@ pub struct Collected {
     pub unfinished_tasks: Vec<(u32, PathBuf)>,
 }
 
-/// Waits for a submission to leave the queue, storing its runs as their files appear
-/// (`on_run` sees each stored run); then the spool directory is removed, or kept with its
-/// record renamed `finished.json` when a task did not finish (its log is worth reading).
+/// Waits for a submission to leave the queue, storing its runs as their files appear and
+/// telling `on` about them and about the queue; then the spool directory is removed, or kept
+/// with its record renamed `finished.json` when a task did not finish (its log is worth
+/// reading).
 pub fn collect(
     store: &Store,
     dir: &Path,
     submission: &Submission,
-    on_run: &mut dyn FnMut(&RunFile),
+    on: &mut dyn FnMut(Waiting),
 ) -> Result<Collected, Error> {
     let mut collected = Collected::default();
+    let mut shown = String::new();
+    let mut failures = 0;
     loop {
         // Looked at before ingesting: what a finished job wrote is all there afterwards.
-        let queued = in_queue(submission)?;
-        ingest(store, dir, submission, &mut collected, on_run)?;
-        if !queued {
+        let state = match queue_state(submission) {
+            Ok(state) => state,
+            Err(_) if failures < SQUEUE_RETRIES => {
+                failures += 1;
+                std::thread::sleep(POLL * 4);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        failures = 0;
+        ingest(store, dir, submission, &mut collected, &mut |run| {
+            on(Waiting::Stored(run))
+        })?;
+        if state.is_empty() {
             break;
+        }
+        if state != shown {
+            on(Waiting::Queue(&state));
+            shown = state;
         }
         std::thread::sleep(POLL);
     }
