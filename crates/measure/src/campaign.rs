@@ -777,6 +777,10 @@ impl Campaign<'_> {
         let mut stored = 0;
         let mut notes = Vec::new();
         for (dir, submission) in backend.unfinished(&store_path(store), &self.selection())? {
+            if owner_alive(&submission.owner) == Some(true) {
+                // Another knobs here waits for it and stores its runs.
+                continue;
+            }
             on_event(Event::Note(&format!(
                 "found round {} again (Slurm job {}, {}); waiting for it",
                 submission.round,
@@ -790,14 +794,8 @@ impl Campaign<'_> {
         }
         // A knobs killed between claiming a round and recording its submission left claims
         // of a day's lease and nothing to find again.
-        let here = format!("{}:", store::host_name());
         for owner in store.claim_owners()? {
-            let pid = owner
-                .strip_prefix(&here)
-                .and_then(|rest| rest.split(':').next())
-                .and_then(|pid| pid.parse::<i32>().ok());
-            // SAFETY: signal 0 only asks whether the process exists.
-            if pid.is_some_and(|pid| unsafe { libc::kill(pid, 0) } != 0) {
+            if owner_alive(&owner) == Some(false) {
                 store.release_owner(&owner)?;
             }
         }
@@ -901,6 +899,15 @@ impl Campaign<'_> {
         }
         Ok(notes)
     }
+}
+
+/// Whether the process that owns claims (`host:pid:start`) is alive; `None` when it ran on
+/// another host.
+fn owner_alive(owner: &str) -> Option<bool> {
+    let here = format!("{}:", store::host_name());
+    let pid: i32 = owner.strip_prefix(&here)?.split(':').next()?.parse().ok()?;
+    // SAFETY: signal 0 only asks whether the process exists.
+    Some(unsafe { libc::kill(pid, 0) } == 0)
 }
 
 /// The store's file, absolute, as submissions record it.

@@ -457,6 +457,10 @@ pub fn collect(
         }
         std::thread::sleep(POLL);
     }
+    if !dir.join("submission.json").exists() {
+        // Another knobs on this store collected it while this one waited too.
+        return Ok(collected);
+    }
     for task in 0..submission.tasks {
         if !done_marker(dir, task).exists() {
             collected.unfinished_tasks.push((task, task_log(dir, task)));
