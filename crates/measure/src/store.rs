@@ -1120,13 +1120,17 @@ impl Store {
             return Ok(None);
         };
         let metric = metric_of(&reference);
-        let per_round: BTreeMap<RoundOnNode, f64> = by_configuration
-            .get(&reference)
+        // Several array tasks of a round on one node each ran the reference: their median.
+        let mut runs: BTreeMap<RoundOnNode, Vec<f64>> = BTreeMap::new();
+        for r in by_configuration.get(&reference).into_iter().flatten() {
+            let value = r.metric(metric);
+            if let (true, Some(round), true) = (r.is_ok(), r.round, value > 0.0) {
+                runs.entry((round, r.node.clone())).or_default().push(value);
+            }
+        }
+        let per_round: BTreeMap<RoundOnNode, f64> = runs
             .into_iter()
-            .flatten()
-            .filter(|r| r.is_ok())
-            .filter_map(|r| Some(((r.round?, r.node.clone()), r.metric(metric))))
-            .filter(|(_, v)| *v > 0.0)
+            .filter_map(|(at, values)| Some((at, ::stats::median(&values)?)))
             .collect();
         let values: Vec<f64> = per_round.values().copied().collect();
         let Some(median) = ::stats::median(&values) else {
