@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI: checks formatting (rustfmt), lints (clippy, warnings are errors) and runs every test of
 # the workspace (debug build). The tests read ../shared/datasets, which must sit beside the
-# repository.
+# repository. The Slurm tests (crates/knobs/tests/slurm_cli.rs) start a one-node cluster with
+# scripts/slurm-local.sh, which needs root and apt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup-debian.sh

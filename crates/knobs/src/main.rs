@@ -13,6 +13,7 @@
 //! Exit status: 0 on success, 1 when `space check` finds an invalid configuration, 2 on an
 //! error (bad input), with a one-line message on stderr (usage errors are clap's).
 
+mod backend_args;
 mod changepoints_cmd;
 mod comprex_cmd;
 mod crush_cmd;
@@ -94,6 +95,9 @@ enum Command {
     /// for which options, measuring a small part of the commits × configurations grid.
     #[command(subcommand)]
     Changepoints(changepoints_cmd::ChangepointsCommand),
+    /// One Slurm array task of `knobs measure --backend slurm` (run by the job, not by you).
+    #[command(hide = true)]
+    SlurmWorker(backend_args::WorkerArgs),
 }
 
 /// Prints a report as pretty JSON on stdout (what `--json` gives every command).
@@ -150,6 +154,7 @@ fn main() -> ExitCode {
         Command::Splat(args) => splat_cmd::splat(args),
         Command::Family(args) => family_cmd::family(args),
         Command::Changepoints(cmd) => changepoints_cmd::changepoints(cmd),
+        Command::SlurmWorker(args) => backend_args::slurm_worker(args),
     };
     match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,

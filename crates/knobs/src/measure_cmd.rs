@@ -67,6 +67,8 @@ pub fn init(args: InitArgs) -> Result<Outcome> {
     knobs measure --spec examples/xz/knobs.toml --sample all\n  \
     knobs measure --spec examples/xz/knobs.toml --sample pairwise --workload small --json
   \
+    knobs measure --spec examples/xz/knobs.toml --sample all --backend slurm --tasks 4
+  \
     knobs measure --spec examples/xz-history/knobs.toml --commit v5.4.0 --sample 'random:4'")]
 pub struct MeasureArgs {
     /// The system spec.
@@ -106,6 +108,8 @@ pub struct MeasureArgs {
     /// Print the report as JSON on stdout (progress stays on stderr).
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    backend: crate::backend_args::BackendArgs,
 }
 
 /// What `knobs measure --json` prints: the campaign and where its measurements went.
@@ -165,6 +169,7 @@ pub fn measure(args: MeasureArgs) -> Result<Outcome> {
     let campaign = Campaign {
         settings,
         retry_failed: args.retry_failed,
+        backend: args.backend.backend(&spec, &store_path)?,
         ..campaign
     };
     eprintln!(

@@ -43,6 +43,7 @@ impl Reporter for Progress {
     fn measurement(&mut self, event: Event<'_>) {
         match event {
             Event::Planned { runs } => self.bar.set_length(runs),
+            Event::Note(line) => self.note(line),
             Event::Starting { configuration } => self.bar.set_message(shown(configuration)),
             Event::Ran {
                 configuration,

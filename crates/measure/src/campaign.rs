@@ -13,6 +13,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::Error;
 use crate::instructions::{self, Counter};
 use crate::runner::{self, Outcome, RunResult};
+use crate::slurm::{self, SlurmBackend, Submission, TaskWork, Waiting, WorkItem};
 use crate::spec::{Invocation, MeasureSettings, Metric, SystemSpec, Workload};
 use crate::stats::Summary;
 use crate::store::{self, MeasurementKey, RegionMeasurement, Selection, Store, StoredRun};
@@ -35,6 +36,8 @@ pub enum Event<'a> {
         configuration: &'a str,
         status: &'a ConfigurationStatus,
     },
+    /// Something the user should know as it happens (a job submitted, a job found again).
+    Note(&'a str),
 }
 
 /// Where a configuration stands after the campaign.
@@ -105,6 +108,18 @@ pub struct Campaign<'a> {
     /// The `[history]` commit (full id) whose build `program` is; its runs are stored and
     /// resumed under it. `""`: the program as the spec runs it.
     pub commit: String,
+    /// Where the runs are made: here, or as Slurm jobs.
+    pub backend: Backend,
+}
+
+/// Where a campaign's runs are made.
+#[derive(Clone, Debug, Default)]
+pub enum Backend {
+    /// On this machine, one after another.
+    #[default]
+    Local,
+    /// As Slurm job arrays, a round at a time ([`crate::slurm`]).
+    Slurm(SlurmBackend),
 }
 
 /// How an instrumented program reports region times: it writes them to the file named by
@@ -139,6 +154,7 @@ impl<'a> Campaign<'a> {
             program: None,
             regions: None,
             commit: String::new(),
+            backend: Backend::Local,
         }
     }
 
@@ -276,6 +292,12 @@ impl<'a> Campaign<'a> {
             cause,
         })?;
         let selection = self.selection();
+        let mut resumed_notes = Vec::new();
+        let mut resumed_runs = 0;
+        if let Backend::Slurm(backend) = &self.backend {
+            self.check_slurm()?;
+            (resumed_runs, resumed_notes) = self.resume(store, backend, on_event)?;
+        }
         let existing = store.runs_by_configuration(&selection)?;
         let inputs = spec.workload_digest(self.workload);
         let mut report = CampaignReport {
@@ -283,6 +305,7 @@ impl<'a> Campaign<'a> {
             notes: self.changed_inputs_note(&existing, &inputs),
             ..Default::default()
         };
+        report.notes.extend(resumed_notes);
         let mut items = Vec::new();
         for config in configurations {
             let text = spec.space.format_configuration(config);
@@ -320,7 +343,8 @@ impl<'a> Campaign<'a> {
                 _ => None,
             },
             ran: 0,
-            stored: 0,
+            stored: resumed_runs,
+            warmed: false,
         };
         rounds.reference = self.reference(store, &selection, &mut items, &program, &inputs)?;
         // Configurations with nothing left to do are reported at once.
@@ -332,7 +356,12 @@ impl<'a> Campaign<'a> {
             }
         }
         self.plan(&items, &rounds, on_event);
-        for _ in 0..self.settings.warmup {
+        // On Slurm each task warms up its own share on its node (`slurm::work`).
+        let local_warmups = match self.backend {
+            Backend::Local => self.settings.warmup,
+            Backend::Slurm(_) => 0,
+        };
+        for _ in 0..local_warmups {
             self.warm_up(
                 store,
                 &mut items,
@@ -361,7 +390,14 @@ impl<'a> Campaign<'a> {
                 ));
                 break;
             }
-            self.round(store, &mut items, &mut rounds, &scratch, on_event)?;
+            match &self.backend {
+                Backend::Local => self.round(store, &mut items, &mut rounds, &scratch, on_event)?,
+                Backend::Slurm(backend) => {
+                    let notes =
+                        self.slurm_round(store, backend, &mut items, &mut rounds, on_event)?;
+                    report.notes.extend(notes);
+                }
+            }
             for item in items.iter_mut().filter(|i| i.listed && !i.done) {
                 if item.failure.is_some() || !self.needs_more(&item.values(rounds.metric)) {
                     item.done = true;
@@ -512,11 +548,15 @@ impl<'a> Campaign<'a> {
     ) -> Result<(Vec<usize>, u64), Error> {
         let selection = self.selection();
         let lease = store::now()
-            + self
-                .spec
-                .run()
-                .map_or(600.0, |r| r.timeout.unwrap_or(600.0))
-            + 60.0;
+            + match self.backend {
+                Backend::Local => {
+                    self.spec
+                        .run()
+                        .map_or(600.0, |r| r.timeout.unwrap_or(600.0))
+                        + 60.0
+                }
+                Backend::Slurm(_) => slurm::CLAIM_SECONDS,
+            };
         let level = items
             .iter()
             .filter(|i| i.listed && !i.done && i.failure.is_none())
@@ -706,6 +746,214 @@ impl<'a> Campaign<'a> {
     }
 }
 
+/// The Slurm backend's side of a campaign: rounds as job arrays, and finding them again.
+impl Campaign<'_> {
+    /// What the Slurm backend does not measure, as an error before anything is submitted.
+    fn check_slurm(&self) -> Result<(), Error> {
+        if self.regions.is_some() {
+            return Err(Error::Invalid(
+                "the Slurm backend measures whole runs; the region times of instrumented \
+                 builds are measured with --backend local"
+                    .into(),
+            ));
+        }
+        if self.settings.metric == Metric::Instructions {
+            return Err(Error::Invalid(
+                "the Slurm backend does not count instructions yet (use --backend local)".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Waits for the submissions a killed knobs left in the spool for this campaign and
+    /// stores their runs, then frees the configurations they held: the runs stored, and
+    /// notes about tasks that did not finish.
+    fn resume(
+        &self,
+        store: &Store,
+        backend: &SlurmBackend,
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<(u64, Vec<String>), Error> {
+        let mut stored = 0;
+        let mut notes = Vec::new();
+        for (dir, submission) in backend.unfinished(&store_path(store), &self.selection())? {
+            if owner_alive(&submission.owner) == Some(true) {
+                // Another knobs here waits for it and stores its runs.
+                continue;
+            }
+            on_event(Event::Note(&format!(
+                "found round {} again (Slurm job {}, {}); waiting for it",
+                submission.round,
+                submission.job.as_deref().unwrap_or("not known yet"),
+                dir.display()
+            )));
+            let (runs, more) = collect(store, &dir, &submission, on_event)?;
+            stored += runs;
+            notes.extend(more);
+            store.release_owner(&submission.owner)?;
+        }
+        // A knobs killed between claiming a round and recording its submission left claims
+        // of a day's lease and nothing to find again.
+        for owner in store.claim_owners()? {
+            if owner_alive(&owner) == Some(false) {
+                store.release_owner(&owner)?;
+            }
+        }
+        Ok((stored, notes))
+    }
+
+    /// One round as a Slurm job array: planned and claimed as locally, split into the tasks'
+    /// shares (each with the reference), submitted, waited for and stored.
+    fn slurm_round(
+        &self,
+        store: &Store,
+        backend: &SlurmBackend,
+        items: &mut [Item],
+        rounds: &mut Rounds,
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<Vec<String>, Error> {
+        let (order, seed) = self.order(store, items, rounds)?;
+        if order.is_empty() {
+            // Everything left is another process's: wait for it.
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            return Ok(Vec::new());
+        }
+        let reference = rounds.reference.map(|r| items[r].key.configuration.clone());
+        let round = store.begin_round(seed, reference.as_deref())?;
+        let tasks = backend.settings.tasks.unwrap_or(1);
+        let warmup = if rounds.warmed {
+            0
+        } else {
+            self.settings.warmup
+        };
+        let work: Vec<TaskWork> = slurm::shares(&order, rounds.reference, tasks, seed)
+            .iter()
+            .map(|share| TaskWork {
+                warmup,
+                runs: share
+                    .iter()
+                    .map(|&i| WorkItem::of(&items[i].key.configuration, &items[i].invocation))
+                    .collect(),
+            })
+            .collect();
+        rounds.warmed = true;
+        let key = &items[order[0]].key;
+        let system: String = (key.system.chars())
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        let submission = Submission {
+            name: format!("knobs-{system}-r{round}-{}", std::process::id()),
+            store: store_path(store),
+            system: key.system.clone(),
+            spec_hash: key.spec_hash.clone(),
+            workload: key.workload.clone(),
+            variant: key.variant.clone(),
+            commit: key.commit.clone(),
+            inputs: key.inputs.clone(),
+            round,
+            owner: rounds.owner.clone(),
+            tasks: 0,
+            job: None,
+        };
+        let runs: usize = work.iter().map(|w| w.runs.len()).sum();
+        let (dir, submission) = match backend.submit(submission, &work) {
+            Ok(submitted) => submitted,
+            Err(e) => {
+                store.release_owner(&rounds.owner)?;
+                return Err(e);
+            }
+        };
+        on_event(Event::Note(&format!(
+            "round {round}: submitted Slurm job {} ({} tasks, {runs} runs; spool {})",
+            submission.job.as_deref().unwrap_or("?"),
+            submission.tasks,
+            dir.display()
+        )));
+        let (stored, notes) = collect(store, &dir, &submission, on_event)?;
+        if stored == 0 && !notes.is_empty() {
+            return Err(Error::Invalid(format!(
+                "Slurm job {} measured nothing: {}",
+                submission.job.as_deref().unwrap_or("?"),
+                notes[0]
+            )));
+        }
+        rounds.ran += stored;
+        rounds.stored += stored;
+        let selection = self.selection();
+        for &i in &order {
+            let item = &mut items[i];
+            let runs = store.runs_of(&selection, &item.key.configuration)?;
+            let now: Vec<&StoredRun> = runs.iter().filter(|r| r.round == Some(round)).collect();
+            item.new_runs += now.len() as u32;
+            (item.samples, item.failure) = self.standing(&runs);
+            if let Some(failed) = now.iter().find(|r| !r.is_ok()) {
+                item.failure.get_or_insert(Failure {
+                    why: failed
+                        .detail
+                        .clone()
+                        .unwrap_or_else(|| failed.status.clone()),
+                    stderr_tail: failed.stderr_tail.clone().unwrap_or_default(),
+                });
+            }
+            store.release(&item.key, &rounds.owner)?;
+        }
+        Ok(notes)
+    }
+}
+
+/// Whether the process that owns claims (`host:pid:start`) is alive; `None` when it ran on
+/// another host.
+fn owner_alive(owner: &str) -> Option<bool> {
+    let here = format!("{}:", store::host_name());
+    let pid: i32 = owner.strip_prefix(&here)?.split(':').next()?.parse().ok()?;
+    // SAFETY: signal 0 only asks whether the process exists.
+    Some(unsafe { libc::kill(pid, 0) } == 0)
+}
+
+/// The store's file, absolute, as submissions record it.
+fn store_path(store: &Store) -> PathBuf {
+    store
+        .path()
+        .canonicalize()
+        .unwrap_or_else(|_| store.path().to_path_buf())
+}
+
+/// Waits for a submission and stores its runs (each one a `Ran` event): how many, and a note
+/// per task that ended without finishing its share.
+fn collect(
+    store: &Store,
+    dir: &Path,
+    submission: &Submission,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<(u64, Vec<String>), Error> {
+    let job = submission.job.as_deref().unwrap_or(&submission.name);
+    let collected = slurm::collect(store, dir, submission, &mut |waiting| match waiting {
+        Waiting::Stored(run) => on_event(Event::Ran {
+            configuration: &run.configuration,
+            result: &run.result,
+            warmup: run.warmup,
+        }),
+        Waiting::Queue(state) => on_event(Event::Note(&format!("Slurm job {job}: {state}"))),
+    })?;
+    let notes = collected
+        .unfinished_tasks
+        .iter()
+        .map(|(task, log)| {
+            format!(
+                "task {task} of Slurm job {} ended without finishing its share (failed, \
+                 cancelled or out of time); what it did not measure is pending again (its log: \
+                 {})",
+                submission.job.as_deref().unwrap_or("?"),
+                log.display()
+            )
+        })
+        .collect();
+    Ok((
+        collected.stored.values().map(|&n| u64::from(n)).sum(),
+        notes,
+    ))
+}
+
 /// A configuration of the campaign and what it has.
 struct Item {
     invocation: Invocation,
@@ -817,6 +1065,8 @@ struct Rounds {
     ran: u64,
     /// Runs stored.
     stored: u64,
+    /// A round was submitted to Slurm (its tasks made the warm-up runs).
+    warmed: bool,
 }
 
 /// One run under the instruction counter, its count read into the result (a count that

@@ -16,6 +16,7 @@ pub mod campaign;
 pub mod init;
 pub mod instructions;
 pub mod runner;
+pub mod slurm;
 pub mod spec;
 pub mod stats;
 pub mod store;

@@ -15,7 +15,7 @@ use crate::spec::{Invocation, Metric};
 pub const STDERR_TAIL_BYTES: usize = 2048;
 
 /// How a run ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Outcome {
     /// Exit status 0.
     Ok,
@@ -70,7 +70,7 @@ fn signal_name(sig: i32) -> &'static str {
 }
 
 /// One run's measurements.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunResult {
     pub outcome: Outcome,
     /// Seconds from start to exit.

@@ -39,6 +39,8 @@ pub struct SystemSpec {
     /// The program's version history (`[history]`): the program measured at a commit is
     /// built from it.
     pub history: Option<HistorySpec>,
+    /// How `--backend slurm` submits rounds (`[slurm]`); not part of what a run means.
+    pub slurm: crate::slurm::SlurmSettings,
     /// Per option (indexed like `space.options()`): where the program keeps its value.
     pub option_sources: Vec<Vec<OptionSourceSpec>>,
     /// Per option: name patterns of the functions that implement it (`*` matches any run of
@@ -416,6 +418,8 @@ struct SpecFile {
     build: Option<BuildSpec>,
     history: Option<HistorySpec>,
     #[serde(default)]
+    slurm: crate::slurm::SlurmSettings,
+    #[serde(default)]
     measure: MeasureSettings,
     #[serde(default)]
     workload: Vec<Workload>,
@@ -633,6 +637,7 @@ impl SystemSpec {
             option_args,
             build: keys.build,
             history: keys.history,
+            slurm: keys.slurm,
             option_sources,
             option_functions,
             hash: String::new(),

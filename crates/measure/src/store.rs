@@ -33,7 +33,7 @@ use crate::spec::{Metric, SystemSpec};
 use crate::stats::Summary;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 const SCHEMA: &str = "
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -64,8 +64,11 @@ CREATE TABLE runs (
     inputs TEXT,                    -- digest of the workload's files, when it has any
     \"commit\" TEXT NOT NULL DEFAULT '',  -- the [history] commit built and run; '' = none
     round INTEGER,                  -- rounds.id; NULL: measured before rounds
-    instructions INTEGER            -- when counted (metric = \"instructions\")
+    instructions INTEGER,           -- when counted (metric = \"instructions\")
+    node TEXT NOT NULL DEFAULT '',  -- the machine it ran on: the Slurm node, or the host
+    source TEXT                     -- where an ingested run came from (a spool file); unique
 );
+CREATE UNIQUE INDEX runs_by_source ON runs (source) WHERE source IS NOT NULL;
 CREATE TABLE rounds (               -- every pending configuration once, in a random order
     id INTEGER PRIMARY KEY,
     started REAL NOT NULL,
@@ -94,7 +97,7 @@ CREATE TABLE claims (               -- a configuration being measured, and by wh
 ";
 
 /// Statements taking a store of version `i + 1` to version `i + 2`.
-const MIGRATIONS: [&str; 4] = [
+const MIGRATIONS: [&str; 5] = [
     "
 ALTER TABLE runs ADD COLUMN variant TEXT NOT NULL DEFAULT '';
 CREATE TABLE region_times (
@@ -143,6 +146,13 @@ CREATE TABLE rounds (
 );
 ALTER TABLE runs ADD COLUMN round INTEGER;
 ALTER TABLE runs ADD COLUMN instructions INTEGER;
+",
+    // Runs before nodes ran where they were recorded: their node is their host.
+    "
+ALTER TABLE runs ADD COLUMN node TEXT NOT NULL DEFAULT '';
+UPDATE runs SET node = host;
+ALTER TABLE runs ADD COLUMN source TEXT;
+CREATE UNIQUE INDEX runs_by_source ON runs (source) WHERE source IS NOT NULL;
 ",
 ];
 
@@ -227,6 +237,10 @@ pub struct StoredRun {
     pub round: Option<i64>,
     /// Instructions executed, when counted.
     pub instructions: Option<i64>,
+    /// The machine it ran on: the Slurm node, or the host for local runs.
+    pub node: String,
+    /// Where a run made elsewhere was ingested from (`slurm:JOBNAME:TASK:INDEX`).
+    pub source: Option<String>,
 }
 
 impl StoredRun {
@@ -328,6 +342,18 @@ fn db_error(path: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ {
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
+
+/// Where a run was made: the host and node it ran on, and for a run made elsewhere and
+/// ingested, its source (a spool file), under which it is stored once.
+#[derive(Clone, Debug)]
+pub struct Origin {
+    pub host: String,
+    pub node: String,
+    pub source: Option<String>,
+}
+
+/// A round's runs on one node (round id, node), as drift correction scales them.
+type RoundOnNode = (i64, String);
 
 /// Seconds since the Unix epoch.
 pub fn now() -> f64 {
@@ -508,6 +534,26 @@ impl Store {
         Ok(())
     }
 
+    /// Gives back every claim `owner` holds (a process that is gone, whose work another
+    /// process took over).
+    pub fn release_owner(&self, owner: &str) -> Result<(), Error> {
+        self.conn
+            .execute("DELETE FROM claims WHERE owner = ?1", params![owner])
+            .map_err(db_error(&self.path))?;
+        Ok(())
+    }
+
+    /// Who holds claims now.
+    pub fn claim_owners(&self) -> Result<Vec<String>, Error> {
+        let err = db_error(&self.path);
+        let mut stmt = self
+            .conn
+            .prepare("SELECT DISTINCT owner FROM claims ORDER BY owner")
+            .map_err(&err)?;
+        let owners = stmt.query_map([], |r| r.get(0)).map_err(&err)?;
+        owners.collect::<Result<Vec<String>, _>>().map_err(&err)
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -592,39 +638,95 @@ impl Store {
         regions: &[RegionMeasurement],
         round: Option<i64>,
     ) -> Result<i64, Error> {
+        let host = host_name();
+        let origin = Origin {
+            node: host.clone(),
+            host,
+            source: None,
+        };
+        self.insert_run(key, started, result, regions, round, &origin)
+            .map(|run| run.expect("a run without a source is always stored"))
+    }
+
+    /// Stores a run made elsewhere (a Slurm node) unless a run from the same `source` is
+    /// stored already: true when stored now.
+    pub fn record_from(
+        &self,
+        key: &MeasurementKey,
+        started: f64,
+        result: &RunResult,
+        regions: &[RegionMeasurement],
+        round: Option<i64>,
+        origin: &Origin,
+    ) -> Result<bool, Error> {
+        Ok(self
+            .insert_run(key, started, result, regions, round, origin)?
+            .is_some())
+    }
+
+    /// Whether a run from `source` is stored.
+    pub fn has_source(&self, source: &str) -> Result<bool, Error> {
+        self.conn
+            .query_row(
+                "SELECT count(*) FROM runs WHERE source = ?1",
+                params![source],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n > 0)
+            .map_err(db_error(&self.path))
+    }
+
+    /// Inserts a run and its region times in one transaction; `None` when its source is
+    /// stored already.
+    fn insert_run(
+        &self,
+        key: &MeasurementKey,
+        started: f64,
+        result: &RunResult,
+        regions: &[RegionMeasurement],
+        round: Option<i64>,
+        origin: &Origin,
+    ) -> Result<Option<i64>, Error> {
         let err = db_error(&self.path);
         let detail = (!result.outcome.is_ok()).then(|| result.outcome.describe());
         let tail = (!result.stderr_tail.is_empty()).then_some(&result.stderr_tail);
         let tx = self.conn.unchecked_transaction().map_err(&err)?;
-        tx.execute(
-            "INSERT INTO runs (system, variant, spec_hash, workload, configuration, host, started,
-                tool_version, status, detail, wall, user, system_time, max_rss_kib, stderr_tail,
-                inputs, \"commit\", round, instructions)
+        let changed = tx
+            .execute(
+                "INSERT INTO runs (system, variant, spec_hash, workload, configuration,
+                host, started, tool_version, status, detail, wall, user, system_time,
+                max_rss_kib, stderr_tail, inputs, \"commit\", round, instructions, node, source)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                     ?18, ?19)",
-            params![
-                key.system,
-                key.variant,
-                key.spec_hash,
-                key.workload,
-                key.configuration,
-                host_name(),
-                started,
-                env!("CARGO_PKG_VERSION"),
-                result.outcome.status(),
-                detail,
-                result.wall,
-                result.user,
-                result.system,
-                result.max_rss_kib as i64,
-                tail,
-                key.inputs,
-                key.commit,
-                round,
-                result.instructions.map(|n| n as i64),
-            ],
-        )
-        .map_err(&err)?;
+                     ?18, ?19, ?20, ?21)
+             ON CONFLICT (source) WHERE source IS NOT NULL DO NOTHING",
+                params![
+                    key.system,
+                    key.variant,
+                    key.spec_hash,
+                    key.workload,
+                    key.configuration,
+                    origin.host,
+                    started,
+                    env!("CARGO_PKG_VERSION"),
+                    result.outcome.status(),
+                    detail,
+                    result.wall,
+                    result.user,
+                    result.system,
+                    result.max_rss_kib as i64,
+                    tail,
+                    key.inputs,
+                    key.commit,
+                    round,
+                    result.instructions.map(|n| n as i64),
+                    origin.node,
+                    origin.source,
+                ],
+            )
+            .map_err(&err)?;
+        if changed == 0 {
+            return Ok(None);
+        }
         let run = tx.last_insert_rowid();
         for r in regions {
             tx.execute(
@@ -634,7 +736,7 @@ impl Store {
             .map_err(&err)?;
         }
         tx.commit().map_err(&err)?;
-        Ok(run)
+        Ok(Some(run))
     }
 
     /// The region times of the selected successful runs: (configuration, run, region).
@@ -704,7 +806,8 @@ impl Store {
             .prepare(
                 "SELECT id, system, spec_hash, workload, configuration, host, started,
                         tool_version, status, detail, wall, user, system_time, max_rss_kib,
-                        stderr_tail, variant, inputs, \"commit\", round, instructions
+                        stderr_tail, variant, inputs, \"commit\", round, instructions, node,
+                        source
                  FROM runs
                  WHERE (?1 IS NULL OR system = ?1) AND (?2 IS NULL OR spec_hash = ?2)
                    AND (?3 IS NULL OR workload = ?3) AND variant = ?4
@@ -744,6 +847,8 @@ impl Store {
                         commit: r.get(17)?,
                         round: r.get(18)?,
                         instructions: r.get(19)?,
+                        node: r.get(20)?,
+                        source: r.get(21)?,
                     })
                 },
             )
@@ -978,7 +1083,9 @@ impl Store {
                 let value = |r: &StoredRun| -> Option<f64> {
                     match &scale {
                         None => Some(r.metric(metric)),
-                        Some(scale) => Some(r.metric(metric) * scale.get(&r.round?)?),
+                        Some(scale) => {
+                            Some(r.metric(metric) * scale.get(&(r.round?, r.node.clone()))?)
+                        }
                     }
                 };
                 let ok: Vec<&StoredRun> = runs.iter().filter(|r| r.is_ok()).collect();
@@ -997,28 +1104,33 @@ impl Store {
             .collect())
     }
 
-    /// Per round that measured the reference configuration, the factor its runs are
-    /// multiplied by: the reference's median over all rounds over its time in this round
-    /// (`Drift::Rounds`), or one over its time in this round (`Drift::Relative`). `None`
-    /// when the selection has no reference.
+    /// Per round and node that measured the reference configuration, the factor the runs
+    /// of that round on that node are multiplied by: the reference's median over all of them
+    /// over its time there (`Drift::Rounds`), or one over its time there
+    /// (`Drift::Relative`). Per node, so that a model does not learn which node a
+    /// configuration landed on. `None` when the selection has no reference.
     fn reference_scale(
         &self,
         selection: &Selection,
         by_configuration: &BTreeMap<String, Vec<StoredRun>>,
         drift: Drift,
         metric_of: &dyn Fn(&str) -> Metric,
-    ) -> Result<Option<BTreeMap<i64, f64>>, Error> {
+    ) -> Result<Option<BTreeMap<RoundOnNode, f64>>, Error> {
         let Some(reference) = self.reference(selection)? else {
             return Ok(None);
         };
         let metric = metric_of(&reference);
-        let per_round: BTreeMap<i64, f64> = by_configuration
-            .get(&reference)
+        // Several array tasks of a round on one node each ran the reference: their median.
+        let mut runs: BTreeMap<RoundOnNode, Vec<f64>> = BTreeMap::new();
+        for r in by_configuration.get(&reference).into_iter().flatten() {
+            let value = r.metric(metric);
+            if let (true, Some(round), true) = (r.is_ok(), r.round, value > 0.0) {
+                runs.entry((round, r.node.clone())).or_default().push(value);
+            }
+        }
+        let per_round: BTreeMap<RoundOnNode, f64> = runs
             .into_iter()
-            .flatten()
-            .filter(|r| r.is_ok())
-            .filter_map(|r| Some((r.round?, r.metric(metric))))
-            .filter(|(_, v)| *v > 0.0)
+            .filter_map(|(at, values)| Some((at, ::stats::median(&values)?)))
             .collect();
         let values: Vec<f64> = per_round.values().copied().collect();
         let Some(median) = ::stats::median(&values) else {
@@ -1173,6 +1285,62 @@ mod tests {
         assert_eq!(
             store.reference(&Selection::default()).unwrap().as_deref(),
             Some("n=1")
+        );
+    }
+
+    #[test]
+    fn runs_from_nodes_are_read_against_the_reference_on_their_node_and_ingested_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("r.db")).unwrap();
+        let spec = spec();
+        store.register_spec(&spec).unwrap();
+        let round = store.begin_round(7, Some("n=1")).unwrap();
+        // The same round on a node and on one twice as slow.
+        let runs = [
+            ("fast", "n=1", 1.0),
+            ("fast", "a,n=2", 2.0),
+            ("slow", "n=1", 2.0),
+            ("slow", "a,n=1", 6.0),
+        ];
+        for (i, (node, config, wall)) in runs.into_iter().enumerate() {
+            let origin = Origin {
+                host: node.into(),
+                node: node.into(),
+                source: Some(format!("slurm:job:0:{i}")),
+            };
+            let r = result(wall, Outcome::Ok);
+            for expected in [true, false] {
+                let stored = store
+                    .record_from(&key(&spec, config), now(), &r, &[], Some(round), &origin)
+                    .unwrap();
+                assert_eq!(
+                    stored, expected,
+                    "the second copy of a source is not stored"
+                );
+            }
+        }
+        let stored = store.runs(&Selection::default()).unwrap();
+        assert_eq!(stored.len(), 4);
+        assert_eq!(
+            stored.iter().map(|r| r.node.as_str()).collect::<Vec<_>>(),
+            ["fast", "fast", "slow", "slow"]
+        );
+        let relative: BTreeMap<String, f64> = store
+            .summaries_with(&Selection::default(), Metric::Wall, Drift::Relative)
+            .unwrap()
+            .into_iter()
+            .map(|s| (s.configuration, s.summary.unwrap().median))
+            .collect();
+        assert_eq!(relative["a,n=1"], 3.0, "against the slow node's reference");
+        assert_eq!(relative["a,n=2"], 2.0, "against the fast node's reference");
+        // A local run names this host as its node.
+        store
+            .record(&key(&spec, "n=2"), now(), &result(1.0, Outcome::Ok), &[])
+            .unwrap();
+        let local = store.runs_of(&Selection::default(), "n=2").unwrap();
+        assert_eq!(
+            (local[0].node.clone(), local[0].source.clone()),
+            (host_name(), None)
         );
     }
 
@@ -1356,7 +1524,10 @@ mod tests {
         {
             let conn = Connection::open(&path).unwrap();
             conn.execute_batch(
-                "ALTER TABLE runs DROP COLUMN instructions;
+                "DROP INDEX runs_by_source;
+                 ALTER TABLE runs DROP COLUMN source;
+                 ALTER TABLE runs DROP COLUMN node;
+                 ALTER TABLE runs DROP COLUMN instructions;
                  ALTER TABLE runs DROP COLUMN round;
                  DROP TABLE rounds;
                  ALTER TABLE runs DROP COLUMN \"commit\";
@@ -1384,7 +1555,12 @@ mod tests {
         }
         // Without a commit: only the run without history, as before.
         let plain = Selection::of(&spec, "real");
-        assert_eq!(store.runs(&plain).unwrap().len(), 1);
+        let before = store.runs(&plain).unwrap();
+        assert_eq!(before.len(), 1);
+        assert_eq!(
+            before[0].node, before[0].host,
+            "older runs ran on their host"
+        );
         let at_first = store
             .summaries(&plain.clone().at_commit(&first), Metric::Wall)
             .unwrap();

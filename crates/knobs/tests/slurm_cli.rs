@@ -1,0 +1,354 @@
+//! `knobs measure --backend slurm` against a real one-node Slurm cluster on this machine
+//! (`scripts/slurm-local.sh start`, which these tests run first): measuring end to end, a task
+//! cancelled with `scancel` mid-run, and a knobs killed while it waits.
+//!
+//! The measured program waits for a gate file before it ends, so each test decides when the
+//! runs finish: no test depends on how fast the machine is.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command as StdCommand, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use measure::store::StoredRun;
+use measure::{Selection, Store};
+
+fn knobs() -> Command {
+    Command::cargo_bin("knobs").unwrap()
+}
+
+/// Starts the local cluster once, and lets one test at a time use it (the tests count jobs
+/// and cancel tasks; their jobs would also wait on each other's on two CPUs).
+fn cluster() -> MutexGuard<'static, ()> {
+    static STARTED: OnceLock<()> = OnceLock::new();
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    STARTED.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/slurm-local.sh");
+        let out = StdCommand::new("bash")
+            .arg(script)
+            .arg("start")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "slurm-local.sh start: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+    guard
+}
+
+/// Four configurations of `sh`, each run waiting for `gate` to exist; one run each, no
+/// reference, two array tasks a round.
+fn gated_spec(dir: &Path, gate: &Path) -> PathBuf {
+    let spec = dir.join("knobs.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            r#"name = "gated"
+[run]
+program = "sh"
+args = ["-c", "while [ ! -e {gate} ]; do sleep 0.02; done", "{{options}}"]
+timeout = 120
+[measure]
+repetitions = 1
+warmup = 0
+reference = "none"
+[slurm]
+tasks = 2
+spool = "spool"
+[[workload]]
+name = "w"
+[[option]]
+name = "a"
+on = ["A"]
+[[option]]
+name = "b"
+on = ["B"]
+"#,
+            gate = gate.display()
+        ),
+    )
+    .unwrap();
+    spec
+}
+
+/// Polls until `done` says so; a test that waits two minutes is stuck (a guard against
+/// hanging, not a timing assertion).
+fn wait_until<T>(what: &str, mut done: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(t) = done() {
+            return t;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "stuck waiting: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The spool directory's submissions: (directory, job id) of each that has one.
+fn submitted(spool: &Path) -> Vec<(PathBuf, String)> {
+    let Ok(entries) = std::fs::read_dir(spool) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let text = std::fs::read_to_string(e.path().join("submission.json")).ok()?;
+            let record: serde_json::Value = serde_json::from_str(&text).ok()?;
+            Some((e.path(), record["job"].as_str()?.to_string()))
+        })
+        .collect()
+}
+
+fn squeue_state(job: &str) -> String {
+    let out = StdCommand::new("squeue")
+        .args(["-h", "-j", job, "-o", "%T"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The configurations an array task was given (`work-N.json`).
+fn share(dir: &Path, task: u32) -> Vec<String> {
+    let text = std::fs::read_to_string(dir.join(format!("work-{task}.json"))).unwrap();
+    let work: serde_json::Value = serde_json::from_str(&text).unwrap();
+    work["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["configuration"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn runs(store: &Path) -> Vec<StoredRun> {
+    Store::open_existing(store)
+        .unwrap()
+        .runs(&Selection::default())
+        .unwrap()
+}
+
+fn by_configuration(runs: &[StoredRun]) -> BTreeMap<String, usize> {
+    let mut by = BTreeMap::new();
+    for r in runs {
+        assert!(r.is_ok(), "{r:?}");
+        *by.entry(r.configuration.clone()).or_default() += 1;
+    }
+    by
+}
+
+fn every_configuration(n: usize) -> BTreeMap<String, usize> {
+    ["", "a", "a,b", "b"]
+        .iter()
+        .map(|c| (c.to_string(), n))
+        .collect()
+}
+
+fn spawn_measure(spec: &Path) -> Child {
+    StdCommand::new(assert_cmd::cargo::cargo_bin("knobs"))
+        .args(["measure", "--backend", "slurm", "--spec"])
+        .arg(spec)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn finish(child: Child) -> String {
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    stderr
+}
+
+#[test]
+fn a_task_cancelled_mid_run_leaves_its_configurations_pending_and_they_are_measured_again() {
+    let _cluster = cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate");
+    let spec = gated_spec(dir.path(), &gate);
+    let spool = dir.path().join("spool");
+    let child = spawn_measure(&spec);
+    let (round_dir, job) = wait_until("the first round submitted", || submitted(&spool).pop());
+    // Both tasks are running, their first runs waiting at the gate: cancel task 0.
+    wait_until("the tasks running", || {
+        (squeue_state(&format!("{job}_0")) == "RUNNING"
+            && squeue_state(&format!("{job}_1")) == "RUNNING")
+            .then_some(())
+    });
+    let cancelled = share(&round_dir, 0);
+    let kept = share(&round_dir, 1);
+    let scancel = StdCommand::new("scancel")
+        .arg(format!("{job}_0"))
+        .status()
+        .unwrap();
+    assert!(scancel.success());
+    wait_until("task 0 gone", || {
+        squeue_state(&format!("{job}_0")).is_empty().then_some(())
+    });
+    std::fs::write(&gate, "").unwrap();
+    let stderr = finish(child);
+    assert!(
+        stderr.contains("task 0 of Slurm job") && stderr.contains("pending again"),
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("submitted Slurm job").count(),
+        2,
+        "a second round for the cancelled share: {stderr}"
+    );
+    // Every configuration once: the cancelled ones in the second round, the others in the first.
+    let runs = runs(&dir.path().join("knobs.db"));
+    assert_eq!(by_configuration(&runs), every_configuration(1));
+    let first_round = runs.iter().map(|r| r.round.unwrap()).min().unwrap();
+    for r in &runs {
+        let expected = if kept.contains(&r.configuration) {
+            first_round
+        } else {
+            assert!(cancelled.contains(&r.configuration), "{r:?}");
+            first_round + 1
+        };
+        assert_eq!(r.round, Some(expected), "{r:?}");
+        assert!(!r.node.is_empty() && r.source.is_some(), "{r:?}");
+    }
+    // The cancelled task's directory stays for its log; the finished round's is gone.
+    assert!(round_dir.join("finished.json").is_file());
+    assert_eq!(std::fs::read_dir(&spool).unwrap().count(), 1);
+}
+
+#[test]
+fn a_knobs_killed_while_waiting_resumes_its_job_without_submitting_it_again() {
+    let _cluster = cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate");
+    let spec = gated_spec(dir.path(), &gate);
+    let spool = dir.path().join("spool");
+    let store = dir.path().join("knobs.db");
+    let mut first = spawn_measure(&spec);
+    let (_, job) = wait_until("the first round submitted", || submitted(&spool).pop());
+    first.kill().unwrap(); // SIGKILL, while it waits
+    first.wait().unwrap();
+    assert!(
+        runs(&store).is_empty(),
+        "nothing ran yet: the runs wait at the gate"
+    );
+    // Started again, knobs finds the job; the runs end when the gate opens.
+    let second = spawn_measure(&spec);
+    std::fs::write(&gate, "").unwrap();
+    let stderr = finish(second);
+    assert!(
+        stderr.contains(&format!("found round 1 again (Slurm job {job}")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("submitted Slurm job"), "{stderr}");
+    let after = runs(&store);
+    assert_eq!(by_configuration(&after), every_configuration(1));
+    assert!(after.iter().all(|r| r.round == Some(1)), "{after:?}");
+    // Nothing left to do: a third run submits nothing; more repetitions submit one round,
+    // which the claims of the killed knobs do not block.
+    let out = knobs()
+        .args(["measure", "--backend", "slurm", "--spec"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let third = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{third}");
+    assert!(!third.contains("submitted"), "{third}");
+    assert!(
+        third.contains("(4 already in the store), 0 new runs"),
+        "{third}"
+    );
+    let out = knobs()
+        .args([
+            "measure",
+            "--backend",
+            "slurm",
+            "--repetitions",
+            "2",
+            "--spec",
+        ])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let fourth = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{fourth}");
+    assert_eq!(fourth.matches("submitted Slurm job").count(), 1, "{fourth}");
+    assert_eq!(by_configuration(&runs(&store)), every_configuration(2));
+}
+
+#[test]
+fn bad_slurm_settings_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = gated_spec(dir.path(), &dir.path().join("gate"));
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(&spec, text.replace("tasks = 2", "tasks = 2\nnodes = 3")).unwrap();
+    let out = knobs()
+        .args(["measure", "--backend", "slurm", "--spec"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("unknown field `nodes`"), "{stderr}");
+    std::fs::write(&spec, text).unwrap();
+    let out = knobs()
+        .args(["measure", "--backend", "slurm", "--tasks", "0", "--spec"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("at least 1"), "{stderr}");
+}
+
+#[test]
+fn a_refused_submission_is_one_line_and_holds_nothing_back() {
+    let _cluster = cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate");
+    std::fs::write(&gate, "").unwrap();
+    let spec = gated_spec(dir.path(), &gate);
+    let out = knobs()
+        .args([
+            "measure",
+            "--backend",
+            "slurm",
+            "--partition",
+            "nosuch",
+            "--spec",
+        ])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let last = stderr.lines().last().unwrap();
+    assert!(
+        last.starts_with("knobs: error: `sbatch` failed") && last.contains("partition"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("spool")).unwrap().count(),
+        0
+    );
+    // The configurations it claimed are free again: the next attempt measures them all.
+    let out = knobs()
+        .args(["measure", "--backend", "slurm", "--spec"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        by_configuration(&runs(&dir.path().join("knobs.db"))),
+        every_configuration(1)
+    );
+}

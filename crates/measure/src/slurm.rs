@@ -1,0 +1,617 @@
+//! Measuring on a Slurm cluster: a campaign's rounds as job arrays.
+//!
+//! knobs plans each round as it does locally (`campaign.rs`), then writes the round's work
+//! into a directory of the spool (a directory every node can read and write, usually on the
+//! shared file system): one work file per array task, its share of the round with the
+//! reference configuration in every share (a task runs on one node, so every node that
+//! measures in a round measures the reference too). `sbatch` submits the array; each task
+//! runs `knobs slurm-worker DIR TASK` ([`work`]), which measures its share with the same
+//! runner as local runs and writes every run as a file of its own (written to a temporary
+//! name and renamed, so a file is whole or absent), then a `done` marker. knobs waits,
+//! ingesting result files as they appear; only knobs writes the SQLite store, each run once
+//! (a run's file name is its `source` in the store). The directory's `submission.json`
+//! records the job, so a knobs killed while waiting finds it again, waits for what still
+//! runs and ingests what finished. A task that ends without its marker (failed, cancelled,
+//! past its time limit) leaves its unmeasured configurations pending for the next round.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::{Deserialize, Serialize};
+
+use crate::Error;
+use crate::runner::{self, RunResult};
+use crate::spec::Invocation;
+use crate::store::{self, MeasurementKey, Selection, Store};
+
+/// The `[slurm]` section of a spec: how rounds are submitted.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SlurmSettings {
+    /// `sbatch --partition` (default: the cluster's default partition).
+    pub partition: Option<String>,
+    /// `sbatch --time`, the limit of each array task (`MM`, `HH:MM:SS`, `D-HH`).
+    pub time_limit: Option<String>,
+    /// `sbatch --cpus-per-task`.
+    pub cpus_per_task: Option<u32>,
+    /// More `sbatch` arguments, as given (`["--qos=short", "--exclusive"]`).
+    #[serde(default)]
+    pub sbatch_args: Vec<String>,
+    /// Where rounds' work and results go; every node must see it (default: `.knobs-slurm`
+    /// beside the store). Relative paths resolve beside the spec.
+    pub spool: Option<PathBuf>,
+    /// Array tasks per round (default 1): each measures its share of the round and the
+    /// reference.
+    pub tasks: Option<u32>,
+}
+
+/// A campaign's Slurm backend: the settings, the spool directory (absolute) and the program
+/// the array tasks run (`knobs`, whose `slurm-worker` subcommand calls [`work`]).
+#[derive(Clone, Debug)]
+pub struct SlurmBackend {
+    pub settings: SlurmSettings,
+    pub spool: PathBuf,
+    pub worker: PathBuf,
+}
+
+/// How long knobs holds its claim on configurations it submitted: the queue may be slow.
+/// A resumed knobs releases the claims of the submission it finds again.
+pub const CLAIM_SECONDS: f64 = 86_400.0;
+
+/// How often knobs looks at the queue and the spool while it waits.
+const POLL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// One array task's work: its share of a round.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct TaskWork {
+    /// Unstored runs of the whole share before the measured ones (the campaign's first round).
+    pub warmup: u32,
+    pub runs: Vec<WorkItem>,
+}
+
+/// One run to make.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WorkItem {
+    pub configuration: String,
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+    pub stdin: Option<PathBuf>,
+    pub timeout_seconds: f64,
+}
+
+impl WorkItem {
+    pub fn of(configuration: &str, invocation: &Invocation) -> WorkItem {
+        WorkItem {
+            configuration: configuration.to_string(),
+            program: invocation.program.clone(),
+            args: invocation.args.clone(),
+            env: invocation.env.clone(),
+            cwd: invocation.cwd.clone(),
+            stdin: invocation.stdin.clone(),
+            timeout_seconds: invocation.timeout.as_secs_f64(),
+        }
+    }
+
+    fn invocation(&self) -> Invocation {
+        Invocation {
+            program: self.program.clone(),
+            args: self.args.clone(),
+            env: self.env.clone(),
+            cwd: self.cwd.clone(),
+            stdin: self.stdin.clone(),
+            timeout: std::time::Duration::from_secs_f64(self.timeout_seconds),
+        }
+    }
+}
+
+/// One run as a task wrote it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RunFile {
+    pub configuration: String,
+    /// A failed warm-up run (successful ones are not written).
+    pub warmup: bool,
+    pub started: f64,
+    pub host: String,
+    /// The Slurm node (`SLURMD_NODENAME`; the host name outside Slurm).
+    pub node: String,
+    pub result: RunResult,
+}
+
+/// What `submission.json` records: which store and selection the round belongs to, the
+/// round, the claims' owner and the job.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Submission {
+    /// The directory's name, also the job's name.
+    pub name: String,
+    pub store: PathBuf,
+    pub system: String,
+    pub spec_hash: String,
+    pub workload: String,
+    pub variant: String,
+    pub commit: String,
+    pub inputs: Option<String>,
+    pub round: i64,
+    pub owner: String,
+    pub tasks: u32,
+    /// The array's job id, once `sbatch` has answered.
+    pub job: Option<String>,
+}
+
+impl Submission {
+    /// The store's key of a configuration's runs in this submission.
+    pub fn key(&self, configuration: &str) -> MeasurementKey {
+        MeasurementKey {
+            system: self.system.clone(),
+            variant: self.variant.clone(),
+            spec_hash: self.spec_hash.clone(),
+            workload: self.workload.clone(),
+            configuration: configuration.to_string(),
+            commit: self.commit.clone(),
+            inputs: self.inputs.clone(),
+        }
+    }
+
+    /// Whether the submission measures `selection` into the store at `store`.
+    pub fn belongs_to(&self, store: &Path, selection: &Selection) -> bool {
+        self.store == store
+            && Some(&self.system) == selection.system.as_ref()
+            && Some(&self.spec_hash) == selection.spec_hash.as_ref()
+            && Some(&self.workload) == selection.workload.as_ref()
+            && self.variant == selection.variant
+            && self.commit == selection.commit
+    }
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |cause| Error::Io {
+        path: path.display().to_string(),
+        cause,
+    }
+}
+
+/// Writes a file whole or not at all: a temporary name, then a rename.
+fn write_atomically(path: &Path, text: &str) -> Result<(), Error> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).map_err(io(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io(path))
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, Error> {
+    let text = std::fs::read_to_string(path).map_err(io(path))?;
+    serde_json::from_str(&text)
+        .map_err(|e| Error::Invalid(format!("{}: not what knobs wrote: {e}", path.display())))
+}
+
+fn to_json<T: Serialize>(value: &T) -> String {
+    serde_json::to_string(value).expect("spool records serialise")
+}
+
+fn work_file(dir: &Path, task: u32) -> PathBuf {
+    dir.join(format!("work-{task}.json"))
+}
+
+fn results_dir(dir: &Path, task: u32) -> PathBuf {
+    dir.join(format!("results-{task}"))
+}
+
+fn done_marker(dir: &Path, task: u32) -> PathBuf {
+    dir.join(format!("done-{task}"))
+}
+
+fn task_log(dir: &Path, task: u32) -> PathBuf {
+    dir.join(format!("task-{task}.log"))
+}
+
+/// Measures task `task` of the round in `dir` (run by `knobs slurm-worker` inside the job):
+/// runs already written (a requeued task) are not made again.
+pub fn work(dir: &Path, task: u32) -> Result<(), Error> {
+    let work: TaskWork = read_json(&work_file(dir, task))?;
+    let results = results_dir(dir, task);
+    std::fs::create_dir_all(&results).map_err(io(&results))?;
+    let host = store::host_name();
+    let node = std::env::var("SLURMD_NODENAME").unwrap_or_else(|_| host.clone());
+    let written = |i: usize| results.join(format!("{i}.json"));
+    let mut failed = vec![false; work.runs.len()];
+    let remaining: Vec<usize> = (0..work.runs.len())
+        .filter(|&i| !written(i).exists())
+        .collect();
+    for _ in 0..work.warmup {
+        for &i in &remaining {
+            let item = &work.runs[i];
+            if failed[i] {
+                continue;
+            }
+            let started = store::now();
+            let result = runner::run(&item.invocation());
+            if !result.outcome.is_ok() {
+                failed[i] = true;
+                // Every later entry of the same configuration stands for the failure.
+                let file = RunFile {
+                    configuration: item.configuration.clone(),
+                    warmup: true,
+                    started,
+                    host: host.clone(),
+                    node: node.clone(),
+                    result,
+                };
+                write_atomically(&written(i), &to_json(&file))?;
+            }
+        }
+    }
+    for i in remaining.into_iter().filter(|&i| !failed[i]) {
+        let item = &work.runs[i];
+        let started = store::now();
+        let result = runner::run(&item.invocation());
+        let file = RunFile {
+            configuration: item.configuration.clone(),
+            warmup: false,
+            started,
+            host: host.clone(),
+            node: node.clone(),
+            result,
+        };
+        write_atomically(&written(i), &to_json(&file))?;
+    }
+    write_atomically(&done_marker(dir, task), "")
+}
+
+/// Quotes a word for `sh`.
+fn sh_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+/// Runs a Slurm command; its standard output, or one line saying why it failed.
+fn slurm_command(program: &str, args: &[String]) -> Result<String, Error> {
+    let output = Command::new(program).args(args).output().map_err(|e| {
+        Error::Invalid(format!(
+            "cannot run `{program}` ({e}): is this a Slurm submit host? (scripts/slurm-local.sh start brings up a local cluster)"
+        ))
+    })?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        return Err(Error::Invalid(format!(
+            "`{program}` failed ({}): {}",
+            output.status,
+            stderr.trim().lines().last().unwrap_or("")
+        )));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+impl SlurmBackend {
+    /// Writes a round's work (one share per task) into a new spool directory and submits it
+    /// as an array; the submission as recorded.
+    pub fn submit(
+        &self,
+        mut submission: Submission,
+        shares: &[TaskWork],
+    ) -> Result<(PathBuf, Submission), Error> {
+        let dir = self.spool.join(&submission.name);
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        for (task, share) in shares.iter().enumerate() {
+            write_atomically(&work_file(&dir, task as u32), &to_json(share))?;
+        }
+        submission.tasks = shares.len() as u32;
+        let record = dir.join("submission.json");
+        // Recorded before `sbatch`: a knobs killed in between finds the job by its name.
+        write_atomically(&record, &to_json(&submission))?;
+        let script = dir.join("job.sh");
+        write_atomically(
+            &script,
+            &format!(
+                "#!/bin/sh\n# One array task of a knobs round: measures its share, see work-N.json.\nexec {} slurm-worker {} \"$SLURM_ARRAY_TASK_ID\"\n",
+                sh_quote(&self.worker.display().to_string()),
+                sh_quote(&dir.display().to_string())
+            ),
+        )?;
+        let s = &self.settings;
+        let mut args = vec![
+            "--parsable".to_string(),
+            format!("--array=0-{}", shares.len() - 1),
+            format!("--job-name={}", submission.name),
+            format!("--output={}", dir.join("task-%a.log").display()),
+        ];
+        args.extend(s.partition.iter().map(|p| format!("--partition={p}")));
+        args.extend(s.time_limit.iter().map(|t| format!("--time={t}")));
+        args.extend(
+            s.cpus_per_task
+                .iter()
+                .map(|c| format!("--cpus-per-task={c}")),
+        );
+        args.extend(s.sbatch_args.iter().cloned());
+        args.push(script.display().to_string());
+        let out = match slurm_command("sbatch", &args) {
+            Ok(out) => out,
+            Err(e) => {
+                // Nothing was submitted: nothing to find again.
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(e);
+            }
+        };
+        // `--parsable`: `id` or `id;cluster`.
+        let job = out.trim().split(';').next().unwrap_or("").to_string();
+        if job.is_empty() {
+            return Err(Error::Invalid(format!("sbatch printed no job id: {out}")));
+        }
+        submission.job = Some(job);
+        write_atomically(&record, &to_json(&submission))?;
+        Ok((dir, submission))
+    }
+
+    /// The submissions in the spool that measure `selection` into `store` and were not
+    /// finished (a knobs killed while waiting left them), oldest round first.
+    pub fn unfinished(
+        &self,
+        store: &Path,
+        selection: &Selection,
+    ) -> Result<Vec<(PathBuf, Submission)>, Error> {
+        let Ok(entries) = std::fs::read_dir(&self.spool) else {
+            return Ok(Vec::new());
+        };
+        let mut found = Vec::new();
+        for entry in entries.flatten() {
+            let record = entry.path().join("submission.json");
+            if !record.is_file() {
+                continue;
+            }
+            let submission: Submission = read_json(&record)?;
+            if submission.belongs_to(store, selection) {
+                found.push((entry.path(), submission));
+            }
+        }
+        found.sort_by_key(|(_, s)| s.round);
+        Ok(found)
+    }
+}
+
+/// The array's tasks still queued or running, summed up (`""`: none left): each state
+/// with its count, and why pending tasks wait.
+fn queue_state(submission: &Submission) -> Result<String, Error> {
+    let mut args = vec!["-h".to_string(), "-r".into(), "-o".into(), "%T|%r".into()];
+    match &submission.job {
+        Some(job) => args.extend(["-j".to_string(), job.clone()]),
+        // Killed between `sbatch` and recording its answer: the job goes by its name.
+        None => args.push(format!("--name={}", submission.name)),
+    }
+    let out = match slurm_command("squeue", &args) {
+        Ok(out) => out,
+        // A job that left slurmctld's memory is finished.
+        Err(Error::Invalid(why)) if why.contains("Invalid job id") => String::new(),
+        Err(e) => return Err(e),
+    };
+    let mut counts = std::collections::BTreeMap::<String, usize>::new();
+    for line in out.lines().filter(|l| !l.trim().is_empty()) {
+        let (state, reason) = line.split_once('|').unwrap_or((line, ""));
+        let state = state.to_lowercase();
+        let shown = match reason.trim() {
+            "" | "None" => state,
+            reason if state == "pending" => format!("{state} ({reason})"),
+            _ => state,
+        };
+        *counts.entry(shown).or_default() += 1;
+    }
+    Ok(counts
+        .iter()
+        .map(|(state, n)| format!("{n} {state}"))
+        .collect::<Vec<_>>()
+        .join(", "))
+}
+
+/// What happens while knobs waits for a submission.
+pub enum Waiting<'a> {
+    /// A run was stored.
+    Stored(&'a RunFile),
+    /// The array's tasks changed state (`1 running, 3 pending (Resources)`).
+    Queue(&'a str),
+}
+
+/// How many times in a row `squeue` may fail (slurmctld restarting) before knobs gives up
+/// waiting; the submission stays in the spool for the next knobs.
+const SQUEUE_RETRIES: u32 = 20;
+
+/// What waiting for a submission did.
+#[derive(Debug, Default)]
+pub struct Collected {
+    /// Runs stored, per configuration.
+    pub stored: std::collections::BTreeMap<String, u32>,
+    /// Tasks that ended without finishing their share, with their log.
+    pub unfinished_tasks: Vec<(u32, PathBuf)>,
+}
+
+/// Waits for a submission to leave the queue, storing its runs as their files appear and
+/// telling `on` about them and about the queue; then the spool directory is removed, or kept
+/// with its record renamed `finished.json` when a task did not finish (its log is worth
+/// reading).
+pub fn collect(
+    store: &Store,
+    dir: &Path,
+    submission: &Submission,
+    on: &mut dyn FnMut(Waiting),
+) -> Result<Collected, Error> {
+    let mut collected = Collected::default();
+    let mut shown = String::new();
+    let mut failures = 0;
+    loop {
+        // Looked at before ingesting: what a finished job wrote is all there afterwards.
+        let state = match queue_state(submission) {
+            Ok(state) => state,
+            Err(_) if failures < SQUEUE_RETRIES => {
+                failures += 1;
+                std::thread::sleep(POLL * 4);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        failures = 0;
+        ingest(store, dir, submission, &mut collected, &mut |run| {
+            on(Waiting::Stored(run))
+        })?;
+        if state.is_empty() {
+            break;
+        }
+        if state != shown {
+            on(Waiting::Queue(&state));
+            shown = state;
+        }
+        std::thread::sleep(POLL);
+    }
+    if !dir.join("submission.json").exists() {
+        // Another knobs on this store collected it while this one waited too.
+        return Ok(collected);
+    }
+    for task in 0..submission.tasks {
+        if !done_marker(dir, task).exists() {
+            collected.unfinished_tasks.push((task, task_log(dir, task)));
+        }
+    }
+    if collected.unfinished_tasks.is_empty() {
+        std::fs::remove_dir_all(dir).map_err(io(dir))?;
+    } else {
+        let record = dir.join("submission.json");
+        std::fs::rename(&record, dir.join("finished.json")).map_err(io(&record))?;
+    }
+    Ok(collected)
+}
+
+/// Stores the result files not stored yet (each file's path in the spool is its source).
+fn ingest(
+    store: &Store,
+    dir: &Path,
+    submission: &Submission,
+    collected: &mut Collected,
+    on_run: &mut dyn FnMut(&RunFile),
+) -> Result<(), Error> {
+    for task in 0..submission.tasks {
+        let results = results_dir(dir, task);
+        let Ok(entries) = std::fs::read_dir(&results) else {
+            continue;
+        };
+        let mut files: Vec<(usize, PathBuf)> = entries
+            .flatten()
+            .filter_map(|e| {
+                let path = e.path();
+                let index = path
+                    .file_name()?
+                    .to_str()?
+                    .strip_suffix(".json")?
+                    .parse()
+                    .ok()?;
+                Some((index, path))
+            })
+            .collect();
+        files.sort();
+        for (index, path) in files {
+            let source = format!("slurm:{}:{task}:{index}", submission.name);
+            if store.has_source(&source)? {
+                continue;
+            }
+            let run: RunFile = read_json(&path)?;
+            let origin = store::Origin {
+                host: run.host.clone(),
+                node: run.node.clone(),
+                source: Some(source),
+            };
+            let round = (!run.warmup).then_some(submission.round);
+            let key = submission.key(&run.configuration);
+            if store.record_from(&key, run.started, &run.result, &[], round, &origin)? {
+                *collected
+                    .stored
+                    .entry(run.configuration.clone())
+                    .or_default() += 1;
+                on_run(&run);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Splits a round's order into `tasks` shares (fewer when there are fewer runs), each with
+/// the reference at a place drawn from `seed`.
+pub fn shares(order: &[usize], reference: Option<usize>, tasks: u32, seed: u64) -> Vec<Vec<usize>> {
+    use rand::{Rng, SeedableRng};
+    let others: Vec<usize> = order
+        .iter()
+        .copied()
+        .filter(|&i| Some(i) != reference)
+        .collect();
+    let reference = reference.filter(|r| order.contains(r));
+    let n = (tasks.max(1) as usize).min(others.len().max(1));
+    let mut shares: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (k, &i) in others.iter().enumerate() {
+        shares[k % n].push(i);
+    }
+    if let Some(r) = reference {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        for share in &mut shares {
+            let at = rng.gen_range(0..=share.len());
+            share.insert(at, r);
+        }
+    }
+    shares
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_share_has_the_reference_and_the_others_once() {
+        let order = [4, 0, 3, 1, 2];
+        let shares = shares(&order, Some(3), 2, 9);
+        assert_eq!(shares.len(), 2);
+        assert!(
+            shares
+                .iter()
+                .all(|s| s.iter().filter(|&&i| i == 3).count() == 1)
+        );
+        let mut others: Vec<usize> = shares.concat().into_iter().filter(|&i| i != 3).collect();
+        others.sort();
+        assert_eq!(others, [0, 1, 2, 4]);
+        // More tasks than runs: one share per run; no reference in the round: none added.
+        assert_eq!(super::shares(&[1, 2], None, 8, 1).len(), 2);
+        assert_eq!(super::shares(&[1, 2], Some(5), 1, 1), vec![vec![1, 2]]);
+    }
+
+    fn item(configuration: &str, program: &str, args: &[&str]) -> WorkItem {
+        WorkItem {
+            configuration: configuration.into(),
+            program: program.into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: Vec::new(),
+            cwd: "/".into(),
+            stdin: None,
+            timeout_seconds: 30.0,
+        }
+    }
+
+    #[test]
+    fn a_task_writes_each_run_once_and_a_failed_warm_up_stands_for_its_configuration() {
+        let dir = tempfile::tempdir().unwrap();
+        let share = TaskWork {
+            warmup: 1,
+            runs: vec![item("ok", "true", &[]), item("bad", "false", &[])],
+        };
+        write_atomically(&work_file(dir.path(), 3), &to_json(&share)).unwrap();
+        work(dir.path(), 3).unwrap();
+        let read = |i: usize| -> RunFile {
+            read_json(&results_dir(dir.path(), 3).join(format!("{i}.json"))).unwrap()
+        };
+        let (ok, bad) = (read(0), read(1));
+        assert!(ok.result.outcome.is_ok() && !ok.warmup);
+        assert!(bad.warmup && bad.result.outcome == runner::Outcome::Exit(1));
+        assert_eq!(ok.host, store::host_name());
+        assert!(done_marker(dir.path(), 3).exists());
+        // A requeued task makes no run twice.
+        let before = std::fs::read_to_string(results_dir(dir.path(), 3).join("0.json")).unwrap();
+        work(dir.path(), 3).unwrap();
+        let after = std::fs::read_to_string(results_dir(dir.path(), 3).join("0.json")).unwrap();
+        assert_eq!(before, after);
+    }
+
+    #[test]
+    fn shell_words_are_quoted() {
+        assert_eq!(sh_quote("/a b/it's"), r"'/a b/it'\''s'");
+    }
+}
