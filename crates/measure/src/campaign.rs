@@ -988,6 +988,7 @@ struct Sample {
     wall: f64,
     user: f64,
     system: f64,
+    cpu_wait: f64,
     max_rss_kib: f64,
     instructions: Option<u64>,
 }
@@ -998,6 +999,7 @@ impl Sample {
             wall: r.wall,
             user: r.user,
             system: r.system,
+            cpu_wait: r.cpu_wait,
             max_rss_kib: r.max_rss_kib as f64,
             instructions: r.instructions,
         }
@@ -1008,6 +1010,7 @@ impl Sample {
             wall: r.wall,
             user: r.user,
             system: r.system_time,
+            cpu_wait: r.cpu_wait.unwrap_or(0.0),
             max_rss_kib: r.max_rss_kib as f64,
             instructions: r.instructions.map(|n| n as u64),
         }
@@ -1020,7 +1023,7 @@ impl Sample {
 
     /// `store::auto_metric` of a configuration whose deciding run this is.
     fn auto_metric(&self) -> Metric {
-        store::auto_metric(self.user + self.system, self.wall)
+        store::auto_metric(self.user + self.system, self.cpu_wait, self.wall)
     }
 
     fn metric(&self, metric: Metric) -> f64 {
@@ -1268,7 +1271,7 @@ mod tests {
             .unwrap();
         assert_eq!(metric, Metric::Wall, "{why}");
         let busy = SystemSpec::parse(
-            "name = \"s\"\n[run]\nprogram = \"sh\"\nargs = [\"-c\", \"i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done\", \"{options}\"]\n\
+            "name = \"s\"\n[run]\nprogram = \"sh\"\nargs = [\"-c\", \"i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done\", \"{options}\"]\n\
              [measure]\nrepetitions = 1\n[[workload]]\nname = \"w\"\n[[option]]\nname = \"a\"\non = [\"x\"]\n",
             &dir.path().join("knobs.toml"),
         )
@@ -1278,21 +1281,9 @@ mod tests {
         let (metric, why) = store
             .resolve_metric(&Selection::default(), Metric::Auto)
             .unwrap();
-        // A busy loop keeps a CPU busy unless the machine lends it elsewhere; a loaded
-        // machine can only make a configuration wall time, which is also right.
-        let shares: Vec<f64> = store
-            .runs(&Selection::default())
-            .unwrap()
-            .iter()
-            .map(StoredRun::cpu_share)
-            .collect();
-        let cpu = shares.iter().filter(|s| **s >= store::CPU_BOUND.0).count();
-        let expected = match cpu {
-            0 => Metric::Wall,
-            2 => Metric::Cpu,
-            _ => Metric::Auto,
-        };
-        assert_eq!(metric, expected, "{why}: {shares:?}");
+        // A busy loop is on a CPU or waiting for one all its wall time, however loaded the
+        // machine: a busier one lengthens the wait, not the time it is off a CPU.
+        assert_eq!(metric, Metric::Cpu, "{why}");
         // Each configuration's summary reads what its deciding run says (one run each here).
         for s in store
             .summaries(&Selection::default(), Metric::Auto)
@@ -1344,6 +1335,48 @@ mod tests {
         assert_eq!(short[0], short[1], "{short:?}");
         assert_eq!(long[0], long[1], "{long:?}");
         assert!(long[0] > 2 * short[0], "{long:?} against {short:?}");
+    }
+
+    /// A CPU-bound program that shares its core with a busy loop (both pinned to CPU 0) is
+    /// on a CPU about half its wall time and waits for one the rest: `auto` reads its CPU
+    /// time, however busy the machine (more load only lengthens the wait). A program that
+    /// sleeps neither runs nor waits for a CPU: wall time.
+    #[test]
+    fn auto_tells_waiting_for_a_cpu_from_sleeping() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut busy = std::process::Command::new("taskset")
+            .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+            .spawn()
+            .expect("taskset runs");
+        let text = "name = \"s\"\n[run]\nprogram = \"taskset\"\n\
+            args = [\"-c\", \"0\", \"sh\", \"-c\", \"{options}\"]\n\
+            [measure]\nrepetitions = 1\nwarmup = 0\n[[workload]]\nname = \"w\"\n\
+            [[option]]\nname = \"sleeps\"\n\
+            on = [\"sleep 0.3\"]\n\
+            off = [\"i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done\"]\n";
+        let spec = SystemSpec::parse(text, &dir.path().join("knobs.toml")).unwrap();
+        let store = Store::open(&dir.path().join("r.db")).unwrap();
+        let report = measure_all(&spec, &store);
+        busy.kill().unwrap();
+        busy.wait().unwrap();
+        assert!(report.failed.is_empty(), "{:?}", report.failed);
+        let deciding = store.deciding_runs(&Selection::default()).unwrap();
+        let computing = &deciding[""];
+        assert!(
+            computing.cpu_wait_share() > 0.2,
+            "a loop sharing its core waits for it: {computing:?}"
+        );
+        assert_eq!(computing.auto_metric(), Metric::Cpu, "{computing:?}");
+        let sleeping = &deciding["sleeps"];
+        assert_eq!(sleeping.auto_metric(), Metric::Wall, "{sleeping:?}");
+        let (metric, why) = store
+            .resolve_metric(&Selection::default(), Metric::Auto)
+            .unwrap();
+        assert_eq!(metric, Metric::Auto, "{why}");
+        assert!(
+            why.contains("`sleeps`") && why.contains("sleeps or waits"),
+            "{why}"
+        );
     }
 
     /// A program of two translation units built by clang 19 with `-g`, whose DWARF 5

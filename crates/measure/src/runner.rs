@@ -78,6 +78,10 @@ pub struct RunResult {
     /// CPU seconds in user and kernel mode (the program and the children it waited for).
     pub user: f64,
     pub system: f64,
+    /// Seconds the program was ready to run but waited for a CPU (the kernel's run delay of
+    /// its main process, `/proc/PID/schedstat`): a busy machine's share of its wall time.
+    #[serde(default)]
+    pub cpu_wait: f64,
     /// Peak resident set size in KiB.
     pub max_rss_kib: u64,
     /// Instructions executed, when counted (`metric = "instructions"`).
@@ -106,6 +110,7 @@ impl RunResult {
             wall: 0.0,
             user: 0.0,
             system: 0.0,
+            cpu_wait: 0.0,
             max_rss_kib: 0,
             instructions: None,
             stderr_tail: String::new(),
@@ -118,11 +123,41 @@ impl RunResult {
 /// have closed the pipe by then; whoever still holds it left the group.
 const ESCAPED_GRACE: Duration = Duration::from_millis(200);
 
-/// What `wait4` reports.
+/// What `wait4` reports, and the run delay read just before.
 struct Reaped {
     status: libc::c_int,
     usage: libc::rusage,
     at: Instant,
+    cpu_wait: f64,
+}
+
+/// Seconds a process waited on a run queue (the second field of `/proc/PID/schedstat`, in
+/// nanoseconds); 0 where the kernel does not keep it.
+fn run_delay(pid: libc::pid_t) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0.0, |ns| ns as f64 * 1e-9)
+}
+
+/// Waits until `pid` has exited without reaping it, so that its `/proc` entry can still be
+/// read.
+fn wait_exited(pid: libc::pid_t) {
+    loop {
+        // SAFETY: waiting for our own child; `info` is plain old data waitid fills.
+        let r = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return;
+        }
+    }
 }
 
 fn seconds(t: libc::timeval) -> f64 {
@@ -215,6 +250,9 @@ fn run_with(inv: &Invocation, log: Option<&std::fs::File>) -> RunResult {
         let mut status = 0;
         // SAFETY: rusage is plain old data; wait4 fills it.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        wait_exited(pid);
+        let at = Instant::now();
+        let cpu_wait = run_delay(pid);
         loop {
             // SAFETY: waiting for our own child; pointers are valid for the call.
             let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
@@ -225,7 +263,8 @@ fn run_with(inv: &Invocation, log: Option<&std::fs::File>) -> RunResult {
         let _ = tx.send(Reaped {
             status,
             usage,
-            at: Instant::now(),
+            at,
+            cpu_wait,
         });
     });
     let (reaped, timed_out) = match rx.recv_timeout(inv.timeout) {
@@ -276,6 +315,7 @@ fn run_with(inv: &Invocation, log: Option<&std::fs::File>) -> RunResult {
         wall: reaped.at.duration_since(start).as_secs_f64(),
         user: seconds(reaped.usage.ru_utime),
         system: seconds(reaped.usage.ru_stime),
+        cpu_wait: reaped.cpu_wait,
         max_rss_kib: reaped.usage.ru_maxrss.max(0) as u64,
         instructions: None,
         stderr_tail,

@@ -65,6 +65,7 @@ CREATE TABLE runs (
     \"commit\" TEXT NOT NULL DEFAULT '',  -- the [history] commit built and run; '' = none
     round INTEGER,                  -- rounds.id; NULL: measured before rounds
     instructions INTEGER,           -- when counted (metric = \"instructions\")
+    cpu_wait REAL,                  -- seconds it waited for a CPU (run delay); NULL: unknown
     node TEXT NOT NULL DEFAULT '',  -- the machine it ran on: the Slurm node, or the host
     source TEXT                     -- where an ingested run came from (a spool file); unique
 );
@@ -149,6 +150,7 @@ ALTER TABLE runs ADD COLUMN instructions INTEGER;
 ",
     // Runs before nodes ran where they were recorded: their node is their host.
     "
+ALTER TABLE runs ADD COLUMN cpu_wait REAL;
 ALTER TABLE runs ADD COLUMN node TEXT NOT NULL DEFAULT '';
 UPDATE runs SET node = host;
 ALTER TABLE runs ADD COLUMN source TEXT;
@@ -163,15 +165,17 @@ CREATE UNIQUE INDEX runs_by_source ON runs (source) WHERE source IS NOT NULL;
 pub const CPU_BOUND: (f64, f64) = (0.8, 1.1);
 
 /// What `metric = "auto"` reads for a configuration whose deciding run used `cpu` seconds
-/// of user + system time in `wall` seconds: CPU time
-/// when it kept one CPU busy ([`CPU_BOUND`]), wall time otherwise. CPU time leaves out the
-/// time a run waits for a CPU another program holds, so it is far steadier on a shared
-/// machine; it would miss sleeps, I/O waits and a second thread's work, which is why such
-/// configurations keep wall time. On a quiet machine both are the same for the first kind,
-/// so the model reads one quantity: the time the configuration takes.
-pub fn auto_metric(cpu: f64, wall: f64) -> Metric {
+/// of user + system time and waited `cpu_wait` seconds for a CPU in `wall` seconds: CPU
+/// time when it was on a CPU or waiting for one nearly all the time, and on no more than one
+/// at once ([`CPU_BOUND`]); wall time otherwise. CPU time leaves out the time a run waits
+/// for a CPU another program holds, so it is far steadier on a shared machine; it would miss
+/// sleeps, I/O waits and a second thread's work, which is why such configurations keep wall
+/// time. On a quiet machine both are the same for the first kind, so the model reads one
+/// quantity: the time the configuration takes.
+pub fn auto_metric(cpu: f64, cpu_wait: f64, wall: f64) -> Metric {
     let (lo, hi) = CPU_BOUND;
-    if (lo..=hi).contains(&(cpu / wall.max(1e-9))) {
+    let wall = wall.max(1e-9);
+    if cpu / wall <= hi && (cpu + cpu_wait) / wall >= lo {
         Metric::Cpu
     } else {
         Metric::Wall
@@ -237,6 +241,8 @@ pub struct StoredRun {
     pub round: Option<i64>,
     /// Instructions executed, when counted.
     pub instructions: Option<i64>,
+    /// Seconds it waited for a CPU (`None`: measured before knobs recorded it).
+    pub cpu_wait: Option<f64>,
     /// The machine it ran on: the Slurm node, or the host for local runs.
     pub node: String,
     /// Where a run made elsewhere was ingested from (`slurm:JOBNAME:TASK:INDEX`).
@@ -265,7 +271,16 @@ impl StoredRun {
 
     /// What `auto` reads for a configuration whose deciding run this is.
     pub fn auto_metric(&self) -> Metric {
-        auto_metric(self.user + self.system_time, self.wall)
+        auto_metric(
+            self.user + self.system_time,
+            self.cpu_wait.unwrap_or(0.0),
+            self.wall,
+        )
+    }
+
+    /// The share of its wall time it waited for a CPU.
+    pub fn cpu_wait_share(&self) -> f64 {
+        self.cpu_wait.unwrap_or(0.0) / self.wall.max(1e-9)
     }
 }
 
@@ -695,9 +710,10 @@ impl Store {
             .execute(
                 "INSERT INTO runs (system, variant, spec_hash, workload, configuration,
                 host, started, tool_version, status, detail, wall, user, system_time,
-                max_rss_kib, stderr_tail, inputs, \"commit\", round, instructions, node, source)
+                max_rss_kib, stderr_tail, inputs, \"commit\", round, instructions, cpu_wait, node,
+                source)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                     ?18, ?19, ?20, ?21)
+                     ?18, ?19, ?20, ?21, ?22)
              ON CONFLICT (source) WHERE source IS NOT NULL DO NOTHING",
                 params![
                     key.system,
@@ -719,6 +735,7 @@ impl Store {
                     key.commit,
                     round,
                     result.instructions.map(|n| n as i64),
+                    result.cpu_wait,
                     origin.node,
                     origin.source,
                 ],
@@ -807,7 +824,7 @@ impl Store {
                 "SELECT id, system, spec_hash, workload, configuration, host, started,
                         tool_version, status, detail, wall, user, system_time, max_rss_kib,
                         stderr_tail, variant, inputs, \"commit\", round, instructions, node,
-                        source
+                        source, cpu_wait
                  FROM runs
                  WHERE (?1 IS NULL OR system = ?1) AND (?2 IS NULL OR spec_hash = ?2)
                    AND (?3 IS NULL OR workload = ?3) AND variant = ?4
@@ -849,6 +866,7 @@ impl Store {
                         instructions: r.get(19)?,
                         node: r.get(20)?,
                         source: r.get(21)?,
+                        cpu_wait: r.get(22)?,
                     })
                 },
             )
@@ -992,20 +1010,46 @@ impl Store {
                 share(high)
             )
         } else {
-            format!(
-                "`{}` used a CPU {:.0} % of its wall time: it sleeps, waits or lacked a CPU",
-                low.configuration,
-                share(low) * 100.0
-            )
+            let off = firsts
+                .values()
+                .filter(|r| r.auto_metric() == Metric::Wall)
+                .min_by(|a, b| share(a).total_cmp(&share(b)))
+                .unwrap_or(low);
+            match off.cpu_wait {
+                Some(_) => format!(
+                    "`{}` used a CPU {:.0} % of its wall time and waited for one {:.0} %: it \
+                     sleeps or waits",
+                    off.configuration,
+                    share(off) * 100.0,
+                    off.cpu_wait_share() * 100.0
+                ),
+                None => format!(
+                    "`{}` used a CPU {:.0} % of its wall time: it sleeps, waits or lacked a CPU",
+                    off.configuration,
+                    share(off) * 100.0
+                ),
+            }
         };
+        let waited = firsts
+            .values()
+            .map(StoredRun::cpu_wait_share)
+            .fold(0.0, f64::max);
         Ok(if cpu == firsts.len() {
             (
                 Metric::Cpu,
                 format!(
                     "cpu (auto: user + system reached {:.0}–{:.0} % of wall time in every \
-                     configuration)",
+                     configuration{})",
                     share(low) * 100.0,
-                    share(high) * 100.0
+                    share(high) * 100.0,
+                    if waited >= 0.01 {
+                        format!(
+                            ", the rest waiting for a CPU (up to {:.0} %)",
+                            waited * 100.0
+                        )
+                    } else {
+                        String::new()
+                    }
                 ),
             )
         } else if cpu == 0 {
@@ -1225,6 +1269,7 @@ mod tests {
             wall,
             user: wall / 2.0,
             system: 0.01,
+            cpu_wait: 0.0,
             max_rss_kib: 1000,
             instructions: None,
             stderr_tail: String::new(),
@@ -1527,6 +1572,7 @@ mod tests {
                 "DROP INDEX runs_by_source;
                  ALTER TABLE runs DROP COLUMN source;
                  ALTER TABLE runs DROP COLUMN node;
+                 ALTER TABLE runs DROP COLUMN cpu_wait;
                  ALTER TABLE runs DROP COLUMN instructions;
                  ALTER TABLE runs DROP COLUMN round;
                  DROP TABLE rounds;
