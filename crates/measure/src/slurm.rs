@@ -227,7 +227,8 @@ pub fn work(dir: &Path, task: u32) -> Result<(), Error> {
             let result = runner::run(&item.invocation());
             if !result.outcome.is_ok() {
                 failed[i] = true;
-                // Every later entry of the same configuration stands for the failure.
+                // Its measured run is not made: the failure stands for it, as in a local
+                // warm-up.
                 let file = RunFile {
                     configuration: item.configuration.clone(),
                     warmup: true,
