@@ -2,7 +2,7 @@
 //! where. This binary is flags plus glue over the library crates: `space` (configuration
 //! spaces and sampling), `measure` (system specs, running configurations, the results
 //! store), `model` (performance-influence models), `learn` (black-box learners and the
-//! evaluation protocols), `configcrusher`, `comprex`, `splat` and `family` (the white-box approaches),
+//! evaluation protocols), `report` (the HTML report), `configcrusher`, `comprex`, `splat` and `family` (the white-box approaches),
 //! `changepoints` (performance changes across versions), `instrumented` (building and
 //! measuring an instrumented program, which they share), and `history` (a program's commits
 //! and their builds).
@@ -22,6 +22,7 @@ mod learn_cmd;
 mod measure_cmd;
 mod model_cmd;
 mod progress;
+mod report_cmd;
 mod session_args;
 mod space_cmd;
 mod splat_cmd;
@@ -49,6 +50,9 @@ enum Command {
     /// Predict the performance of configurations with a model: CSV in, CSV with a final
     /// `prediction` column out.
     Predict(model_cmd::PredictArgs),
+    /// One self-contained HTML page of what matters: options ranked by effect, interactions,
+    /// predicted against measured, regions with their code, noise, versions.
+    Report(report_cmd::ReportArgs),
     /// Inspect and convert performance-influence models.
     #[command(subcommand)]
     Model(model_cmd::ModelCommand),
@@ -138,6 +142,7 @@ fn main() -> ExitCode {
         Command::Space(cmd) => space_cmd::run(cmd),
         Command::Predict(args) => model_cmd::predict(args),
         Command::Model(cmd) => model_cmd::run(cmd),
+        Command::Report(args) => report_cmd::report(args),
         Command::Init(args) => measure_cmd::init(args),
         Command::Measure(args) => measure_cmd::measure(args),
         Command::Results(cmd) => measure_cmd::results(cmd),

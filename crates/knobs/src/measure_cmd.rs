@@ -215,10 +215,10 @@ pub struct StoreArgs {
     /// The system spec; only its place matters here: the store defaults to knobs.db beside
     /// it (the spec file need not exist when --store is given).
     #[arg(long, default_value = "knobs.toml")]
-    spec: PathBuf,
+    pub spec: PathBuf,
     /// The results store (default: knobs.db beside the spec).
     #[arg(long)]
-    store: Option<PathBuf>,
+    pub store: Option<PathBuf>,
     /// Only this system.
     #[arg(long)]
     system: Option<String>,
@@ -323,7 +323,7 @@ impl StoreArgs {
     }
 
     /// The selection with --commit resolved to the one stored commit it is a prefix of.
-    fn selection_in(&self, store: &Store) -> Result<Selection> {
+    pub fn selection_in(&self, store: &Store) -> Result<Selection> {
         let selection = self.selection();
         let Some(prefix) = &self.commit else {
             return Ok(selection);
@@ -348,13 +348,13 @@ impl StoreArgs {
     }
 
     /// The store given with --store, else knobs.db beside the spec.
-    fn path(&self) -> PathBuf {
+    pub fn path(&self) -> PathBuf {
         self.store
             .clone()
             .unwrap_or_else(|| beside(&self.spec, "knobs.db"))
     }
 
-    fn open(&self) -> Result<Store> {
+    pub fn open(&self) -> Result<Store> {
         let path = self.path();
         if self.store.is_none() && !path.exists() {
             bail!(
@@ -367,7 +367,7 @@ impl StoreArgs {
     }
 
     /// The metric asked for, else the one of the spec the measurements were taken under.
-    fn metric(&self, store: &Store) -> Result<Metric> {
+    pub fn metric(&self, store: &Store) -> Result<Metric> {
         match self.metric {
             Some(m) => Ok(m.into()),
             None => {
