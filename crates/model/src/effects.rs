@@ -129,13 +129,19 @@ impl Scale {
         unit: "",
     };
 
-    /// For a metric in seconds, the unit (s, ms, µs, ns) in which `largest` is at least 1;
-    /// [`Scale::NONE`] for other metrics.
+    /// For a metric in seconds, the unit (s, ms, µs, ns) in which `largest` is at least 1
+    /// (seconds for 0); [`Scale::NONE`] for other metrics.
     pub fn for_metric(metric: Option<&str>, largest: f64) -> Scale {
         if !metric.is_some_and(is_seconds) {
             return Scale::NONE;
         }
         let largest = largest.abs();
+        if largest == 0.0 || !largest.is_finite() {
+            return Scale {
+                factor: 1.0,
+                unit: "s",
+            };
+        }
         let units = [(1.0, "s"), (1e3, "ms"), (1e6, "µs"), (1e9, "ns")];
         units
             .into_iter()
@@ -250,6 +256,7 @@ mod tests {
         assert_eq!(Scale::for_metric(Some("cpu, end to end"), 3e-5).unit, "µs");
         assert_eq!(Scale::for_metric(Some("max_rss_kib"), 0.001), Scale::NONE);
         assert_eq!(Scale::for_metric(None, 0.001), Scale::NONE);
+        assert_eq!(Scale::for_metric(Some("time_s"), 0.0).unit, "s");
         let ms = Scale::for_metric(Some("wall_s"), 0.0251);
         assert_eq!(ms.show(0.0251, 1), "25.1 ms");
     }

@@ -14,6 +14,7 @@
 //! Architecture invariant: models refer to options by name only; this crate knows nothing of
 //! constraint reasoning (`space`), programs or measurements.
 
+mod assignment;
 mod effects;
 mod file;
 mod influence;
@@ -21,6 +22,7 @@ mod reference;
 mod subspace;
 mod tree;
 
+pub use assignment::{Assignment, KnownValues, parse_assignment};
 pub use effects::{Ranges, Scale, is_seconds, warnings};
 pub use file::{
     BoundModelFile, FORMAT, ModelFile, Region, SourceSpan, Transform, VERSION, predict_csv,

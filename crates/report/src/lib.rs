@@ -13,11 +13,15 @@
 //! Charts are inline SVG, the style sheet is inline, and there is no script: the file opens
 //! from a `file://` URL, loads nothing, and prints.
 //!
+//! [`fastest`] answers "which configuration is fastest" by the model: every valid
+//! configuration of the space predicted (`knobs predict --best`).
+//!
 //! Architecture invariant: never measures, runs or learns anything and never loads anything
 //! from the network; it reads a store ([`Measurements::load`]) and model files, and
 //! [`render`] is a pure function of them (and of the source files regions point at).
 
 mod data;
+mod fastest;
 mod html;
 mod sections;
 mod svg;
@@ -25,6 +29,7 @@ mod svg;
 use std::path::PathBuf;
 
 pub use data::{Measured, Measurements};
+pub use fastest::{MOST_CONFIGURATIONS, fastest};
 pub use html::escape;
 
 /// Errors of this crate; each message is one line for the user.
@@ -34,6 +39,10 @@ pub enum Error {
     Measure(#[from] measure::Error),
     #[error(transparent)]
     Space(#[from] space::Error),
+    #[error(transparent)]
+    Model(#[from] model::Error),
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// A model to report on, with the name it is shown under (its path).

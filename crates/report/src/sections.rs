@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use model::{Factor, ModelFile, Ranges, Scale, Term, Transform, importances};
-use space::Domain;
+use space::{Domain, shown_configuration};
 
 use crate::data::Measurements;
 use crate::html::{BAR_LEGEND, escape, table};
@@ -465,14 +465,6 @@ fn source_lines(location: &model::SourceSpan, dirs: &[std::path::PathBuf]) -> Op
     }
     out.push_str("</pre></details>");
     Some(out)
-}
-
-fn shown_configuration(c: &str) -> &str {
-    if c.is_empty() {
-        "(no option selected)"
-    } else {
-        c
-    }
 }
 
 /// Per option, the difference between the mean median of the configurations at its largest
