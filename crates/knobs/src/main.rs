@@ -53,6 +53,9 @@ enum Command {
     /// One self-contained HTML page of what matters: options ranked by effect, interactions,
     /// predicted against measured, regions with their code, noise, versions.
     Report(report_cmd::ReportArgs),
+    /// A configuration's region times (from an instrumented variant) as a Chrome trace
+    /// (JSON), one track per run: open it in Perfetto or chrome://tracing.
+    Trace(report_cmd::TraceArgs),
     /// Inspect and convert performance-influence models.
     #[command(subcommand)]
     Model(model_cmd::ModelCommand),
@@ -143,6 +146,7 @@ fn main() -> ExitCode {
         Command::Predict(args) => model_cmd::predict(args),
         Command::Model(cmd) => model_cmd::run(cmd),
         Command::Report(args) => report_cmd::report(args),
+        Command::Trace(args) => report_cmd::trace(args),
         Command::Init(args) => measure_cmd::init(args),
         Command::Measure(args) => measure_cmd::measure(args),
         Command::Results(cmd) => measure_cmd::results(cmd),

@@ -184,9 +184,9 @@ pub fn is_seconds(metric: &str) -> bool {
             .any(|w| m.starts_with(w))
 }
 
-/// What a reader should know before trusting a model, one sentence each: a model with
-/// about as many terms as configurations it was built from fits their noise; a constant
-/// says no option matters.
+/// What a reader should know before trusting a model, one sentence each: a learned model
+/// with about as many terms as configurations it was built from fits their noise; a
+/// constant says no option matters.
 pub fn warnings(file: &ModelFile) -> Vec<String> {
     let mut out = Vec::new();
     let terms = file.terms.terms().len();
@@ -196,7 +196,11 @@ pub fn warnings(file: &ModelFile) -> Vec<String> {
         .and_then(|t| t["rows"].as_array())
         .map(|rows| rows.len());
     let leaves: usize = file.trees.iter().map(|t| t.leaves()).sum();
+    // White-box models are exact per region by construction; only fitted ones can
+    // saturate.
+    let learned = file.provenance.contains_key("learner");
     if let Some(rows) = trained
+        && learned
         && file.trees.is_empty()
         && rows > 1
         && terms + 2 > rows
@@ -267,6 +271,11 @@ mod tests {
             (0..11).map(|i| Term::new(&[format!("o{i}")], 1.0)),
         ));
         file.record_training(&["o0".into()], vec![vec![0.0]; 12]);
+        assert!(
+            warnings(&file).is_empty(),
+            "not learned: exact by construction"
+        );
+        file.provenance.insert("learner".into(), "stepwise".into());
         let w = warnings(&file);
         assert_eq!(w.len(), 1);
         assert!(w[0].starts_with("11 terms from 12 configurations"), "{w:?}");

@@ -27,6 +27,8 @@ pub struct Measurements {
     pub system: String,
     pub spec_hash: String,
     pub store: String,
+    /// The variant read (`""`: the program as the spec runs it).
+    pub variant: String,
     /// The metric read, and why (`cpu (auto: …)`).
     pub metric: String,
     /// Whether the metric is a time in seconds.
@@ -70,6 +72,7 @@ impl Measurements {
             system: stored.system,
             spec_hash: stored.hash,
             store: store.path().display().to_string(),
+            variant: selection.variant.clone(),
             metric: why,
             seconds: !matches!(metric, Metric::MaxRss | Metric::Instructions),
             space: spec.space,

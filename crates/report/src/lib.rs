@@ -16,6 +16,8 @@
 //! [`fastest`] answers "which configuration is fastest" by the model: every valid
 //! configuration of the space predicted (`knobs predict --best`).
 //!
+//! [`chrome_trace`] writes a configuration's region times as a Chrome trace (`knobs trace`).
+//!
 //! Architecture invariant: never measures, runs or learns anything and never loads anything
 //! from the network; it reads a store ([`Measurements::load`]) and model files, and
 //! [`render`] is a pure function of them (and of the source files regions point at).
@@ -25,12 +27,14 @@ mod fastest;
 mod html;
 mod sections;
 mod svg;
+mod trace;
 
 use std::path::PathBuf;
 
 pub use data::{Measured, Measurements};
 pub use fastest::{MOST_CONFIGURATIONS, fastest};
 pub use html::escape;
+pub use trace::{chrome_trace, region_names};
 
 /// Errors of this crate; each message is one line for the user.
 #[derive(Debug, thiserror::Error)]

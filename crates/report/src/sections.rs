@@ -22,9 +22,14 @@ pub fn header(input: &Input, system: &str) -> String {
     if let Some(m) = &input.measurements {
         let _ = write!(
             out,
-            "<p class=\"meta\">Store <code>{}</code>, spec {}, {} measured configurations; metric: {}.</p>",
+            "<p class=\"meta\">Store <code>{}</code>, spec {}{}, {} measured configurations; metric: {}.</p>",
             escape(&m.store),
             escape(&m.spec_hash),
+            if m.variant.is_empty() {
+                String::new()
+            } else {
+                format!(", variant <code>{}</code>", escape(&m.variant))
+            },
             m.configurations.len(),
             escape(&m.metric)
         );
@@ -161,11 +166,17 @@ fn option_bars(file: &ModelFile, ranges: &Ranges) -> Vec<Bar> {
     bars
 }
 
+/// The terms but the intercept and those too small to see (below 0.1 % of the largest).
 fn term_bars(file: &ModelFile, ranges: &Ranges, terms: &[&Term]) -> Vec<Bar> {
     let scale = model_scale(file, ranges);
-    terms
+    let largest = terms
         .iter()
         .filter(|t| !t.options.is_empty())
+        .map(|t| t.effect(ranges).abs())
+        .fold(0.0, f64::max);
+    terms
+        .iter()
+        .filter(|t| !t.options.is_empty() && t.effect(ranges).abs() >= 1e-3 * largest)
         .map(|t| {
             let effect = t.effect(ranges);
             Bar {
