@@ -13,7 +13,7 @@ use model::{
 use crate::Outcome;
 
 #[derive(Args)]
-#[command(after_help = "Examples:\n  \
+#[command(after_help = "Example:\n  \
     knobs predict examples/running-example/model.json A,B\n  \
     knobs space sample examples/running-example/space.toml --sample all -o all.csv\n  \
     knobs predict examples/running-example/model.json all.csv\n  \
@@ -107,7 +107,8 @@ pub fn predict(args: PredictArgs) -> Result<Outcome> {
         None => KnownValues::from_training(&file),
     };
     let text = match args.input.as_deref() {
-        Some(input) if Path::new(input).is_file() => {
+        // A CSV file; a name ending in `.csv` is one even when it does not exist (an error).
+        Some(input) if Path::new(input).is_file() || input.to_lowercase().ends_with(".csv") => {
             let csv = File::open(input).with_context(|| input.to_string())?;
             predict_csv(&file, csv, input, std::io::stdout().lock())?;
             return Ok(Outcome::Done);

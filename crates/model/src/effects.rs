@@ -101,7 +101,8 @@ impl InfluenceModel {
             if i > 0 {
                 out.push_str(if value < 0.0 { " - " } else { " + " });
             }
-            out.push_str(&format!("{magnitude:.precision$}"));
+            let decimals = decimals_for(magnitude, precision);
+            out.push_str(&format!("{magnitude:.decimals$}"));
             if !t.options.is_empty() {
                 out.push('·');
                 out.push_str(&t.label());
@@ -112,6 +113,16 @@ impl InfluenceModel {
         }
         out
     }
+}
+
+/// `precision` decimals, or as many as show a non-zero value with 2 significant digits
+/// (at most 12): a coefficient per byte is small, not zero.
+fn decimals_for(value: f64, precision: usize) -> usize {
+    let magnitude = value.abs();
+    if magnitude == 0.0 || magnitude >= 0.5 * 10f64.powi(-(precision as i32)) {
+        return precision;
+    }
+    ((-magnitude.log10()).ceil() as usize + 1).clamp(precision, 12)
 }
 
 /// A unit to print values in: values are multiplied by `factor`; `unit` is empty when the
@@ -242,7 +253,7 @@ mod tests {
         assert_eq!(order, ["", "buffer", "A"]);
         assert_eq!(
             m.format_ranked(&ranges, &Scale::NONE, 2),
-            "1.00 - 0.00·buffer + 0.02·A"
+            "1.00 - 0.00000000015·buffer + 0.02·A"
         );
         // Without ranges, buffer counts as binary.
         let order: Vec<String> = m
