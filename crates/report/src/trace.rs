@@ -52,7 +52,8 @@ pub fn chrome_trace(
     json!({ "traceEvents": events, "displayTimeUnit": "ms" })
 }
 
-/// Region labels from a model's regions: `r1 compress() toy.c:45-45`.
+/// Region labels from a model's regions: `r1 compress() toy.c:45-45` (the file without
+/// its directories).
 pub fn region_names(file: &model::ModelFile) -> BTreeMap<String, String> {
     file.regions
         .iter()
@@ -63,10 +64,8 @@ pub fn region_names(file: &model::ModelFile) -> BTreeMap<String, String> {
                         Some(f) if *f != r.id => format!(" {f}()"),
                         _ => String::new(),
                     };
-                    format!(
-                        "{}{function} {}:{}-{}",
-                        r.id, l.file, l.lines[0], l.lines[1]
-                    )
+                    let file = l.file.rsplit('/').next().unwrap_or(&l.file);
+                    format!("{}{function} {file}:{}-{}", r.id, l.lines[0], l.lines[1])
                 }
                 None => r.id.clone(),
             };
