@@ -198,6 +198,28 @@ fn regions_are_shown_and_traced(spec: &Path, model: &Path) {
             .any(|e| e["name"].as_str().unwrap().contains("main() main.c:")),
         "{trace}"
     );
+    // The report reads crush's variant (the program itself has no runs) and its regions.
+    let page = spec.with_file_name("report.html");
+    knobs()
+        .args(["report", "--spec"])
+        .arg(spec)
+        .arg("--model")
+        .arg(model)
+        .arg("-o")
+        .arg(&page)
+        .assert()
+        .success()
+        .stderr(contains("reporting variant configcrusher:"));
+    let html = std::fs::read_to_string(&page).unwrap();
+    for part in [
+        "data-chart=\"regions\"",
+        "data-chart=\"predicted-vs-measured\"",
+        "8 measured configurations",
+        "r0 · main() · ",
+        "WORK(1);",
+    ] {
+        assert!(html.contains(part), "the report lacks `{part}`");
+    }
     let tracks: std::collections::BTreeSet<u64> =
         slices.iter().map(|e| e["tid"].as_u64().unwrap()).collect();
     assert_eq!(tracks.len(), 3, "one track per run");
