@@ -145,7 +145,7 @@ fn option_bars(file: &ModelFile, ranges: &Ranges) -> Vec<Bar> {
             label: o.to_string(),
             value: if signed < 0.0 { -size } else { size },
             text: match file.transform {
-                Transform::Log => format!("×{:.3} over its terms", size.exp()),
+                Transform::Log => format!("×{:.3}, all its terms", size.exp()),
                 Transform::Identity => format!("{}, all its terms", scale.show(size, 2)),
             },
             interaction: false,
@@ -586,11 +586,7 @@ pub fn measurements(m: &Measurements) -> String {
             centre: c.summary.mean * scale.factor,
             low: (c.summary.mean - c.summary.ci95) * scale.factor,
             high: (c.summary.mean + c.summary.ci95) * scale.factor,
-            text: format!(
-                "mean {} ± {}",
-                scale.show(c.summary.mean, 3),
-                scale.show(c.summary.ci95, 3)
-            ),
+            text: interval_label(c.summary.mean, c.summary.ci95, &scale),
         })
         .collect();
     let _ = write!(
@@ -616,6 +612,15 @@ pub fn measurements(m: &Measurements) -> String {
         CHART_WIDTH,
     ));
     out
+}
+
+/// `mean 12.3 ms ± 0.4 ms`; one run has no interval.
+fn interval_label(mean: f64, ci95: f64, scale: &Scale) -> String {
+    if ci95.is_finite() {
+        format!("mean {} ± {}", scale.show(mean, 3), scale.show(ci95, 3))
+    } else {
+        format!("{} (one run: no interval)", scale.show(mean, 3))
+    }
 }
 
 fn interval_text(ci95: f64, mean: f64) -> String {

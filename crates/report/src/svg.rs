@@ -95,13 +95,14 @@ pub fn scatter(name: &str, title: &str, points: &[Point], axes: (&str, &str)) ->
         .iter()
         .flat_map(|p| [p.y, p.x + finite(p.x_error).unwrap_or(0.0)])
         .fold(0.0, f64::max);
+    // Error bars below the smallest point are cut at the axis rather than moving it.
     let low = points
         .iter()
-        .flat_map(|p| [p.y, p.x - finite(p.x_error).unwrap_or(0.0)])
+        .flat_map(|p| [p.y, p.x])
         .fold(f64::INFINITY, f64::min)
         .min(0.0);
     let (low, high, step) = nice_range(low, high.max(low + 1e-12));
-    let sx = |v: f64| margin + (v - low) / (high - low) * (width - 1.5 * margin);
+    let sx = |v: f64| margin + (v.max(low) - low) / (high - low) * (width - 1.5 * margin);
     let sy = |v: f64| height - margin - (v - low) / (high - low) * (height - 1.5 * margin);
     let mut out = open(name, title, width, height);
     axes_with_ticks(
