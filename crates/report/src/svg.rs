@@ -283,8 +283,9 @@ fn axes_with_ticks(
     while tick <= high + step / 2.0 {
         let _ = write!(
             out,
-            r#"<line class="grid" x1="{:.1}" y1="{margin:.1}" x2="{:.1}" y2="{:.1}"/><text class="tick" x="{:.1}" y="{:.1}" text-anchor="middle">{t}</text><line class="grid" x1="{margin:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}"/><text class="tick" x="{:.1}" y="{:.1}" text-anchor="end">{t}</text>"#,
+            r#"<line class="grid" x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}"/><text class="tick" x="{:.1}" y="{:.1}" text-anchor="middle">{t}</text><line class="grid" x1="{margin:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}"/><text class="tick" x="{:.1}" y="{:.1}" text-anchor="end">{t}</text>"#,
             sx(tick),
+            sy(high),
             sx(tick),
             height - margin,
             sx(tick),
