@@ -577,6 +577,12 @@ pub fn measurements(m: &Measurements) -> String {
         &rows,
         &[0, 1, 2, 3],
     ));
+    out.push_str(&noise(m, &scale));
+    out
+}
+
+/// Every configuration's mean with its 95 % confidence interval, fastest first.
+fn noise(m: &Measurements, scale: &Scale) -> String {
     let rows: Vec<Interval> = m
         .configurations
         .iter()
@@ -586,9 +592,10 @@ pub fn measurements(m: &Measurements) -> String {
             centre: c.summary.mean * scale.factor,
             low: (c.summary.mean - c.summary.ci95) * scale.factor,
             high: (c.summary.mean + c.summary.ci95) * scale.factor,
-            text: interval_label(c.summary.mean, c.summary.ci95, &scale),
+            text: interval_label(c.summary.mean, c.summary.ci95, scale),
         })
         .collect();
+    let mut out = String::new();
     let _ = write!(
         out,
         "<h3>Noise: each configuration's mean and 95 % confidence interval{}</h3>",
