@@ -134,6 +134,12 @@ pub fn predict(args: PredictArgs) -> Result<Outcome> {
         for warning in &assignment.warnings {
             eprintln!("warning: {warning}");
         }
+        if let Some(rule) = space.as_ref().and_then(|s| broken_rule(s, line)) {
+            eprintln!(
+                "warning: `{}` is not a valid configuration: {rule}",
+                line.trim()
+            );
+        }
         let prediction = file.bind(&assignment.columns)?.predict(&assignment.values);
         println!("{prediction}  {}", space::shown_configuration(line.trim()));
     }
@@ -146,6 +152,13 @@ fn load_space(path: &Path) -> Result<space::ConfigSpace> {
         Ok(spec) => Ok(spec.space),
         Err(_) => Ok(space::load_space(path)?),
     }
+}
+
+/// A rule of the space the configuration breaks, if it reads as one of its configurations
+/// (values outside the space are warned of already).
+fn broken_rule(space: &space::ConfigSpace, text: &str) -> Option<String> {
+    let config = space.parse_configuration(text).ok()?;
+    space.violations(&config).first().map(|r| r.why.clone())
 }
 
 /// Every value of every option of the space.

@@ -37,6 +37,8 @@ const MODEL: &str = r#"{
 }"#;
 
 const SPACE: &str = r#"
+constraints = ["stable => parallel=1"]
+
 [[option]]
 name = "buffer"
 values = [1, 268435456]
@@ -161,6 +163,25 @@ fn predict_answers_a_configuration_stdin_and_the_fastest() {
         "",
     );
     assert_eq!(best, format!("{}\n", lines[0]));
+    // With the space: a configuration that breaks one of its rules is predicted, with a
+    // warning saying which.
+    let (out, err, code) = knobs(
+        dir.path(),
+        &[
+            "predict",
+            "m.json",
+            "--spec",
+            "space.toml",
+            "buffer=1,parallel=2,stable",
+        ],
+        "",
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out.lines().count(), 1);
+    assert!(
+        err.starts_with("warning: `buffer=1,parallel=2,stable` is not a valid configuration: "),
+        "{err}"
+    );
     // --top without a space to search is a usage error.
     let (_, _, code) = knobs(dir.path(), &["predict", "m.json", "--top", "2"], "");
     assert_eq!(code, Some(2));
