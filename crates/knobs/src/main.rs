@@ -47,8 +47,9 @@ enum Command {
     /// Inspect a configuration space: show, count, check and sample configurations.
     #[command(subcommand)]
     Space(space_cmd::SpaceCommand),
-    /// Predict the performance of configurations with a model: CSV in, CSV with a final
-    /// `prediction` column out.
+    /// Predict the performance of configurations with a model: one written as text
+    /// (`level=6,extreme`), a CSV (a final `prediction` column added) or standard input;
+    /// --best/--top N: the fastest valid configurations by the model.
     Predict(model_cmd::PredictArgs),
     /// One self-contained HTML page of what matters: options ranked by effect, interactions,
     /// predicted against measured, regions with their code, noise, versions.
