@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what knobs needs to build on Debian 12, when it is missing:
-# a C compiler (for bundled C code in dependencies), LLVM 19 (for the white-box approaches) and a
+# a C compiler (for bundled C code in dependencies), LLVM 19 (for the white-box approaches),
+# Chromium (the tests render `knobs report`'s HTML in it, headless) and a
 # Rust toolchain with rustfmt and clippy (rustup; Debian's own cargo is too old for edition 2024). Safe to run again: it only installs what is absent.
 set -euo pipefail
 
@@ -16,6 +17,8 @@ if ! command -v clang-19 >/dev/null 2>&1 || ! command -v llvm-config-19 >/dev/nu
   need_apt+=(clang-19 llvm-19-dev libclang-rt-19-dev libpolly-19-dev libzstd-dev zlib1g-dev
     libxml2-dev libffi-dev libedit-dev libncurses-dev)
 fi
+# Headless Chromium: crates/knobs/tests/report_browser.rs renders reports and screenshots them.
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
   command -v curl >/dev/null 2>&1 || need_apt+=(curl ca-certificates)
 fi

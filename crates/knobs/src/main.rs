@@ -2,7 +2,7 @@
 //! where. This binary is flags plus glue over the library crates: `space` (configuration
 //! spaces and sampling), `measure` (system specs, running configurations, the results
 //! store), `model` (performance-influence models), `learn` (black-box learners and the
-//! evaluation protocols), `configcrusher`, `comprex`, `splat` and `family` (the white-box approaches),
+//! evaluation protocols), `report` (the HTML report), `configcrusher`, `comprex`, `splat` and `family` (the white-box approaches),
 //! `changepoints` (performance changes across versions), `instrumented` (building and
 //! measuring an instrumented program, which they share), and `history` (a program's commits
 //! and their builds).
@@ -23,6 +23,7 @@ mod learn_cmd;
 mod measure_cmd;
 mod model_cmd;
 mod progress;
+mod report_cmd;
 mod session_args;
 mod space_cmd;
 mod splat_cmd;
@@ -47,9 +48,16 @@ enum Command {
     /// Inspect a configuration space: show, count, check and sample configurations.
     #[command(subcommand)]
     Space(space_cmd::SpaceCommand),
-    /// Predict the performance of configurations with a model: CSV in, CSV with a final
-    /// `prediction` column out.
+    /// Predict the performance of configurations with a model: one written as text
+    /// (`level=6,extreme`), a CSV (a final `prediction` column added) or standard input;
+    /// --best/--top N: the fastest valid configurations by the model.
     Predict(model_cmd::PredictArgs),
+    /// One self-contained HTML page of what matters: options ranked by effect, interactions,
+    /// predicted against measured, regions with their code, noise, versions.
+    Report(report_cmd::ReportArgs),
+    /// A configuration's region times (from an instrumented variant) as a Chrome trace
+    /// (JSON), one track per run: open it in Perfetto or chrome://tracing.
+    Trace(report_cmd::TraceArgs),
     /// Inspect and convert performance-influence models.
     #[command(subcommand)]
     Model(model_cmd::ModelCommand),
@@ -142,6 +150,8 @@ fn main() -> ExitCode {
         Command::Space(cmd) => space_cmd::run(cmd),
         Command::Predict(args) => model_cmd::predict(args),
         Command::Model(cmd) => model_cmd::run(cmd),
+        Command::Report(args) => report_cmd::report(args),
+        Command::Trace(args) => report_cmd::trace(args),
         Command::Init(args) => measure_cmd::init(args),
         Command::Measure(args) => measure_cmd::measure(args),
         Command::Results(cmd) => measure_cmd::results(cmd),

@@ -237,10 +237,10 @@ pub struct StoreArgs {
     /// The system spec; only its place matters here: the store defaults to knobs.db beside
     /// it (the spec file need not exist when --store is given).
     #[arg(long, default_value = "knobs.toml")]
-    spec: PathBuf,
+    pub spec: PathBuf,
     /// The results store (default: knobs.db beside the spec).
     #[arg(long)]
-    store: Option<PathBuf>,
+    pub store: Option<PathBuf>,
     /// Only this system.
     #[arg(long)]
     system: Option<String>,
@@ -323,6 +323,17 @@ impl From<MetricArg> for Metric {
     }
 }
 
+/// How `knobs results show` orders configurations.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum SortArg {
+    /// By their text.
+    Configuration,
+    /// Fastest (smallest median) first.
+    Median,
+    /// Noisiest (largest coefficient of variation) first.
+    Cv,
+}
+
 /// What `knobs results export` writes.
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ExportFormat {
@@ -345,7 +356,7 @@ impl StoreArgs {
     }
 
     /// The selection with --commit resolved to the one stored commit it is a prefix of.
-    fn selection_in(&self, store: &Store) -> Result<Selection> {
+    pub fn selection_in(&self, store: &Store) -> Result<Selection> {
         let selection = self.selection();
         let Some(prefix) = &self.commit else {
             return Ok(selection);
@@ -370,13 +381,13 @@ impl StoreArgs {
     }
 
     /// The store given with --store, else knobs.db beside the spec.
-    fn path(&self) -> PathBuf {
+    pub fn path(&self) -> PathBuf {
         self.store
             .clone()
             .unwrap_or_else(|| beside(&self.spec, "knobs.db"))
     }
 
-    fn open(&self) -> Result<Store> {
+    pub fn open(&self) -> Result<Store> {
         let path = self.path();
         if self.store.is_none() && !path.exists() {
             bail!(
@@ -389,7 +400,7 @@ impl StoreArgs {
     }
 
     /// The metric asked for, else the one of the spec the measurements were taken under.
-    fn metric(&self, store: &Store) -> Result<Metric> {
+    pub fn metric(&self, store: &Store) -> Result<Metric> {
         match self.metric {
             Some(m) => Ok(m.into()),
             None => {
@@ -412,6 +423,9 @@ pub enum ResultsCommand {
     Show {
         #[command(flatten)]
         store: StoreArgs,
+        /// The order of the configurations.
+        #[arg(long, value_enum, default_value_t = SortArg::Configuration)]
+        sort: SortArg,
         /// Print the summaries as JSON on stdout instead of a table.
         #[arg(long)]
         json: bool,
@@ -435,13 +449,13 @@ pub enum ResultsCommand {
 
 pub fn results(cmd: ResultsCommand) -> Result<Outcome> {
     match cmd {
-        ResultsCommand::Show { store, json } => show(&store, json),
+        ResultsCommand::Show { store, sort, json } => show(&store, sort, json),
         ResultsCommand::Export { store, format, out } => export(&store, format, out.as_deref()),
     }
 }
 
 /// `knobs results show`: the summaries of the measurements under one spec.
-fn show(args: &StoreArgs, json: bool) -> Result<Outcome> {
+fn show(args: &StoreArgs, sort: SortArg, json: bool) -> Result<Outcome> {
     let store = args.open()?;
     let metric = args.metric(&store)?;
     let stored = store.spec(&args.selection())?;
@@ -450,7 +464,9 @@ fn show(args: &StoreArgs, json: bool) -> Result<Outcome> {
         ..args.selection_in(&store)?
     };
     let (metric, why) = store.resolve_metric(&selection, metric)?;
-    let summaries = store.summaries_with(&selection, metric, args.drift.into())?;
+    let mut summaries = store.summaries_with(&selection, metric, args.drift.into())?;
+    sort_summaries(&mut summaries, sort);
+    note_other_variants(&store, &selection)?;
     let older = store
         .specs()?
         .iter()
@@ -480,6 +496,37 @@ fn show(args: &StoreArgs, json: bool) -> Result<Outcome> {
     Ok(Outcome::Done)
 }
 
+/// Orders summaries; configurations without a successful run go last.
+fn sort_summaries(summaries: &mut [ConfigurationSummary], sort: SortArg) {
+    let key = |s: &ConfigurationSummary| match (sort, &s.summary) {
+        (SortArg::Median, Some(m)) => m.median,
+        (SortArg::Cv, Some(m)) => -m.cv,
+        _ => f64::INFINITY,
+    };
+    match sort {
+        SortArg::Configuration => {}
+        _ => summaries.sort_by(|a, b| key(a).total_cmp(&key(b))),
+    }
+}
+
+/// A note on stderr when other variants of the selection have runs (a white-box approach
+/// measures under a variant of its own), saying how to see them.
+fn note_other_variants(store: &Store, selection: &Selection) -> Result<()> {
+    for variant in store.variants(selection)? {
+        if variant == selection.variant {
+            continue;
+        }
+        let of_variant = Selection {
+            variant: variant.clone(),
+            ..selection.clone()
+        };
+        let n = store.runs_by_configuration(&of_variant)?.len();
+        let shown = if variant.is_empty() { "\"\"" } else { &variant };
+        eprintln!("note: {n} configurations measured under variant {shown}: --variant {shown}");
+    }
+    Ok(())
+}
+
 /// The summaries as a table, one configuration a line under a heading.
 fn print_summaries(
     stored: &StoredSpec,
@@ -507,11 +554,7 @@ fn print_summaries(
         "median", "mean", "sd", "cv %", "±ci95 %", "runs", "failed"
     )?;
     for s in summaries {
-        let shown = if s.configuration.is_empty() {
-            "(none selected)"
-        } else {
-            &s.configuration
-        };
+        let shown = space::shown_configuration(&s.configuration);
         match &s.summary {
             Some(m) => writeln!(
                 out,

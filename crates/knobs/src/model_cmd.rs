@@ -1,31 +1,48 @@
 //! `knobs predict` and `knobs model …`: use, inspect and convert performance-influence models.
 
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use model::{
-    ModelFile, Threshold, Transform, importances, influence_from_subspaces, predict_csv,
-    subspaces_from_influence,
+    KnownValues, ModelFile, Ranges, Scale, Threshold, Transform, importances,
+    influence_from_subspaces, parse_assignment, predict_csv, subspaces_from_influence,
 };
 
 use crate::Outcome;
 
 #[derive(Args)]
 #[command(after_help = "Example:\n  \
+    knobs predict examples/running-example/model.json A,B\n  \
     knobs space sample examples/running-example/space.toml --sample all -o all.csv\n  \
-    knobs predict examples/running-example/model.json all.csv")]
+    knobs predict examples/running-example/model.json all.csv\n  \
+    printf 'A\\nA,C\\n' | knobs predict examples/running-example/model.json\n  \
+    knobs predict MODEL --spec examples/xz/knobs.toml --top 5")]
 pub struct PredictArgs {
     /// The model JSON (docs/model-json.md).
     model: PathBuf,
-    /// Configurations as CSV with a header of option names (e.g. from `knobs space sample`).
-    configs: PathBuf,
+    /// A configuration (`level=6,extreme`: the selected options and numeric values), or a
+    /// CSV file with a header of option names (e.g. from `knobs space sample`); without it,
+    /// standard input: CSV, or one configuration a line.
+    input: Option<String>,
+    /// A system spec or space: its options' values are what the model may be asked about
+    /// (default: the configurations it was built from), its valid configurations what
+    /// --best and --top search.
+    #[arg(long)]
+    spec: Option<PathBuf>,
+    /// Print the valid configuration the model predicts fastest (needs --spec).
+    #[arg(long, requires = "spec", conflicts_with_all = ["input", "top"])]
+    best: bool,
+    /// Print the N valid configurations the model predicts fastest (needs --spec).
+    #[arg(long, value_name = "N", requires = "spec", conflicts_with = "input")]
+    top: Option<usize>,
 }
 
 #[derive(Subcommand)]
 pub enum ModelCommand {
-    /// Print a model sorted by influence, optionally pruning small terms.
+    /// Print a model, its terms ranked by their effect over the options' ranges, optionally
+    /// pruning small terms; warns of models that fit their noise or are constant.
     #[command(
         after_help = "Example:\n  knobs model show examples/running-example/model.json\n  \
         knobs model show examples/running-example/model.json --prune-relative 0.05 --json"
@@ -39,9 +56,9 @@ pub enum ModelCommand {
         /// Drop terms whose |coefficient| is below this fraction of the largest one.
         #[arg(long)]
         prune_relative: Option<f64>,
-        /// Decimals to print.
-        #[arg(long, default_value_t = 2)]
-        precision: usize,
+        /// Decimals to print (default: 2, in a unit that suits the model: s, ms, µs).
+        #[arg(long)]
+        precision: Option<usize>,
         /// Print the (pruned) model JSON on stdout instead of text.
         #[arg(long)]
         json: bool,
@@ -72,14 +89,100 @@ pub enum ModelCommand {
 
 pub fn predict(args: PredictArgs) -> Result<Outcome> {
     let file = ModelFile::load(&args.model)?;
-    let input = File::open(&args.configs).with_context(|| args.configs.display().to_string())?;
-    predict_csv(
-        &file,
-        input,
-        &args.configs.display().to_string(),
-        std::io::stdout().lock(),
-    )?;
+    let space = args.spec.as_deref().map(load_space).transpose()?;
+    if let (Some(space), Some(n)) = (&space, args.top.or(args.best.then_some(1))) {
+        let top = report::fastest(&file, space, n)?;
+        let scale = Scale::for_metric(
+            file.metric.as_deref(),
+            top.iter().map(|(_, p)| p.abs()).fold(0.0, f64::max),
+        );
+        for (configuration, prediction) in top {
+            let shown = space::shown_configuration(&configuration);
+            println!("{:>12}  {shown}", scale.show(prediction, 3));
+        }
+        return Ok(Outcome::Done);
+    }
+    let known = match &space {
+        Some(space) => known_values(space),
+        None => KnownValues::from_training(&file),
+    };
+    let text = match args.input.as_deref() {
+        // A CSV file; a name ending in `.csv` is one even when it does not exist (an error).
+        Some(input) if Path::new(input).is_file() || input.to_lowercase().ends_with(".csv") => {
+            let csv = File::open(input).with_context(|| input.to_string())?;
+            predict_csv(&file, csv, input, std::io::stdout().lock())?;
+            return Ok(Outcome::Done);
+        }
+        Some(configuration) => configuration.to_string(),
+        None => std::io::read_to_string(std::io::stdin()).context("standard input")?,
+    };
+    if args.input.is_none() && looks_like_csv(&text) {
+        predict_csv(
+            &file,
+            text.as_bytes(),
+            "standard input",
+            std::io::stdout().lock(),
+        )?;
+        return Ok(Outcome::Done);
+    }
+    let lines: Vec<&str> = match args.input {
+        Some(_) => vec![text.as_str()],
+        None => text.lines().filter(|l| !l.trim().is_empty()).collect(),
+    };
+    for line in lines {
+        let assignment = parse_assignment(&file, &known, line)?;
+        for warning in &assignment.warnings {
+            eprintln!("warning: {warning}");
+        }
+        if let Some(rule) = space.as_ref().and_then(|s| broken_rule(s, line)) {
+            eprintln!(
+                "warning: `{}` is not a valid configuration: {rule}",
+                line.trim()
+            );
+        }
+        let prediction = file.bind(&assignment.columns)?.predict(&assignment.values);
+        println!("{prediction}  {}", space::shown_configuration(line.trim()));
+    }
     Ok(Outcome::Done)
+}
+
+/// A system spec's space (`knobs.toml`), or a space file of any format `knobs space` reads.
+fn load_space(path: &Path) -> Result<space::ConfigSpace> {
+    match measure::SystemSpec::load(path) {
+        Ok(spec) => Ok(spec.space),
+        Err(_) => Ok(space::load_space(path)?),
+    }
+}
+
+/// A rule of the space the configuration breaks, if it reads as one of its configurations
+/// (values outside the space are warned of already).
+fn broken_rule(space: &space::ConfigSpace, text: &str) -> Option<String> {
+    let config = space.parse_configuration(text).ok()?;
+    space.violations(&config).first().map(|r| r.why.clone())
+}
+
+/// Every value of every option of the space.
+fn known_values(space: &space::ConfigSpace) -> KnownValues {
+    let mut known = KnownValues::default();
+    for o in space.options() {
+        for index in 0..o.arity() as u32 {
+            known.include(&o.name, o.numeric_value(index));
+        }
+    }
+    known
+}
+
+/// Whether standard input is CSV (a header of names, then rows of numbers) rather than one
+/// configuration a line.
+fn looks_like_csv(text: &str) -> bool {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let (Some(header), Some(row)) = (lines.next(), lines.next()) else {
+        return false;
+    };
+    !header.contains('=')
+        && row
+            .split(',')
+            .all(|cell| cell.trim().parse::<f64>().is_ok())
 }
 
 pub fn run(cmd: ModelCommand) -> Result<Outcome> {
@@ -91,47 +194,12 @@ pub fn run(cmd: ModelCommand) -> Result<Outcome> {
             precision,
             json,
         } => {
-            let mut file = ModelFile::load(&model)?;
             let threshold = match (prune_absolute, prune_relative) {
                 (Some(a), _) => Some(Threshold::Absolute(a)),
                 (_, Some(r)) => Some(Threshold::Relative(r)),
                 _ => None,
             };
-            let mut dropped = 0;
-            if let Some(t) = threshold {
-                dropped += file.terms.prune(t).len();
-                for r in &mut file.regions {
-                    r.terms.prune(t);
-                }
-            }
-            if json {
-                println!("{}", file.to_json());
-                return Ok(Outcome::Done);
-            }
-            if let Some(system) = &file.system {
-                println!("system: {system}");
-            }
-            if let Some(metric) = &file.metric {
-                println!("metric: {metric}");
-            }
-            if file.transform == Transform::Log {
-                println!("transform: log (the model predicts ln(performance))");
-            }
-            if !file.trees.is_empty() {
-                print_trees(&file, precision);
-            }
-            if file.trees.is_empty() {
-                println!("{}", file.terms.format(precision));
-            } else if !file.terms.terms().is_empty() {
-                println!("plus the terms: {}", file.terms.format(precision));
-            }
-            if dropped > 0 {
-                println!("({dropped} terms below the threshold pruned)");
-            }
-            for r in &file.regions {
-                println!("{}", region_line(r, &r.terms.format(precision)));
-            }
-            Ok(Outcome::Done)
+            show(&model, threshold, precision, json)
         }
         ModelCommand::FromSubspaces { options, cells } => {
             let terms = influence_from_subspaces(&options, &cells)?;
@@ -159,6 +227,84 @@ pub fn run(cmd: ModelCommand) -> Result<Outcome> {
     }
 }
 
+/// `knobs model show`: the model's terms ranked by effect in a unit that suits them, its
+/// trees, its regions, and what to beware of.
+fn show(
+    path: &Path,
+    threshold: Option<Threshold>,
+    precision: Option<usize>,
+    json: bool,
+) -> Result<Outcome> {
+    let mut file = ModelFile::load(path)?;
+    let mut dropped = 0;
+    if let Some(t) = threshold {
+        dropped += file.terms.prune(t).len();
+        for r in &mut file.regions {
+            r.terms.prune(t);
+        }
+    }
+    if json {
+        println!("{}", file.to_json());
+        return Ok(Outcome::Done);
+    }
+    let ranges = Ranges::from_training(&file);
+    let scale = scale_of(&file, &ranges);
+    let precision = precision.unwrap_or(2);
+    if let Some(system) = &file.system {
+        println!("system: {system}");
+    }
+    if let Some(metric) = &file.metric {
+        match scale.unit {
+            "" | "s" => println!("metric: {metric}"),
+            unit => println!("metric: {metric}; terms in {unit}"),
+        }
+    }
+    for warning in model::warnings(&file) {
+        println!("warning: {warning}");
+    }
+    if file.transform == Transform::Log {
+        println!("transform: log (the model predicts ln(performance))");
+    }
+    if !file.trees.is_empty() {
+        print_trees(&file, precision);
+    }
+    let terms = file.terms.format_ranked(&ranges, &scale, precision);
+    if file.trees.is_empty() {
+        println!("{terms}");
+    } else if !file.terms.terms().is_empty() {
+        println!("plus the terms: {terms}");
+    }
+    if dropped > 0 {
+        println!("({dropped} terms below the threshold pruned)");
+    }
+    for r in &file.regions {
+        let local = r.terms.format_ranked(&ranges, &scale, precision);
+        println!("{}", region_line(r, &local));
+    }
+    Ok(Outcome::Done)
+}
+
+/// The unit a model's terms read best in: that of its largest effect (its intercept for a
+/// constant); none for models of ln(performance) or of something other than time.
+fn scale_of(file: &ModelFile, ranges: &Ranges) -> Scale {
+    if file.transform == Transform::Log {
+        return Scale::NONE;
+    }
+    let largest = file
+        .terms
+        .terms()
+        .iter()
+        .filter(|t| !t.options.is_empty())
+        .map(|t| t.effect(ranges).abs())
+        .fold(0.0, f64::max);
+    let largest = if largest > 0.0 {
+        largest
+    } else {
+        file.terms.intercept()
+    };
+    Scale::for_metric(file.metric.as_deref(), largest)
+}
+
 /// Tree models: how many trees, how deep, how many leaves, and which options matter most.
 fn print_trees(file: &ModelFile, precision: usize) {
     let trees = &file.trees;
@@ -182,28 +328,26 @@ fn print_trees(file: &ModelFile, precision: usize) {
     }
 }
 
-/// Prints the global model and the regions that matter most, leaving out terms below 1 % of
-/// the largest global term (measurement noise); the file has everything.
+/// Prints the global model and the regions that matter most, ranked by effect in a unit
+/// that suits them, leaving out terms below 1 % of the largest global effect (measurement
+/// noise); the file has everything.
 pub fn print_model(model: &model::ModelFile, most_regions: usize) {
-    let largest = model
-        .terms
-        .terms()
-        .iter()
-        .map(|t| t.value.abs())
-        .fold(0.0, f64::max);
+    let ranges = Ranges::from_training(model);
+    let scale = scale_of(model, &ranges);
+    let effect = |t: &model::Term| t.effect(&ranges).abs();
+    let largest = model.terms.terms().iter().map(effect).fold(0.0, f64::max);
     let limit = 0.01 * largest;
     let shown = |terms: &model::InfluenceModel| {
         // `prune` keeps the intercept; a region's near-zero intercept is noise too.
-        let kept = terms
-            .terms()
-            .iter()
-            .filter(|t| t.value.abs() >= limit)
-            .cloned();
-        model::InfluenceModel::from_terms(kept).format(4)
+        let kept = terms.terms().iter().filter(|t| effect(t) >= limit).cloned();
+        model::InfluenceModel::from_terms(kept).format_ranked(&ranges, &scale, 2)
     };
+    if !scale.unit.is_empty() {
+        println!("model ({}):", scale.unit);
+    }
     println!("{}", shown(&model.terms));
     // Regions by the size of their local model.
-    let weight = |r: &model::Region| r.terms.terms().iter().map(|t| t.value.abs()).sum::<f64>();
+    let weight = |r: &model::Region| r.terms.terms().iter().map(effect).sum::<f64>();
     let mut regions: Vec<&model::Region> = model
         .regions
         .iter()
@@ -219,10 +363,20 @@ pub fn print_model(model: &model::ModelFile, most_regions: usize) {
     }
 }
 
-/// `region ID FILE:FIRST-LAST [OPTIONS]: TERMS`, the file without its directories.
+/// `region ID FUNCTION() FILE:FIRST-LAST [OPTIONS]: TERMS`, the file without its
+/// directories, the function when the model names one other than the id.
 fn region_line(r: &model::Region, terms: &str) -> String {
     let place = r.location.as_ref().map_or(String::new(), |l| {
-        format!(" {}:{}-{}", short(&l.file), l.lines[0], l.lines[1])
+        let function = match &l.function {
+            Some(f) if *f != r.id => format!(" {f}()"),
+            _ => String::new(),
+        };
+        format!(
+            "{function} {}:{}-{}",
+            short(&l.file),
+            l.lines[0],
+            l.lines[1]
+        )
     });
     format!("region {}{place} [{}]: {terms}", r.id, r.options.join(", "))
 }

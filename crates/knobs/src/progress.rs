@@ -91,11 +91,7 @@ impl Reporter for Progress {
 
 /// A configuration as shown to a person: the empty one has a name.
 pub fn shown(configuration: &str) -> String {
-    if configuration.is_empty() {
-        "(no option selected)".to_string()
-    } else {
-        configuration.to_string()
-    }
+    space::shown_configuration(configuration).to_string()
 }
 
 /// Runs a campaign with a progress bar; failures and noisy configurations are reported as

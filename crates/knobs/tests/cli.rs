@@ -1026,6 +1026,8 @@ fn every_command_has_an_example() {
         &["experiment", "compare"],
         &["crush"],
         &["comprex"],
+        &["report"],
+        &["trace"],
     ];
     for command in commands {
         let mut args = command.to_vec();

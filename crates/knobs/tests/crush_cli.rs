@@ -105,6 +105,7 @@ fn crush_models_the_running_example_and_resumes() {
         .assert()
         .success()
         .stderr(contains("(8 already in the store), 0 new runs"));
+    regions_are_shown_and_traced(&spec, &model);
     crush_reports_bad_input_in_one_line();
     failed_runs_are_kept_until_retried();
 }
@@ -141,6 +142,89 @@ fn failed_runs_are_kept_until_retried() {
 }
 
 /// Run after the model test, not beside it: compiling C next to timed runs disturbs them.
+/// `model show` names each region's function; `results show` of the program points at the
+/// variant crush measured; `knobs trace` writes a measured configuration's region times.
+fn regions_are_shown_and_traced(spec: &Path, model: &Path) {
+    let out = knobs().args(["model", "show"]).arg(model).output().unwrap();
+    let shown = String::from_utf8(out.stdout).unwrap();
+    assert!(shown.contains("region r0 main() main.c:"), "{shown}");
+    assert!(shown.contains("; terms in ms"), "{shown}");
+    let out = knobs()
+        .args(["results", "show", "--spec"])
+        .arg(spec)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let variant = stderr
+        .lines()
+        .filter(|l| l.starts_with("note: 8 configurations measured under variant "))
+        .find_map(|l| l.split(": --variant ").nth(1))
+        .unwrap_or_else(|| panic!("no note of the variant: {stderr}"))
+        .to_string();
+    let out = knobs()
+        .args(["results", "show", "--json", "--variant", &variant, "--spec"])
+        .arg(spec)
+        .output()
+        .unwrap();
+    let results: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let configuration = results["configurations"][0]["configuration"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let trace = spec.with_file_name("trace.json");
+    knobs()
+        .args(["trace", "--variant", &variant, "--spec"])
+        .arg(spec)
+        .arg("--model")
+        .arg(model)
+        .args(["-o"])
+        .arg(&trace)
+        .arg(&configuration)
+        .assert()
+        .success()
+        .stderr(contains("3 runs of"));
+    let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let slices: Vec<&serde_json::Value> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .collect();
+    assert!(!slices.is_empty(), "{trace}");
+    assert!(slices.iter().all(|e| e["dur"].as_f64().unwrap() >= 0.0));
+    assert!(
+        slices
+            .iter()
+            .any(|e| e["name"].as_str().unwrap().contains("main() main.c:")),
+        "{trace}"
+    );
+    // The report reads crush's variant (the program itself has no runs) and its regions.
+    let page = spec.with_file_name("report.html");
+    knobs()
+        .args(["report", "--spec"])
+        .arg(spec)
+        .arg("--model")
+        .arg(model)
+        .arg("-o")
+        .arg(&page)
+        .assert()
+        .success()
+        .stderr(contains("reporting variant configcrusher:"));
+    let html = std::fs::read_to_string(&page).unwrap();
+    for part in [
+        "data-chart=\"regions\"",
+        "data-chart=\"predicted-vs-measured\"",
+        "8 measured configurations",
+        "r0 · main() · ",
+        "WORK(1);",
+    ] {
+        assert!(html.contains(part), "the report lacks `{part}`");
+    }
+    let tracks: std::collections::BTreeSet<u64> =
+        slices.iter().map(|e| e["tid"].as_u64().unwrap()).collect();
+    assert_eq!(tracks.len(), 3, "one track per run");
+}
+
 fn crush_reports_bad_input_in_one_line() {
     let (dir, spec) = running_example();
     let text = std::fs::read_to_string(&spec).unwrap();

@@ -913,6 +913,33 @@ impl Store {
         rows.collect::<Result<Vec<_>, _>>().map_err(&err)
     }
 
+    /// The variants with runs in the selection (its `variant` aside), sorted; `""` is the
+    /// program as the spec runs it.
+    pub fn variants(&self, selection: &Selection) -> Result<Vec<String>, Error> {
+        let err = db_error(&self.path);
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT DISTINCT variant FROM runs
+                 WHERE (?1 IS NULL OR system = ?1) AND (?2 IS NULL OR spec_hash = ?2)
+                   AND (?3 IS NULL OR workload = ?3) AND \"commit\" = ?4
+                 ORDER BY variant",
+            )
+            .map_err(&err)?;
+        let rows = stmt
+            .query_map(
+                params![
+                    selection.system,
+                    selection.spec_hash,
+                    selection.workload,
+                    selection.commit
+                ],
+                |r| r.get(0),
+            )
+            .map_err(&err)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(&err)
+    }
+
     pub fn specs(&self) -> Result<Vec<StoredSpec>, Error> {
         let err = db_error(&self.path);
         let mut stmt = self

@@ -24,8 +24,8 @@ pub use formats::{Dataset, load_space};
 pub use formula::{Formula, FormulaError};
 pub use sampling::{Sample, Strategy, TupleCoverage, sample};
 pub use space::{
-    ConfigOption, ConfigSpace, Configuration, Constraint, Domain, Group, GroupKind, OptionId, Rule,
-    format_number,
+    ConfigOption, ConfigSpace, Configuration, Constraint, Domain, Group, GroupKind,
+    NO_OPTION_SELECTED, OptionId, Rule, format_number, shown_configuration,
 };
 pub use valid::{
     DistanceTable, Literal, ONE_HOT_MAX_VALUES, OptionVars, ValidConfigurations, VariableRole,

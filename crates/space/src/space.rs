@@ -84,6 +84,19 @@ impl ConfigOption {
     }
 }
 
+/// How the configuration with no option selected (compact text `""`) is shown to a person,
+/// everywhere.
+pub const NO_OPTION_SELECTED: &str = "(no option selected)";
+
+/// A configuration's compact text as shown to a person: the empty one has a name.
+pub fn shown_configuration(text: &str) -> &str {
+    if text.is_empty() {
+        NO_OPTION_SELECTED
+    } else {
+        text
+    }
+}
+
 /// Prints a number the shortest way that reads back exactly (`6`, not `6.0`).
 pub fn format_number(v: f64) -> String {
     format!("{v}")
