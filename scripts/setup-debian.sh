@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what knobs needs to build on Debian 12, when it is missing:
 # a C compiler (for bundled C code in dependencies), LLVM 19 (for the white-box approaches),
-# Chromium (the tests render `knobs report`'s HTML in it, headless) and a
+# Chromium (the tests render `knobs report`'s HTML in it, headless), valgrind (instruction
+# counts where the machine has no hardware counters) and a
 # Rust toolchain with rustfmt and clippy (rustup; Debian's own cargo is too old for edition 2024). Safe to run again: it only installs what is absent.
 set -euo pipefail
 
@@ -19,6 +20,8 @@ if ! command -v clang-19 >/dev/null 2>&1 || ! command -v llvm-config-19 >/dev/nu
 fi
 # Headless Chromium: crates/knobs/tests/report_browser.rs renders reports and screenshots them.
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+# `metric = "instructions"` counts with valgrind's cachegrind on machines without a PMU.
+command -v valgrind >/dev/null 2>&1 || need_apt+=(valgrind)
 if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
   command -v curl >/dev/null 2>&1 || need_apt+=(curl ca-certificates)
 fi
