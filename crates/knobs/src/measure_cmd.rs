@@ -457,13 +457,13 @@ pub fn results(cmd: ResultsCommand) -> Result<Outcome> {
 /// `knobs results show`: the summaries of the measurements under one spec.
 fn show(args: &StoreArgs, sort: SortArg, json: bool) -> Result<Outcome> {
     let store = args.open()?;
-    let metric = args.metric(&store)?;
+    let requested = args.metric(&store)?;
     let stored = store.spec(&args.selection())?;
     let selection = Selection {
         spec_hash: Some(stored.hash.clone()),
         ..args.selection_in(&store)?
     };
-    let (metric, why) = store.resolve_metric(&selection, metric)?;
+    let (metric, why) = store.resolve_metric(&selection, requested)?;
     let mut summaries = store.summaries_with(&selection, metric, args.drift.into())?;
     sort_summaries(&mut summaries, sort);
     note_other_variants(&store, &selection)?;
@@ -492,7 +492,7 @@ fn show(args: &StoreArgs, sort: SortArg, json: bool) -> Result<Outcome> {
         return Ok(Outcome::Done);
     }
     eprintln!("metric: {why}");
-    print_summaries(&stored, &selection, metric, &summaries)?;
+    print_summaries(&stored, &selection, (requested, metric), &summaries)?;
     Ok(Outcome::Done)
 }
 
@@ -527,11 +527,12 @@ fn note_other_variants(store: &Store, selection: &Selection) -> Result<()> {
     Ok(())
 }
 
-/// The summaries as a table, one configuration a line under a heading.
+/// The summaries as a table, one configuration a line under a heading; `metrics` are the
+/// metric asked for and what it resolved to.
 fn print_summaries(
     stored: &StoredSpec,
     selection: &Selection,
-    metric: Metric,
+    (requested, metric): (Metric, Metric),
     summaries: &[ConfigurationSummary],
 ) -> Result<()> {
     let mut out = std::io::stdout().lock();
@@ -548,29 +549,54 @@ fn print_summaries(
         metric.label(),
         summaries.len()
     )?;
+    // Under `auto`, which time each configuration is read in: a wall-time one did not keep
+    // one CPU busy (it sleeps, waits or runs threads in parallel).
+    let reads = |s: &ConfigurationSummary| match requested {
+        Metric::Auto => format!(" {:>5}", s.metric.name()),
+        _ => String::new(),
+    };
     writeln!(
         out,
-        "{:>10} {:>10} {:>10} {:>7} {:>8} {:>5} {:>6}  configuration",
-        "median", "mean", "sd", "cv %", "±ci95 %", "runs", "failed"
+        "{:>10} {:>10} {:>10} {:>7} {:>8} {:>5} {:>6}{}  configuration",
+        "median",
+        "mean",
+        "sd",
+        "cv %",
+        "±ci95 %",
+        "runs",
+        "failed",
+        if requested == Metric::Auto {
+            " reads"
+        } else {
+            ""
+        }
     )?;
     for s in summaries {
         let shown = space::shown_configuration(&s.configuration);
         match &s.summary {
             Some(m) => writeln!(
                 out,
-                "{:>10.4} {:>10.4} {:>10.4} {:>7.2} {:>8} {:>5} {:>6}  {shown}",
+                "{:>10.4} {:>10.4} {:>10.4} {:>7.2} {:>8} {:>5} {:>6}{}  {shown}",
                 m.median,
                 m.mean,
                 m.sd,
                 m.cv * 100.0,
                 relative_interval(m),
                 s.runs,
-                s.failed
+                s.failed,
+                reads(s)
             )?,
             None => writeln!(
                 out,
-                "{:>10} {:>10} {:>10} {:>7} {:>8} {:>5} {:>6}  {shown}",
-                "-", "-", "-", "-", "-", s.runs, s.failed
+                "{:>10} {:>10} {:>10} {:>7} {:>8} {:>5} {:>6}{}  {shown}",
+                "-",
+                "-",
+                "-",
+                "-",
+                "-",
+                s.runs,
+                s.failed,
+                reads(s)
             )?,
         }
     }

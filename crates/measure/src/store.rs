@@ -343,6 +343,9 @@ pub struct ConfigurationSummary {
     pub runs: usize,
     pub failed: usize,
     pub summary: Option<Summary>,
+    /// What its values are: the metric asked for, or for `auto` what its deciding run says
+    /// (`cpu` when it kept one CPU busy, `wall` when it slept, waited or ran threads).
+    pub metric: Metric,
 }
 
 pub struct Store {
@@ -1170,6 +1173,7 @@ impl Store {
                     runs: runs.len(),
                     failed: runs.len() - ok.len(),
                     summary: Summary::of(&values),
+                    metric,
                 }
             })
             .collect())
