@@ -1121,3 +1121,41 @@ fn export_json(spec: &Path) -> String {
     );
     String::from_utf8(out.stdout).unwrap()
 }
+
+/// Under `metric = "auto"`, `results show` says per configuration which time it reads: CPU
+/// time for a loop that keeps a CPU busy, wall time for a sleep.
+#[test]
+fn results_show_says_which_time_each_configuration_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = shell_spec(
+        dir.path(),
+        "if [ \\\"$0\\\" = x ]; then sleep 0.2; else i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done; fi",
+        30.0,
+    );
+    knobs()
+        .args(["measure", "--spec"])
+        .arg(&spec)
+        .assert()
+        .success();
+    let out = knobs()
+        .args(["results", "show", "--spec"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains(" reads  configuration"), "{stdout}");
+    let reads = |config: &str| -> String {
+        let suffix = format!("  {config}");
+        let line = stdout
+            .lines()
+            .find(|l| l.ends_with(&suffix))
+            .unwrap_or_else(|| panic!("no {config} in {stdout}"));
+        let columns = line.strip_suffix(&suffix).unwrap();
+        columns.split_whitespace().last().unwrap().to_string()
+    };
+    assert_eq!(reads("a"), "wall", "{stdout}");
+    assert_eq!(reads("(no option selected)"), "cpu", "{stdout}");
+    assert!(stderr.contains("sleeps or waits"), "{stderr}");
+}
