@@ -40,6 +40,9 @@ pub struct Options {
     /// Globals not to infer as fixed settings, beyond the spec's `not_fixed` (the ones a
     /// measured run contradicted).
     pub not_fixed: Vec<String>,
+    /// Options with no source and no annotation are a warning, not an error: the analysis
+    /// cannot see them and the model leaves them out (the report names them).
+    pub allow_unsourced: bool,
 }
 
 impl Default for Options {
@@ -51,6 +54,7 @@ impl Default for Options {
             explain: Vec::new(),
             model_path: None,
             not_fixed: Vec::new(),
+            allow_unsourced: false,
         }
     }
 }
@@ -95,6 +99,9 @@ pub struct AnalysisReport {
     pub peak_memory_mib: Option<f64>,
     pub tainted_decisions: usize,
     pub irrelevant: Vec<String>,
+    /// Options the analysis could not see (no source, no annotation; `--allow-unsourced`):
+    /// the model leaves them out, without knowing that they change nothing.
+    pub unsourced: Vec<String>,
     /// Maximal interactions, by option name.
     pub interactions: Vec<Vec<String>>,
     pub memory_cells: usize,
@@ -349,6 +356,7 @@ fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
             peak_memory_mib: analysed.peak_memory_mib,
             tainted_decisions: analysed.influence.decisions.len(),
             irrelevant: analysed.irrelevant.clone(),
+            unsourced: analysed.unsourced.clone(),
             interactions,
             memory_cells: points_to.cells.len(),
             points_to_merged: points_to.merged,
@@ -442,6 +450,13 @@ impl Report {
                 interactions.join(" ")
             }
         ));
+        if !a.unsourced.is_empty() {
+            lines.push(format!(
+                "WARNING: options the analysis cannot see (no `source`, no annotation), left out \
+                 of the model unexamined, not found irrelevant: {}",
+                a.unsourced.join(", ")
+            ));
+        }
         lines.push(format!(
             "regions: {} ({} before propagation); configurations to measure: {} of {} (lower bound {}){}",
             self.regions.count,
