@@ -251,6 +251,7 @@ pub fn analyse_with(
     let nfuncs = program.functions.len();
     let local_objects = LocalObjects::new(program);
     let selectors = selector_stores(program, &call_graph);
+    let cold = cold_blocks(program, &program.ends_program());
     let label_base = sources
         .sources
         .iter()
@@ -290,6 +291,7 @@ pub fn analyse_with(
         local_objects: &local_objects,
         selectors: &selectors,
         selector_taints: FxMap::default(),
+        cold: &cold,
     };
     // A cell the spec names as where an option lives holds that option and nothing else:
     // what the program stores there (argument parsing, under decisions on argv and on
@@ -378,7 +380,6 @@ pub fn analyse_with(
     } = solver;
     let mut influence = IdVec::from_elem(SetId::EMPTY, program.insts.len());
     let mut decisions = Vec::new();
-    let cold = cold_blocks(program);
     let mut set_aside = Vec::new();
     for (fi, func) in program.functions.iter_enumerated() {
         for &b in &func.blocks {

@@ -75,6 +75,9 @@ pub(super) struct Solver<'a> {
     /// Per selector function: the taint of each of its deferred stores as its call sites last
     /// saw it (symbolic in its parameters); a change sends its callers round again.
     pub(super) selector_taints: FxMap<FuncId, Vec<SetId>>,
+    /// Per block: it runs only on the way to ending the program ([`super::cold`]); a call
+    /// from there does not put its control into the callee's context.
+    pub(super) cold: &'a IdVec<BlockId, bool>,
 }
 
 impl Solver<'_> {
@@ -438,7 +441,11 @@ impl Solver<'_> {
                                     }
                                 }
                                 let old = self.context[g];
-                                let site = self.concrete(f, site);
+                                let site = if self.cold[b] {
+                                    SetId::EMPTY
+                                } else {
+                                    self.concrete(f, site)
+                                };
                                 let new = self.sets.union(old, site);
                                 if new != old {
                                     self.context[g] = new;
