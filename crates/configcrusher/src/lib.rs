@@ -28,7 +28,7 @@ pub use pipeline::{
 pub use regions::{Region, RegionPlan, identify_regions, optimise_influence};
 pub use run::{
     AnalysisReport, BuildReport, ConfigurationCount, FixedReport, InstrumentationReport, Options,
-    RegionCount, Report, Stage, run,
+    RegionCount, Report, SetAside, Stage, run,
 };
 
 /// A measured run that contradicted an inferred fixed setting.
