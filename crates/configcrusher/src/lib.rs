@@ -35,8 +35,11 @@ pub use run::{
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Contradiction {
     pub global: String,
+    /// The first configuration that contradicted it, and how.
     pub configuration: String,
     pub message: String,
+    /// How many of the measured configurations contradicted it.
+    pub configurations: usize,
 }
 
 /// Everything that can go wrong; one line each.

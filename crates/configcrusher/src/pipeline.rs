@@ -372,7 +372,15 @@ pub fn measure_configurations(
             },
         },
         configurations,
-        on_event,
+        // A run that contradicts an inferred fixed setting is not reported run by run: the
+        // whole round is redone without it, and [`crate::run`] says so once per setting.
+        &mut |event| match event {
+            Event::Done {
+                status: measure::campaign::ConfigurationStatus::Failed { why, .. },
+                ..
+            } if why.contains(INFERRED_VIOLATED) => {}
+            event => on_event(event),
+        },
     )
     .map_err(Error::from)
     .and_then(|report| {
@@ -386,12 +394,14 @@ pub fn measure_configurations(
                 };
                 let message = part[at..].to_string();
                 let global = message.split('`').nth(1).unwrap_or_default().to_string();
-                if !contradictions.iter().any(|c| c.global == global) {
-                    contradictions.push(crate::Contradiction {
+                match contradictions.iter_mut().find(|c| c.global == global) {
+                    Some(c) => c.configurations += 1,
+                    None => contradictions.push(crate::Contradiction {
                         global,
                         configuration: config.clone(),
                         message,
-                    });
+                        configurations: 1,
+                    }),
                 }
             }
         }

@@ -187,9 +187,9 @@ pub fn run(
             {
                 for c in contradictions {
                     let note = format!(
-                        "configuration `{}`: {}; `{}` is no longer taken as fixed, and the \
-                         analysis is redone",
-                        c.configuration, c.message, c.global
+                        "{} (in {} of the measured configurations, the first: configuration \
+                         `{}`); `{}` is no longer taken as fixed, and the analysis is redone",
+                        c.message, c.configurations, c.configuration, c.global
                     );
                     reporter.note(&note);
                     dropped.push(note);
