@@ -164,8 +164,11 @@ impl Explanation {
         }
         entries.sort_by(|a, b| b.0.cmp(&a.0).then(a.2.cmp(&b.2)));
 
-        let set_aside: Vec<&TaintedDecision> =
-            si.set_aside.iter().filter(|d| holds_all(d.options)).collect();
+        let set_aside: Vec<&TaintedDecision> = si
+            .set_aside
+            .iter()
+            .filter(|d| holds_all(d.options))
+            .collect();
         let mut facts = Vec::new();
         if let Some(&(_, call, _)) = entries.first() {
             facts.push(explain_fact(Fact::Control(program.inst(call).block)));

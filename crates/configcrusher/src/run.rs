@@ -492,7 +492,11 @@ impl Report {
                 a.set_aside.decisions,
                 a.set_aside.options.join(","),
                 a.set_aside.functions.join(", "),
-                if a.set_aside.functions.len() == 5 { ", …" } else { "" }
+                if a.set_aside.functions.len() == 5 {
+                    ", …"
+                } else {
+                    ""
+                }
             ));
         }
         if !a.unsourced.is_empty() {

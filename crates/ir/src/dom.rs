@@ -187,16 +187,15 @@ impl FunctionDominance {
         ends: &crate::IdVec<crate::FuncId, bool>,
     ) -> FunctionDominance {
         let mut cfg = program.cfg(f);
-        let ends_program: Vec<bool> = cfg
-            .blocks
-            .iter()
-            .map(|&b| {
-                program
-                    .terminator(b)
-                    .is_some_and(|t| matches!(program.inst(t).kind, crate::InstKind::Unreachable))
-                    || program.calls_program_end(b, ends)
-            })
-            .collect();
+        let ends_program: Vec<bool> =
+            cfg.blocks
+                .iter()
+                .map(|&b| {
+                    program.terminator(b).is_some_and(|t| {
+                        matches!(program.inst(t).kind, crate::InstKind::Unreachable)
+                    }) || program.calls_program_end(b, ends)
+                })
+                .collect();
         for (b, &end) in ends_program.iter().enumerate() {
             if end {
                 for s in std::mem::take(&mut cfg.succs[b]) {

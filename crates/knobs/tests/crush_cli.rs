@@ -685,7 +685,13 @@ on = ["--dedup"]
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
 
     let out = knobs()
-        .args(["crush", "--stop-after", "analyse", "--allow-unsourced", "--spec"])
+        .args([
+            "crush",
+            "--stop-after",
+            "analyse",
+            "--allow-unsourced",
+            "--spec",
+        ])
         .arg(&spec)
         .output()
         .unwrap();

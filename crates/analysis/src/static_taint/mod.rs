@@ -64,8 +64,8 @@ use crate::pointsto::{CellId, PointsTo};
 use crate::reaching::LocalDefinitions;
 use crate::sources::ResolvedSources;
 
-pub use call_graph::CallGraph;
 use bounded::parameter_bounded;
+pub use call_graph::CallGraph;
 use call_graph::dying_functions;
 use cold::cold_blocks;
 use library::LocalObjects;

@@ -431,8 +431,9 @@ impl Solver<'_> {
                                             continue;
                                         };
                                         let block = program.inst(st).block;
-                                        let mut s =
-                                            self.sets.union(self.block_taint[block], self.taint(*value));
+                                        let mut s = self
+                                            .sets
+                                            .union(self.block_taint[block], self.taint(*value));
                                         s = self.sets.union(s, self.taint(*ptr));
                                         let s = self.substitute(s, args);
                                         let s = self.sets.union(s, site);
