@@ -354,7 +354,8 @@ impl Program {
                     }
                     match self.terminator(b).map(|t| &self.inst(t).kind) {
                         Some(InstKind::Return { .. }) => returns = true,
-                        Some(InstKind::Unreachable) => exits = true,
+                        // After `longjmp` or `pthread_exit` the program goes on elsewhere.
+                        Some(InstKind::Unreachable) if !self.resumes_elsewhere(b) => exits = true,
                         _ => {}
                     }
                     for s in self.successors(b) {
@@ -374,6 +375,17 @@ impl Program {
                 return ends;
             }
         }
+    }
+
+    /// Whether block `b` calls a function after which the program goes on elsewhere:
+    /// `longjmp` back to its `setjmp`, `pthread_exit` ending only the thread.
+    pub fn resumes_elsewhere(&self, b: BlockId) -> bool {
+        self.block(b).insts.iter().any(|&i| {
+            matches!(&self.inst(i).kind,
+                InstKind::Call { callee: crate::Callee::Direct(g), .. }
+                    if self.func(*g).name.contains("longjmp")
+                        || self.func(*g).name == "pthread_exit")
+        })
     }
 
     /// Whether block `b` calls, directly, a function that ends the program (`ends` from

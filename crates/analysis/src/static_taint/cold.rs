@@ -8,7 +8,7 @@
 //! function that ends it ([`ir::Program::ends_program`]: bzip2's `panic`, `ioError`). So is
 //! all of such a function: `if (err) { fprintf (…); exit (1); }` and `fail (msg)` alike.
 //! `main` keeps its code when it cannot return at all (it may end with `exit (status)`), and
-//! so does an endless loop (it ends nothing).
+//! so do an endless loop (it ends nothing) and a `longjmp` (the program goes on).
 
 use ir::{BlockId, FuncId, IdVec, InstKind, Program};
 
@@ -36,12 +36,13 @@ pub(super) fn cold_blocks(program: &Program, ends: &IdVec<FuncId, bool>) -> IdVe
                     if stops[k] {
                         return !returns;
                     }
-                    program.terminator(b).is_some_and(|t| {
-                        matches!(
-                            (&program.inst(t).kind, returns),
-                            (InstKind::Return { .. }, true) | (InstKind::Unreachable, false)
-                        )
-                    })
+                    program
+                        .terminator(b)
+                        .is_some_and(|t| match (&program.inst(t).kind, returns) {
+                            (InstKind::Return { .. }, true) => true,
+                            (InstKind::Unreachable, false) => !program.resumes_elsewhere(b),
+                            _ => false,
+                        })
                 })
                 .collect();
             let mut work: Vec<u32> = (0..mark.len() as u32)
