@@ -31,6 +31,10 @@ pub struct Explanation {
     /// Facts explained option by option: the first context entry's block, then decisions
     /// spread over the program.
     pub facts: Vec<ExplainedFact>,
+    /// Decisions on paths that end the program that all of the options would influence, set
+    /// aside as cold (`StatementInfluence::set_aside`): how many, and a few of them.
+    pub set_aside_decisions: usize,
+    pub set_aside: Vec<String>,
 }
 
 /// A call whose site brings all the options into its callee's context.
@@ -160,6 +164,11 @@ impl Explanation {
         }
         entries.sort_by(|a, b| b.0.cmp(&a.0).then(a.2.cmp(&b.2)));
 
+        let set_aside: Vec<&TaintedDecision> = si
+            .set_aside
+            .iter()
+            .filter(|d| holds_all(d.options))
+            .collect();
         let mut facts = Vec::new();
         if let Some(&(_, call, _)) = entries.first() {
             facts.push(explain_fact(Fact::Control(program.inst(call).block)));
@@ -189,6 +198,18 @@ impl Explanation {
                 })
                 .collect(),
             facts,
+            set_aside_decisions: set_aside.len(),
+            set_aside: set_aside
+                .iter()
+                .take(SHOWN)
+                .map(|d| {
+                    format!(
+                        "{} in {}",
+                        program.describe_loc(d.loc),
+                        program.func(program.func_of(d.inst)).name
+                    )
+                })
+                .collect(),
         }
     }
 }
@@ -229,6 +250,15 @@ impl fmt::Display for Explanation {
         for fact in facts {
             writeln!(f, "\n{}", fact.fact)?;
             write_chains(f, fact)?;
+        }
+        if self.set_aside_decisions > 0 {
+            writeln!(
+                f,
+                "\nset aside as cold (on paths that end the program, where no run spends \
+                 measurable time): {} more decisions influenced by all of {{{names}}}, like {}",
+                self.set_aside_decisions,
+                self.set_aside.join(", ")
+            )?;
         }
         Ok(())
     }

@@ -533,7 +533,8 @@ fn paths_that_end_the_program_do_not_guard_what_follows() {
     let (p, si) = run(FATAL, &sources);
     assert_eq!(work_influence(&p, &si, FATAL, "/* w1 */"), set(&[]));
     assert_eq!(work_influence(&p, &si, FATAL, "/* w2 */"), set(&[1]));
-    assert_eq!(work_influence(&p, &si, FATAL, "/* w3 */"), set(&[0]));
+    // Cold: no path from it returns, one ends the program (`static_taint::cold`).
+    assert_eq!(work_influence(&p, &si, FATAL, "/* w3 */"), set(&[]));
     assert_eq!(work_influence(&p, &si, FATAL, "/* w5 */"), set(&[]));
     // A function that never returns stores without its calling context.
     assert_eq!(work_influence(&p, &si, FATAL, "/* w6 */"), set(&[]));
@@ -895,4 +896,58 @@ fn options_that_choose_code_through_pointers_selects_and_the_library_are_decisio
     ] {
         assert!(kinds.contains(&k), "{kinds:?}");
     }
+}
+
+const ERROR_REPORTER: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+extern void work(int);
+int level, quiet;
+/* bzip2's shape: neither is declared `noreturn`, both end the program. */
+static void clean_up_and_fail(int code) { exit(code); }
+static void panic_(const char *m) {
+    if (!quiet) fprintf(stderr, "%s\n", m);   /* p1 */
+    clean_up_and_fail(3);
+}
+int main(void) {
+    if (level > 3) {
+        work(1);                                /* w1 */
+        if (level > 9) panic_("too high");
+    }
+    if (quiet) work(2);                         /* w2 */
+    return 0;
+}
+"#;
+
+/// A function every path of which ends the program through calls, without `noreturn`, is
+/// cold: its decisions are set aside, not an interaction of the options they read with those
+/// of its callers.
+#[test]
+fn an_error_reporter_that_ends_the_program_is_set_aside() {
+    let sources = [global(0, "level"), global(1, "quiet")];
+    let (p, si) = run(ERROR_REPORTER, &sources);
+    let panic = p.function_named("panic_").unwrap();
+    assert!(p.ends_program()[panic]);
+    assert_eq!(
+        work_influence(&p, &si, ERROR_REPORTER, "/* w1 */"),
+        set(&[0])
+    );
+    assert_eq!(
+        work_influence(&p, &si, ERROR_REPORTER, "/* w2 */"),
+        set(&[1])
+    );
+    assert!(
+        si.interactions()
+            .iter()
+            .all(|s| si.sets.get(*s) != &set(&[0, 1])),
+        "{:?}",
+        si.interactions()
+    );
+    assert!(
+        si.set_aside
+            .iter()
+            .any(|d| p.func_of(d.inst) == panic && si.sets.get(d.options).contains(OptionId(1))),
+        "{:?}",
+        si.set_aside
+    );
 }

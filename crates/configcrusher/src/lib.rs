@@ -28,15 +28,18 @@ pub use pipeline::{
 pub use regions::{Region, RegionPlan, identify_regions, optimise_influence};
 pub use run::{
     AnalysisReport, BuildReport, ConfigurationCount, FixedReport, InstrumentationReport, Options,
-    RegionCount, Report, Stage, run,
+    RegionCount, Report, SetAside, Stage, run,
 };
 
 /// A measured run that contradicted an inferred fixed setting.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Contradiction {
     pub global: String,
+    /// The first configuration that contradicted it, and how.
     pub configuration: String,
     pub message: String,
+    /// How many of the measured configurations contradicted it.
+    pub configurations: usize,
 }
 
 /// Everything that can go wrong; one line each.

@@ -56,6 +56,10 @@ pub struct Analysed {
     pub total_configurations: u128,
     /// Options no decision depends on.
     pub irrelevant: Vec<String>,
+    /// Options with neither a `source` nor an annotation, which the analysis cannot see
+    /// (only with [`crate::Options::allow_unsourced`]; otherwise they are an error). They are
+    /// not in `irrelevant`: nothing is known about them.
+    pub unsourced: Vec<String>,
     pub build_seconds: f64,
     pub analysis_seconds: f64,
     /// This process's peak resident memory (MiB) when the analysis ended: what building and
@@ -98,6 +102,18 @@ pub fn analyse(
     options: &crate::Options,
 ) -> Result<Analysed, Error> {
     let built = instrumented::build(spec, settings, "ConfigCrusher")?;
+    let unsourced = unsourced_options(spec, &built.sources);
+    if !unsourced.is_empty() && !options.allow_unsourced {
+        return Err(Error::Invalid(format!(
+            "{}: the analysis cannot see option{} {}: no `source` in the spec and no \
+             knobs:option= annotation (add one, or pass --allow-unsourced to leave {} out of \
+             the model)",
+            spec.path.display(),
+            if unsourced.len() == 1 { "" } else { "s" },
+            unsourced.join(", "),
+            if unsourced.len() == 1 { "it" } else { "them" },
+        )));
+    }
     let started = Instant::now();
     let (fixed, inference) = instrumented::infer::fixed_settings(
         spec,
@@ -146,6 +162,7 @@ pub fn analyse(
         .ids()
         .filter(|o| !relevant.contains(*o) && !spec.space.always_selected(*o))
         .map(|o| spec.space.option(o).name.clone())
+        .filter(|name| !unsourced.contains(name))
         .collect();
     let analysis_seconds = started.elapsed().as_secs_f64();
     Ok(Analysed {
@@ -157,12 +174,34 @@ pub fn analyse(
         compression,
         total_configurations,
         irrelevant,
+        unsourced,
         build_seconds: built.seconds,
         analysis_seconds,
         peak_memory_mib: measure::runner::peak_memory_mib(),
         inference,
         translation: built.translation,
     })
+}
+
+/// Options the analysis cannot see: neither they nor an option below them in the hierarchy
+/// has a source, and they are not selected in every configuration (a grouping such as
+/// "level", whose members carry the sources, changes nothing by itself).
+fn unsourced_options(spec: &SystemSpec, sources: &analysis::ResolvedSources) -> Vec<String> {
+    let space = &spec.space;
+    let mut seen = vec![false; space.len()];
+    for (o, _) in &sources.sources {
+        // The option and every option above it: a parent's value is its members'.
+        let mut at = Some(*o);
+        while let Some(x) = at {
+            seen[x.index()] = true;
+            at = space.option(x).parent;
+        }
+    }
+    space
+        .ids()
+        .filter(|o| !seen[o.index()] && !space.always_selected(*o))
+        .map(|o| space.option(o).name.clone())
+        .collect()
 }
 
 /// An instrumented build of the program.
@@ -333,7 +372,15 @@ pub fn measure_configurations(
             },
         },
         configurations,
-        on_event,
+        // A run that contradicts an inferred fixed setting is not reported run by run: the
+        // whole round is redone without it, and [`crate::run`] says so once per setting.
+        &mut |event| match event {
+            Event::Done {
+                status: measure::campaign::ConfigurationStatus::Failed { why, .. },
+                ..
+            } if why.contains(INFERRED_VIOLATED) => {}
+            event => on_event(event),
+        },
     )
     .map_err(Error::from)
     .and_then(|report| {
@@ -347,12 +394,14 @@ pub fn measure_configurations(
                 };
                 let message = part[at..].to_string();
                 let global = message.split('`').nth(1).unwrap_or_default().to_string();
-                if !contradictions.iter().any(|c| c.global == global) {
-                    contradictions.push(crate::Contradiction {
+                match contradictions.iter_mut().find(|c| c.global == global) {
+                    Some(c) => c.configurations += 1,
+                    None => contradictions.push(crate::Contradiction {
                         global,
                         configuration: config.clone(),
                         message,
-                    });
+                        configurations: 1,
+                    }),
                 }
             }
         }

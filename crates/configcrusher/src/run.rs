@@ -40,6 +40,9 @@ pub struct Options {
     /// Globals not to infer as fixed settings, beyond the spec's `not_fixed` (the ones a
     /// measured run contradicted).
     pub not_fixed: Vec<String>,
+    /// Options with no source and no annotation are a warning, not an error: the analysis
+    /// cannot see them and the model leaves them out (the report names them).
+    pub allow_unsourced: bool,
 }
 
 impl Default for Options {
@@ -51,6 +54,7 @@ impl Default for Options {
             explain: Vec::new(),
             model_path: None,
             not_fixed: Vec::new(),
+            allow_unsourced: false,
         }
     }
 }
@@ -95,12 +99,28 @@ pub struct AnalysisReport {
     pub peak_memory_mib: Option<f64>,
     pub tainted_decisions: usize,
     pub irrelevant: Vec<String>,
+    /// Options the analysis could not see (no source, no annotation; `--allow-unsourced`):
+    /// the model leaves them out, without knowing that they change nothing.
+    pub unsourced: Vec<String>,
+    /// Tainted decisions set aside as cold (on paths that end the program), the options they
+    /// would have brought together, and a few functions they are in.
+    pub set_aside: SetAside,
     /// Maximal interactions, by option name.
     pub interactions: Vec<Vec<String>>,
     pub memory_cells: usize,
     /// The program exceeded points-to's per-object budget: stack and heap objects were
     /// analysed as one (much coarser).
     pub points_to_merged: bool,
+}
+
+/// What the analysis set aside as cold: decisions on paths that end the program.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SetAside {
+    pub decisions: usize,
+    /// The options of those decisions, by name.
+    pub options: Vec<String>,
+    /// The functions they are in (up to five), most decisions first.
+    pub functions: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -167,9 +187,9 @@ pub fn run(
             {
                 for c in contradictions {
                     let note = format!(
-                        "configuration `{}`: {}; `{}` is no longer taken as fixed, and the \
-                         analysis is redone",
-                        c.configuration, c.message, c.global
+                        "{} (in {} of the measured configurations, the first: configuration \
+                         `{}`); `{}` is no longer taken as fixed, and the analysis is redone",
+                        c.message, c.configurations, c.configuration, c.global
                     );
                     reporter.note(&note);
                     dropped.push(note);
@@ -349,6 +369,8 @@ fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
             peak_memory_mib: analysed.peak_memory_mib,
             tainted_decisions: analysed.influence.decisions.len(),
             irrelevant: analysed.irrelevant.clone(),
+            unsourced: analysed.unsourced.clone(),
+            set_aside: set_aside(spec, analysed),
             interactions,
             memory_cells: points_to.cells.len(),
             points_to_merged: points_to.merged,
@@ -376,6 +398,27 @@ fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
         overhead: None,
         output: None,
         notes,
+    }
+}
+
+/// The cold decisions of the analysis, summarised.
+fn set_aside(spec: &measure::SystemSpec, analysed: &Analysed) -> SetAside {
+    let si = &analysed.influence;
+    let program = analysed.program();
+    let mut options = analysis::OptionSet::new();
+    let mut per_function: std::collections::BTreeMap<String, usize> = Default::default();
+    for d in &si.set_aside {
+        options = options.union(si.sets.get(d.options));
+        *per_function
+            .entry(program.func(program.func_of(d.inst)).name.clone())
+            .or_default() += 1;
+    }
+    let mut functions: Vec<(String, usize)> = per_function.into_iter().collect();
+    functions.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    SetAside {
+        decisions: si.set_aside.len(),
+        options: analysed.names(spec, &options),
+        functions: functions.into_iter().take(5).map(|(f, _)| f).collect(),
     }
 }
 
@@ -442,6 +485,27 @@ impl Report {
                 interactions.join(" ")
             }
         ));
+        if a.set_aside.decisions > 0 {
+            lines.push(format!(
+                "set aside as cold (paths that end the program): {} tainted decisions of {{{}}} \
+                 in {}{}; `--explain` lists those of two options",
+                a.set_aside.decisions,
+                a.set_aside.options.join(","),
+                a.set_aside.functions.join(", "),
+                if a.set_aside.functions.len() == 5 {
+                    ", …"
+                } else {
+                    ""
+                }
+            ));
+        }
+        if !a.unsourced.is_empty() {
+            lines.push(format!(
+                "WARNING: options the analysis cannot see (no `source`, no annotation), left out \
+                 of the model unexamined, not found irrelevant: {}",
+                a.unsourced.join(", ")
+            ));
+        }
         lines.push(format!(
             "regions: {} ({} before propagation); configurations to measure: {} of {} (lower bound {}){}",
             self.regions.count,

@@ -183,6 +183,14 @@ fn sources() -> Vec<OptionSource> {
         .collect()
 }
 
+/// The call `foo(C)` in main.
+fn foo_call(ex: &Example) -> ir::InstId {
+    let call = ex.program.insts.iter().position(|inst| {
+        matches!(&inst.kind, ir::InstKind::Call { callee: ir::Callee::Direct(g), .. } if *g == ex.foo)
+    });
+    ir::InstId::new(call.expect("main calls foo"))
+}
+
 #[test]
 fn statement_influence_matches_the_paper() {
     let ex = build();
@@ -193,8 +201,12 @@ fn statement_influence_matches_the_paper() {
         let (_, i) = ex.work.iter().find(|(l, _)| *l == line).unwrap();
         si.of(*i).clone()
     };
-    assert_eq!(of(3), set(&["A", "C"]), "line 3");
-    assert_eq!(of(4), set(&["A", "C"]), "line 4");
+    // foo decides only on its parameter: the call `foo(C)` decides, with the paper's
+    // {A, C} for lines 3–4, and foo's lines run whenever foo does
+    // (`analysis::static_taint::bounded`).
+    assert_eq!(of(3), set(&[]), "line 3");
+    assert_eq!(of(4), set(&[]), "line 4");
+    assert_eq!(si.of(foo_call(&ex)), &set(&["A", "C"]), "the call foo(C)");
     assert_eq!(of(12), set(&[]), "line 12");
     assert_eq!(of(16), set(&["A"]), "line 16");
     assert_eq!(of(21), set(&["A", "B"]), "line 21");
@@ -238,12 +250,13 @@ fn regions_match_figure_two_and_shrink_after_optimisation() {
             .filter(|r| r.function == f && si.sets.get(r.options) == s)
             .collect::<Vec<_>>()
     };
-    // R1: foo's branch under {A, C}, lines 3–4.
-    let r1 = with(ex.foo, &set(&["A", "C"]));
-    assert_eq!(r1.len(), 1, "{plan:?}");
-    assert_eq!(r1[0].lines, Some((3, 4)));
-    // R2: main lines 15–18 under {A}, ended on both edges into the join.
+    // R1: the call foo(C) under {A, C} (the paper's foo lines 3–4, decided at the call).
     let main = p.function_named("main").unwrap();
+    assert!(with(ex.foo, &set(&["A", "C"])).is_empty(), "{plan:?}");
+    let r1 = with(main, &set(&["A", "C"]));
+    assert_eq!(r1.len(), 1, "{plan:?}");
+    assert_eq!(r1[0].head, foo_call(&ex));
+    // R2: main lines 15–18 under {A}, ended on both edges into the join.
     let r2: Vec<_> = with(main, &set(&["A"]))
         .into_iter()
         .filter(|r| r.lines.is_some_and(|(a, _)| a == 15))
@@ -270,7 +283,7 @@ fn regions_match_figure_two_and_shrink_after_optimisation() {
         );
     }
     let after = identify_regions(p, &dom, &opt, &pulled).regions.len();
-    assert!(pulled.contains(&ex.foo), "foo's region is pulled into main");
+    assert!(!pulled.contains(&ex.foo), "foo has no regions to pull out");
     assert!(after < before, "{before} regions before, {after} after");
 }
 

@@ -10,7 +10,9 @@
 //! Paths that end the program are not exits (like the unexceptional control-flow graph of the
 //! ConfigCrusher paper's FlowDroid set-up): in a function that can return, a block ending in
 //! `unreachable` (after `exit`, `abort` or a `noreturn` error function such as xz's
-//! `message_fatal`) and the blocks that lead only there have no post-dominator, so
+//! `message_fatal`, or a call of a function that ends the program without saying so, such as
+//! bzip2's `panic`: `ir::Program::ends_program`) and the blocks that lead only there have no
+//! post-dominator, so
 //! `if (bad) fatal(); rest();` does not make `rest` control dependent on `bad` — the
 //! configurations that take the fatal path measure nothing. A function that never returns
 //! (`main` ending in `exit(0)`) keeps all its sinks as exits.
@@ -176,18 +178,31 @@ pub struct FunctionDominance {
 }
 
 impl FunctionDominance {
-    /// Of a function of a program, with the blocks ending in `unreachable` as program ends.
-    pub fn of_function(program: &crate::Program, f: crate::FuncId) -> FunctionDominance {
-        let cfg = program.cfg(f);
-        let ends_program: Vec<bool> = cfg
-            .blocks
-            .iter()
-            .map(|&b| {
-                program
-                    .terminator(b)
-                    .is_some_and(|t| matches!(program.inst(t).kind, crate::InstKind::Unreachable))
-            })
-            .collect();
+    /// Of a function of a program, with the blocks ending in `unreachable` and those calling
+    /// a function that ends the program (`ends`, from [`crate::Program::ends_program`]) as
+    /// program ends: such a call does not come back, so its block has no successors here.
+    pub fn of_function(
+        program: &crate::Program,
+        f: crate::FuncId,
+        ends: &crate::IdVec<crate::FuncId, bool>,
+    ) -> FunctionDominance {
+        let mut cfg = program.cfg(f);
+        let ends_program: Vec<bool> =
+            cfg.blocks
+                .iter()
+                .map(|&b| {
+                    program.terminator(b).is_some_and(|t| {
+                        matches!(program.inst(t).kind, crate::InstKind::Unreachable)
+                    }) || program.calls_program_end(b, ends)
+                })
+                .collect();
+        for (b, &end) in ends_program.iter().enumerate() {
+            if end {
+                for s in std::mem::take(&mut cfg.succs[b]) {
+                    cfg.preds[s as usize].retain(|&p| p as usize != b);
+                }
+            }
+        }
         Self::with_program_ends(&cfg.succs, &cfg.preds, &ends_program)
     }
 
@@ -308,11 +323,12 @@ pub struct ProgramDominance {
 
 impl ProgramDominance {
     pub fn new(program: &crate::Program) -> Self {
+        let ends = program.ends_program();
         let per_function = program
             .functions
             .iter_enumerated()
             .map(|(f, func)| {
-                (!func.is_declaration).then(|| FunctionDominance::of_function(program, f))
+                (!func.is_declaration).then(|| FunctionDominance::of_function(program, f, &ends))
             })
             .collect();
         ProgramDominance { per_function }

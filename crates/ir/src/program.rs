@@ -326,6 +326,77 @@ impl Program {
         })
     }
 
+    /// Per function: a call of it never comes back because it ends the program: every path
+    /// from its entry reaches `unreachable` (after `exit`, `abort`) or a call of such a
+    /// function before any `return` (bzip2's `panic` → `cleanUpAndFail` → `exit`, none of
+    /// them declared `noreturn`). An endless loop without such an end is not one.
+    pub fn ends_program(&self) -> IdVec<FuncId, bool> {
+        let mut ends = IdVec::from_elem(false, self.functions.len());
+        loop {
+            let mut changed = false;
+            for (f, func) in self.functions.iter_enumerated() {
+                if ends[f] || func.is_declaration {
+                    continue;
+                }
+                // Forward from the entry, not past calls that end the program.
+                let mut seen = vec![false; func.blocks.len()];
+                let mut work = vec![0usize];
+                let (mut returns, mut exits) = (false, false);
+                if func.blocks.is_empty() {
+                    continue;
+                }
+                seen[0] = true;
+                while let Some(k) = work.pop() {
+                    let b = func.blocks[k];
+                    if self.calls_program_end(b, &ends) {
+                        exits = true;
+                        continue;
+                    }
+                    match self.terminator(b).map(|t| &self.inst(t).kind) {
+                        Some(InstKind::Return { .. }) => returns = true,
+                        // After `longjmp` or `pthread_exit` the program goes on elsewhere.
+                        Some(InstKind::Unreachable) if !self.resumes_elsewhere(b) => exits = true,
+                        _ => {}
+                    }
+                    for s in self.successors(b) {
+                        let l = self.block(s).local as usize;
+                        if !seen[l] {
+                            seen[l] = true;
+                            work.push(l);
+                        }
+                    }
+                }
+                if !returns && exits {
+                    ends[f] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                return ends;
+            }
+        }
+    }
+
+    /// Whether block `b` calls a function after which the program goes on elsewhere:
+    /// `longjmp` back to its `setjmp`, `pthread_exit` ending only the thread.
+    pub fn resumes_elsewhere(&self, b: BlockId) -> bool {
+        self.block(b).insts.iter().any(|&i| {
+            matches!(&self.inst(i).kind,
+                InstKind::Call { callee: crate::Callee::Direct(g), .. }
+                    if self.func(*g).name.contains("longjmp")
+                        || self.func(*g).name == "pthread_exit")
+        })
+    }
+
+    /// Whether block `b` calls, directly, a function that ends the program (`ends` from
+    /// [`Program::ends_program`]): what follows the call in the block never runs.
+    pub fn calls_program_end(&self, b: BlockId, ends: &IdVec<FuncId, bool>) -> bool {
+        self.block(b).insts.iter().any(|&i| {
+            matches!(&self.inst(i).kind,
+                InstKind::Call { callee: crate::Callee::Direct(g), .. } if ends[*g])
+        })
+    }
+
     /// Successors of a block, from its terminator.
     pub fn successors(&self, b: BlockId) -> Vec<BlockId> {
         match self.terminator(b) {

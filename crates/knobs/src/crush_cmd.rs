@@ -35,6 +35,10 @@ pub struct CrushArgs {
     /// that brings each option there.
     #[arg(long, value_name = "OPTIONS", value_delimiter = ',')]
     explain: Vec<String>,
+    /// Options with neither a `source` nor a knobs:option= annotation are a loud warning
+    /// instead of an error: the analysis cannot see them, and the model leaves them out.
+    #[arg(long)]
+    allow_unsourced: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -60,6 +64,7 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
         },
         explain,
         model_path: args.out,
+        allow_unsourced: args.allow_unsourced,
         ..Options::default()
     };
     let report = configcrusher::run(&session, &options, &mut Progress::new())?;

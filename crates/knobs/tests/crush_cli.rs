@@ -717,3 +717,73 @@ fn crush_reports_json_and_stops_after_a_stage() {
             .starts_with("configcrusher:")
     );
 }
+
+/// An option the spec gives no `source` (and no annotation names) is one the analysis cannot
+/// see: an error naming it, or with `--allow-unsourced` a warning — never "irrelevant".
+#[test]
+fn an_option_without_a_source_is_never_reported_irrelevant() {
+    let (_dir, spec) = c_subject(
+        r#"
+#include <string.h>
+__attribute__((annotate("knobs:option=fast"))) int fast;
+int dedup;
+volatile long sink;
+int main(int argc, char **argv) {
+    for (int k = 1; k < argc; k++) {
+        if (!strcmp(argv[k], "--fast")) fast = 1;
+        if (!strcmp(argv[k], "--dedup")) dedup = 1;
+    }
+    long n = fast ? 1000 : 100000;
+    if (dedup) n *= 2;
+    for (long i = 0; i < n; i++) sink += i;
+    return 0;
+}
+"#,
+        r#"
+name = "unsourced"
+[build]
+sources = ["main.c"]
+infer_fixed = false
+[run]
+program = "./unsourced"
+args = ["{options}"]
+[[workload]]
+name = "default"
+[[option]]
+name = "fast"
+on = ["--fast"]
+[[option]]
+name = "dedup"
+on = ["--dedup"]
+"#,
+    );
+    let out = knobs()
+        .args(["crush", "--stop-after", "analyse", "--spec"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("cannot see option dedup"), "{stderr}");
+    assert!(stderr.contains("--allow-unsourced"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+
+    let out = knobs()
+        .args([
+            "crush",
+            "--stop-after",
+            "analyse",
+            "--allow-unsourced",
+            "--spec",
+        ])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("WARNING: options the analysis cannot see") && stderr.contains("dedup"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("irrelevant options: none"), "{stderr}");
+}

@@ -87,6 +87,11 @@ fn subject(big_check: bool, build_extra: &str) -> (tempfile::TempDir, PathBuf) {
 }
 
 fn crush(spec: &Path, extra: &[&str]) -> serde_json::Value {
+    crush_with_stderr(spec, extra).0
+}
+
+/// The report, and what `knobs crush` wrote on stderr.
+fn crush_with_stderr(spec: &Path, extra: &[&str]) -> (serde_json::Value, String) {
     let out = Command::cargo_bin("knobs")
         .unwrap()
         .args(["crush", "--json", "--spec"])
@@ -99,7 +104,10 @@ fn crush(spec: &Path, extra: &[&str]) -> serde_json::Value {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    (
+        serde_json::from_slice(&out.stdout).unwrap(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 fn inferred(report: &serde_json::Value) -> Vec<(String, i64)> {
@@ -169,7 +177,15 @@ fn a_setting_no_run_changes_is_inferred_and_compresses() {
 #[test]
 fn an_inference_a_run_contradicts_is_dropped_and_the_analysis_redone() {
     let (dir, spec) = subject(true, "");
-    let report = crush(&spec, &[]);
+    let (report, stderr) = crush_with_stderr(&spec, &[]);
+    // One line for the setting, not one per configuration that contradicted it.
+    assert_eq!(
+        stderr
+            .matches("the inferred fixed setting `big_input`")
+            .count(),
+        1,
+        "{stderr}"
+    );
     let notes: Vec<String> = report["notes"]
         .as_array()
         .unwrap()

@@ -320,7 +320,21 @@ fn instrument_checked(
             }
         }
     };
-    for (index, site) in sites.iter().enumerate() {
+    // Points before instructions first, edges after: an edge out of a block with one
+    // successor is instrumented before its terminator, and must come after the calls placed
+    // before that terminator itself (a region that ends on the edge may start right there);
+    // an edge into a block with one predecessor goes before that block's first call already.
+    let order = sites
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| matches!(s, Site::Before(_)))
+        .chain(
+            sites
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| matches!(s, Site::Edge(_))),
+        );
+    for (index, site) in order {
         let site_calls = &calls[index];
         for &(is_enter, _) in site_calls {
             if is_enter {

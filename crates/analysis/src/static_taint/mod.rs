@@ -43,11 +43,14 @@
 //! into the fixpoint), `memory` (cells, their groups and readers, reads and writes through
 //! pointers) and `solver` (the fixpoint itself).
 
+mod bounded;
 mod call_graph;
+mod cold;
 mod library;
 mod memory;
 mod params;
 mod seeds;
+mod selectors;
 mod solver;
 
 use std::collections::VecDeque;
@@ -61,12 +64,15 @@ use crate::pointsto::{CellId, PointsTo};
 use crate::reaching::LocalDefinitions;
 use crate::sources::ResolvedSources;
 
+use bounded::parameter_bounded;
 pub use call_graph::CallGraph;
 use call_graph::dying_functions;
+use cold::cold_blocks;
 use library::LocalObjects;
 use memory::{CellReaders, cell_readers};
 use params::parameter_pointers;
 use seeds::seed_sources;
+use selectors::selector_stores;
 use solver::Solver;
 
 /// External functions that copy data from their other arguments into the first one's object.
@@ -134,6 +140,10 @@ pub struct StatementInfluence {
     /// Context taint per function.
     pub context: IdVec<FuncId, SetId>,
     pub decisions: Vec<TaintedDecision>,
+    /// Tainted decisions in cold code (`static_taint::cold`: no path from them returns, one
+    /// ends the program), which the map leaves out: a run spends no measurable time there.
+    /// Their options are the influence they would have had.
+    pub set_aside: Vec<TaintedDecision>,
     pub call_graph: CallGraph,
     /// Number of memory cells and worklist steps, for benchmarks.
     pub cells: usize,
@@ -164,6 +174,9 @@ pub struct TaintFacts {
     /// Per function: it runs only on the way out of the program (that never returns, or is
     /// called only from such functions).
     pub dying: IdVec<FuncId, bool>,
+    /// Per function: its decisions depend on its parameters alone, so its call sites decide
+    /// instead (`burn (n)`; see `static_taint::bounded`).
+    pub bounded: IdVec<FuncId, bool>,
 }
 
 impl StatementInfluence {
@@ -237,6 +250,8 @@ pub fn analyse_with(
 
     let nfuncs = program.functions.len();
     let local_objects = LocalObjects::new(program);
+    let selectors = selector_stores(program, &call_graph);
+    let cold = cold_blocks(program, &program.ends_program());
     let label_base = sources
         .sources
         .iter()
@@ -274,6 +289,9 @@ pub fn analyse_with(
         library_input: FxMap::default(),
         library_params: IdVec::from_elem(SetId::EMPTY, nfuncs),
         local_objects: &local_objects,
+        selectors: &selectors,
+        selector_taints: FxMap::default(),
+        cold: &cold,
     };
     // A cell the spec names as where an option lives holds that option and nothing else:
     // what the program stores there (argument parsing, under decisions on argv and on
@@ -306,6 +324,10 @@ pub fn analyse_with(
             solver.enqueue(f);
         }
     }
+    solver.run();
+    // Helpers whose decisions depend on their parameters alone are decisions at their call
+    // sites instead (`bounded`); the second run passes their arguments on.
+    let bounded = parameter_bounded(&mut solver);
     solver.run();
 
     // The statement-influence map.
@@ -358,17 +380,37 @@ pub fn analyse_with(
     } = solver;
     let mut influence = IdVec::from_elem(SetId::EMPTY, program.insts.len());
     let mut decisions = Vec::new();
+    let mut set_aside = Vec::new();
     for (fi, func) in program.functions.iter_enumerated() {
         for &b in &func.blocks {
             for &i in &program.block(b).insts {
                 let inst = program.inst(i);
-                let mut local = block_taint[b];
-                let mut decided = inst
-                    .kind
-                    .decision()
-                    .map_or(SetId::EMPTY, |c| value_taint[c]);
+                // A parameter-bounded helper decides only on what its call sites give it,
+                // which are the decisions (`bounded`).
+                let (mut local, mut decided) = if bounded[fi] {
+                    (SetId::EMPTY, SetId::EMPTY)
+                } else {
+                    let decided = inst
+                        .kind
+                        .decision()
+                        .map_or(SetId::EMPTY, |c| value_taint[c]);
+                    (block_taint[b], decided)
+                };
                 if let Some(&input) = library_input.get(&i) {
                     decided = sets.union(decided, input);
+                }
+                if cold[b] {
+                    // On the way to ending the program (`cold`): set aside, not timed apart.
+                    if decided != SetId::EMPTY {
+                        let local = sets.union(decided, local);
+                        set_aside.push(TaintedDecision {
+                            inst: i,
+                            kind: DecisionKind::of(&inst.kind),
+                            options: sets.union(local, context[fi]),
+                            loc: inst.loc,
+                        });
+                    }
+                    continue;
                 }
                 if decided != SetId::EMPTY {
                     decisions.push(TaintedDecision {
@@ -399,6 +441,7 @@ pub fn analyse_with(
         value_taint,
         context,
         decisions,
+        set_aside,
         call_graph,
         cells: ncells,
         function_visits: visits,
@@ -411,6 +454,7 @@ pub fn analyse_with(
             seeded_values,
             local_definitions,
             dying,
+            bounded,
         },
     }
 }

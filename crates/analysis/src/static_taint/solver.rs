@@ -12,6 +12,7 @@ use super::is_copier;
 use super::library::{LibraryInput, LibraryParameters, LocalObjects};
 use super::memory::CellGroups;
 use super::params::ParameterPointers;
+use super::selectors::SelectorStores;
 use crate::ProgramDominance;
 use crate::options::{FxMap, SetId, SetInterner};
 use crate::pointsto::{ALLOCATORS, CellId, PointsTo};
@@ -68,6 +69,15 @@ pub(super) struct Solver<'a> {
     pub(super) library_input: FxMap<InstId, LibraryInput>,
     pub(super) library_params: LibraryParameters,
     pub(super) local_objects: &'a LocalObjects,
+    /// Stores of setters with a constant selector, made at their call sites
+    /// ([`super::selectors`]).
+    pub(super) selectors: &'a SelectorStores,
+    /// Per selector function: the taint of each of its deferred stores as its call sites last
+    /// saw it (symbolic in its parameters); a change sends its callers round again.
+    pub(super) selector_taints: FxMap<FuncId, Vec<SetId>>,
+    /// Per block: it runs only on the way to ending the program ([`super::cold`]); a call
+    /// from there does not put its control into the callee's context.
+    pub(super) cold: &'a IdVec<BlockId, bool>,
 }
 
 impl Solver<'_> {
@@ -287,6 +297,8 @@ impl Solver<'_> {
                             };
                             t = self.sets.union(t, m);
                         }
+                        // A selector's store: its call sites make it ([`super::selectors`]).
+                        InstKind::Store { .. } if self.selectors.deferred[i] => {}
                         InstKind::Store { value, ptr } => {
                             let mut s = self.sets.union(store_context, self.taint(*value));
                             s = self.sets.union(s, self.taint(*ptr));
@@ -411,8 +423,30 @@ impl Solver<'_> {
                                         }
                                     }
                                 }
+                                let selectors = self.selectors;
+                                if let Some(stores) = selectors.at_site.get(&(i, g)) {
+                                    for &st in stores {
+                                        let InstKind::Store { value, ptr } = &program.inst(st).kind
+                                        else {
+                                            continue;
+                                        };
+                                        let block = program.inst(st).block;
+                                        let mut s = self
+                                            .sets
+                                            .union(self.block_taint[block], self.taint(*value));
+                                        s = self.sets.union(s, self.taint(*ptr));
+                                        let s = self.substitute(s, args);
+                                        let s = self.sets.union(s, site);
+                                        let s = self.concrete(f, s);
+                                        self.write(*ptr, s);
+                                    }
+                                }
                                 let old = self.context[g];
-                                let site = self.concrete(f, site);
+                                let site = if self.cold[b] {
+                                    SetId::EMPTY
+                                } else {
+                                    self.concrete(f, site)
+                                };
                                 let new = self.sets.union(old, site);
                                 if new != old {
                                     self.context[g] = new;
@@ -457,6 +491,27 @@ impl Solver<'_> {
             }
             if !changed {
                 break;
+            }
+        }
+        let selectors = self.selectors;
+        if let Some(stores) = selectors.stores.get(&f) {
+            let taints: Vec<SetId> = stores
+                .iter()
+                .map(|&st| match &program.inst(st).kind {
+                    InstKind::Store { value, ptr } => {
+                        let block = program.inst(st).block;
+                        let s = self.sets.union(self.block_taint[block], self.taint(*value));
+                        self.sets.union(s, self.taint(*ptr))
+                    }
+                    _ => SetId::EMPTY,
+                })
+                .collect();
+            if self.selector_taints.get(&f) != Some(&taints) {
+                self.selector_taints.insert(f, taints);
+                for k in 0..self.call_graph.callers[f].len() {
+                    let call = self.call_graph.callers[f][k];
+                    self.enqueue(program.func_of(call));
+                }
             }
         }
     }

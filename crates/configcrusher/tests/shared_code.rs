@@ -1,0 +1,269 @@
+//! The most ordinary C, which a context-insensitive analysis turns into one interaction of
+//! every option: a helper `burn (n)` bounded by its argument and called under each option, a
+//! parameter setter `set_param (p, KEY, v)` storing every option into one object, and an
+//! error printer that reads `-q` and is reached under every option's decisions. Each program
+//! is compiled, analysed, instrumented and run on the region timers' test clock
+//! (`common::test_clock_settings`): ConfigCrusher must compress to the optimal cover (the
+//! lower bound) and its model must predict every configuration's work exactly.
+
+mod common;
+
+use measure::SystemSpec;
+
+/// Analyses `program` under `spec`, checks the interactions and that the configurations to
+/// measure are the lower bound, then measures them and checks the model against `expected`
+/// (seconds of work) in every configuration of `configurations` (values in the spec's option
+/// order).
+fn compresses_and_models(
+    program: &str,
+    spec: &str,
+    interactions: &[&[&str]],
+    measured: usize,
+    configurations: &[Vec<f64>],
+    expected: impl Fn(&[f64]) -> f64,
+) -> configcrusher::Analysed {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("prog.c"),
+        format!("{}{program}", common::TEST_CLOCK_WORK),
+    )
+    .unwrap();
+    let path = dir.path().join("knobs.toml");
+    std::fs::write(&path, spec).unwrap();
+    let spec = SystemSpec::load(&path).unwrap();
+    let settings = common::test_clock_settings(dir.path().join("work"));
+    let analysed =
+        configcrusher::analyse(&spec, &settings, &configcrusher::Options::default()).unwrap();
+    let mut found = analysed.interactions(&spec);
+    found.sort();
+    let mut want: Vec<Vec<String>> = interactions
+        .iter()
+        .map(|i| i.iter().map(|s| s.to_string()).collect())
+        .collect();
+    want.sort();
+    assert_eq!(found, want);
+    assert_eq!(analysed.compression.configurations.len(), measured);
+    assert_eq!(analysed.compression.lower_bound, measured as u128);
+
+    let (_, model) = common::instrument_measure_model(dir.path(), &spec, &settings, &analysed);
+    let bound = model.bind(&spec.space.names()).unwrap();
+    let text = model.terms.format(4);
+    for c in configurations {
+        let predicted = bound.predict(c);
+        let want = expected(c);
+        assert!(
+            (predicted - want).abs() < 1e-9,
+            "configuration {c:?}: predicted {predicted}, expected {want}; model {text}"
+        );
+    }
+    analysed
+}
+
+/// Every combination of binary options `n`, each with `extra` (a numeric option's values)
+/// appended when given.
+fn binary_configurations(n: usize, extra: &[f64]) -> Vec<Vec<f64>> {
+    let mut out = Vec::new();
+    for bits in 0..1u32 << n {
+        let base: Vec<f64> = (0..n).map(|k| f64::from(bits >> k & 1)).collect();
+        if extra.is_empty() {
+            out.push(base);
+        } else {
+            for &v in extra {
+                let mut c = base.clone();
+                c.push(v);
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
+const PARSE: &str = r#"
+static void parse(int argc, char **argv) {
+    for (int k = 1; k < argc; k++) {
+        if (!strcmp(argv[k], "-a")) A = 1;
+        if (!strcmp(argv[k], "-b")) B = 1;
+        if (!strcmp(argv[k], "-c")) C = 1;
+        if (!strncmp(argv[k], "--level=", 8)) level = atoi(argv[k] + 8);
+    }
+}
+"#;
+
+fn spec(name: &str, third: &str, level: bool) -> String {
+    let mut s = format!(
+        r#"
+name = "{name}"
+[build]
+sources = ["prog.c"]
+[run]
+program = "./prog"
+args = ["{{options}}"]
+[measure]
+repetitions = 1
+[[workload]]
+name = "none"
+[[option]]
+name = "A"
+on = ["-a"]
+[[option]]
+name = "B"
+on = ["-b"]
+[[option]]
+name = "{third}"
+on = ["-c"]
+"#
+    );
+    if level {
+        s.push_str(
+            "[[option]]\nname = \"level\"\nvalues = [1, 2, 3]\narg = [\"--level={value}\"]\n",
+        );
+    }
+    s
+}
+
+const BURN: &str = r#"
+#include <stdlib.h>
+#include <string.h>
+__attribute__((annotate("knobs:option=A"))) int A;
+__attribute__((annotate("knobs:option=B"))) int B;
+__attribute__((annotate("knobs:option=C"))) int C;
+__attribute__((annotate("knobs:option=level"))) int level = 1;
+/* One microsecond of work per step: the helper's loop is bounded by its argument. */
+static void burn(long n) { for (long i = 0; i < n; i++) __knobs_test_work(1000); }
+PARSE
+int main(int argc, char **argv) {
+    parse(argc, argv);
+    burn(1000);
+    burn(level * 2000);
+    if (A) burn(3000);
+    burn(B ? 4000 : 1000);
+    if (C) burn(5000);
+    return 0;
+}
+"#;
+
+/// `burn (n)` called under four options: each call site decides, on what it passes, so the
+/// options stay apart and three configurations (the level's values) cover them.
+#[test]
+fn a_helper_bounded_by_its_argument_keeps_its_callers_options_apart() {
+    compresses_and_models(
+        &BURN.replace("PARSE", PARSE),
+        &spec("burn", "C", true),
+        &[&["A"], &["B"], &["C"], &["level"]],
+        3,
+        &binary_configurations(3, &[1.0, 2.0, 3.0]),
+        |c| {
+            let b = if c[1] == 1.0 { 0.004 } else { 0.001 };
+            0.001 + 0.002 * c[3] + 0.003 * c[0] + b + 0.005 * c[2]
+        },
+    );
+}
+
+const SETTER: &str = r#"
+#include <stdlib.h>
+#include <string.h>
+__attribute__((annotate("knobs:option=A"))) int A;
+__attribute__((annotate("knobs:option=B"))) int B;
+__attribute__((annotate("knobs:option=C"))) int C;
+int level;
+enum { P_A, P_B, P_C };
+/* The first field is not a parameter: field 0 stands for the whole object. */
+struct params { const char *name; long a; long b; long c; };
+static void set_param(struct params *p, int key, long v) {
+    switch (key) {
+    case P_A: p->a = v; break;
+    case P_B: p->b = v; break;
+    case P_C: p->c = v; break;
+    }
+}
+static void run(const struct params *p) {
+    WORK_MS(1);
+    if (p->a) WORK_MS(3);
+    if (p->b) WORK_MS(2);
+    if (p->c) WORK_MS(5);
+}
+PARSE
+int main(int argc, char **argv) {
+    parse(argc, argv);
+    struct params p = { argv[0], 0, 0, 0 };
+    set_param(&p, P_A, A);
+    set_param(&p, P_B, B);
+    set_param(&p, P_C, C);
+    run(&p);
+    return 0;
+}
+"#;
+
+/// One setter stores every option into one object, each under a constant selector: its
+/// stores are made per call site, so each field holds its own option.
+#[test]
+fn a_setter_with_a_constant_selector_keeps_the_fields_apart() {
+    compresses_and_models(
+        &SETTER.replace("PARSE", PARSE),
+        &spec("setter", "C", false),
+        &[&["A"], &["B"], &["C"]],
+        2,
+        &binary_configurations(3, &[]),
+        |c| 0.001 + 0.003 * c[0] + 0.002 * c[1] + 0.005 * c[2],
+    );
+}
+
+const ERRORS: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+__attribute__((annotate("knobs:option=A"))) int A;
+__attribute__((annotate("knobs:option=B"))) int B;
+__attribute__((annotate("knobs:option=quiet"))) int C;
+int level;
+static void fail(const char *what) {
+    if (!C)
+        fprintf(stderr, "error: %s\n", what);
+    exit(1);
+}
+static long step(long n) {
+    long s = 0;
+    for (long i = 0; i < n; i++) {
+        __knobs_test_work(1000);
+        s += i;
+    }
+    if (s < 0) fail("overflow");
+    return s;
+}
+PARSE
+int main(int argc, char **argv) {
+    parse(argc, argv);
+    step(1000);
+    if (A && step(3000) < 0) fail("A");
+    if (B) {
+        if (step(2000) < 0) {
+            if (!C) fprintf(stderr, "B failed\n");
+            exit(2);
+        }
+    }
+    return 0;
+}
+"#;
+
+/// An error printer that reads `-q`, reached under every option's decisions, and an error
+/// path in `main`: cold code, set aside (and reported), so `-q` interacts with nothing.
+#[test]
+fn error_paths_are_set_aside() {
+    let analysed = compresses_and_models(
+        &ERRORS.replace("PARSE", PARSE),
+        &spec("errors", "quiet", false),
+        &[&["A"], &["B"]],
+        2,
+        &binary_configurations(3, &[]),
+        |c| 0.001 + 0.003 * c[0] + 0.002 * c[1],
+    );
+    // `if (!quiet)` in `fail` and in `main`'s error path: set aside, not lost.
+    let quiet = space::OptionId(2);
+    let set_aside: Vec<_> = analysed
+        .influence
+        .set_aside
+        .iter()
+        .filter(|d| analysed.influence.sets.get(d.options).contains(quiet))
+        .collect();
+    assert!(set_aside.len() >= 2, "{:?}", analysed.influence.set_aside);
+}
