@@ -118,7 +118,10 @@ pub struct ChangePoint {
 /// The outcome of a search.
 #[derive(Clone, Debug, Serialize)]
 pub struct Detection {
+    /// Commits searched, `first_commit..first_commit + commits` in the backend's numbering,
+    /// in which every commit of a detection is reported.
     pub commits: usize,
+    pub first_commit: usize,
     pub features: Vec<String>,
     pub change_points: Vec<ChangePoint>,
     /// The final cache's associations (the unit of the paper's evaluation).
@@ -173,6 +176,36 @@ impl State<'_> {
             self.sample[at].history.insert(o.commit, o.value);
         }
         Ok(())
+    }
+}
+
+/// The gap between the measured commits around `v` (`a < v ≤ b`).
+fn gap_around(history: &BTreeMap<usize, f64>, v: usize, commits: usize) -> usize {
+    let before = history.range(..v).next_back().map_or(0, |(c, _)| *c);
+    let after = history.range(v..).next().map_or(commits, |(c, _)| *c);
+    after - before
+}
+
+/// Of the configurations measured on both sides of commit `v`, the share whose nearest
+/// measurements around it (`a < v ≤ b`) differ by the threshold: those that show a change
+/// at `v`, as far as their measurements tell.
+fn changed_share(sample: &[SampledConfiguration], v: usize, threshold: Threshold) -> f64 {
+    let mut both_sides = 0usize;
+    let mut changed = 0usize;
+    for s in sample {
+        let before = s.history.range(..v).next_back();
+        let after = s.history.range(v..).next();
+        if let (Some((_, a)), Some((_, b))) = (before, after) {
+            both_sides += 1;
+            if threshold.differs(*a, *b) {
+                changed += 1;
+            }
+        }
+    }
+    if both_sides == 0 {
+        0.0
+    } else {
+        changed as f64 / both_sides as f64
     }
 }
 
@@ -241,24 +274,24 @@ pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detectio
             } else {
                 Vec::new()
             };
-            pooled.extend(s.peaks.iter().copied());
+            pooled.extend(s.peaks.iter().map(|&commit| candidates::Peak {
+                commit,
+                gap: gap_around(&s.history, commit, commits),
+            }));
             likelihoods.push(p);
             thresholds.push(t);
         }
-        let separation = settings
-            .kde
-            .separation
-            .unwrap_or((1.0 / settings.commit_share).ceil() as usize);
         let (candidates, bandwidth) =
-            candidates::cluster(&pooled, commits, separation, &settings.kde, &mut rng);
+            candidates::cluster(&pooled, commits, &settings.kde, &mut rng);
         // Associations per candidate commit.
         let rows: Vec<Vec<f64>> = state.sample.iter().map(|s| s.row.clone()).collect();
         let mut candidate_solution = Vec::new();
         models.clear();
         for &v in &candidates {
             let y: Vec<f64> = likelihoods.iter().map(|p| p[v]).collect();
+            let changed = changed_share(&state.sample, v, settings.threshold);
             let (found, model) =
-                association::associate(v, &rows, &y, &settings.association, &mut rng);
+                association::associate(v, &rows, &y, changed, &settings.association, &mut rng);
             candidate_solution.extend(found);
             models.push(model);
         }
@@ -372,8 +405,9 @@ pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detectio
     }
     let associations: Vec<Association> = cache.associations().map(|(a, _)| a.clone()).collect();
     let change_points = summarise(&cache, &mut state, &features, settings)?;
-    Ok(Detection {
+    let detection = Detection {
         commits,
+        first_commit: 0,
         features: features.names().to_vec(),
         change_points,
         associations,
@@ -384,7 +418,40 @@ pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detectio
         sample: state.sample,
         models,
         seconds: started.elapsed().as_secs_f64(),
-    })
+    };
+    Ok(detection.shifted(state.backend.first_commit()))
+}
+
+impl Detection {
+    /// The detection with commits numbered from `first` (the search numbers them from 0).
+    fn shifted(mut self, first: usize) -> Detection {
+        self.first_commit = first;
+        if first == 0 {
+            return self;
+        }
+        for c in &mut self.change_points {
+            c.commit += first;
+            c.before_commit += first;
+            c.after_commit += first;
+        }
+        for a in &mut self.associations {
+            a.commit += first;
+        }
+        for i in &mut self.iterations {
+            i.candidates.iter_mut().for_each(|c| *c += first);
+            i.candidate_solution
+                .iter_mut()
+                .for_each(|a| a.commit += first);
+        }
+        for s in &mut self.sample {
+            s.history = s.history.iter().map(|(c, v)| (c + first, *v)).collect();
+            s.peaks.iter_mut().for_each(|c| *c += first);
+        }
+        for m in &mut self.models {
+            m.commit += first;
+        }
+        self
+    }
 }
 
 /// The cache's associations grouped by commit, with the size and direction of each change.

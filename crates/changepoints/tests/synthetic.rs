@@ -104,3 +104,68 @@ fn a_recorded_history_replays_to_the_same_change_points() {
     // Only recorded configurations were measured, each once.
     assert!(d.configurations <= 64);
 }
+
+/// A recorded history in the reference's published format, measured from commit 200 on:
+/// every configuration slows down at 300, those with `o1` twice as much again at 306 (six
+/// commits later), and one configuration has a single noisy measurement at 400. The search
+/// covers only the recorded commits, reports them in the file's numbering, keeps the two
+/// close changes apart, and does not read one configuration's noise as a change of all.
+#[test]
+fn a_recorded_range_with_close_changes_and_noise() {
+    let mut csv = String::from(",o0,o1,o2,o3,commit,perf,config_id\n");
+    let mut row = 0;
+    for bits in 0..16u32 {
+        let o: Vec<u32> = (0..4).map(|b| bits >> b & 1).collect();
+        for commit in 0..500usize {
+            let mut perf = 10.0 + 2.0 * f64::from(o[0]) + 3.0 * f64::from(o[2]);
+            if commit >= 300 {
+                perf *= 1.3;
+            }
+            if commit >= 306 && o[1] == 1 {
+                perf *= 2.0;
+            }
+            if commit == 400 && bits == 5 {
+                perf *= 1.4;
+            }
+            let cell = if commit < 200 {
+                String::new()
+            } else {
+                perf.to_string()
+            };
+            let cells: Vec<String> = o.iter().map(u32::to_string).collect();
+            csv.push_str(&format!(
+                "{row},{},{commit},{cell},{bits}\n",
+                cells.join(",")
+            ));
+            row += 1;
+        }
+    }
+    let mut recorded = changepoints::RecordedHistory::parse(&csv, "history.csv").unwrap();
+    let settings = Settings {
+        initial_configurations: 8,
+        ..Settings::default()
+    };
+    let d = detect(&mut recorded, &settings).unwrap();
+    let found: Vec<(usize, bool, Vec<String>)> = d
+        .change_points
+        .iter()
+        .map(|c| (c.commit, c.all_configurations, c.options.clone()))
+        .collect();
+    assert_eq!((d.first_commit, d.commits), (200, 300));
+    assert!(d.sample.iter().all(|s| s.history.keys().all(|c| *c >= 200)));
+    let near = |at: usize| {
+        found
+            .iter()
+            .filter(|c| c.0.abs_diff(at) <= 2)
+            .collect::<Vec<_>>()
+    };
+    assert!(near(300).iter().any(|c| c.1), "{found:?}");
+    assert!(
+        near(306).iter().any(|c| c.2 == ["o1"]),
+        "the change of o1 six commits after: {found:?}"
+    );
+    assert!(
+        !found.iter().any(|c| c.0.abs_diff(400) <= 5 && c.1),
+        "one configuration's noise read as a change of all: {found:?}"
+    );
+}

@@ -456,9 +456,14 @@ fn write_plot(detection: &Detection, path: Option<&std::path::Path>) -> Result<(
 pub fn render(d: &Detection) -> String {
     use std::fmt::Write;
     let mut out = String::new();
+    let range = if d.first_commit > 0 {
+        format!(" ({}–{})", d.first_commit, d.first_commit + d.commits - 1)
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
-        "{} change point(s) in {} commits; {} measurements of {} configurations, {} iterations ({}), {:.1} s",
+        "{} change point(s) in {} commits{range}; {} measurements of {} configurations, {} iterations ({}), {:.1} s",
         d.change_points.len(),
         d.commits,
         d.measurements,
