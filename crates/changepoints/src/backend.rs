@@ -49,6 +49,12 @@ pub trait Backend {
         (!used.contains(wanted)).then(|| wanted.clone())
     }
 
+    /// The only configurations this backend can measure, when it has a fixed set (a recorded
+    /// history); `None`: any valid configuration.
+    fn measurable(&self) -> Option<&[Configuration]> {
+        None
+    }
+
     /// The performance of `config` at each of `commits` (distinct, in range).
     fn measure(
         &mut self,
@@ -253,6 +259,10 @@ impl Backend for RecordedHistory {
 
     fn first_commit(&self) -> usize {
         self.first
+    }
+
+    fn measurable(&self) -> Option<&[Configuration]> {
+        Some(&self.order)
     }
 
     fn commit_info(&self, commit: usize) -> CommitInfo {

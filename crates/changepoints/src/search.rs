@@ -103,6 +103,11 @@ pub struct ChangePoint {
     pub info: CommitInfo,
     /// Feature names; empty with `all_configurations`.
     pub options: Vec<String>,
+    /// The options read as the paper reads them: each inner list holds alternatives (no
+    /// measurable configuration selects two of them, so they are separate changes of one
+    /// commit), and the lists together are an interaction (configurations that select one
+    /// of each). `[["lzma", "none"]]` is "lzma or none", not `lzma & none`.
+    pub option_groups: Vec<Vec<String>>,
     pub all_configurations: bool,
     /// The cache weights of its associations (confidence).
     pub weight: f64,
@@ -177,6 +182,42 @@ impl State<'_> {
         }
         Ok(())
     }
+}
+
+/// `feats` partitioned into alternatives: two features are in one group when no measurable
+/// configuration selects both (joined transitively), in the order of their first feature.
+fn option_groups(
+    feats: &[usize],
+    features: &Features,
+    valid: &ValidConfigurations,
+    measurable: Option<&[Configuration]>,
+) -> Vec<Vec<usize>> {
+    let space = valid.space();
+    let exclusive = |a: usize, b: usize| match measurable {
+        Some(configs) => !configs.iter().any(|c| {
+            let row = features.row(space, c);
+            row[a] == 1.0 && row[b] == 1.0
+        }),
+        None => valid
+            .bdd()
+            .and(&valid.literal(features.literal(a)))
+            .and(&valid.literal(features.literal(b)))
+            .is_false(),
+    };
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for &f in feats {
+        let joined: Vec<usize> = (0..groups.len())
+            .filter(|g| groups[*g].iter().any(|o| exclusive(*o, f)))
+            .collect();
+        let mut group = vec![f];
+        for g in joined.into_iter().rev() {
+            group.extend(groups.remove(g));
+        }
+        group.sort_unstable();
+        groups.push(group);
+    }
+    groups.sort();
+    groups
 }
 
 /// The gap between the measured commits around `v` (`a < v ≤ b`).
@@ -404,7 +445,7 @@ pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detectio
         }
     }
     let associations: Vec<Association> = cache.associations().map(|(a, _)| a.clone()).collect();
-    let change_points = summarise(&cache, &mut state, &features, settings)?;
+    let change_points = summarise(&cache, &mut state, &features, &valid, settings)?;
     let detection = Detection {
         commits,
         first_commit: 0,
@@ -459,6 +500,7 @@ fn summarise(
     cache: &SolutionCache,
     state: &mut State,
     features: &Features,
+    valid: &ValidConfigurations,
     settings: &Settings,
 ) -> Result<Vec<ChangePoint>, Error> {
     let mut by_commit: BTreeMap<usize, (Vec<usize>, bool, f64)> = BTreeMap::new();
@@ -480,9 +522,14 @@ fn summarise(
         // associated options, measured just outside the commit's tolerance window.
         let before_commit = commit.saturating_sub(window + 1);
         let after_commit = (commit + window).min(commits - 1);
-        // Configurations with the associated options (any, for a change of all of them).
+        // Configurations with the associated options, one of each group of alternatives
+        // (any, for a change of all of them).
+        let groups = option_groups(&feats, features, valid, state.backend.measurable());
         let matching: Vec<usize> = (0..state.sample.len())
-            .filter(|at| feats.iter().all(|f| state.sample[*at].row[*f] == 1.0))
+            .filter(|at| {
+                let row = &state.sample[*at].row;
+                groups.iter().all(|g| g.iter().any(|f| row[*f] == 1.0))
+            })
             .take(3)
             .collect();
         let mut changes = Vec::new();
@@ -504,6 +551,10 @@ fn summarise(
                 .iter()
                 .map(|f| features.name(*f).to_string())
                 .collect(),
+            option_groups: groups
+                .into_iter()
+                .map(|g| g.iter().map(|f| features.name(*f).to_string()).collect())
+                .collect(),
             all_configurations: all,
             weight,
             relative_change,
@@ -513,4 +564,45 @@ fn summarise(
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use space::{ConfigSpace, GroupKind};
+
+    #[test]
+    fn alternatives_are_grouped_and_other_options_interact() {
+        let mut space = ConfigSpace::new("s");
+        let backend = space.add_binary("backend", None, true).unwrap();
+        let members: Vec<_> = ["lzma", "lzo", "none"]
+            .iter()
+            .map(|n| space.add_binary(n, Some(backend), false).unwrap())
+            .collect();
+        space
+            .add_group(GroupKind::Alternative, Some(backend), members)
+            .unwrap();
+        space.add_binary("threads", None, false).unwrap();
+        let valid = ValidConfigurations::new(&space).unwrap();
+        let features = Features::new(&space);
+        let id = |n: &str| features.names().iter().position(|f| f == n).unwrap();
+        let (lzma, none, threads) = (id("lzma"), id("none"), id("threads"));
+        assert_eq!(
+            option_groups(&[lzma, none, threads], &features, &valid, None),
+            vec![vec![lzma, none], vec![threads]]
+        );
+        // A fixed set of configurations decides: here `lzma` and `threads` never meet.
+        let only = [
+            space.parse_configuration("backend,lzma").unwrap(),
+            space.parse_configuration("backend,none,threads").unwrap(),
+        ];
+        assert_eq!(
+            option_groups(&[lzma, threads], &features, &valid, Some(&only)),
+            vec![vec![lzma, threads]]
+        );
+        assert_eq!(
+            option_groups(&[none, threads], &features, &valid, Some(&only)),
+            vec![vec![none], vec![threads]]
+        );
+    }
 }

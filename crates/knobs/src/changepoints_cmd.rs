@@ -473,14 +473,11 @@ pub fn render(d: &Detection) -> String {
         d.seconds
     );
     for c in &d.change_points {
-        let what = if c.all_configurations {
-            let mut w = "all configurations".to_string();
-            if !c.options.is_empty() {
-                w.push_str(&format!(" and {}", c.options.join(" & ")));
-            }
-            w
-        } else {
-            c.options.join(" & ")
+        let options = options_text(&c.option_groups);
+        let what = match (c.all_configurations, options.is_empty()) {
+            (true, true) => "all configurations".to_string(),
+            (true, false) => format!("all configurations and {options}"),
+            (false, _) => options,
         };
         let change = match c.relative_change {
             Some(r) => format!(
@@ -506,6 +503,23 @@ pub fn render(d: &Detection) -> String {
         }
     }
     out
+}
+
+/// Option groups as text: alternatives joined by "or", interacting groups by "&"
+/// (parenthesised when both occur).
+fn options_text(groups: &[Vec<String>]) -> String {
+    let parts: Vec<String> = groups
+        .iter()
+        .map(|g| {
+            let alternatives = g.join(" or ");
+            if g.len() > 1 && groups.len() > 1 {
+                format!("({alternatives})")
+            } else {
+                alternatives
+            }
+        })
+        .collect();
+    parts.join(" & ")
 }
 
 fn grid(args: GridArgs) -> Result<Outcome> {
