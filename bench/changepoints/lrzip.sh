@@ -53,7 +53,8 @@ for seed in range(1, int(seeds) + 1):
         if m:
             used.add(m[0]); found[t] = m[0]
     def what(c):
-        opts = c.get("options_text") or " & ".join(c["options"])
+        groups = c["option_groups"]  # alternatives within, an interaction across
+        opts = " & ".join(("(%s)" if len(g) > 1 and len(groups) > 1 else "%s") % " or ".join(g) for g in groups)
         return ("all configurations" + (f" and {opts}" if opts else "")) if c["all_configurations"] else opts
     rows.append({"seed": seed, "found": found, "false": [c["commit"] for c in cps if c["commit"] not in used],
                  "change_points": [{"commit": c["commit"], "what": what(c), "weight": c["weight"]} for c in cps],
