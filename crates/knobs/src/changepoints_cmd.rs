@@ -162,6 +162,9 @@ pub struct DetectArgs {
     /// The results store (default: knobs.db beside the spec).
     #[arg(long)]
     store: Option<PathBuf>,
+    /// Recorded runs per configuration and commit (overrides the spec's [measure]).
+    #[arg(long)]
+    repetitions: Option<u32>,
     #[command(flatten)]
     search: SearchArgs,
     #[command(flatten)]
@@ -295,7 +298,14 @@ fn score(args: ScoreArgs) -> Result<Outcome> {
 }
 
 fn detect_in_history(args: DetectArgs) -> Result<Outcome> {
-    let spec = measure::SystemSpec::load(&args.spec)?;
+    let mut spec = measure::SystemSpec::load(&args.spec)?;
+    if let Some(r) = args.repetitions {
+        if r == 0 {
+            bail!("--repetitions must be at least 1");
+        }
+        spec.measure.repetitions = r;
+        spec.measure.max_repetitions = spec.measure.max_repetitions.max(r);
+    }
     let workload = spec.workload(args.workload.as_deref())?;
     if spec.prepare_workload(workload)? {
         eprintln!("prepared workload `{}`", workload.name);

@@ -172,3 +172,38 @@ fn detect_finds_the_commit_and_option_that_changed_performance() {
     }
     panic!("three attempts missed the change: {failures:#?}");
 }
+
+/// `--repetitions` overrides the spec's three runs per configuration and commit; 0 is an
+/// error.
+#[test]
+fn detect_takes_the_repetitions_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = fixture(dir.path());
+    let out = Command::cargo_bin("knobs")
+        .unwrap()
+        .args(ARGS)
+        .arg(&spec)
+        .args(["--repetitions", "1", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = json["effort"]["runs"].as_u64().unwrap();
+    let measurements = json["measurements"].as_u64().unwrap();
+    assert!(
+        runs > 0 && runs <= measurements,
+        "{runs} runs for {measurements} measurements"
+    );
+    let out = Command::cargo_bin("knobs")
+        .unwrap()
+        .args(ARGS)
+        .arg(&spec)
+        .args(["--repetitions", "0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.trim().lines().count() == 1,
+        "{err}"
+    );
+}
