@@ -207,3 +207,56 @@ fn detect_takes_the_repetitions_from_the_command_line() {
         "{err}"
     );
 }
+
+/// `knobs learn --commit` learns from the runs a detection measured at one commit of the
+/// history; without it a history store has no runs to learn from, and a prefix that is no
+/// measured commit is an error.
+#[test]
+fn learn_selects_a_commit_of_the_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = fixture(dir.path());
+    let out = detect(&spec, true);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The last commit is measured in every configuration of the sample.
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(dir.path().join("prog"))
+        .output()
+        .unwrap();
+    let head = String::from_utf8(head.stdout).unwrap();
+    let store = dir.path().join("knobs.db");
+    let model = dir.path().join("m.json");
+    let learn = |extra: &[&str]| {
+        Command::cargo_bin("knobs")
+            .unwrap()
+            .arg("learn")
+            .arg(&store)
+            .args(["--learner", "stepwise", "-o"])
+            .arg(&model)
+            .args(extra)
+            .arg("--json")
+            .output()
+            .unwrap()
+    };
+    let out = learn(&["--commit", &head[..10]]);
+    assert!(out.status.success(), "{out:?}");
+    let learned: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        learned["configurations"].as_u64().unwrap() >= 4,
+        "{learned} ({} configurations sampled)",
+        json["configurations"]
+    );
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&model).unwrap()).unwrap();
+    // After the change, `heavy` is what matters.
+    assert!(
+        common::term_labels(&file).iter().any(|t| t == "heavy"),
+        "{file}"
+    );
+    let out = learn(&["--commit", "ffffffffff"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("no measurements at a commit"),
+        "{err}"
+    );
+}
