@@ -37,7 +37,7 @@ for seed in $(seq 1 "$seeds"); do
 done
 day=$(date -u +%F)
 suffix=""
-if [ ${#flags[@]} -gt 0 ]; then suffix="-$(echo "${flags[*]}" | tr -c 'a-zA-Z0-9.' '-' | sed 's/-*$//')"; fi
+if [ ${#flags[@]} -gt 0 ]; then suffix="-$(echo "${flags[*]}" | tr -c 'a-zA-Z0-9.' '-' | tr -s '-' | sed 's/^-//; s/-$//')"; fi
 out="$here/docs/results/changepoints-lrzip-replay-$day-$commit$suffix"
 python3 - "$work" "$out" "$commit" "$day" "$seeds" "bench/changepoints/lrzip.sh REF_REPO $seeds${flags:+ -- ${flags[*]}}" <<'PY'
 import json, os, platform, statistics, sys
