@@ -11,7 +11,9 @@
 # measurements per iteration; 1,000 commits, p_interaction 0.7, 2 initial configurations per
 # option), seeds 1..SEEDS (3); OPTIONS ("8 16") runs part of them (two halves can run side
 # by side). REF_DIR and the venv as for compare.sh (its header). Results
-# land in docs/results/changepoints-equal-cost-DATE-COMMIT.{md,json}.
+# land in docs/results/changepoints-equal-cost-DATE-COMMIT.{md,json}. CP_REFERENCE_RESULTS=DIR
+# takes the reference's results (NAME.json, NAME.ref.json, NAME.reftime) from an earlier
+# run's work directory instead of running it again (CP_KEEP=DIR keeps a run's directory).
 set -euo pipefail
 ref=${1:?usage: equal_cost.sh REF_DIR [SEEDS] [OPTIONS]}
 seeds=${2:-3}
@@ -22,7 +24,7 @@ commit=$(git -C "$here" rev-parse --short HEAD)
 if [ -n "$(git -C "$here" status --porcelain -- crates)" ]; then commit="$commit+dirty"; fi
 cargo build --release -q -p knobs --manifest-path "$here/Cargo.toml"
 knobs="$here/target/release/knobs"
-work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+work=$(mktemp -d); trap 'if [ -n "${CP_KEEP:-}" ]; then mkdir -p "$CP_KEEP" && cp "$work"/* "$CP_KEEP"/; fi; rm -rf "$work"' EXIT
 for options in $options_list; do
   for cps in 2 5; do
     for budget in 100 500; do
@@ -34,17 +36,26 @@ for options in $options_list; do
         "$knobs" changepoints synthetic --options "$options" --commits 1000 --change-points "$cps" \
           --p-interaction 0.7 --system-seed "$seed" --write-system "$sys" "${common[@]}" --json \
           > "$work/$name.knobs.json"
-        t0=$(date +%s.%N)
-        if "$py" -W ignore "$here/bench/changepoints/reference_driver.py" "$ref" "$sys" \
-            --seed "$seed" --budget "$budget" --max-iter 30 --initial-configs $((2 * options)) \
-            --commit-rate 0.03 --threshold 0.01 > "$work/$name.ref.json" 2> "$work/$name.ref.err"; then
-          "$knobs" changepoints score "$sys" "$work/$name.ref.json" > "$work/$name.refscore.json"
+        stored=${CP_REFERENCE_RESULTS:-}
+        if [ -n "$stored" ] && [ -f "$stored/$name.ref.json" ]; then
+          # The reference's result on this very system, from an earlier run.
+          cmp -s "$sys" "$stored/$name.json" || { echo "$stored/$name.json is another system" >&2; exit 1; }
+          cp "$stored/$name.ref.json" "$stored/$name.reftime" "$work/"
+          "$knobs" changepoints score "$sys" "$work/$name.ref.json" > "$work/$name.refscore.json" \
+            || echo '{"error": "the reference failed"}' > "$work/$name.refscore.json"
         else
-          echo '{"error": "the reference failed"}' > "$work/$name.refscore.json"
-          echo '{}' > "$work/$name.ref.json"
+          t0=$(date +%s.%N)
+          if "$py" -W ignore "$here/bench/changepoints/reference_driver.py" "$ref" "$sys" \
+              --seed "$seed" --budget "$budget" --max-iter 30 --initial-configs $((2 * options)) \
+              --commit-rate 0.03 --threshold 0.01 > "$work/$name.ref.json" 2> "$work/$name.ref.err"; then
+            "$knobs" changepoints score "$sys" "$work/$name.ref.json" > "$work/$name.refscore.json"
+          else
+            echo '{"error": "the reference failed"}' > "$work/$name.refscore.json"
+            echo '{}' > "$work/$name.ref.json"
+          fi
+          t1=$(date +%s.%N)
+          awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f\n", b - a }' > "$work/$name.reftime"
         fi
-        t1=$(date +%s.%N)
-        awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f\n", b - a }' > "$work/$name.reftime"
         cap=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1])).get("measurements") or 0)' "$work/$name.ref.json")
         if [ "$cap" -gt 0 ]; then
           "$knobs" changepoints synthetic --system "$sys" "${common[@]}" --max-measurements "$cap" --json \

@@ -147,6 +147,8 @@ struct State<'b> {
     sample: Vec<SampledConfiguration>,
     used: HashSet<Configuration>,
     measurements: usize,
+    /// `Settings::max_measurements`: no measurement is made past it.
+    limit: usize,
 }
 
 impl State<'_> {
@@ -164,14 +166,17 @@ impl State<'_> {
         Some(self.sample.len() - 1)
     }
 
+    /// Measures configuration `at` at those of `commits` it has not been measured at, in
+    /// the order asked for as far as the measurement limit allows.
     fn measure(&mut self, at: usize, commits: &[usize]) -> Result<(), Error> {
-        let fresh: Vec<usize> = commits
+        let mut seen = BTreeSet::new();
+        let mut fresh: Vec<usize> = commits
             .iter()
             .copied()
-            .collect::<BTreeSet<usize>>()
-            .into_iter()
-            .filter(|c| !self.sample[at].history.contains_key(c))
+            .filter(|c| !self.sample[at].history.contains_key(c) && seen.insert(*c))
+            .take(self.limit.saturating_sub(self.measurements))
             .collect();
+        fresh.sort_unstable();
         if fresh.is_empty() {
             return Ok(());
         }
@@ -284,6 +289,7 @@ pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detectio
         sample: Vec::new(),
         used: HashSet::new(),
         measurements: 0,
+        limit: settings.max_measurements,
     };
     let initial = space::sample(
         &valid,

@@ -202,3 +202,34 @@ fn one_configurations_noise_is_not_a_change_of_all() {
         "noise read as a change of all: {found:?}"
     );
 }
+
+/// `max_measurements` is a hard limit, the sizes of the change points included, so a
+/// comparison at equal cost holds the search to no more than the other tool used.
+#[test]
+fn the_measurement_limit_is_never_passed() {
+    let point = GridPoint {
+        options: 8,
+        commits: 1000,
+        change_points: 2,
+        p_interaction: 0.7,
+        initial_per_option: 2,
+        measurements: 500,
+    };
+    for limit in [150, 998, 1349] {
+        let system = evaluation::grid_system(&point, 2, 0.0).unwrap();
+        let mut backend = SyntheticBackend::new(system, 2);
+        let mut settings = evaluation::grid_settings(
+            &point,
+            &Settings {
+                threshold: Threshold::Relative(0.01),
+                ..Settings::default()
+            },
+            2,
+        );
+        settings.max_measurements = limit;
+        let d = detect(&mut backend, &settings).unwrap();
+        assert!(d.measurements <= limit, "{} > {limit}", d.measurements);
+        let measured: usize = d.sample.iter().map(|s| s.history.len()).sum();
+        assert_eq!(measured, d.measurements);
+    }
+}
