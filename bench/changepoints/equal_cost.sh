@@ -13,7 +13,8 @@
 # by side). REF_DIR and the venv as for compare.sh (its header). Results
 # land in docs/results/changepoints-equal-cost-DATE-COMMIT.{md,json}. CP_REFERENCE_RESULTS=DIR
 # takes the reference's results (NAME.json, NAME.ref.json, NAME.reftime) from an earlier
-# run's work directory instead of running it again (CP_KEEP=DIR keeps a run's directory).
+# run's work directory instead of running it again, and leaves out the systems it has none
+# for (CP_KEEP=DIR keeps a run's directory).
 set -euo pipefail
 ref=${1:?usage: equal_cost.sh REF_DIR [SEEDS] [OPTIONS]}
 seeds=${2:-3}
@@ -37,7 +38,12 @@ for options in $options_list; do
           --p-interaction 0.7 --system-seed "$seed" --write-system "$sys" "${common[@]}" --json \
           > "$work/$name.knobs.json"
         stored=${CP_REFERENCE_RESULTS:-}
-        if [ -n "$stored" ] && [ -f "$stored/$name.ref.json" ]; then
+        if [ -n "$stored" ] && [ ! -f "$stored/$name.ref.json" ]; then
+          echo "$name: no stored result of the reference, left out" >&2
+          rm "$sys" "$work/$name.knobs.json"
+          continue
+        fi
+        if [ -n "$stored" ]; then
           # The reference's result on this very system, from an earlier run.
           cmp -s "$sys" "$stored/$name.json" || { echo "$stored/$name.json is another system" >&2; exit 1; }
           cp "$stored/$name.ref.json" "$stored/$name.reftime" "$work/"
