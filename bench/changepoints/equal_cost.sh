@@ -38,7 +38,7 @@ for options in $options_list; do
           --p-interaction 0.7 --system-seed "$seed" --write-system "$sys" "${common[@]}" --json \
           > "$work/$name.knobs.json"
         stored=${CP_REFERENCE_RESULTS:-}
-        if [ -n "$stored" ] && [ ! -f "$stored/$name.ref.json" ]; then
+        if [ -n "$stored" ] && ! { [ -f "$stored/$name.ref.json" ] && [ -f "$stored/$name.reftime" ]; }; then
           echo "$name: no stored result of the reference, left out" >&2
           rm "$sys" "$work/$name.knobs.json"
           continue
