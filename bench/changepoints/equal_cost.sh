@@ -5,20 +5,23 @@
 # (`--max-measurements`). All three are scored by `knobs changepoints score` (5-commit
 # tolerance, an association is a commit and an option).
 #
-#   CP_PYTHON=/path/to/venv/bin/python bench/changepoints/equal_cost.sh REF_DIR [SEEDS] [OPTIONS]
+#   CP_PYTHON=/path/to/venv/bin/python bench/changepoints/equal_cost.sh REF_DIR [SEEDS] [OPTIONS] [CPS] [BUDGETS]
 #
 # Settings: 8 of Table 1 (8 and 16 options x 2 and 5 change points x 100 and 500
 # measurements per iteration; 1,000 commits, p_interaction 0.7, 2 initial configurations per
-# option), seeds 1..SEEDS (3); OPTIONS ("8 16") runs part of them (two halves can run side
-# by side). REF_DIR and the venv as for compare.sh (its header). Results
+# option), seeds 1..SEEDS (3); OPTIONS ("8 16"), CPS ("2 5") and BUDGETS ("100 500") run a
+# part of them (parts can run side by side, CP_KEEP each, and one run over all with
+# CP_REFERENCE_RESULTS gathers them). REF_DIR and the venv as for compare.sh (its header). Results
 # land in docs/results/changepoints-equal-cost-DATE-COMMIT.{md,json}. CP_REFERENCE_RESULTS=DIR
 # takes the reference's results (NAME.json, NAME.ref.json, NAME.reftime) from an earlier
 # run's work directory instead of running it again, and leaves out the systems it has none
 # for (CP_KEEP=DIR keeps a run's directory).
 set -euo pipefail
-ref=${1:?usage: equal_cost.sh REF_DIR [SEEDS] [OPTIONS]}
+ref=${1:?usage: equal_cost.sh REF_DIR [SEEDS] [OPTIONS] [CPS] [BUDGETS]}
 seeds=${2:-3}
 options_list=${3:-8 16}
+cps_list=${4:-2 5}
+budget_list=${5:-100 500}
 here=$(cd "$(dirname "$0")/../.." && pwd)
 py=${CP_PYTHON:-python3}
 commit=$(git -C "$here" rev-parse --short HEAD)
@@ -27,8 +30,8 @@ cargo build --release -q -p knobs --manifest-path "$here/Cargo.toml"
 knobs="$here/target/release/knobs"
 work=$(mktemp -d); trap 'if [ -n "${CP_KEEP:-}" ]; then mkdir -p "$CP_KEEP" && cp "$work"/* "$CP_KEEP"/; fi; rm -rf "$work"' EXIT
 for options in $options_list; do
-  for cps in 2 5; do
-    for budget in 100 500; do
+  for cps in $cps_list; do
+    for budget in $budget_list; do
       for seed in $(seq 1 "$seeds"); do
         name="o$options-c1000-cp$cps-p0.7-n2-m$budget-s$seed"
         sys="$work/$name.json"
@@ -75,5 +78,8 @@ for options in $options_list; do
   done
 done
 day=$(date -u +%F)
-out="$here/docs/results/changepoints-equal-cost-$day-$commit-o${options_list// /-o}"
-python3 "$here/bench/changepoints/equal_cost_summary.py" "$work" "$out" "$commit" "$day" "bench/changepoints/equal_cost.sh REF_DIR $seeds '$options_list'"
+out="$here/docs/results/changepoints-equal-cost-$day-$commit"
+if [ "$options_list$cps_list$budget_list" != "8 162 5100 500" ]; then
+  out="$out-o${options_list// /-o}-cp${cps_list// /-cp}-m${budget_list// /-m}"
+fi
+python3 "$here/bench/changepoints/equal_cost_summary.py" "$work" "$out" "$commit" "$day" "bench/changepoints/equal_cost.sh REF_DIR $seeds '$options_list' '$cps_list' '$budget_list'"
