@@ -43,6 +43,13 @@ pub struct AssociationSettings {
     /// The intercept passing the threshold marks a change of every configuration (the
     /// paper); the reference implementation never reports one.
     pub intercept_rule: bool,
+    /// The intercept stands for every configuration only when at least this share of the
+    /// sampled configurations shows a change at the commit (their nearest measurements
+    /// before and after it differ by the threshold). The intercept is the mean likelihood
+    /// the options do not explain, so one configuration's peak that no option explains (a
+    /// noisy measurement, a change of an interaction sampled once) passes eq. 7 as the
+    /// intercept alone.
+    pub all_share: f64,
     /// Read the shares from a least-squares refit on the features the LASSO kept (a
     /// relaxed LASSO). Shrinkage moves a change of some configurations into the intercept,
     /// which the intercept rule would then read as a change of all; the refit gives the
@@ -59,6 +66,7 @@ impl Default for AssociationSettings {
             lambdas: 100,
             positive: true,
             intercept_rule: true,
+            all_share: 0.5,
             refit: false,
         }
     }
@@ -74,14 +82,18 @@ pub struct CandidateModel {
     /// Eq. 7's threshold on the shares of the coefficients (and the intercept).
     pub threshold: f64,
     pub lambda: f64,
+    /// Share of the configurations that show a change at the commit.
+    pub changed: f64,
 }
 
 /// The associations of one candidate commit. `rows` are the configurations' features,
-/// `y` their likelihood at the commit.
+/// `y` their likelihood at the commit, `changed` the share of configurations that show a
+/// change there.
 pub fn associate(
     commit: usize,
     rows: &[Vec<f64>],
     y: &[f64],
+    changed: f64,
     settings: &AssociationSettings,
     rng: &mut ChaCha8Rng,
 ) -> (Vec<Association>, CandidateModel) {
@@ -126,6 +138,9 @@ pub fn associate(
         for (f, share) in shares.iter().enumerate() {
             if *share > threshold {
                 let affects = if f == n {
+                    if changed < settings.all_share {
+                        continue;
+                    }
                     Affects::All
                 } else {
                     Affects::Feature(f)
@@ -140,6 +155,7 @@ pub fn associate(
         coefficients,
         threshold,
         lambda,
+        changed,
     };
     (out, model)
 }
@@ -206,7 +222,8 @@ mod tests {
             y.push(if row[2] == 1.0 { 0.05 } else { 0.0 } + 0.001 * f64::from(i % 3));
             rows.push(row);
         }
-        let (found, model) = associate(7, &rows, &y, &AssociationSettings::default(), &mut rng);
+        let (found, model) =
+            associate(7, &rows, &y, 0.5, &AssociationSettings::default(), &mut rng);
         assert_eq!(
             found,
             vec![Association {
@@ -224,7 +241,7 @@ mod tests {
             .map(|i| (0..4).map(|b| f64::from((i >> b) & 1)).collect())
             .collect();
         let y: Vec<f64> = (0..16).map(|i| 0.05 + 0.0001 * f64::from(i % 2)).collect();
-        let (found, _) = associate(9, &rows, &y, &AssociationSettings::default(), &mut rng);
+        let (found, _) = associate(9, &rows, &y, 1.0, &AssociationSettings::default(), &mut rng);
         assert_eq!(
             found,
             vec![Association {

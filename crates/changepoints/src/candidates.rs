@@ -23,11 +23,13 @@ pub struct KdeSettings {
     pub bandwidths: Vec<f64>,
     pub folds: usize,
     /// Of two local maxima of the density closer than this many commits, only the higher is
-    /// a candidate (`None`: one sampling interval of a new configuration, `1 / commit
-    /// share`). A configuration measured at a few commits places its peak anywhere in a
-    /// wide range, and the cross-validated bandwidth is narrow where many configurations
-    /// agree exactly, so without it every such stray peak would be a candidate; two changes
-    /// closer than this merge (which the paper notes happens anyway).
+    /// a candidate. `None` (the default): the resolution of the peaks themselves — a
+    /// maximum is dropped when a higher one lies within half the gap between the measured
+    /// commits around its closest peak. A configuration measured at few commits places its
+    /// peak in the middle of a wide gap, so such peaks scatter around a change, and the
+    /// cross-validated bandwidth is narrow where many configurations agree exactly: every
+    /// stray peak would be a candidate. Peaks narrowed down by exploitation (gaps of a commit
+    /// or two) keep changes a few commits apart as candidates of their own.
     pub separation: Option<usize>,
 }
 
@@ -169,27 +171,35 @@ fn bandwidth(points: &[usize], settings: &KdeSettings, rng: &mut ChaCha8Rng) -> 
     best.1
 }
 
+/// A configuration's likelihood peak: its commit and the gap between the measured commits
+/// around it (how precisely the measurements place it).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Peak {
+    pub commit: usize,
+    pub gap: usize,
+}
+
 /// The candidate commits: local maxima over `0..commits` of the density of the pooled
 /// peaks, and the bandwidth used.
 pub fn cluster(
-    pooled: &[usize],
+    pooled: &[Peak],
     commits: usize,
-    separation: usize,
     settings: &KdeSettings,
     rng: &mut ChaCha8Rng,
 ) -> (Vec<usize>, f64) {
     if pooled.is_empty() {
         return (Vec::new(), 0.0);
     }
-    let h = if pooled.len() < 2 {
+    let at: Vec<usize> = pooled.iter().map(|p| p.commit).collect();
+    let h = if at.len() < 2 {
         1.0
     } else {
-        bandwidth(pooled, settings, rng)
+        bandwidth(&at, settings, rng)
     };
-    let points = weighted(pooled);
+    let points = weighted(&at);
     let density = Density {
         points: &points,
-        total: pooled.len() as f64,
+        total: at.len() as f64,
         kernel: settings.kernel,
         h,
     };
@@ -198,12 +208,21 @@ pub fn cluster(
     maxima.sort_by(|a, b| curve[*b].total_cmp(&curve[*a]).then(a.cmp(b)));
     let mut kept: Vec<usize> = Vec::new();
     for m in maxima {
+        let separation = settings.separation.unwrap_or_else(|| resolution(pooled, m));
         if kept.iter().all(|k| k.abs_diff(m) >= separation) {
             kept.push(m);
         }
     }
     kept.sort_unstable();
     (kept, h)
+}
+
+/// Half the gap around the peak closest to `m` (the narrowest of equally close ones).
+fn resolution(pooled: &[Peak], m: usize) -> usize {
+    pooled
+        .iter()
+        .min_by_key(|p| (p.commit.abs_diff(m), p.gap))
+        .map_or(1, |p| p.gap.div_ceil(2).max(1))
 }
 
 #[cfg(test)]
@@ -224,10 +243,33 @@ mod tests {
 
     #[test]
     fn nearby_peaks_cluster_into_one_candidate() {
-        let pooled = [100, 101, 99, 100, 102, 100, 400, 401, 399, 400];
+        let pooled: Vec<Peak> = [100, 101, 99, 100, 102, 100, 400, 401, 399, 400]
+            .into_iter()
+            .map(|commit| Peak { commit, gap: 2 })
+            .collect();
         let mut rng = ChaCha8Rng::seed_from_u64(1);
-        let (candidates, h) = cluster(&pooled, 1000, 1, &KdeSettings::default(), &mut rng);
+        let (candidates, h) = cluster(&pooled, 1000, &KdeSettings::default(), &mut rng);
         assert!(h > 0.0);
         assert_eq!(candidates, vec![100, 400], "bandwidth {h}");
+    }
+
+    #[test]
+    fn imprecise_peaks_near_a_precise_change_are_not_candidates_but_precise_ones_are() {
+        // Precise peaks (gap 1) at 100 and 108; imprecise ones (gap 30) scattered around 100.
+        let mut pooled: Vec<Peak> = [100, 100, 100, 100, 108, 108, 108]
+            .into_iter()
+            .map(|commit| Peak { commit, gap: 1 })
+            .collect();
+        pooled.extend([88, 113].into_iter().map(|commit| Peak { commit, gap: 30 }));
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let (candidates, h) = cluster(&pooled, 300, &KdeSettings::default(), &mut rng);
+        assert_eq!(candidates, vec![100, 108], "bandwidth {h}");
+        // A fixed separation of 10 merges the two changes and keeps the imprecise peaks.
+        let fixed = KdeSettings {
+            separation: Some(10),
+            ..KdeSettings::default()
+        };
+        let (candidates, _) = cluster(&pooled, 300, &fixed, &mut rng);
+        assert_eq!(candidates, vec![88, 100, 113]);
     }
 }

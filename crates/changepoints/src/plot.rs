@@ -29,7 +29,9 @@ pub fn svg(d: &Detection, panels: usize) -> String {
         d.measurements
     );
     let x = |commit: usize| {
-        MARGIN + (WIDTH - 2.0 * MARGIN) * commit as f64 / (d.commits.max(2) - 1) as f64
+        MARGIN
+            + (WIDTH - 2.0 * MARGIN) * commit.saturating_sub(d.first_commit) as f64
+                / (d.commits.max(2) - 1) as f64
     };
     for (row, &i) in order.iter().enumerate() {
         let s = &d.sample[i];

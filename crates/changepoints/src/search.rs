@@ -103,6 +103,11 @@ pub struct ChangePoint {
     pub info: CommitInfo,
     /// Feature names; empty with `all_configurations`.
     pub options: Vec<String>,
+    /// The options read as the paper reads them: each inner list holds alternatives (no
+    /// measurable configuration selects two of them, so they are separate changes of one
+    /// commit), and the lists together are an interaction (configurations that select one
+    /// of each). `[["lzma", "none"]]` is "lzma or none", not `lzma & none`.
+    pub option_groups: Vec<Vec<String>>,
     pub all_configurations: bool,
     /// The cache weights of its associations (confidence).
     pub weight: f64,
@@ -118,7 +123,10 @@ pub struct ChangePoint {
 /// The outcome of a search.
 #[derive(Clone, Debug, Serialize)]
 pub struct Detection {
+    /// Commits searched, `first_commit..first_commit + commits` in the backend's numbering,
+    /// in which every commit of a detection is reported.
     pub commits: usize,
+    pub first_commit: usize,
     pub features: Vec<String>,
     pub change_points: Vec<ChangePoint>,
     /// The final cache's associations (the unit of the paper's evaluation).
@@ -139,6 +147,8 @@ struct State<'b> {
     sample: Vec<SampledConfiguration>,
     used: HashSet<Configuration>,
     measurements: usize,
+    /// `Settings::max_measurements`: no measurement is made past it.
+    limit: usize,
 }
 
 impl State<'_> {
@@ -156,14 +166,17 @@ impl State<'_> {
         Some(self.sample.len() - 1)
     }
 
+    /// Measures configuration `at` at those of `commits` it has not been measured at, in
+    /// the order asked for as far as the measurement limit allows.
     fn measure(&mut self, at: usize, commits: &[usize]) -> Result<(), Error> {
-        let fresh: Vec<usize> = commits
+        let mut seen = BTreeSet::new();
+        let mut fresh: Vec<usize> = commits
             .iter()
             .copied()
-            .collect::<BTreeSet<usize>>()
-            .into_iter()
-            .filter(|c| !self.sample[at].history.contains_key(c))
+            .filter(|c| !self.sample[at].history.contains_key(c) && seen.insert(*c))
+            .take(self.limit.saturating_sub(self.measurements))
             .collect();
+        fresh.sort_unstable();
         if fresh.is_empty() {
             return Ok(());
         }
@@ -173,6 +186,72 @@ impl State<'_> {
             self.sample[at].history.insert(o.commit, o.value);
         }
         Ok(())
+    }
+}
+
+/// `feats` partitioned into alternatives: two features are in one group when no measurable
+/// configuration selects both (joined transitively), in the order of their first feature.
+fn option_groups(
+    feats: &[usize],
+    features: &Features,
+    valid: &ValidConfigurations,
+    measurable: Option<&[Configuration]>,
+) -> Vec<Vec<usize>> {
+    let space = valid.space();
+    let exclusive = |a: usize, b: usize| match measurable {
+        Some(configs) => !configs.iter().any(|c| {
+            let row = features.row(space, c);
+            row[a] == 1.0 && row[b] == 1.0
+        }),
+        None => valid
+            .bdd()
+            .and(&valid.literal(features.literal(a)))
+            .and(&valid.literal(features.literal(b)))
+            .is_false(),
+    };
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for &f in feats {
+        let joined: Vec<usize> = (0..groups.len())
+            .filter(|g| groups[*g].iter().any(|o| exclusive(*o, f)))
+            .collect();
+        let mut group = vec![f];
+        for g in joined.into_iter().rev() {
+            group.extend(groups.remove(g));
+        }
+        group.sort_unstable();
+        groups.push(group);
+    }
+    groups.sort();
+    groups
+}
+
+/// The gap between the measured commits around `v` (`a < v ≤ b`).
+fn gap_around(history: &BTreeMap<usize, f64>, v: usize, commits: usize) -> usize {
+    let before = history.range(..v).next_back().map_or(0, |(c, _)| *c);
+    let after = history.range(v..).next().map_or(commits, |(c, _)| *c);
+    after - before
+}
+
+/// Of the configurations measured on both sides of commit `v`, the share whose nearest
+/// measurements around it (`a < v ≤ b`) differ by the threshold: those that show a change
+/// at `v`, as far as their measurements tell.
+fn changed_share(sample: &[SampledConfiguration], v: usize, threshold: Threshold) -> f64 {
+    let mut both_sides = 0usize;
+    let mut changed = 0usize;
+    for s in sample {
+        let before = s.history.range(..v).next_back();
+        let after = s.history.range(v..).next();
+        if let (Some((_, a)), Some((_, b))) = (before, after) {
+            both_sides += 1;
+            if threshold.differs(*a, *b) {
+                changed += 1;
+            }
+        }
+    }
+    if both_sides == 0 {
+        0.0
+    } else {
+        changed as f64 / both_sides as f64
     }
 }
 
@@ -210,6 +289,7 @@ pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detectio
         sample: Vec::new(),
         used: HashSet::new(),
         measurements: 0,
+        limit: settings.max_measurements,
     };
     let initial = space::sample(
         &valid,
@@ -241,24 +321,24 @@ pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detectio
             } else {
                 Vec::new()
             };
-            pooled.extend(s.peaks.iter().copied());
+            pooled.extend(s.peaks.iter().map(|&commit| candidates::Peak {
+                commit,
+                gap: gap_around(&s.history, commit, commits),
+            }));
             likelihoods.push(p);
             thresholds.push(t);
         }
-        let separation = settings
-            .kde
-            .separation
-            .unwrap_or((1.0 / settings.commit_share).ceil() as usize);
         let (candidates, bandwidth) =
-            candidates::cluster(&pooled, commits, separation, &settings.kde, &mut rng);
+            candidates::cluster(&pooled, commits, &settings.kde, &mut rng);
         // Associations per candidate commit.
         let rows: Vec<Vec<f64>> = state.sample.iter().map(|s| s.row.clone()).collect();
         let mut candidate_solution = Vec::new();
         models.clear();
         for &v in &candidates {
             let y: Vec<f64> = likelihoods.iter().map(|p| p[v]).collect();
+            let changed = changed_share(&state.sample, v, settings.threshold);
             let (found, model) =
-                association::associate(v, &rows, &y, &settings.association, &mut rng);
+                association::associate(v, &rows, &y, changed, &settings.association, &mut rng);
             candidate_solution.extend(found);
             models.push(model);
         }
@@ -371,9 +451,10 @@ pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detectio
         }
     }
     let associations: Vec<Association> = cache.associations().map(|(a, _)| a.clone()).collect();
-    let change_points = summarise(&cache, &mut state, &features, settings)?;
-    Ok(Detection {
+    let change_points = summarise(&cache, &mut state, &features, &valid, settings)?;
+    let detection = Detection {
         commits,
+        first_commit: 0,
         features: features.names().to_vec(),
         change_points,
         associations,
@@ -384,7 +465,40 @@ pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detectio
         sample: state.sample,
         models,
         seconds: started.elapsed().as_secs_f64(),
-    })
+    };
+    Ok(detection.shifted(state.backend.first_commit()))
+}
+
+impl Detection {
+    /// The detection with commits numbered from `first` (the search numbers them from 0).
+    fn shifted(mut self, first: usize) -> Detection {
+        self.first_commit = first;
+        if first == 0 {
+            return self;
+        }
+        for c in &mut self.change_points {
+            c.commit += first;
+            c.before_commit += first;
+            c.after_commit += first;
+        }
+        for a in &mut self.associations {
+            a.commit += first;
+        }
+        for i in &mut self.iterations {
+            i.candidates.iter_mut().for_each(|c| *c += first);
+            i.candidate_solution
+                .iter_mut()
+                .for_each(|a| a.commit += first);
+        }
+        for s in &mut self.sample {
+            s.history = s.history.iter().map(|(c, v)| (c + first, *v)).collect();
+            s.peaks.iter_mut().for_each(|c| *c += first);
+        }
+        for m in &mut self.models {
+            m.commit += first;
+        }
+        self
+    }
 }
 
 /// The cache's associations grouped by commit, with the size and direction of each change.
@@ -392,6 +506,7 @@ fn summarise(
     cache: &SolutionCache,
     state: &mut State,
     features: &Features,
+    valid: &ValidConfigurations,
     settings: &Settings,
 ) -> Result<Vec<ChangePoint>, Error> {
     let mut by_commit: BTreeMap<usize, (Vec<usize>, bool, f64)> = BTreeMap::new();
@@ -413,9 +528,14 @@ fn summarise(
         // associated options, measured just outside the commit's tolerance window.
         let before_commit = commit.saturating_sub(window + 1);
         let after_commit = (commit + window).min(commits - 1);
-        // Configurations with the associated options (any, for a change of all of them).
+        // Configurations with the associated options, one of each group of alternatives
+        // (any, for a change of all of them).
+        let groups = option_groups(&feats, features, valid, state.backend.measurable());
         let matching: Vec<usize> = (0..state.sample.len())
-            .filter(|at| feats.iter().all(|f| state.sample[*at].row[*f] == 1.0))
+            .filter(|at| {
+                let row = &state.sample[*at].row;
+                groups.iter().all(|g| g.iter().any(|f| row[*f] == 1.0))
+            })
             .take(3)
             .collect();
         let mut changes = Vec::new();
@@ -437,6 +557,10 @@ fn summarise(
                 .iter()
                 .map(|f| features.name(*f).to_string())
                 .collect(),
+            option_groups: groups
+                .into_iter()
+                .map(|g| g.iter().map(|f| features.name(*f).to_string()).collect())
+                .collect(),
             all_configurations: all,
             weight,
             relative_change,
@@ -446,4 +570,45 @@ fn summarise(
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use space::{ConfigSpace, GroupKind};
+
+    #[test]
+    fn alternatives_are_grouped_and_other_options_interact() {
+        let mut space = ConfigSpace::new("s");
+        let backend = space.add_binary("backend", None, true).unwrap();
+        let members: Vec<_> = ["lzma", "lzo", "none"]
+            .iter()
+            .map(|n| space.add_binary(n, Some(backend), false).unwrap())
+            .collect();
+        space
+            .add_group(GroupKind::Alternative, Some(backend), members)
+            .unwrap();
+        space.add_binary("threads", None, false).unwrap();
+        let valid = ValidConfigurations::new(&space).unwrap();
+        let features = Features::new(&space);
+        let id = |n: &str| features.names().iter().position(|f| f == n).unwrap();
+        let (lzma, none, threads) = (id("lzma"), id("none"), id("threads"));
+        assert_eq!(
+            option_groups(&[lzma, none, threads], &features, &valid, None),
+            vec![vec![lzma, none], vec![threads]]
+        );
+        // A fixed set of configurations decides: here `lzma` and `threads` never meet.
+        let only = [
+            space.parse_configuration("backend,lzma").unwrap(),
+            space.parse_configuration("backend,none,threads").unwrap(),
+        ];
+        assert_eq!(
+            option_groups(&[lzma, threads], &features, &valid, Some(&only)),
+            vec![vec![lzma, threads]]
+        );
+        assert_eq!(
+            option_groups(&[none, threads], &features, &valid, Some(&only)),
+            vec![vec![none], vec![threads]]
+        );
+    }
 }

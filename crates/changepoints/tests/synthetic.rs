@@ -104,3 +104,132 @@ fn a_recorded_history_replays_to_the_same_change_points() {
     // Only recorded configurations were measured, each once.
     assert!(d.configurations <= 64);
 }
+
+/// A recorded history in the reference's published format, measured from commit 200 on, of
+/// 16 configurations of 4 options: `perf(bits, commit)` for each.
+fn published_csv(perf: impl Fn(&[u32], u32, usize) -> f64) -> String {
+    let mut csv = String::from(",o0,o1,o2,o3,commit,perf,config_id\n");
+    let mut row = 0;
+    for bits in 0..16u32 {
+        let o: Vec<u32> = (0..4).map(|b| bits >> b & 1).collect();
+        for commit in 0..500usize {
+            let cell = if commit < 200 {
+                String::new()
+            } else {
+                perf(&o, bits, commit).to_string()
+            };
+            let cells: Vec<String> = o.iter().map(u32::to_string).collect();
+            csv.push_str(&format!(
+                "{row},{},{commit},{cell},{bits}\n",
+                cells.join(",")
+            ));
+            row += 1;
+        }
+    }
+    csv
+}
+
+/// Every configuration slows down at 300, those with `o1` twice as much again at 306.
+fn two_close_changes(o: &[u32], commit: usize) -> f64 {
+    let mut perf = 10.0 + 2.0 * f64::from(o[0]) + 3.0 * f64::from(o[2]);
+    if commit >= 300 {
+        perf *= 1.3;
+    }
+    if commit >= 306 && o[1] == 1 {
+        perf *= 2.0;
+    }
+    perf
+}
+
+type Found = Vec<(usize, bool, Vec<String>)>;
+
+fn replay(csv: &str, settings: &Settings) -> (changepoints::Detection, Found) {
+    let mut recorded = changepoints::RecordedHistory::parse(csv, "history.csv").unwrap();
+    let d = detect(&mut recorded, settings).unwrap();
+    let found = d
+        .change_points
+        .iter()
+        .map(|c| (c.commit, c.all_configurations, c.options.clone()))
+        .collect();
+    (d, found)
+}
+
+/// The search covers only the recorded commits, reports them in the file's numbering, and
+/// keeps two changes six commits apart as two change points.
+#[test]
+fn a_recorded_range_with_close_changes() {
+    let csv = published_csv(|o, _, commit| two_close_changes(o, commit));
+    let settings = Settings {
+        initial_configurations: 8,
+        ..Settings::default()
+    };
+    let (d, found) = replay(&csv, &settings);
+    assert_eq!((d.first_commit, d.commits), (200, 300));
+    assert!(d.sample.iter().all(|s| s.history.keys().all(|c| *c >= 200)));
+    let near = |at: usize| {
+        found
+            .iter()
+            .filter(|c| c.0.abs_diff(at) <= 2)
+            .collect::<Vec<_>>()
+    };
+    assert!(near(300).iter().any(|c| c.1), "{found:?}");
+    assert!(
+        near(306).iter().any(|c| c.2 == ["o1"]),
+        "the change of o1 six commits after: {found:?}"
+    );
+}
+
+/// Half the configurations have one noisy measurement each (+40 %, each at its own commit
+/// from 340 on): no option explains one, so only the intercept could, and it must not read
+/// as a change of all configurations.
+#[test]
+fn one_configurations_noise_is_not_a_change_of_all() {
+    let csv = published_csv(|o, bits, commit| {
+        let spike = bits % 2 == 0 && commit == 340 + 10 * bits as usize;
+        two_close_changes(o, commit) * if spike { 1.4 } else { 1.0 }
+    });
+    let settings = Settings {
+        initial_configurations: 8,
+        ..Settings::default()
+    };
+    let (_, found) = replay(&csv, &settings);
+    assert!(
+        found.iter().any(|c| c.0.abs_diff(300) <= 2 && c.1),
+        "{found:?}"
+    );
+    assert!(
+        !found.iter().any(|c| c.0 >= 325 && c.1),
+        "noise read as a change of all: {found:?}"
+    );
+}
+
+/// `max_measurements` is a hard limit, the sizes of the change points included, so a
+/// comparison at equal cost holds the search to no more than the other tool used.
+#[test]
+fn the_measurement_limit_is_never_passed() {
+    let point = GridPoint {
+        options: 8,
+        commits: 1000,
+        change_points: 2,
+        p_interaction: 0.7,
+        initial_per_option: 2,
+        measurements: 500,
+    };
+    for limit in [150, 998, 1349] {
+        let system = evaluation::grid_system(&point, 2, 0.0).unwrap();
+        let mut backend = SyntheticBackend::new(system, 2);
+        let mut settings = evaluation::grid_settings(
+            &point,
+            &Settings {
+                threshold: Threshold::Relative(0.01),
+                ..Settings::default()
+            },
+            2,
+        );
+        settings.max_measurements = limit;
+        let d = detect(&mut backend, &settings).unwrap();
+        assert!(d.measurements <= limit, "{} > {limit}", d.measurements);
+        let measured: usize = d.sample.iter().map(|s| s.history.len()).sum();
+        assert_eq!(measured, d.measurements);
+    }
+}

@@ -162,6 +162,9 @@ pub struct DetectArgs {
     /// The results store (default: knobs.db beside the spec).
     #[arg(long)]
     store: Option<PathBuf>,
+    /// Recorded runs per configuration and commit (overrides the spec's [measure]).
+    #[arg(long)]
+    repetitions: Option<u32>,
     #[command(flatten)]
     search: SearchArgs,
     #[command(flatten)]
@@ -295,7 +298,14 @@ fn score(args: ScoreArgs) -> Result<Outcome> {
 }
 
 fn detect_in_history(args: DetectArgs) -> Result<Outcome> {
-    let spec = measure::SystemSpec::load(&args.spec)?;
+    let mut spec = measure::SystemSpec::load(&args.spec)?;
+    if let Some(r) = args.repetitions {
+        if r == 0 {
+            bail!("--repetitions must be at least 1");
+        }
+        spec.measure.repetitions = r;
+        spec.measure.max_repetitions = spec.measure.max_repetitions.max(r);
+    }
     let workload = spec.workload(args.workload.as_deref())?;
     if spec.prepare_workload(workload)? {
         eprintln!("prepared workload `{}`", workload.name);
@@ -456,9 +466,14 @@ fn write_plot(detection: &Detection, path: Option<&std::path::Path>) -> Result<(
 pub fn render(d: &Detection) -> String {
     use std::fmt::Write;
     let mut out = String::new();
+    let range = if d.first_commit > 0 {
+        format!(" ({}–{})", d.first_commit, d.first_commit + d.commits - 1)
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
-        "{} change point(s) in {} commits; {} measurements of {} configurations, {} iterations ({}), {:.1} s",
+        "{} change point(s) in {} commits{range}; {} measurements of {} configurations, {} iterations ({}), {:.1} s",
         d.change_points.len(),
         d.commits,
         d.measurements,
@@ -468,14 +483,11 @@ pub fn render(d: &Detection) -> String {
         d.seconds
     );
     for c in &d.change_points {
-        let what = if c.all_configurations {
-            let mut w = "all configurations".to_string();
-            if !c.options.is_empty() {
-                w.push_str(&format!(" and {}", c.options.join(" & ")));
-            }
-            w
-        } else {
-            c.options.join(" & ")
+        let options = options_text(&c.option_groups);
+        let what = match (c.all_configurations, options.is_empty()) {
+            (true, true) => "all configurations".to_string(),
+            (true, false) => format!("all configurations and {options}"),
+            (false, _) => options,
         };
         let change = match c.relative_change {
             Some(r) => format!(
@@ -501,6 +513,23 @@ pub fn render(d: &Detection) -> String {
         }
     }
     out
+}
+
+/// Option groups as text: alternatives joined by "or", interacting groups by "&"
+/// (parenthesised when both occur).
+fn options_text(groups: &[Vec<String>]) -> String {
+    let parts: Vec<String> = groups
+        .iter()
+        .map(|g| {
+            let alternatives = g.join(" or ");
+            if g.len() > 1 && groups.len() > 1 {
+                format!("({alternatives})")
+            } else {
+                alternatives
+            }
+        })
+        .collect();
+    parts.join(" & ")
 }
 
 fn grid(args: GridArgs) -> Result<Outcome> {

@@ -33,6 +33,11 @@ const EXPERIMENT_SEED_HELP: &str = "Seed for the random choices (samples, cross-
 /// Loads the measured configurations a command learns from or evaluates on. `space` is the
 /// variability model SPL Conqueror measurements need.
 pub fn load_data(path: &Path, space: Option<&Path>) -> Result<Dataset> {
+    load_data_at(path, space, None)
+}
+
+/// As [`load_data`], a store's runs at one `[history]` commit (a prefix of its id).
+fn load_data_at(path: &Path, space: Option<&Path>, commit: Option<&str>) -> Result<Dataset> {
     if crate::measure_cmd::is_store(path) {
         if space.is_some() {
             bail!(
@@ -40,7 +45,13 @@ pub fn load_data(path: &Path, space: Option<&Path>) -> Result<Dataset> {
                 path.display()
             );
         }
-        return crate::measure_cmd::store_dataset(path, None);
+        return crate::measure_cmd::store_dataset(path, None, commit);
+    }
+    if commit.is_some() {
+        bail!(
+            "{}: --commit selects the runs of a results store; this is not one",
+            path.display()
+        );
     }
     let space = space.map(measure::load_space).transpose()?;
     let is_xml = path
@@ -72,6 +83,10 @@ pub struct LearnArgs {
     seed: u64,
     #[arg(long, help = SPACE_OPTION_HELP)]
     space: Option<PathBuf>,
+    /// Learn from the store's runs at this `[history]` commit (a prefix of its id), as
+    /// `knobs measure --commit` measured them.
+    #[arg(long)]
+    commit: Option<String>,
     /// Where to write the model JSON.
     #[arg(long, short = 'o')]
     out: PathBuf,
@@ -177,7 +192,7 @@ pub struct CompareArgs {
 pub fn learn_model(args: LearnArgs) -> Result<Outcome> {
     let learner: Learner = args.learner.parse()?;
     let strategy: Strategy = args.sample.parse()?;
-    let data = load_data(&args.data, args.space.as_deref())?;
+    let data = load_data_at(&args.data, args.space.as_deref(), args.commit.as_deref())?;
     let rows = sample_rows(&data, &strategy, args.seed)?;
     let start = Instant::now();
     let mut file = learn(&data, &rows, &learner, args.seed)?;
@@ -185,6 +200,9 @@ pub fn learn_model(args: LearnArgs) -> Result<Outcome> {
     let p = &mut file.provenance;
     p.insert("dataset".into(), json!(args.data.display().to_string()));
     p.insert("sample".into(), json!(strategy.to_string()));
+    if let Some(commit) = &args.commit {
+        p.insert("commit".into(), json!(commit));
+    }
     file.save(&args.out)?;
     let resolved = file.provenance["resolved"].as_str().unwrap_or("");
     let cv_mre = file.provenance.get("cv_mre").and_then(|v| v.as_f64());

@@ -357,26 +357,9 @@ impl StoreArgs {
 
     /// The selection with --commit resolved to the one stored commit it is a prefix of.
     pub fn selection_in(&self, store: &Store) -> Result<Selection> {
-        let selection = self.selection();
-        let Some(prefix) = &self.commit else {
-            return Ok(selection);
-        };
-        let matching: Vec<String> = store
-            .commits(&selection)?
-            .into_iter()
-            .filter(|c| c.starts_with(prefix.as_str()))
-            .collect();
-        match matching.as_slice() {
-            [one] => Ok(selection.at_commit(one)),
-            [] => bail!(
-                "{}: no measurements at a commit `{prefix}`",
-                store.path().display()
-            ),
-            _ => bail!(
-                "{}: `{prefix}` is the start of {} measured commits; give more of it",
-                store.path().display(),
-                matching.len()
-            ),
+        match &self.commit {
+            Some(prefix) => at_stored_commit(store, self.selection(), prefix),
+            None => Ok(self.selection()),
         }
     }
 
@@ -649,12 +632,42 @@ pub fn is_store(path: &Path) -> bool {
 
 /// The measurements of a results store as a dataset (median of the spec's metric per
 /// configuration), for learners and experiments.
-pub fn store_dataset(path: &Path, workload: Option<&str>) -> Result<space::Dataset> {
+/// `selection` at the one stored commit whose id starts with `prefix`.
+pub fn at_stored_commit(store: &Store, selection: Selection, prefix: &str) -> Result<Selection> {
+    let matching: Vec<String> = store
+        .commits(&selection)?
+        .into_iter()
+        .filter(|c| c.starts_with(prefix))
+        .collect();
+    match matching.as_slice() {
+        [one] => Ok(selection.at_commit(one)),
+        [] => bail!(
+            "{}: no measurements at a commit `{prefix}`",
+            store.path().display()
+        ),
+        _ => bail!(
+            "{}: `{prefix}` is the start of {} measured commits; give more of it",
+            store.path().display(),
+            matching.len()
+        ),
+    }
+}
+
+/// The store's measurements as a dataset: of one workload (default: all), at one
+/// `[history]` commit given by a prefix of its id (default: runs without history).
+pub fn store_dataset(
+    path: &Path,
+    workload: Option<&str>,
+    commit: Option<&str>,
+) -> Result<space::Dataset> {
     let store = Store::open_existing(path)?;
-    let selection = Selection {
+    let mut selection = Selection {
         workload: workload.map(str::to_string),
         ..Default::default()
     };
+    if let Some(prefix) = commit {
+        selection = at_stored_commit(&store, selection, prefix)?;
+    }
     let stored = store.spec(&selection)?;
     let metric = SystemSpec::parse(&stored.text, Path::new(&stored.path))?
         .measure

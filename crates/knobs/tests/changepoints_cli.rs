@@ -172,3 +172,91 @@ fn detect_finds_the_commit_and_option_that_changed_performance() {
     }
     panic!("three attempts missed the change: {failures:#?}");
 }
+
+/// `--repetitions` overrides the spec's three runs per configuration and commit; 0 is an
+/// error.
+#[test]
+fn detect_takes_the_repetitions_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = fixture(dir.path());
+    let out = Command::cargo_bin("knobs")
+        .unwrap()
+        .args(ARGS)
+        .arg(&spec)
+        .args(["--repetitions", "1", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = json["effort"]["runs"].as_u64().unwrap();
+    let measurements = json["measurements"].as_u64().unwrap();
+    assert!(
+        runs > 0 && runs <= measurements,
+        "{runs} runs for {measurements} measurements"
+    );
+    let out = Command::cargo_bin("knobs")
+        .unwrap()
+        .args(ARGS)
+        .arg(&spec)
+        .args(["--repetitions", "0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.trim().lines().count() == 1,
+        "{err}"
+    );
+}
+
+/// `knobs learn --commit` learns from the runs a detection measured at one commit of the
+/// history; without it a history store has no runs to learn from, and a prefix that is no
+/// measured commit is an error.
+#[test]
+fn learn_selects_a_commit_of_the_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = fixture(dir.path());
+    let out = detect(&spec, true);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The last commit is measured in every configuration of the sample.
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(dir.path().join("prog"))
+        .output()
+        .unwrap();
+    let head = String::from_utf8(head.stdout).unwrap();
+    let store = dir.path().join("knobs.db");
+    let model = dir.path().join("m.json");
+    let learn = |extra: &[&str]| {
+        Command::cargo_bin("knobs")
+            .unwrap()
+            .arg("learn")
+            .arg(&store)
+            .args(["--learner", "stepwise", "-o"])
+            .arg(&model)
+            .args(extra)
+            .arg("--json")
+            .output()
+            .unwrap()
+    };
+    let out = learn(&["--commit", &head[..10]]);
+    assert!(out.status.success(), "{out:?}");
+    let learned: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        learned["configurations"].as_u64().unwrap() >= 4,
+        "{learned} ({} configurations sampled)",
+        json["configurations"]
+    );
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&model).unwrap()).unwrap();
+    // After the change, `heavy` is what matters.
+    assert!(
+        common::term_labels(&file).iter().any(|t| t == "heavy"),
+        "{file}"
+    );
+    let out = learn(&["--commit", "ffffffffff"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("no measurements at a commit"),
+        "{err}"
+    );
+}
