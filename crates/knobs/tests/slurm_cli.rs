@@ -5,10 +5,11 @@
 //! The measured program waits for a gate file before it ends, so each test decides when the
 //! runs finish: no test depends on how fast the machine is.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command as StdCommand, Stdio};
-use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
@@ -17,29 +18,6 @@ use measure::{Selection, Store};
 
 fn knobs() -> Command {
     Command::cargo_bin("knobs").unwrap()
-}
-
-/// Starts the local cluster once, and lets one test at a time use it (the tests count jobs
-/// and cancel tasks; their jobs would also wait on each other's on two CPUs).
-fn cluster() -> MutexGuard<'static, ()> {
-    static STARTED: OnceLock<()> = OnceLock::new();
-    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-    let guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    STARTED.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/slurm-local.sh");
-        let out = StdCommand::new("bash")
-            .arg(script)
-            .arg("start")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "slurm-local.sh start: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    });
-    guard
 }
 
 /// Four configurations of `sh`, each run waiting for `gate` to exist; one run each, no
@@ -170,7 +148,7 @@ fn finish(child: Child) -> String {
 
 #[test]
 fn a_task_cancelled_mid_run_leaves_its_configurations_pending_and_they_are_measured_again() {
-    let _cluster = cluster();
+    let _cluster = common::slurm_cluster();
     let dir = tempfile::tempdir().unwrap();
     let gate = dir.path().join("gate");
     let spec = gated_spec(dir.path(), &gate);
@@ -225,7 +203,7 @@ fn a_task_cancelled_mid_run_leaves_its_configurations_pending_and_they_are_measu
 
 #[test]
 fn a_knobs_killed_while_waiting_resumes_its_job_without_submitting_it_again() {
-    let _cluster = cluster();
+    let _cluster = common::slurm_cluster();
     let dir = tempfile::tempdir().unwrap();
     let gate = dir.path().join("gate");
     let spec = gated_spec(dir.path(), &gate);
@@ -311,7 +289,7 @@ fn bad_slurm_settings_are_one_line_errors() {
 
 #[test]
 fn a_refused_submission_is_one_line_and_holds_nothing_back() {
-    let _cluster = cluster();
+    let _cluster = common::slurm_cluster();
     let dir = tempfile::tempdir().unwrap();
     let gate = dir.path().join("gate");
     std::fs::write(&gate, "").unwrap();

@@ -142,6 +142,23 @@ impl std::fmt::Debug for RegionOutput {
 /// Reads a region-times file.
 pub type ReadRegions = dyn Fn(&Path) -> Result<Vec<RegionMeasurement>, String> + Send + Sync;
 
+/// The region times a run wrote to `file`, read with `read`; none for a failed run. A
+/// successful run whose file `read` rejects (or that wrote none: the instrumentation did not
+/// work) becomes a failed run saying why.
+pub(crate) fn read_regions(
+    read: &ReadRegions,
+    result: &mut RunResult,
+    file: &Path,
+) -> Vec<RegionMeasurement> {
+    if !result.outcome.is_ok() {
+        return Vec::new();
+    }
+    read(file).unwrap_or_else(|why| {
+        result.outcome = Outcome::SpawnFailed(format!("no region times: {why}"));
+        Vec::new()
+    })
+}
+
 impl<'a> Campaign<'a> {
     /// A campaign with the spec's settings, of the program as the spec runs it.
     pub fn new(spec: &'a SystemSpec, workload: &'a Workload) -> Self {
@@ -182,8 +199,7 @@ impl<'a> Campaign<'a> {
         .at_commit(&self.commit)
     }
 
-    /// Runs once; with region output, reads the region times the program wrote (a
-    /// successful run that wrote none is a failure: the instrumentation did not work).
+    /// Runs once; with region output, the region times the program wrote ([`read_regions`]).
     fn run_once(
         &self,
         invocation: &Invocation,
@@ -203,17 +219,10 @@ impl<'a> Campaign<'a> {
             .env
             .push((output.env.clone(), file.display().to_string()));
         let mut result = runner::run(&invocation);
-        if !result.outcome.is_ok() {
-            return (result, Vec::new());
-        }
-        match (output.read)(&file) {
-            Ok(regions) => (result, regions),
-            Err(why) => {
-                result.outcome = Outcome::SpawnFailed(format!("no region times: {why}"));
-                (result, Vec::new())
-            }
-        }
+        let regions = read_regions(&*output.read, &mut result, &file);
+        (result, regions)
     }
+
     fn needs_more(&self, values: &[f64]) -> bool {
         let s = &self.settings;
         if values.len() < s.repetitions as usize {
@@ -750,13 +759,6 @@ impl<'a> Campaign<'a> {
 impl Campaign<'_> {
     /// What the Slurm backend does not measure, as an error before anything is submitted.
     fn check_slurm(&self) -> Result<(), Error> {
-        if self.regions.is_some() {
-            return Err(Error::Invalid(
-                "the Slurm backend measures whole runs; the region times of instrumented \
-                 builds are measured with --backend local"
-                    .into(),
-            ));
-        }
         if self.settings.metric == Metric::Instructions {
             return Err(Error::Invalid(
                 "the Slurm backend does not count instructions yet (use --backend local)".into(),
@@ -787,7 +789,7 @@ impl Campaign<'_> {
                 submission.job.as_deref().unwrap_or("not known yet"),
                 dir.display()
             )));
-            let (runs, more) = collect(store, &dir, &submission, on_event)?;
+            let (runs, more) = collect(store, &dir, &submission, self.regions.as_ref(), on_event)?;
             stored += runs;
             notes.extend(more);
             store.release_owner(&submission.owner)?;
@@ -830,6 +832,7 @@ impl Campaign<'_> {
             .iter()
             .map(|share| TaskWork {
                 warmup,
+                regions_env: self.regions.as_ref().map(|r| r.env.clone()),
                 runs: share
                     .iter()
                     .map(|&i| WorkItem::of(&items[i].key.configuration, &items[i].invocation))
@@ -869,7 +872,7 @@ impl Campaign<'_> {
             submission.tasks,
             dir.display()
         )));
-        let (stored, notes) = collect(store, &dir, &submission, on_event)?;
+        let (stored, notes) = collect(store, &dir, &submission, self.regions.as_ref(), on_event)?;
         if stored == 0 && !notes.is_empty() {
             return Err(Error::Invalid(format!(
                 "Slurm job {} measured nothing: {}",
@@ -918,16 +921,19 @@ fn store_path(store: &Store) -> PathBuf {
         .unwrap_or_else(|_| store.path().to_path_buf())
 }
 
-/// Waits for a submission and stores its runs (each one a `Ran` event): how many, and a note
-/// per task that ended without finishing its share.
+/// Waits for a submission and stores its runs (each one a `Ran` event) with the region times
+/// they wrote, read with `regions`: how many, and a note per task that ended without
+/// finishing its share.
 fn collect(
     store: &Store,
     dir: &Path,
     submission: &Submission,
+    regions: Option<&RegionOutput>,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<(u64, Vec<String>), Error> {
     let job = submission.job.as_deref().unwrap_or(&submission.name);
-    let collected = slurm::collect(store, dir, submission, &mut |waiting| match waiting {
+    let read = regions.map(|r| &*r.read);
+    let collected = slurm::collect(store, dir, submission, read, &mut |waiting| match waiting {
         Waiting::Stored(run) => on_event(Event::Ran {
             configuration: &run.configuration,
             result: &run.result,

@@ -20,6 +20,7 @@ use std::process::Command;
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
+use crate::campaign::{ReadRegions, read_regions};
 use crate::runner::{self, RunResult};
 use crate::spec::Invocation;
 use crate::store::{self, MeasurementKey, Selection, Store};
@@ -66,6 +67,11 @@ const POLL: std::time::Duration = std::time::Duration::from_millis(500);
 pub struct TaskWork {
     /// Unstored runs of the whole share before the measured ones (the campaign's first round).
     pub warmup: u32,
+    /// The environment variable naming the file an instrumented program writes its region
+    /// times to (`None`: whole runs only). The task keeps each measured run's file beside
+    /// its result, as it was written; knobs reads it when it stores the run.
+    #[serde(default)]
+    pub regions_env: Option<String>,
     pub runs: Vec<WorkItem>,
 }
 
@@ -204,6 +210,53 @@ fn task_log(dir: &Path, task: u32) -> PathBuf {
     dir.join(format!("task-{task}.log"))
 }
 
+/// The region times run `index` of a share wrote, kept beside its result file.
+fn regions_file(results: &Path, index: usize) -> PathBuf {
+    results.join(format!("{index}.regions"))
+}
+
+/// Where an instrumented program writes its region times during a run: on the node's own
+/// disk, not the shared file system, so the write at the program's exit costs what it
+/// costs locally.
+struct RegionScratch {
+    env: String,
+    file: PathBuf,
+}
+
+impl RegionScratch {
+    fn new(env: &Option<String>, task: u32) -> Option<RegionScratch> {
+        let env = env.clone()?;
+        let file =
+            std::env::temp_dir().join(format!("knobs-regions-{}-{task}", std::process::id()));
+        Some(RegionScratch { env, file })
+    }
+
+    /// The invocation with the variable set, and no file left from an earlier run.
+    fn invocation(&self, mut invocation: Invocation) -> Invocation {
+        let _ = std::fs::remove_file(&self.file);
+        invocation
+            .env
+            .push((self.env.clone(), self.file.display().to_string()));
+        invocation
+    }
+
+    /// Copies what the run wrote (if anything) to `to`, before the run's result file, which
+    /// says the run is whole: a task killed in between leaves no result, and the run is
+    /// made again.
+    fn keep(&self, to: &Path) -> Result<(), Error> {
+        if self.file.exists() {
+            std::fs::copy(&self.file, to).map_err(io(to))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for RegionScratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.file);
+    }
+}
+
 /// Measures task `task` of the round in `dir` (run by `knobs slurm-worker` inside the job):
 /// runs already written (a requeued task) are not made again.
 pub fn work(dir: &Path, task: u32) -> Result<(), Error> {
@@ -213,6 +266,11 @@ pub fn work(dir: &Path, task: u32) -> Result<(), Error> {
     let host = store::host_name();
     let node = std::env::var("SLURMD_NODENAME").unwrap_or_else(|_| host.clone());
     let written = |i: usize| results.join(format!("{i}.json"));
+    let scratch = RegionScratch::new(&work.regions_env, task);
+    let invocation = |item: &WorkItem| match &scratch {
+        Some(scratch) => scratch.invocation(item.invocation()),
+        None => item.invocation(),
+    };
     let mut failed = vec![false; work.runs.len()];
     let remaining: Vec<usize> = (0..work.runs.len())
         .filter(|&i| !written(i).exists())
@@ -224,7 +282,7 @@ pub fn work(dir: &Path, task: u32) -> Result<(), Error> {
                 continue;
             }
             let started = store::now();
-            let result = runner::run(&item.invocation());
+            let result = runner::run(&invocation(item));
             if !result.outcome.is_ok() {
                 failed[i] = true;
                 // Its measured run is not made: the failure stands for it, as in a local
@@ -244,7 +302,12 @@ pub fn work(dir: &Path, task: u32) -> Result<(), Error> {
     for i in remaining.into_iter().filter(|&i| !failed[i]) {
         let item = &work.runs[i];
         let started = store::now();
-        let result = runner::run(&item.invocation());
+        let result = runner::run(&invocation(item));
+        if let Some(scratch) = &scratch {
+            let kept = regions_file(&results, i);
+            let _ = std::fs::remove_file(&kept);
+            scratch.keep(&kept)?;
+        }
         let file = RunFile {
             configuration: item.configuration.clone(),
             warmup: false,
@@ -421,14 +484,15 @@ pub struct Collected {
     pub unfinished_tasks: Vec<(u32, PathBuf)>,
 }
 
-/// Waits for a submission to leave the queue, storing its runs as their files appear and
-/// telling `on` about them and about the queue; then the spool directory is removed, or kept
-/// with its record renamed `finished.json` when a task did not finish (its log is worth
-/// reading).
+/// Waits for a submission to leave the queue, storing its runs as their files appear (with
+/// the region times each measured run wrote, read with `regions`) and telling `on` about them
+/// and about the queue; then the spool directory is removed, or kept with its record renamed
+/// `finished.json` when a task did not finish (its log is worth reading).
 pub fn collect(
     store: &Store,
     dir: &Path,
     submission: &Submission,
+    regions: Option<&ReadRegions>,
     on: &mut dyn FnMut(Waiting),
 ) -> Result<Collected, Error> {
     let mut collected = Collected::default();
@@ -446,9 +510,14 @@ pub fn collect(
             Err(e) => return Err(e),
         };
         failures = 0;
-        ingest(store, dir, submission, &mut collected, &mut |run| {
-            on(Waiting::Stored(run))
-        })?;
+        ingest(
+            store,
+            dir,
+            submission,
+            regions,
+            &mut collected,
+            &mut |run| on(Waiting::Stored(run)),
+        )?;
         if state.is_empty() {
             break;
         }
@@ -476,11 +545,13 @@ pub fn collect(
     Ok(collected)
 }
 
-/// Stores the result files not stored yet (each file's path in the spool is its source).
+/// Stores the result files not stored yet (each file's path in the spool is its source), a
+/// measured run with the region times it wrote when `regions` reads them.
 fn ingest(
     store: &Store,
     dir: &Path,
     submission: &Submission,
+    regions: Option<&ReadRegions>,
     collected: &mut Collected,
     on_run: &mut dyn FnMut(&RunFile),
 ) -> Result<(), Error> {
@@ -508,7 +579,13 @@ fn ingest(
             if store.has_source(&source)? {
                 continue;
             }
-            let run: RunFile = read_json(&path)?;
+            let mut run: RunFile = read_json(&path)?;
+            let times = match regions {
+                Some(read) if !run.warmup => {
+                    read_regions(read, &mut run.result, &regions_file(&results, index))
+                }
+                _ => Vec::new(),
+            };
             let origin = store::Origin {
                 host: run.host.clone(),
                 node: run.node.clone(),
@@ -516,7 +593,7 @@ fn ingest(
             };
             let round = (!run.warmup).then_some(submission.round);
             let key = submission.key(&run.configuration);
-            if store.record_from(&key, run.started, &run.result, &[], round, &origin)? {
+            if store.record_from(&key, run.started, &run.result, &times, round, &origin)? {
                 *collected
                     .stored
                     .entry(run.configuration.clone())
@@ -592,6 +669,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let share = TaskWork {
             warmup: 1,
+            regions_env: None,
             runs: vec![item("ok", "true", &[]), item("bad", "false", &[])],
         };
         write_atomically(&work_file(dir.path(), 3), &to_json(&share)).unwrap();
@@ -609,6 +687,94 @@ mod tests {
         work(dir.path(), 3).unwrap();
         let after = std::fs::read_to_string(results_dir(dir.path(), 3).join("0.json")).unwrap();
         assert_eq!(before, after);
+    }
+
+    /// A share of an instrumented program: the task keeps the file each measured run wrote
+    /// beside its result, and storing the run stores the times in it; a successful run that
+    /// wrote none is stored failed, as locally.
+    #[test]
+    fn region_times_travel_with_their_runs_into_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let writes = "[ -n \"$KNOBS_TEST_REGIONS\" ] && echo \"r1 $0\" > \"$KNOBS_TEST_REGIONS\"";
+        let share = TaskWork {
+            warmup: 1,
+            regions_env: Some("KNOBS_TEST_REGIONS".into()),
+            runs: vec![
+                item("a", "sh", &["-c", writes, "0.25"]),
+                item("b", "true", &[]),
+            ],
+        };
+        write_atomically(&work_file(dir.path(), 0), &to_json(&share)).unwrap();
+        work(dir.path(), 0).unwrap();
+        let results = results_dir(dir.path(), 0);
+        assert_eq!(
+            std::fs::read_to_string(regions_file(&results, 0)).unwrap(),
+            "r1 0.25\n"
+        );
+        assert!(!regions_file(&results, 1).exists());
+
+        let store = Store::open(&dir.path().join("r.db")).unwrap();
+        let spec = crate::SystemSpec::parse(
+            "name = \"t\"\n[run]\nprogram = \"true\"\nargs = [\"{options}\"]\n[[workload]]\nname = \"w\"\n\
+             [[option]]\nname = \"a\"\non = [\"x\"]\n",
+            &dir.path().join("knobs.toml"),
+        )
+        .unwrap();
+        store.register_spec(&spec).unwrap();
+        let submission = Submission {
+            name: "knobs-t-r1-1".into(),
+            store: store.path().to_path_buf(),
+            system: spec.name.clone(),
+            spec_hash: spec.hash.clone(),
+            workload: "w".into(),
+            variant: "v".into(),
+            commit: String::new(),
+            inputs: None,
+            round: store.begin_round(1, None).unwrap(),
+            owner: "o".into(),
+            tasks: 1,
+            job: None,
+        };
+        let read = |path: &Path| -> Result<Vec<store::RegionMeasurement>, String> {
+            let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+            let (region, seconds) = text.trim().split_once(' ').ok_or("no region")?;
+            Ok(vec![store::RegionMeasurement {
+                region: region.into(),
+                seconds: seconds.parse().map_err(|_| "no seconds")?,
+                entries: 1,
+            }])
+        };
+        let mut collected = Collected::default();
+        ingest(
+            &store,
+            dir.path(),
+            &submission,
+            Some(&read),
+            &mut collected,
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(collected.stored.values().sum::<u32>(), 2);
+        let selection = Selection {
+            variant: "v".into(),
+            ..Selection::of(&spec, "w")
+        };
+        let times = store.region_times(&selection).unwrap();
+        assert_eq!(times.len(), 1, "{times:?}");
+        assert_eq!(
+            (times[0].0.as_str(), times[0].2.region.as_str()),
+            ("a", "r1")
+        );
+        assert_eq!(times[0].2.seconds, 0.25);
+        let b = &store.runs_of(&selection, "b").unwrap()[0];
+        assert!(!b.is_ok(), "{b:?}");
+        assert!(
+            b.detail
+                .as_deref()
+                .unwrap_or("")
+                .contains("no region times"),
+            "{b:?}"
+        );
     }
 
     #[test]

@@ -1,0 +1,272 @@
+//! The white-box approaches with `--backend slurm` against the real one-node Slurm cluster
+//! on this machine (`scripts/slurm-local.sh start`, which these tests run first): the region
+//! times of an instrumented build measured by array tasks arrive in the store with their runs,
+//! and the model is the one a local measurement gives.
+//!
+//! The exact comparison runs the program on the region timers' test clock (time is the work
+//! the program counts, not the machine's): its region times are the same on the cluster and
+//! here, to the nanosecond, however loaded the machine is.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use measure::campaign::Backend;
+use measure::slurm::{SlurmBackend, SlurmSettings};
+use measure::{Store, SystemSpec};
+
+fn knobs() -> Command {
+    Command::cargo_bin("knobs").unwrap()
+}
+
+/// A program of three options whose regions do 1 + 2A + 3AB + 1.5C units of work (ms),
+/// counted on the test clock when built with `COUNTED`, slept otherwise; its spec, with two
+/// array tasks a round.
+fn subject(dir: &Path, counted: bool) -> PathBuf {
+    std::fs::write(
+        dir.join("main.c"),
+        r#"#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#define OPTION(name) __attribute__((used, annotate("knobs:option=" #name))) static bool name
+OPTION(A);
+OPTION(B);
+OPTION(C);
+
+#ifdef COUNTED
+void __knobs_test_work(uint64_t ns);
+#define WORK(ms) __knobs_test_work((uint64_t)((ms) * 1e6 + 0.5))
+#else
+#define WORK(ms)                                                   \
+    do {                                                           \
+        struct timespec t_ = {0, (long)((ms) * 1e6)};              \
+        nanosleep(&t_, NULL);                                      \
+    } while (0)
+#endif
+
+int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] != '-') continue;
+        if (argv[i][1] == 'A') A = true;
+        if (argv[i][1] == 'B') B = true;
+        if (argv[i][1] == 'C') C = true;
+    }
+    WORK(1);
+    if (A) WORK(2);
+    if (A && B) WORK(3);
+    if (C) WORK(1.5);
+    return 0;
+}
+"#,
+    )
+    .unwrap();
+    let defines = if counted {
+        "defines = [\"COUNTED\"]\n"
+    } else {
+        ""
+    };
+    let spec = dir.join("knobs.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            r#"name = "regions"
+[build]
+sources = ["main.c"]
+{defines}
+[run]
+program = "./prog"
+args = ["{{options}}"]
+timeout = 60
+[measure]
+repetitions = 2
+warmup = 1
+metric = "wall"
+[slurm]
+tasks = 2
+spool = "spool"
+[[workload]]
+name = "w"
+[[option]]
+name = "A"
+on = ["-A"]
+[[option]]
+name = "B"
+on = ["-B"]
+[[option]]
+name = "C"
+on = ["-C"]
+"#
+        ),
+    )
+    .unwrap();
+    spec
+}
+
+/// ConfigCrusher through the library, on the test clock, building in `dir/work`.
+fn crush(dir: &Path, store: &str, backend: Backend) -> configcrusher::Report {
+    let mut session = instrumented::Session::open(
+        &dir.join("knobs.toml"),
+        None,
+        Some(dir.join(store)),
+        Some(dir.join("work")),
+        "configcrusher",
+    )
+    .unwrap();
+    session.settings.test_clock = true;
+    session.settings.backend = backend;
+    let options = configcrusher::Options {
+        model_path: Some(dir.join(format!("{store}.model.json"))),
+        ..Default::default()
+    };
+    let report = configcrusher::run(&session, &options, &mut instrumented::Silent).unwrap();
+    let measured = report.measurement.as_ref().expect("measured");
+    assert!(measured.failed.is_empty(), "{:?}", measured.failed);
+    report
+}
+
+/// Each configuration's distinct region times (region, seconds, entries) over its runs.
+fn region_times(
+    store: &Path,
+    selection: &measure::Selection,
+) -> BTreeMap<String, BTreeSet<(String, u64, u64)>> {
+    let mut by = BTreeMap::<String, BTreeSet<(String, u64, u64)>>::new();
+    for (configuration, _, r) in Store::open_existing(store)
+        .unwrap()
+        .region_times(selection)
+        .unwrap()
+    {
+        by.entry(configuration)
+            .or_default()
+            .insert((r.region, r.seconds.to_bits(), r.entries));
+    }
+    by
+}
+
+/// The model file without its provenance (which names the store).
+fn model(path: &Path) -> serde_json::Value {
+    let mut file: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    file.as_object_mut().unwrap().remove("provenance");
+    file
+}
+
+#[test]
+fn crush_on_slurm_stores_the_region_times_and_models_as_locally() {
+    let _cluster = common::slurm_cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let spec_path = subject(dir.path(), true);
+    let local = crush(dir.path(), "local.db", Backend::Local);
+    let slurm = Backend::Slurm(SlurmBackend {
+        settings: SlurmSettings {
+            tasks: Some(2),
+            ..SlurmSettings::default()
+        },
+        spool: dir.path().join("spool"),
+        worker: assert_cmd::cargo::cargo_bin("knobs"),
+    });
+    let on_slurm = crush(dir.path(), "slurm.db", slurm);
+    // The same build: the same variant, measured into two stores.
+    let variant = local.output.as_ref().unwrap().variant.clone();
+    assert_eq!(on_slurm.output.as_ref().unwrap().variant, variant);
+    let spec = SystemSpec::load(&spec_path).unwrap();
+    let selection = instrumented::selection(&spec, spec.workload(None).unwrap(), &variant);
+    let (here, there) = (
+        region_times(&dir.path().join("local.db"), &selection),
+        region_times(&dir.path().join("slurm.db"), &selection),
+    );
+    assert_eq!(here.len(), local.compressed.len(), "{here:?}");
+    assert_eq!(
+        here, there,
+        "the test clock's region times, here and on the cluster"
+    );
+    // Every run on the cluster came from a result file of an array task, with its times.
+    let runs = Store::open_existing(&dir.path().join("slurm.db"))
+        .unwrap()
+        .runs(&selection)
+        .unwrap();
+    let timed: BTreeSet<i64> = Store::open_existing(&dir.path().join("slurm.db"))
+        .unwrap()
+        .region_times(&selection)
+        .unwrap()
+        .into_iter()
+        .map(|(_, run, _)| run)
+        .collect();
+    assert!(runs.len() >= 2 * local.compressed.len(), "{runs:?}");
+    for run in &runs {
+        assert!(run.is_ok() && timed.contains(&run.id), "{run:?}");
+        assert!(!run.node.is_empty(), "{run:?}");
+        assert!(
+            run.source.as_deref().unwrap_or("").starts_with("slurm:"),
+            "{run:?}"
+        );
+    }
+    assert_eq!(
+        model(&dir.path().join("slurm.db.model.json")),
+        model(&dir.path().join("local.db.model.json"))
+    );
+    // The spool holds nothing once every round is stored.
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("spool")).unwrap().count(),
+        0
+    );
+}
+
+#[test]
+fn knobs_crush_takes_the_backend_flags_and_resumes_from_the_store() {
+    let _cluster = common::slurm_cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = subject(dir.path(), false);
+    let out = knobs()
+        .args([
+            "crush",
+            "--backend",
+            "slurm",
+            "--tasks",
+            "1",
+            "--json",
+            "--spec",
+        ])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("submitted Slurm job"), "{stderr}");
+    assert!(
+        stderr.contains("(1 tasks"),
+        "--tasks over the spec's 2: {stderr}"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let variant = report["variant"].as_str().unwrap();
+    assert!(variant.starts_with("configcrusher:"), "{report}");
+    let store = Store::open_existing(&dir.path().join("knobs.db")).unwrap();
+    let all = measure::Selection {
+        variant: variant.to_string(),
+        ..Default::default()
+    };
+    let runs = store.runs(&all).unwrap();
+    let timed: BTreeSet<i64> = store
+        .region_times(&all)
+        .unwrap()
+        .into_iter()
+        .map(|(_, run, _)| run)
+        .collect();
+    assert!(!runs.is_empty());
+    for run in &runs {
+        assert!(run.is_ok() && timed.contains(&run.id), "{run:?}");
+        assert!(!run.node.is_empty() && run.source.is_some(), "{run:?}");
+    }
+    // Everything is in the store: a second run submits nothing.
+    let out = knobs()
+        .args(["crush", "--backend", "slurm", "--spec"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let again = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{again}");
+    assert!(!again.contains("submitted"), "{again}");
+    assert!(again.contains("0 new runs"), "{again}");
+}
