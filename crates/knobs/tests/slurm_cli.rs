@@ -330,3 +330,58 @@ fn a_refused_submission_is_one_line_and_holds_nothing_back() {
         every_configuration(1)
     );
 }
+
+/// `metric = "instructions"` on the cluster: each task counts its runs with the counter knobs
+/// chose here, on its node; a count is the same in every run, and more work counts more.
+#[test]
+fn instructions_are_counted_on_the_nodes() {
+    let _cluster = common::slurm_cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("knobs.toml");
+    std::fs::write(
+        &spec,
+        r#"name = "counted"
+[run]
+program = "sh"
+args = ["-c", "i=0; while [ $i -lt $0 ]; do i=$((i+1)); done", "{options}"]
+[measure]
+repetitions = 2
+warmup = 0
+metric = "instructions"
+[slurm]
+tasks = 2
+spool = "spool"
+[[workload]]
+name = "w"
+[[option]]
+name = "long"
+on = ["3000"]
+off = ["1000"]
+"#,
+    )
+    .unwrap();
+    let out = knobs()
+        .args(["measure", "--backend", "slurm", "--spec"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("submitted Slurm job"), "{stderr}");
+    let runs = runs(&dir.path().join("knobs.db"));
+    assert_eq!(
+        by_configuration(&runs).values().sum::<usize>(),
+        4,
+        "{runs:?}"
+    );
+    let count = |config: &str| -> Vec<i64> {
+        runs.iter()
+            .filter(|r| r.configuration == config)
+            .inspect(|r| assert!(r.source.is_some(), "{r:?}"))
+            .map(|r| r.instructions.expect("counted"))
+            .collect()
+    };
+    let (short, long) = (count(""), count("long"));
+    assert_eq!((short[0], long[0]), (short[1], long[1]));
+    assert!(long[0] > 2 * short[0], "{long:?} against {short:?}");
+}

@@ -304,7 +304,6 @@ impl<'a> Campaign<'a> {
         let mut resumed_notes = Vec::new();
         let mut resumed_runs = 0;
         if let Backend::Slurm(backend) = &self.backend {
-            self.check_slurm()?;
             (resumed_runs, resumed_notes) = self.resume(store, backend, on_event)?;
         }
         let existing = store.runs_by_configuration(&selection)?;
@@ -757,16 +756,6 @@ impl<'a> Campaign<'a> {
 
 /// The Slurm backend's side of a campaign: rounds as job arrays, and finding them again.
 impl Campaign<'_> {
-    /// What the Slurm backend does not measure, as an error before anything is submitted.
-    fn check_slurm(&self) -> Result<(), Error> {
-        if self.settings.metric == Metric::Instructions {
-            return Err(Error::Invalid(
-                "the Slurm backend does not count instructions yet (use --backend local)".into(),
-            ));
-        }
-        Ok(())
-    }
-
     /// Waits for the submissions a killed knobs left in the spool for this campaign and
     /// stores their runs, then frees the configurations they held: the runs stored, and
     /// notes about tasks that did not finish.
@@ -833,6 +822,7 @@ impl Campaign<'_> {
             .map(|share| TaskWork {
                 warmup,
                 regions_env: self.regions.as_ref().map(|r| r.env.clone()),
+                counter: rounds.counter,
                 runs: share
                     .iter()
                     .map(|&i| WorkItem::of(&items[i].key.configuration, &items[i].invocation))
@@ -1082,7 +1072,7 @@ struct Rounds {
 /// cannot be read fails the run).
 /// When valgrind cannot read the program's debug information, the run is counted again on a
 /// copy without it (made once per campaign, in `scratch`).
-fn counted(invocation: &Invocation, scratch: &Path, counter: Counter) -> RunResult {
+pub(crate) fn counted(invocation: &Invocation, scratch: &Path, counter: Counter) -> RunResult {
     let program = invocation.cwd.join(&invocation.program);
     let stripped = scratch
         .join("stripped")

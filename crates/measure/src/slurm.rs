@@ -20,7 +20,8 @@ use std::process::Command;
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
-use crate::campaign::{ReadRegions, read_regions};
+use crate::campaign::{ReadRegions, counted, read_regions};
+use crate::instructions::Counter;
 use crate::runner::{self, RunResult};
 use crate::spec::Invocation;
 use crate::store::{self, MeasurementKey, Selection, Store};
@@ -72,6 +73,10 @@ pub struct TaskWork {
     /// its result, as it was written; knobs reads it when it stores the run.
     #[serde(default)]
     pub regions_env: Option<String>,
+    /// Count each run's instructions with this counter (`metric = "instructions"`), the one
+    /// knobs chose on the submit host: every node's counts are then of the same kind.
+    #[serde(default)]
+    pub counter: Option<Counter>,
     pub runs: Vec<WorkItem>,
 }
 
@@ -215,45 +220,53 @@ fn regions_file(results: &Path, index: usize) -> PathBuf {
     results.join(format!("{index}.regions"))
 }
 
-/// Where an instrumented program writes its region times during a run: on the node's own
-/// disk, not the shared file system, so the write at the program's exit costs what it
-/// costs locally.
-struct RegionScratch {
-    env: String,
-    file: PathBuf,
-}
+/// The task's own directory on its node's disk, not the shared file system: what a run
+/// writes at its exit (region times, the instruction counter's count) then costs what it
+/// costs locally. Removed when the task ends.
+struct NodeScratch(PathBuf);
 
-impl RegionScratch {
-    fn new(env: &Option<String>, task: u32) -> Option<RegionScratch> {
-        let env = env.clone()?;
-        let file =
-            std::env::temp_dir().join(format!("knobs-regions-{}-{task}", std::process::id()));
-        Some(RegionScratch { env, file })
+impl NodeScratch {
+    fn new(task: u32) -> Result<NodeScratch, Error> {
+        let dir = std::env::temp_dir().join(format!("knobs-task-{}-{task}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        Ok(NodeScratch(dir))
     }
 
-    /// The invocation with the variable set, and no file left from an earlier run.
-    fn invocation(&self, mut invocation: Invocation) -> Invocation {
-        let _ = std::fs::remove_file(&self.file);
-        invocation
-            .env
-            .push((self.env.clone(), self.file.display().to_string()));
-        invocation
+    fn regions(&self) -> PathBuf {
+        self.0.join("regions")
     }
 
-    /// Copies what the run wrote (if anything) to `to`, before the run's result file, which
-    /// says the run is whole: a task killed in between leaves no result, and the run is
-    /// made again.
-    fn keep(&self, to: &Path) -> Result<(), Error> {
-        if self.file.exists() {
-            std::fs::copy(&self.file, to).map_err(io(to))?;
+    /// Runs an item as the share asks: under the instruction counter, or with the region
+    /// times' variable naming a file of no earlier run.
+    fn run(&self, work: &TaskWork, item: &WorkItem) -> RunResult {
+        let mut invocation = item.invocation();
+        if let Some(counter) = work.counter {
+            return counted(&invocation, &self.0, counter);
+        }
+        if let Some(env) = &work.regions_env {
+            let _ = std::fs::remove_file(self.regions());
+            invocation
+                .env
+                .push((env.clone(), self.regions().display().to_string()));
+        }
+        runner::run(&invocation)
+    }
+
+    /// Copies the region times the last run wrote (if any) to `to`. Before the run's result
+    /// file, which says the run is whole: a task killed in between leaves no result, and the
+    /// run is made again.
+    fn keep_regions(&self, to: &Path) -> Result<(), Error> {
+        let _ = std::fs::remove_file(to);
+        if self.regions().exists() {
+            std::fs::copy(self.regions(), to).map_err(io(to))?;
         }
         Ok(())
     }
 }
 
-impl Drop for RegionScratch {
+impl Drop for NodeScratch {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.file);
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -266,11 +279,7 @@ pub fn work(dir: &Path, task: u32) -> Result<(), Error> {
     let host = store::host_name();
     let node = std::env::var("SLURMD_NODENAME").unwrap_or_else(|_| host.clone());
     let written = |i: usize| results.join(format!("{i}.json"));
-    let scratch = RegionScratch::new(&work.regions_env, task);
-    let invocation = |item: &WorkItem| match &scratch {
-        Some(scratch) => scratch.invocation(item.invocation()),
-        None => item.invocation(),
-    };
+    let scratch = NodeScratch::new(task)?;
     let mut failed = vec![false; work.runs.len()];
     let remaining: Vec<usize> = (0..work.runs.len())
         .filter(|&i| !written(i).exists())
@@ -282,7 +291,7 @@ pub fn work(dir: &Path, task: u32) -> Result<(), Error> {
                 continue;
             }
             let started = store::now();
-            let result = runner::run(&invocation(item));
+            let result = scratch.run(&work, item);
             if !result.outcome.is_ok() {
                 failed[i] = true;
                 // Its measured run is not made: the failure stands for it, as in a local
@@ -302,11 +311,9 @@ pub fn work(dir: &Path, task: u32) -> Result<(), Error> {
     for i in remaining.into_iter().filter(|&i| !failed[i]) {
         let item = &work.runs[i];
         let started = store::now();
-        let result = runner::run(&invocation(item));
-        if let Some(scratch) = &scratch {
-            let kept = regions_file(&results, i);
-            let _ = std::fs::remove_file(&kept);
-            scratch.keep(&kept)?;
+        let result = scratch.run(&work, item);
+        if work.regions_env.is_some() {
+            scratch.keep_regions(&regions_file(&results, i))?;
         }
         let file = RunFile {
             configuration: item.configuration.clone(),
@@ -670,6 +677,7 @@ mod tests {
         let share = TaskWork {
             warmup: 1,
             regions_env: None,
+            counter: None,
             runs: vec![item("ok", "true", &[]), item("bad", "false", &[])],
         };
         write_atomically(&work_file(dir.path(), 3), &to_json(&share)).unwrap();
@@ -699,6 +707,7 @@ mod tests {
         let share = TaskWork {
             warmup: 1,
             regions_env: Some("KNOBS_TEST_REGIONS".into()),
+            counter: None,
             runs: vec![
                 item("a", "sh", &["-c", writes, "0.25"]),
                 item("b", "true", &[]),
