@@ -23,13 +23,15 @@ fn knobs() -> Command {
 
 /// A program of three options whose regions do 1 + 2A + 3AB + 1.5C units of work (ms),
 /// counted on the test clock when built with `COUNTED`, slept otherwise; its spec, with two
-/// array tasks a round.
-fn subject(dir: &Path, counted: bool) -> PathBuf {
+/// array tasks a round. With a `gate`, every run first waits until that file exists.
+fn subject(dir: &Path, counted: bool, gate: Option<&Path>) -> PathBuf {
     std::fs::write(
         dir.join("main.c"),
         r#"#include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #define OPTION(name) __attribute__((used, annotate("knobs:option=" #name))) static bool name
 OPTION(A);
@@ -48,6 +50,11 @@ void __knobs_test_work(uint64_t ns);
 #endif
 
 int main(int argc, char **argv) {
+    const char *gate = getenv("GATE");
+    while (gate && access(gate, F_OK) != 0) {
+        struct timespec t = {0, 10000000};
+        nanosleep(&t, NULL);
+    }
     for (int i = 1; i < argc; i++) {
         if (argv[i][0] != '-') continue;
         if (argv[i][1] == 'A') A = true;
@@ -68,6 +75,9 @@ int main(int argc, char **argv) {
     } else {
         ""
     };
+    let env = gate
+        .map(|g| format!("env = {{ GATE = \"{}\" }}\n", g.display()))
+        .unwrap_or_default();
     let spec = dir.join("knobs.toml");
     std::fs::write(
         &spec,
@@ -79,7 +89,7 @@ sources = ["main.c"]
 [run]
 program = "./prog"
 args = ["{{options}}"]
-timeout = 60
+{env}timeout = 60
 [measure]
 repetitions = 2
 warmup = 1
@@ -157,7 +167,7 @@ fn model(path: &Path) -> serde_json::Value {
 fn crush_on_slurm_stores_the_region_times_and_models_as_locally() {
     let _cluster = common::slurm_cluster();
     let dir = tempfile::tempdir().unwrap();
-    let spec_path = subject(dir.path(), true);
+    let spec_path = subject(dir.path(), true, None);
     let local = crush(dir.path(), "local.db", Backend::Local);
     let slurm = Backend::Slurm(SlurmBackend {
         settings: SlurmSettings {
@@ -218,7 +228,7 @@ fn crush_on_slurm_stores_the_region_times_and_models_as_locally() {
 fn knobs_crush_takes_the_backend_flags_and_resumes_from_the_store() {
     let _cluster = common::slurm_cluster();
     let dir = tempfile::tempdir().unwrap();
-    let spec = subject(dir.path(), false);
+    let spec = subject(dir.path(), false, None);
     let out = knobs()
         .args([
             "crush",
@@ -269,4 +279,70 @@ fn knobs_crush_takes_the_backend_flags_and_resumes_from_the_store() {
     assert!(out.status.success(), "{again}");
     assert!(!again.contains("submitted"), "{again}");
     assert!(again.contains("0 new runs"), "{again}");
+}
+
+/// The round's directories in the spool that have a job id.
+fn submitted(spool: &Path) -> usize {
+    std::fs::read_dir(spool).map_or(0, |entries| {
+        entries
+            .flatten()
+            .filter(|e| {
+                std::fs::read_to_string(e.path().join("submission.json"))
+                    .is_ok_and(|text| text.contains("\"job\":\""))
+            })
+            .count()
+    })
+}
+
+/// A `knobs crush` killed while its first round waits on the cluster: started again, it finds
+/// the round, stores its runs with their region times and submits only the second round.
+#[test]
+fn a_crush_killed_while_waiting_resumes_its_round_with_the_region_times() {
+    let _cluster = common::slurm_cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate");
+    let spec = subject(dir.path(), false, Some(&gate));
+    let crush = || {
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("knobs"))
+            .args(["crush", "--backend", "slurm", "--json", "--spec"])
+            .arg(&spec)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut first = crush();
+    let started = std::time::Instant::now();
+    while submitted(&dir.path().join("spool")) == 0 {
+        // A guard against hanging, not a timing assertion.
+        assert!(started.elapsed().as_secs() < 120, "no round submitted");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    first.kill().unwrap(); // SIGKILL, while its runs wait at the gate
+    first.wait().unwrap();
+    let second = crush();
+    std::fs::write(&gate, "").unwrap();
+    let out = second.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("found round 1 again"), "{stderr}");
+    assert_eq!(stderr.matches("submitted Slurm job").count(), 1, "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let selection = measure::Selection {
+        variant: report["variant"].as_str().unwrap().to_string(),
+        ..Default::default()
+    };
+    let store = Store::open_existing(&dir.path().join("knobs.db")).unwrap();
+    let runs = store.runs(&selection).unwrap();
+    let timed: BTreeSet<i64> = store
+        .region_times(&selection)
+        .unwrap()
+        .into_iter()
+        .map(|(_, run, _)| run)
+        .collect();
+    let rounds: BTreeSet<Option<i64>> = runs.iter().map(|r| r.round).collect();
+    assert_eq!(rounds.len(), 2, "{runs:?}");
+    for run in &runs {
+        assert!(run.is_ok() && timed.contains(&run.id), "{run:?}");
+    }
 }
