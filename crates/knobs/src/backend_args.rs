@@ -88,6 +88,8 @@ pub struct WorkerArgs {
 
 /// `knobs slurm-worker DIR TASK`: one array task's share of a round.
 pub fn slurm_worker(args: WorkerArgs) -> Result<crate::Outcome> {
+    // SAFETY: knobs has started no thread yet.
+    unsafe { measure::slurm::drop_task_variables() };
     // `scancel` and the time limit send SIGTERM: the run in progress goes with the task.
     measure::runner::kill_runs_on_interrupt();
     measure::slurm::work(&args.dir, args.task)?;

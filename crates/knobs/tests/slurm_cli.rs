@@ -385,3 +385,123 @@ off = ["1000"]
     assert_eq!((short[0], long[0]), (short[1], long[1]));
     assert!(long[0] > 2 * short[0], "{long:?} against {short:?}");
 }
+
+/// `knobs measure --commit` on the cluster: knobs builds the commit here, into `.knobs-builds/`
+/// beside the spec (before anything is submitted), and the array tasks run that build. The
+/// built program appends the path it was started as to a file: every stored run is one line
+/// naming the build in `.knobs-builds/`.
+#[test]
+fn the_nodes_run_the_build_of_a_commit_made_on_the_submit_host() {
+    let _cluster = common::slurm_cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let ran_by = dir.path().join("ran-by");
+    let repo = dir.path().join("prog");
+    std::fs::create_dir(&repo).unwrap();
+    common::git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(
+        repo.join("run.sh"),
+        format!("#!/bin/sh\necho \"$0\" >> '{}'\n", ran_by.display()),
+    )
+    .unwrap();
+    common::git(&repo, &["add", "run.sh"]);
+    common::git(&repo, &["commit", "-q", "-m", "the program"]);
+    let spec = dir.path().join("knobs.toml");
+    std::fs::write(
+        &spec,
+        r#"name = "built"
+[history]
+repository = "prog"
+range = "main"
+build = [["sh", "-c", "cp run.sh prog && chmod +x prog"]]
+output = "prog"
+[run]
+args = ["{options}"]
+[measure]
+repetitions = 1
+warmup = 0
+[slurm]
+spool = "spool"
+[[workload]]
+name = "w"
+[[option]]
+name = "a"
+on = ["-a"]
+"#,
+    )
+    .unwrap();
+    let out = knobs()
+        .args([
+            "measure",
+            "--commit",
+            "main",
+            "--backend",
+            "slurm",
+            "--spec",
+        ])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let building = stderr.find("building commit").expect("built here");
+    assert!(
+        building < stderr.find("submitted Slurm job").unwrap(),
+        "{stderr}"
+    );
+    let commit = String::from_utf8(
+        StdCommand::new("git")
+            .args(["rev-parse", "main"])
+            .current_dir(&repo)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let at_commit = Selection {
+        commit: commit.trim().to_string(),
+        ..Selection::default()
+    };
+    let runs = Store::open_existing(&dir.path().join("knobs.db"))
+        .unwrap()
+        .runs(&at_commit)
+        .unwrap();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert!(
+        runs.iter().all(|r| r.is_ok() && r.source.is_some()),
+        "{runs:?}"
+    );
+    let builds = dir.path().join(".knobs-builds").canonicalize().unwrap();
+    let lines: Vec<String> = std::fs::read_to_string(&ran_by)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(lines.len(), runs.len(), "{lines:?}");
+    for line in &lines {
+        let program = Path::new(line).canonicalize().unwrap();
+        assert!(
+            program.starts_with(&builds) && program.ends_with("prog"),
+            "{line} is not the build in {}",
+            builds.display()
+        );
+    }
+    // The cache's build is found again: measuring more builds nothing.
+    let out = knobs()
+        .args([
+            "measure",
+            "--commit",
+            "main",
+            "--backend",
+            "slurm",
+            "--repetitions",
+            "2",
+            "--spec",
+        ])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let again = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{again}");
+    assert!(!again.contains("building commit"), "{again}");
+    assert_eq!(std::fs::read_to_string(&ran_by).unwrap().lines().count(), 4);
+}

@@ -328,6 +328,22 @@ pub fn work(dir: &Path, task: u32) -> Result<(), Error> {
     write_atomically(&done_marker(dir, task), "")
 }
 
+/// Takes Slurm's per-task variables (`SLURM_*`: job and task ids, process ids) out of this
+/// process's environment, which the runs inherit: they differ from task to task, and the size
+/// of a program's environment moves its stack, its instruction count and its time. The
+/// node's name (`SLURMD_NODENAME`) stays.
+///
+/// # Safety
+/// No other thread may read or write the environment meanwhile: call it before any starts.
+pub unsafe fn drop_task_variables() {
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("SLURM_") {
+            // SAFETY: the caller guarantees no other thread uses the environment.
+            unsafe { std::env::remove_var(&name) };
+        }
+    }
+}
+
 /// Quotes a word for `sh`.
 fn sh_quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
