@@ -346,3 +346,57 @@ fn a_crush_killed_while_waiting_resumes_its_round_with_the_region_times() {
         assert!(run.is_ok() && timed.contains(&run.id), "{run:?}");
     }
 }
+
+/// `knobs family` on the printer driver: the variant simulator's runs and the native
+/// program's (the overhead correction) are both array tasks', and the simulator's call trees
+/// arrive as region times.
+#[test]
+fn family_measures_both_its_campaigns_on_the_cluster() {
+    let _cluster = common::slurm_cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/printer");
+    for f in ["main.c", "knobs.toml"] {
+        std::fs::copy(example.join(f), dir.path().join(f)).unwrap();
+    }
+    let status = std::process::Command::new("clang-19")
+        .args(["-O2", "-o", "printer", "main.c"])
+        .current_dir(dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = knobs()
+        .args(["family", "--backend", "slurm", "--json", "--spec"])
+        .arg(dir.path().join("knobs.toml"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let store = Store::open_existing(&dir.path().join("knobs.db")).unwrap();
+    for (variant, timed) in [(report["variant"].as_str().unwrap(), true), ("", false)] {
+        let selection = measure::Selection {
+            variant: variant.to_string(),
+            ..Default::default()
+        };
+        let runs = store.runs(&selection).unwrap();
+        let with_times: BTreeSet<i64> = store
+            .region_times(&selection)
+            .unwrap()
+            .into_iter()
+            .map(|(_, run, _)| run)
+            .collect();
+        assert!(!runs.is_empty(), "no runs of `{variant}`");
+        for run in &runs {
+            assert!(run.is_ok(), "{run:?}");
+            assert!(
+                run.source.as_deref().unwrap_or("").starts_with("slurm:"),
+                "{run:?}"
+            );
+            assert_eq!(with_times.contains(&run.id), timed, "{run:?}");
+        }
+    }
+    let model = dir.path().join("printer.family.json");
+    let terms =
+        common::term_labels(&serde_json::from_slice(&std::fs::read(&model).unwrap()).unwrap());
+    assert!(terms.iter().any(|t| t == "ColorScan"), "{terms:?}");
+}
