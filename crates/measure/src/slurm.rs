@@ -7,9 +7,11 @@
 //! measures in a round measures the reference too). `sbatch` submits the array; each task
 //! runs `knobs slurm-worker DIR TASK` ([`work`]), which measures its share with the same
 //! runner as local runs and writes every run as a file of its own (written to a temporary
-//! name and renamed, so a file is whole or absent), then a `done` marker. knobs waits,
-//! ingesting result files as they appear; only knobs writes the SQLite store, each run once
-//! (a run's file name is its `source` in the store). The directory's `submission.json`
+//! name and renamed, so a file is whole or absent; the region times an instrumented build
+//! wrote are copied beside it first), then a `done` marker. knobs waits, ingesting result
+//! files as they appear (region times read with the campaign's reader, as a local run's);
+//! only knobs writes the SQLite store, each run once (a run's file name is its `source` in
+//! the store). The directory's `submission.json`
 //! records the job, so a knobs killed while waiting finds it again, waits for what still
 //! runs and ingests what finished. A task that ends without its marker (failed, cancelled,
 //! past its time limit) leaves its unmeasured configurations pending for the next round.
