@@ -1,6 +1,8 @@
 //! `knobs measure --backend slurm` against a real one-node Slurm cluster on this machine
 //! (`scripts/slurm-local.sh start`, which these tests run first): measuring end to end, a task
-//! cancelled with `scancel` mid-run, and a knobs killed while it waits.
+//! cancelled with `scancel` mid-run, a knobs killed while it waits, instructions counted on
+//! the nodes, and a commit's build made here and run there. The white-box approaches on the
+//! cluster are `slurm_approaches.rs`.
 //!
 //! The measured program waits for a gate file before it ends, so each test decides when the
 //! runs finish: no test depends on how fast the machine is.
