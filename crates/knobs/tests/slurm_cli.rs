@@ -507,3 +507,123 @@ on = ["-a"]
     assert!(!again.contains("building commit"), "{again}");
     assert_eq!(std::fs::read_to_string(&ran_by).unwrap().lines().count(), 4);
 }
+
+/// `knobs history build --backend slurm`: the commits are built by array tasks into the
+/// cache beside the spec, a commit that does not compile recorded failed with its log as
+/// locally; a second command submits nothing, and `knobs measure --commit` uses the builds.
+#[test]
+fn history_builds_are_array_tasks_into_the_shared_cache() {
+    let _cluster = common::slurm_cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("prog");
+    std::fs::create_dir(&repo).unwrap();
+    common::git(&repo, &["init", "-q", "-b", "main"]);
+    for (text, message) in [
+        ("int main(void) { return 0; }\n", "builds"),
+        ("int main(void) { return undeclared; }\n", "broken"),
+        ("int main(void) { return 0; } /* again */\n", "fixed"),
+    ] {
+        std::fs::write(repo.join("prog.c"), text).unwrap();
+        common::git(&repo, &["add", "prog.c"]);
+        common::git(&repo, &["commit", "-q", "-m", message]);
+    }
+    let spec = dir.path().join("knobs.toml");
+    std::fs::write(
+        &spec,
+        r#"name = "prog"
+[history]
+repository = "prog"
+range = "main"
+build = [["cc", "-O1", "-o", "prog", "prog.c"]]
+output = "prog"
+[run]
+args = ["{options}"]
+[measure]
+repetitions = 1
+warmup = 0
+[[workload]]
+name = "w"
+[[option]]
+name = "a"
+on = ["1"]
+"#,
+    )
+    .unwrap();
+    let build = || {
+        let out = knobs()
+            .args([
+                "history",
+                "build",
+                "--all",
+                "--backend",
+                "slurm",
+                "--tasks",
+                "2",
+            ])
+            .arg(&spec)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        stderr
+    };
+    let first = build();
+    assert!(
+        first.contains("building 3 commits as 2 Slurm array tasks"),
+        "{first}"
+    );
+    assert!(first.contains("submitted Slurm job"), "{first}");
+    assert!(
+        first.contains("2 built (0 from the cache), 1 failed"),
+        "{first}"
+    );
+    assert!(
+        first.contains("undeclared"),
+        "the failure's log tail: {first}"
+    );
+    let list = String::from_utf8(
+        knobs()
+            .args(["history", "list"])
+            .arg(&spec)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    for (subject, status) in [
+        ("builds", "built"),
+        ("broken", "failed"),
+        ("fixed", "built"),
+    ] {
+        let line = list
+            .lines()
+            .skip(1)
+            .find(|l| l.contains(&format!(" {subject}")))
+            .unwrap_or_else(|| panic!("{subject} in {list}"));
+        assert!(line.contains(&format!("  {status} ")), "{list}");
+    }
+    // The array's directory is gone from the spool once every task finished.
+    let spool = dir.path().join(".knobs-slurm");
+    assert_eq!(std::fs::read_dir(&spool).unwrap().count(), 0);
+    let second = build();
+    assert!(!second.contains("submitted"), "{second}");
+    assert!(
+        second.contains("2 built (2 from the cache), 1 failed"),
+        "{second}"
+    );
+    let out = knobs()
+        .args([
+            "measure",
+            "--commit",
+            "main",
+            "--backend",
+            "slurm",
+            "--spec",
+        ])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let measured = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{measured}");
+    assert!(!measured.contains("building commit"), "{measured}");
+}

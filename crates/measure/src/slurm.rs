@@ -395,11 +395,27 @@ impl SlurmBackend {
                 sh_quote(&dir.display().to_string())
             ),
         )?;
+        let job = match self.sbatch(&dir, &submission.name, shares.len(), &script) {
+            Ok(job) => job,
+            Err(e) => {
+                // Nothing was submitted: nothing to find again.
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(e);
+            }
+        };
+        submission.job = Some(job);
+        write_atomically(&record, &to_json(&submission))?;
+        Ok((dir, submission))
+    }
+
+    /// Submits `script` as an array of `tasks` tasks named `name`, their logs `task-N.log` in
+    /// `dir`: the job's id.
+    fn sbatch(&self, dir: &Path, name: &str, tasks: usize, script: &Path) -> Result<String, Error> {
         let s = &self.settings;
         let mut args = vec![
             "--parsable".to_string(),
-            format!("--array=0-{}", shares.len() - 1),
-            format!("--job-name={}", submission.name),
+            format!("--array=0-{}", tasks - 1),
+            format!("--job-name={name}"),
             format!("--output={}", dir.join("task-%a.log").display()),
         ];
         args.extend(s.partition.iter().map(|p| format!("--partition={p}")));
@@ -411,22 +427,79 @@ impl SlurmBackend {
         );
         args.extend(s.sbatch_args.iter().cloned());
         args.push(script.display().to_string());
-        let out = match slurm_command("sbatch", &args) {
-            Ok(out) => out,
-            Err(e) => {
-                // Nothing was submitted: nothing to find again.
-                let _ = std::fs::remove_dir_all(&dir);
-                return Err(e);
-            }
-        };
+        let out = slurm_command("sbatch", &args)?;
         // `--parsable`: `id` or `id;cluster`.
         let job = out.trim().split(';').next().unwrap_or("").to_string();
         if job.is_empty() {
             return Err(Error::Invalid(format!("sbatch printed no job id: {out}")));
         }
-        submission.job = Some(job);
-        write_atomically(&record, &to_json(&submission))?;
-        Ok((dir, submission))
+        Ok(job)
+    }
+
+    /// Runs one command line per array task (each an argv whose program the nodes find) as
+    /// one job array named `name`, with its directory `name/` in the spool, and waits until
+    /// it leaves the queue, telling `on` the job's id and then its state as it changes. What
+    /// the tasks made is theirs to leave where it belongs (a build cache): the tasks that did
+    /// not exit 0 (failed, cancelled, out of time) are returned with their logs, which stay in
+    /// the directory; without them it is removed.
+    pub fn run_commands(
+        &self,
+        name: &str,
+        commands: &[Vec<String>],
+        on: &mut dyn FnMut(&str),
+    ) -> Result<Vec<(u32, PathBuf)>, Error> {
+        let dir = self.spool.join(name);
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        let mut script = String::from(
+            "#!/bin/sh\n# One array task: its command line, then its marker when it exits 0.\n\
+             case \"$SLURM_ARRAY_TASK_ID\" in\n",
+        );
+        for (task, command) in commands.iter().enumerate() {
+            let words: Vec<String> = command.iter().map(|w| sh_quote(w)).collect();
+            script += &format!(
+                "{task}) {} && : > {} ;;\n",
+                words.join(" "),
+                sh_quote(&done_marker(&dir, task as u32).display().to_string())
+            );
+        }
+        script += "esac\n";
+        let path = dir.join("job.sh");
+        write_atomically(&path, &script)?;
+        let job = self.sbatch(&dir, name, commands.len(), &path)?;
+        on(&format!(
+            "submitted Slurm job {job} ({} tasks)",
+            commands.len()
+        ));
+        let mut shown = String::new();
+        let mut failures = 0;
+        loop {
+            let state = match queue_state(Some(&job), name) {
+                Ok(state) => state,
+                Err(_) if failures < SQUEUE_RETRIES => {
+                    failures += 1;
+                    std::thread::sleep(POLL * 4);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            failures = 0;
+            if state.is_empty() {
+                break;
+            }
+            if state != shown {
+                on(&format!("Slurm job {job}: {state}"));
+                shown = state;
+            }
+            std::thread::sleep(POLL);
+        }
+        let unfinished: Vec<(u32, PathBuf)> = (0..commands.len() as u32)
+            .filter(|&task| !done_marker(&dir, task).exists())
+            .map(|task| (task, task_log(&dir, task)))
+            .collect();
+        if unfinished.is_empty() {
+            std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
+        }
+        Ok(unfinished)
     }
 
     /// The submissions in the spool that measure `selection` into `store` and were not
@@ -456,13 +529,14 @@ impl SlurmBackend {
 }
 
 /// The array's tasks still queued or running, summed up (`""`: none left): each state
-/// with its count, and why pending tasks wait.
-fn queue_state(submission: &Submission) -> Result<String, Error> {
+/// with its count, and why pending tasks wait. The array is `job`, or without its id the
+/// job named `name`.
+fn queue_state(job: Option<&str>, name: &str) -> Result<String, Error> {
     let mut args = vec!["-h".to_string(), "-r".into(), "-o".into(), "%T|%r".into()];
-    match &submission.job {
-        Some(job) => args.extend(["-j".to_string(), job.clone()]),
+    match job {
+        Some(job) => args.extend(["-j".to_string(), job.to_string()]),
         // Killed between `sbatch` and recording its answer: the job goes by its name.
-        None => args.push(format!("--name={}", submission.name)),
+        None => args.push(format!("--name={name}")),
     }
     let out = match slurm_command("squeue", &args) {
         Ok(out) => out,
@@ -525,7 +599,7 @@ pub fn collect(
     let mut failures = 0;
     loop {
         // Looked at before ingesting: what a finished job wrote is all there afterwards.
-        let state = match queue_state(submission) {
+        let state = match queue_state(submission.job.as_deref(), &submission.name) {
             Ok(state) => state,
             Err(_) if failures < SQUEUE_RETRIES => {
                 failures += 1;
