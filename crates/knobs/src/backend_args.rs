@@ -46,6 +46,12 @@ pub struct BackendArgs {
 }
 
 impl BackendArgs {
+    /// `--tasks` as given: the spec's `tasks` is the number a round is split into, not how
+    /// many commits' builds run side by side.
+    pub fn tasks_flag(&self) -> Option<u32> {
+        self.tasks
+    }
+
     /// The campaign's backend: the spec's `[slurm]` settings with the flags over them.
     pub fn backend(&self, spec: &SystemSpec, store: &Path) -> Result<Backend> {
         if let BackendArg::Local = self.backend {

@@ -197,6 +197,7 @@ fn build(
             spec_path,
             &targets,
             retry_failed,
+            backend.tasks_flag(),
         )?),
         Backend::Local => None,
     };
@@ -273,15 +274,17 @@ fn built_on_slurm<'a>(
     }
 }
 
-/// Builds the targets that need it as Slurm array tasks, each running `knobs history build`
-/// on its share into the cache on the shared file system, and waits for them: the commits
-/// submitted. A task that did not finish is reported with its log.
+/// Builds the targets that need it as Slurm array tasks (`tasks` of them, default one per
+/// commit), each running `knobs history build` on its share into the cache on the shared
+/// file system, and waits for them: the commits submitted. A task that did not finish is
+/// reported with its log.
 fn build_on_slurm(
     history: &History,
     slurm: &SlurmBackend,
     spec_path: &Path,
     targets: &[Commit],
     retry_failed: bool,
+    tasks: Option<u32>,
 ) -> Result<Vec<String>> {
     let pending: Vec<String> = targets
         .iter()
@@ -292,13 +295,7 @@ fn build_on_slurm(
         return Ok(pending);
     }
     let spec = std::path::absolute(spec_path)?;
-    let commands = history.slurm_commands(
-        &slurm.worker,
-        &spec,
-        &pending,
-        slurm.settings.tasks,
-        retry_failed,
-    );
+    let commands = history.slurm_commands(&slurm.worker, &spec, &pending, tasks, retry_failed);
     eprintln!(
         "building {} commits as {} Slurm array tasks",
         pending.len(),
