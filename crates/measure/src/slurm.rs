@@ -224,12 +224,26 @@ fn regions_file(results: &Path, index: usize) -> PathBuf {
 
 /// The task's own directory on its node's disk, not the shared file system: what a run
 /// writes at its exit (region times, the instruction counter's count) then costs what it
-/// costs locally. Removed when the task ends.
+/// costs locally. Removed when the task ends; a task killed by `scancel` or its time limit
+/// cannot, so a task removes what killed tasks of its host left (`knobs-task-N-PID@HOST`).
 struct NodeScratch(PathBuf);
 
 impl NodeScratch {
     fn new(task: u32) -> Result<NodeScratch, Error> {
-        let dir = std::env::temp_dir().join(format!("knobs-task-{}-{task}", std::process::id()));
+        let tmp = std::env::temp_dir();
+        let host = store::host_name();
+        for entry in std::fs::read_dir(&tmp).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = scratch_owner(&name, &host)
+                // SAFETY: signal 0 only asks whether the process exists (EPERM: another
+                // user's, alive).
+                && unsafe { libc::kill(pid, 0) } != 0
+                && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+            {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+        let dir = tmp.join(format!("knobs-task-{task}-{}@{host}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
         Ok(NodeScratch(dir))
     }
@@ -264,6 +278,13 @@ impl NodeScratch {
         }
         Ok(())
     }
+}
+
+/// The process of a task's scratch directory named `name`, if it is one of `host`'s.
+fn scratch_owner(name: &str, host: &str) -> Option<libc::pid_t> {
+    let (rest, of) = name.strip_prefix("knobs-task-")?.rsplit_once('@')?;
+    (of == host).then_some(())?;
+    rest.rsplit_once('-')?.1.parse().ok()
 }
 
 impl Drop for NodeScratch {
@@ -876,6 +897,31 @@ mod tests {
                 .contains("no region times"),
             "{b:?}"
         );
+    }
+
+    /// A killed task's scratch directory is removed by the next task on its host; a running
+    /// task's, and another host's, are left alone.
+    #[test]
+    fn a_task_removes_the_scratch_killed_tasks_of_its_host_left() {
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        gone.wait().unwrap();
+        let host = store::host_name();
+        let tmp = std::env::temp_dir();
+        let killed = tmp.join(format!("knobs-task-7-{}@{host}", gone.id()));
+        let elsewhere = tmp.join(format!("knobs-task-7-{}@not-{host}", gone.id()));
+        let running = tmp.join(format!("knobs-task-7-{}@{host}", std::process::id()));
+        for dir in [&killed, &elsewhere, &running] {
+            std::fs::create_dir_all(dir.join("stripped")).unwrap();
+        }
+        let scratch = NodeScratch::new(8).unwrap();
+        assert!(!killed.exists());
+        assert!(elsewhere.exists() && running.exists());
+        assert_eq!(scratch_owner("knobs-task-3-42@a-b.c", "a-b.c"), Some(42));
+        assert_eq!(scratch_owner("knobs-task-3-42@a-b.c", "d"), None);
+        drop(scratch);
+        for dir in [&elsewhere, &running] {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
     }
 
     #[test]
