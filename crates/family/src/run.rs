@@ -338,6 +338,7 @@ pub fn run(
         Some(
             Campaign {
                 retry_failed: settings.retry_failed,
+                backend: settings.backend.clone(),
                 ..Campaign::new(spec, workload)
             }
             .run(&store, &configurations, &mut |e| reporter.measurement(e))?,

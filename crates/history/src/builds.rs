@@ -5,8 +5,9 @@
 //!   this name only by a rename once the build succeeded and the program exists.
 //! - `<commit>-<recipe>.log`: the whole build log, of a build or a failure.
 //! - `<commit>-<recipe>.failed`: a failed build (JSON: how it failed, the log's tail).
-//! - `.tmp-…-<pid>`: a build, record or removal in progress by process `pid`; removed once
-//!   that process is gone.
+//! - `.tmp-…-<pid>@<host>`: a build, record or removal in progress by process `pid` of
+//!   `host`; removed once that process is gone, by a knobs on the same host (machines that
+//!   share the cache, a cluster's nodes, leave each other's alone).
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -153,16 +154,16 @@ pub fn build(
     std::fs::create_dir_all(builds).map_err(io_error(builds))?;
     remove_leftovers(builds);
     let name = entry_name(commit, recipe);
-    let pid = std::process::id();
-    let work = builds.join(format!("{TEMPORARY}{name}-{pid}"));
-    let work_log = builds.join(format!("{TEMPORARY}{name}-{pid}.log"));
+    let temporary = temporary_name(&name);
+    let work = builds.join(&temporary);
+    let work_log = builds.join(format!("{temporary}.log"));
     let final_dir = builds.join(&name);
     let final_log = builds.join(format!("{name}.log"));
     let failed_record = builds.join(format!("{name}.failed"));
     let _ = remove_tree(&work);
     std::fs::create_dir(&work).map_err(io_error(&work))?;
     let started = Instant::now();
-    let index = builds.join(format!("{TEMPORARY}{name}-{pid}.index"));
+    let index = builds.join(format!("{temporary}.index"));
     if let Err(e) = git::checkout(git_dir, commit, &work, &index) {
         let _ = remove_tree(&work);
         return Err(e);
@@ -214,7 +215,7 @@ pub fn build(
                 cached: false,
             };
             // Written under a temporary name and renamed: a record is whole or absent.
-            let partial = builds.join(format!("{TEMPORARY}{name}-{pid}.failed"));
+            let partial = builds.join(format!("{temporary}.failed"));
             let json = serde_json::to_string_pretty(&failure).expect("a record serialises");
             std::fs::write(&partial, json).map_err(io_error(&partial))?;
             std::fs::rename(&partial, &failed_record).map_err(io_error(&failed_record))?;
@@ -306,24 +307,41 @@ fn log_tail(path: &Path, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-/// Whether a process is running (on this machine: the cache is local).
+/// The temporary name of `stem` made by this process: `.tmp-<stem>-<pid>@<host>`. The host
+/// tells a killed build from one running on another machine that shares the cache (a
+/// cluster's nodes).
+pub(crate) fn temporary_name(stem: &str) -> String {
+    format!(
+        "{TEMPORARY}{stem}-{}@{}",
+        std::process::id(),
+        measure::store::host_name()
+    )
+}
+
+/// Whether a process of this machine is running.
 fn alive(pid: u32) -> bool {
     // SAFETY: signal 0 only checks that the process exists.
     let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
     r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
-/// The pid a temporary name ends with (`.tmp-…-<pid>[.log|.index|.failed]`).
-fn owner(name: &str) -> Option<u32> {
+/// The process a temporary name ends with (`.tmp-…-<pid>[@<host>][.log|.index|.failed]`)
+/// and its host (`None`: names made before they had one, on this machine).
+fn owner(name: &str) -> Option<(u32, Option<&str>)> {
     let stem = name.strip_prefix(TEMPORARY)?;
     let stem = [".log", ".index", ".failed"]
         .iter()
         .find_map(|ext| stem.strip_suffix(ext))
         .unwrap_or(stem);
-    stem.rsplit('-').next()?.parse().ok()
+    let (stem, host) = match stem.rsplit_once('@') {
+        Some((stem, host)) => (stem, Some(host)),
+        None => (stem, None),
+    };
+    Some((stem.rsplit('-').next()?.parse().ok()?, host))
 }
 
-/// Removes what builds of processes that are gone left behind; returns how many entries.
+/// Removes what builds of this machine's processes that are gone left behind; returns how
+/// many entries. Another machine's are left to it: their process may be running there.
 fn remove_leftovers(builds: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(builds) else {
         return 0;
@@ -331,7 +349,8 @@ fn remove_leftovers(builds: &Path) -> usize {
     let mut removed = 0;
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if let Some(pid) = owner(&name)
+        if let Some((pid, host)) = owner(&name)
+            && host.is_none_or(|h| h == measure::store::host_name())
             && !alive(pid)
             && remove_tree(&entry.path()).is_ok()
         {
@@ -356,7 +375,7 @@ fn remove_tree(path: &Path) -> std::io::Result<()> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
     let doomed = match (&name, path.parent()) {
         (Some(n), Some(parent)) if !n.starts_with(TEMPORARY) => {
-            let to = parent.join(format!("{TEMPORARY}remove-{n}-{}", std::process::id()));
+            let to = parent.join(temporary_name(&format!("remove-{n}")));
             std::fs::rename(path, &to)?;
             to
         }
@@ -479,10 +498,24 @@ mod tests {
     #[test]
     fn temporary_names_carry_their_owner() {
         let id = "a".repeat(40);
-        assert_eq!(owner(&format!(".tmp-{id}-0123456789ab-4242")), Some(4242));
-        assert_eq!(owner(&format!(".tmp-{id}-0123456789ab-17.log")), Some(17));
-        assert_eq!(owner(".tmp-clone-99"), Some(99));
+        assert_eq!(
+            owner(&format!(".tmp-{id}-0123456789ab-4242@node-1.example.org")),
+            Some((4242, Some("node-1.example.org")))
+        );
+        assert_eq!(
+            owner(&format!(".tmp-{id}-0123456789ab-17@n1.log")),
+            Some((17, Some("n1")))
+        );
+        assert_eq!(owner(".tmp-clone-99"), Some((99, None)));
         assert_eq!(owner(&format!("{id}-0123456789ab")), None);
+        let made = temporary_name(&format!("{id}-0123456789ab"));
+        assert_eq!(
+            owner(&format!("{made}.index")),
+            Some((
+                std::process::id(),
+                Some(measure::store::host_name().as_str())
+            ))
+        );
         assert!(parse_entry(&format!("{id}-0123456789ab")).is_some());
         assert!(parse_entry(&format!("{id}-0123456789ab.failed")).is_some());
         assert!(parse_entry("repository.git").is_none());

@@ -91,7 +91,7 @@ pub fn repository(repository: &str, spec_dir: &Path, builds: &Path) -> Result<Pa
     }
     std::fs::create_dir_all(builds).map_err(io_error(builds))?;
     // Cloned under a temporary name, so a killed clone is never taken for a repository.
-    let partial = builds.join(format!(".tmp-clone-{}", std::process::id()));
+    let partial = builds.join(crate::builds::temporary_name("clone"));
     let _ = std::fs::remove_dir_all(&partial);
     let mut command = git_command();
     command

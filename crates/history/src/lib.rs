@@ -170,6 +170,45 @@ impl History {
             })
     }
 
+    /// The command lines of Slurm array tasks that build `commits` (full ids) into this cache,
+    /// dealt out to `tasks` shares (default: one per commit): each runs `knobs` (`worker`)
+    /// `history build SPEC --commits …` on its share. Builds in the cache are atomic and carry
+    /// their host, so tasks on several nodes may build into it side by side.
+    pub fn slurm_commands(
+        &self,
+        worker: &Path,
+        spec: &Path,
+        commits: &[String],
+        tasks: Option<u32>,
+        retry_failed: bool,
+    ) -> Vec<Vec<String>> {
+        let n = tasks
+            .map_or(commits.len(), |t| t.max(1) as usize)
+            .min(commits.len());
+        (0..n)
+            .map(|task| {
+                let share: Vec<&str> = commits
+                    .iter()
+                    .skip(task)
+                    .step_by(n)
+                    .map(String::as_str)
+                    .collect();
+                let mut command = vec![
+                    worker.display().to_string(),
+                    "history".into(),
+                    "build".into(),
+                    spec.display().to_string(),
+                    "--commits".into(),
+                    share.join(","),
+                ];
+                if retry_failed {
+                    command.push("--retry-failed".into());
+                }
+                command
+            })
+            .collect()
+    }
+
     /// Removes builds (and recorded failures) from the cache, except what `prune` keeps;
     /// leftovers of killed builds always go. Builds under other recipes count as removable.
     pub fn prune(&self, prune: &Prune) -> Result<Pruned, Error> {

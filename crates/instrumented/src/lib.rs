@@ -21,7 +21,7 @@ use std::time::Instant;
 use analysis::{FieldRef, OptionSource, ResolvedSources, SourceKind};
 use ir::ArgSelector;
 use llvm::{CompileOptions, Translation};
-use measure::campaign::{Campaign, CampaignReport, Event, RegionOutput};
+use measure::campaign::{Backend, Campaign, CampaignReport, Event, RegionOutput};
 use measure::store::{RegionMeasurement, Store};
 use measure::{SystemSpec, Workload};
 use sha2::{Digest, Sha256};
@@ -62,6 +62,10 @@ pub struct Settings {
     /// (its calls of `__knobs_test_work(ns)`), not the machine's clock, so a model does not
     /// depend on the machine's speed or load; the program must call that function.
     pub test_clock: bool,
+    /// Where the measured configurations run (default: here). On Slurm the instrumented
+    /// build in `work_dir` must be on a file system the nodes see; the approaches' other
+    /// runs (taint tracking, calibration) are made here.
+    pub backend: Backend,
 }
 
 impl Settings {
@@ -73,6 +77,7 @@ impl Settings {
             llvm_link: "llvm-link-19".into(),
             retry_failed: false,
             test_clock: false,
+            backend: Backend::Local,
         }
     }
 
@@ -470,6 +475,7 @@ pub fn measure_instrumented(
         program: Some(binary.to_path_buf()),
         regions: Some(output),
         retry_failed: settings.retry_failed,
+        backend: settings.backend.clone(),
         ..Campaign::new(spec, workload)
     };
     Ok(campaign.run(store, configurations, on_event)?)

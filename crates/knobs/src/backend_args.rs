@@ -46,6 +46,12 @@ pub struct BackendArgs {
 }
 
 impl BackendArgs {
+    /// `--tasks` as given: the spec's `tasks` is the number a round is split into, not how
+    /// many commits' builds run side by side.
+    pub fn tasks_flag(&self) -> Option<u32> {
+        self.tasks
+    }
+
     /// The campaign's backend: the spec's `[slurm]` settings with the flags over them.
     pub fn backend(&self, spec: &SystemSpec, store: &Path) -> Result<Backend> {
         if let BackendArg::Local = self.backend {
@@ -88,6 +94,8 @@ pub struct WorkerArgs {
 
 /// `knobs slurm-worker DIR TASK`: one array task's share of a round.
 pub fn slurm_worker(args: WorkerArgs) -> Result<crate::Outcome> {
+    // SAFETY: knobs has started no thread yet.
+    unsafe { measure::slurm::drop_task_variables() };
     // `scancel` and the time limit send SIGTERM: the run in progress goes with the task.
     measure::runner::kill_runs_on_interrupt();
     measure::slurm::work(&args.dir, args.task)?;

@@ -11,6 +11,8 @@ use measure::SystemSpec;
 use serde::Serialize;
 
 use crate::Outcome;
+use measure::campaign::Backend;
+use measure::slurm::SlurmBackend;
 
 #[derive(Subcommand)]
 pub enum HistoryCommand {
@@ -50,6 +52,8 @@ pub enum HistoryCommand {
         /// Print the builds as JSON on stdout.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        backend: crate::backend_args::BackendArgs,
     },
     /// Remove builds from the cache (`.knobs-builds` beside the spec), and what killed builds
     /// left behind.
@@ -77,7 +81,8 @@ pub fn run(cmd: HistoryCommand) -> Result<Outcome> {
             all,
             retry_failed,
             json,
-        } => build(&spec, &commits, all, retry_failed, json),
+            backend,
+        } => build(&spec, &commits, all, retry_failed, json, &backend),
         HistoryCommand::Prune {
             spec,
             keep_failures,
@@ -175,8 +180,9 @@ fn build(
     all: bool,
     retry_failed: bool,
     json: bool,
+    backend: &crate::backend_args::BackendArgs,
 ) -> Result<Outcome> {
-    let (_, history) = open(spec_path)?;
+    let (spec, history) = open(spec_path)?;
     let commits = history.commits()?;
     let targets = if all {
         commits.clone()
@@ -184,8 +190,23 @@ fn build(
         resolve_targets(&history, &commits, revisions)?
     };
     measure::runner::kill_runs_on_interrupt();
+    let on_slurm = match backend.backend(&spec, spec_path)? {
+        Backend::Slurm(slurm) => Some(build_on_slurm(
+            &history,
+            &slurm,
+            spec_path,
+            &targets,
+            retry_failed,
+            backend.tasks_flag(),
+        )?),
+        Backend::Local => None,
+    };
     let mut rows = Vec::new();
     for (i, commit) in targets.iter().enumerate() {
+        if let Some(submitted) = &on_slurm {
+            rows.push(built_on_slurm(&history, &commits, commit, submitted));
+            continue;
+        }
         if history.status(&commit.id).is_none() || retry_failed {
             eprintln!(
                 "[{}/{}] building {} {}",
@@ -204,20 +225,92 @@ fn build(
         });
     }
     let failed = rows.iter().filter(|r| r.status == "failed").count();
+    let missing = rows.iter().filter(|r| r.build.is_none()).count();
     let cached = rows
         .iter()
         .filter(|r| matches!(&r.build, Some(Build::Built(b)) if b.cached))
         .count();
     eprintln!(
-        "{} built ({} from the cache), {} failed",
-        rows.len() - failed,
+        "{} built ({} from the cache), {} failed{}",
+        rows.len() - failed - missing,
         cached,
-        failed
+        failed,
+        if missing > 0 {
+            format!(", {missing} not built")
+        } else {
+            String::new()
+        }
     );
     if json {
         crate::print_json(&rows)?;
     }
     Ok(Outcome::Done)
+}
+
+/// What the cluster built of `commit`, or did not (nothing is built here), reported; one the
+/// cluster was given (`submitted`) counts as built now, not cached.
+fn built_on_slurm<'a>(
+    history: &History,
+    commits: &[Commit],
+    commit: &'a Commit,
+    submitted: &[String],
+) -> CommitStatus<'a> {
+    let mut build = history.status(&commit.id);
+    if submitted.contains(&commit.id) {
+        match &mut build {
+            Some(Build::Built(b)) => b.cached = false,
+            Some(Build::Failed(f)) => f.cached = false,
+            None => {}
+        }
+    }
+    match &build {
+        Some(build) => report_build(history, commits, commit, build),
+        None => eprintln!("{}  not built", short(&commit.id)),
+    }
+    CommitStatus {
+        commit,
+        status: status_word(&build),
+        build,
+    }
+}
+
+/// Builds the targets that need it as Slurm array tasks (`tasks` of them, default one per
+/// commit), each running `knobs history build` on its share into the cache on the shared
+/// file system, and waits for them: the commits submitted. A task that did not finish is
+/// reported with its log.
+fn build_on_slurm(
+    history: &History,
+    slurm: &SlurmBackend,
+    spec_path: &Path,
+    targets: &[Commit],
+    retry_failed: bool,
+    tasks: Option<u32>,
+) -> Result<Vec<String>> {
+    let pending: Vec<String> = targets
+        .iter()
+        .filter(|c| retry_failed || history.status(&c.id).is_none())
+        .map(|c| c.id.clone())
+        .collect();
+    if pending.is_empty() {
+        return Ok(pending);
+    }
+    let spec = std::path::absolute(spec_path)?;
+    let commands = history.slurm_commands(&slurm.worker, &spec, &pending, tasks, retry_failed);
+    eprintln!(
+        "building {} commits as {} Slurm array tasks",
+        pending.len(),
+        commands.len()
+    );
+    let name = format!("knobs-build-{}", std::process::id());
+    let unfinished = slurm.run_commands(&name, &commands, &mut |line| eprintln!("{line}"))?;
+    for (task, log) in unfinished {
+        eprintln!(
+            "task {task} of the builds ended without finishing (failed, cancelled or out of \
+             time); its log: {}",
+            log.display()
+        );
+    }
+    Ok(pending)
 }
 
 /// The commits `revisions` name; one outside the range is built all the same, with a subject

@@ -103,7 +103,7 @@ enum Command {
     /// for which options, measuring a small part of the commits × configurations grid.
     #[command(subcommand)]
     Changepoints(changepoints_cmd::ChangepointsCommand),
-    /// One Slurm array task of `knobs measure --backend slurm` (run by the job, not by you).
+    /// One Slurm array task of a `--backend slurm` campaign (run by the job, not by you).
     #[command(hide = true)]
     SlurmWorker(backend_args::WorkerArgs),
 }

@@ -1,5 +1,6 @@
 //! The flags every white-box approach shares: which spec, workload, store and build
-//! directory, and whether failed runs are retried; they open an [`instrumented::Session`].
+//! directory, whether failed runs are retried and where the runs are made; they open an
+//! [`instrumented::Session`].
 
 use std::path::PathBuf;
 
@@ -30,6 +31,8 @@ pub struct SessionArgs {
     /// Print the report as JSON on stdout (progress stays on stderr).
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub backend: crate::backend_args::BackendArgs,
 }
 
 impl SessionArgs {
@@ -43,6 +46,7 @@ impl SessionArgs {
             approach,
         )?;
         session.settings.retry_failed = self.retry_failed;
+        session.settings.backend = self.backend.backend(&session.spec, &session.store_path)?;
         if let Some(r) = self.repetitions {
             if r == 0 {
                 anyhow::bail!("--repetitions must be at least 1");

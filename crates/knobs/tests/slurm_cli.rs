@@ -1,14 +1,17 @@
 //! `knobs measure --backend slurm` against a real one-node Slurm cluster on this machine
 //! (`scripts/slurm-local.sh start`, which these tests run first): measuring end to end, a task
-//! cancelled with `scancel` mid-run, and a knobs killed while it waits.
+//! cancelled with `scancel` mid-run, a knobs killed while it waits, instructions counted on
+//! the nodes, and a commit's build made here and run there. The white-box approaches on the
+//! cluster are `slurm_approaches.rs`.
 //!
 //! The measured program waits for a gate file before it ends, so each test decides when the
 //! runs finish: no test depends on how fast the machine is.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command as StdCommand, Stdio};
-use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
@@ -17,29 +20,6 @@ use measure::{Selection, Store};
 
 fn knobs() -> Command {
     Command::cargo_bin("knobs").unwrap()
-}
-
-/// Starts the local cluster once, and lets one test at a time use it (the tests count jobs
-/// and cancel tasks; their jobs would also wait on each other's on two CPUs).
-fn cluster() -> MutexGuard<'static, ()> {
-    static STARTED: OnceLock<()> = OnceLock::new();
-    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-    let guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    STARTED.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/slurm-local.sh");
-        let out = StdCommand::new("bash")
-            .arg(script)
-            .arg("start")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "slurm-local.sh start: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    });
-    guard
 }
 
 /// Four configurations of `sh`, each run waiting for `gate` to exist; one run each, no
@@ -170,7 +150,7 @@ fn finish(child: Child) -> String {
 
 #[test]
 fn a_task_cancelled_mid_run_leaves_its_configurations_pending_and_they_are_measured_again() {
-    let _cluster = cluster();
+    let _cluster = common::slurm_cluster();
     let dir = tempfile::tempdir().unwrap();
     let gate = dir.path().join("gate");
     let spec = gated_spec(dir.path(), &gate);
@@ -225,7 +205,7 @@ fn a_task_cancelled_mid_run_leaves_its_configurations_pending_and_they_are_measu
 
 #[test]
 fn a_knobs_killed_while_waiting_resumes_its_job_without_submitting_it_again() {
-    let _cluster = cluster();
+    let _cluster = common::slurm_cluster();
     let dir = tempfile::tempdir().unwrap();
     let gate = dir.path().join("gate");
     let spec = gated_spec(dir.path(), &gate);
@@ -311,7 +291,7 @@ fn bad_slurm_settings_are_one_line_errors() {
 
 #[test]
 fn a_refused_submission_is_one_line_and_holds_nothing_back() {
-    let _cluster = cluster();
+    let _cluster = common::slurm_cluster();
     let dir = tempfile::tempdir().unwrap();
     let gate = dir.path().join("gate");
     std::fs::write(&gate, "").unwrap();
@@ -351,4 +331,299 @@ fn a_refused_submission_is_one_line_and_holds_nothing_back() {
         by_configuration(&runs(&dir.path().join("knobs.db"))),
         every_configuration(1)
     );
+}
+
+/// `metric = "instructions"` on the cluster: each task counts its runs with the counter knobs
+/// chose here, on its node; a count is the same in every run, and more work counts more.
+#[test]
+fn instructions_are_counted_on_the_nodes() {
+    let _cluster = common::slurm_cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("knobs.toml");
+    std::fs::write(
+        &spec,
+        r#"name = "counted"
+[run]
+program = "sh"
+args = ["-c", "i=0; while [ $i -lt $0 ]; do i=$((i+1)); done", "{options}"]
+[measure]
+repetitions = 2
+warmup = 0
+metric = "instructions"
+[slurm]
+tasks = 2
+spool = "spool"
+[[workload]]
+name = "w"
+[[option]]
+name = "long"
+on = ["3000"]
+off = ["1000"]
+"#,
+    )
+    .unwrap();
+    let out = knobs()
+        .args(["measure", "--backend", "slurm", "--spec"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("submitted Slurm job"), "{stderr}");
+    let runs = runs(&dir.path().join("knobs.db"));
+    assert_eq!(
+        by_configuration(&runs).values().sum::<usize>(),
+        4,
+        "{runs:?}"
+    );
+    let count = |config: &str| -> Vec<i64> {
+        runs.iter()
+            .filter(|r| r.configuration == config)
+            .inspect(|r| assert!(r.source.is_some(), "{r:?}"))
+            .map(|r| r.instructions.expect("counted"))
+            .collect()
+    };
+    let (short, long) = (count(""), count("long"));
+    assert_eq!((short[0], long[0]), (short[1], long[1]));
+    assert!(long[0] > 2 * short[0], "{long:?} against {short:?}");
+}
+
+/// `knobs measure --commit` on the cluster: knobs builds the commit here, into `.knobs-builds/`
+/// beside the spec (before anything is submitted), and the array tasks run that build. The
+/// built program appends the path it was started as to a file: every stored run is one line
+/// naming the build in `.knobs-builds/`.
+#[test]
+fn the_nodes_run_the_build_of_a_commit_made_on_the_submit_host() {
+    let _cluster = common::slurm_cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let ran_by = dir.path().join("ran-by");
+    let repo = dir.path().join("prog");
+    std::fs::create_dir(&repo).unwrap();
+    common::git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(
+        repo.join("run.sh"),
+        format!("#!/bin/sh\necho \"$0\" >> '{}'\n", ran_by.display()),
+    )
+    .unwrap();
+    common::git(&repo, &["add", "run.sh"]);
+    common::git(&repo, &["commit", "-q", "-m", "the program"]);
+    let spec = dir.path().join("knobs.toml");
+    std::fs::write(
+        &spec,
+        r#"name = "built"
+[history]
+repository = "prog"
+range = "main"
+build = [["sh", "-c", "cp run.sh prog && chmod +x prog"]]
+output = "prog"
+[run]
+args = ["{options}"]
+[measure]
+repetitions = 1
+warmup = 0
+[slurm]
+spool = "spool"
+[[workload]]
+name = "w"
+[[option]]
+name = "a"
+on = ["-a"]
+"#,
+    )
+    .unwrap();
+    let out = knobs()
+        .args([
+            "measure",
+            "--commit",
+            "main",
+            "--backend",
+            "slurm",
+            "--spec",
+        ])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let building = stderr.find("building commit").expect("built here");
+    assert!(
+        building < stderr.find("submitted Slurm job").unwrap(),
+        "{stderr}"
+    );
+    let commit = String::from_utf8(
+        StdCommand::new("git")
+            .args(["rev-parse", "main"])
+            .current_dir(&repo)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let at_commit = Selection {
+        commit: commit.trim().to_string(),
+        ..Selection::default()
+    };
+    let runs = Store::open_existing(&dir.path().join("knobs.db"))
+        .unwrap()
+        .runs(&at_commit)
+        .unwrap();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert!(
+        runs.iter().all(|r| r.is_ok() && r.source.is_some()),
+        "{runs:?}"
+    );
+    let builds = dir.path().join(".knobs-builds").canonicalize().unwrap();
+    let lines: Vec<String> = std::fs::read_to_string(&ran_by)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(lines.len(), runs.len(), "{lines:?}");
+    for line in &lines {
+        let program = Path::new(line).canonicalize().unwrap();
+        assert!(
+            program.starts_with(&builds) && program.ends_with("prog"),
+            "{line} is not the build in {}",
+            builds.display()
+        );
+    }
+    // The cache's build is found again: measuring more builds nothing.
+    let out = knobs()
+        .args([
+            "measure",
+            "--commit",
+            "main",
+            "--backend",
+            "slurm",
+            "--repetitions",
+            "2",
+            "--spec",
+        ])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let again = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{again}");
+    assert!(!again.contains("building commit"), "{again}");
+    assert_eq!(std::fs::read_to_string(&ran_by).unwrap().lines().count(), 4);
+}
+
+/// `knobs history build --backend slurm`: the commits are built by array tasks into the
+/// cache beside the spec, a commit that does not compile recorded failed with its log as
+/// locally; a second command submits nothing, and `knobs measure --commit` uses the builds.
+#[test]
+fn history_builds_are_array_tasks_into_the_shared_cache() {
+    let _cluster = common::slurm_cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("prog");
+    std::fs::create_dir(&repo).unwrap();
+    common::git(&repo, &["init", "-q", "-b", "main"]);
+    for (text, message) in [
+        ("int main(void) { return 0; }\n", "builds"),
+        ("int main(void) { return undeclared; }\n", "broken"),
+        ("int main(void) { return 0; } /* again */\n", "fixed"),
+    ] {
+        std::fs::write(repo.join("prog.c"), text).unwrap();
+        common::git(&repo, &["add", "prog.c"]);
+        common::git(&repo, &["commit", "-q", "-m", message]);
+    }
+    let spec = dir.path().join("knobs.toml");
+    std::fs::write(
+        &spec,
+        r#"name = "prog"
+[history]
+repository = "prog"
+range = "main"
+build = [["cc", "-O1", "-o", "prog", "prog.c"]]
+output = "prog"
+[run]
+args = ["{options}"]
+[measure]
+repetitions = 1
+warmup = 0
+[[workload]]
+name = "w"
+[[option]]
+name = "a"
+on = ["1"]
+"#,
+    )
+    .unwrap();
+    let build = || {
+        let out = knobs()
+            .args([
+                "history",
+                "build",
+                "--all",
+                "--backend",
+                "slurm",
+                "--tasks",
+                "2",
+            ])
+            .arg(&spec)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        stderr
+    };
+    let first = build();
+    assert!(
+        first.contains("building 3 commits as 2 Slurm array tasks"),
+        "{first}"
+    );
+    assert!(first.contains("submitted Slurm job"), "{first}");
+    assert!(
+        first.contains("2 built (0 from the cache), 1 failed"),
+        "{first}"
+    );
+    assert!(
+        first.contains("undeclared"),
+        "the failure's log tail: {first}"
+    );
+    let list = String::from_utf8(
+        knobs()
+            .args(["history", "list"])
+            .arg(&spec)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    for (subject, status) in [
+        ("builds", "built"),
+        ("broken", "failed"),
+        ("fixed", "built"),
+    ] {
+        let line = list
+            .lines()
+            .skip(1)
+            .find(|l| l.contains(&format!(" {subject}")))
+            .unwrap_or_else(|| panic!("{subject} in {list}"));
+        assert!(line.contains(&format!("  {status} ")), "{list}");
+    }
+    // The array's directory is gone from the spool once every task finished.
+    let spool = dir.path().join(".knobs-slurm");
+    assert_eq!(std::fs::read_dir(&spool).unwrap().count(), 0);
+    let second = build();
+    assert!(!second.contains("submitted"), "{second}");
+    assert!(
+        second.contains("2 built (2 from the cache), 1 failed"),
+        "{second}"
+    );
+    let out = knobs()
+        .args([
+            "measure",
+            "--commit",
+            "main",
+            "--backend",
+            "slurm",
+            "--spec",
+        ])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let measured = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{measured}");
+    assert!(!measured.contains("building commit"), "{measured}");
 }

@@ -142,6 +142,23 @@ impl std::fmt::Debug for RegionOutput {
 /// Reads a region-times file.
 pub type ReadRegions = dyn Fn(&Path) -> Result<Vec<RegionMeasurement>, String> + Send + Sync;
 
+/// The region times a run wrote to `file`, read with `read`; none for a failed run. A
+/// successful run whose file `read` rejects (or that wrote none: the instrumentation did not
+/// work) becomes a failed run saying why.
+pub(crate) fn read_regions(
+    read: &ReadRegions,
+    result: &mut RunResult,
+    file: &Path,
+) -> Vec<RegionMeasurement> {
+    if !result.outcome.is_ok() {
+        return Vec::new();
+    }
+    read(file).unwrap_or_else(|why| {
+        result.outcome = Outcome::SpawnFailed(format!("no region times: {why}"));
+        Vec::new()
+    })
+}
+
 impl<'a> Campaign<'a> {
     /// A campaign with the spec's settings, of the program as the spec runs it.
     pub fn new(spec: &'a SystemSpec, workload: &'a Workload) -> Self {
@@ -182,8 +199,7 @@ impl<'a> Campaign<'a> {
         .at_commit(&self.commit)
     }
 
-    /// Runs once; with region output, reads the region times the program wrote (a
-    /// successful run that wrote none is a failure: the instrumentation did not work).
+    /// Runs once; with region output, the region times the program wrote ([`read_regions`]).
     fn run_once(
         &self,
         invocation: &Invocation,
@@ -203,17 +219,10 @@ impl<'a> Campaign<'a> {
             .env
             .push((output.env.clone(), file.display().to_string()));
         let mut result = runner::run(&invocation);
-        if !result.outcome.is_ok() {
-            return (result, Vec::new());
-        }
-        match (output.read)(&file) {
-            Ok(regions) => (result, regions),
-            Err(why) => {
-                result.outcome = Outcome::SpawnFailed(format!("no region times: {why}"));
-                (result, Vec::new())
-            }
-        }
+        let regions = read_regions(&*output.read, &mut result, &file);
+        (result, regions)
     }
+
     fn needs_more(&self, values: &[f64]) -> bool {
         let s = &self.settings;
         if values.len() < s.repetitions as usize {
@@ -295,7 +304,6 @@ impl<'a> Campaign<'a> {
         let mut resumed_notes = Vec::new();
         let mut resumed_runs = 0;
         if let Backend::Slurm(backend) = &self.backend {
-            self.check_slurm()?;
             (resumed_runs, resumed_notes) = self.resume(store, backend, on_event)?;
         }
         let existing = store.runs_by_configuration(&selection)?;
@@ -748,23 +756,6 @@ impl<'a> Campaign<'a> {
 
 /// The Slurm backend's side of a campaign: rounds as job arrays, and finding them again.
 impl Campaign<'_> {
-    /// What the Slurm backend does not measure, as an error before anything is submitted.
-    fn check_slurm(&self) -> Result<(), Error> {
-        if self.regions.is_some() {
-            return Err(Error::Invalid(
-                "the Slurm backend measures whole runs; the region times of instrumented \
-                 builds are measured with --backend local"
-                    .into(),
-            ));
-        }
-        if self.settings.metric == Metric::Instructions {
-            return Err(Error::Invalid(
-                "the Slurm backend does not count instructions yet (use --backend local)".into(),
-            ));
-        }
-        Ok(())
-    }
-
     /// Waits for the submissions a killed knobs left in the spool for this campaign and
     /// stores their runs, then frees the configurations they held: the runs stored, and
     /// notes about tasks that did not finish.
@@ -787,7 +778,7 @@ impl Campaign<'_> {
                 submission.job.as_deref().unwrap_or("not known yet"),
                 dir.display()
             )));
-            let (runs, more) = collect(store, &dir, &submission, on_event)?;
+            let (runs, more) = collect(store, &dir, &submission, self.regions.as_ref(), on_event)?;
             stored += runs;
             notes.extend(more);
             store.release_owner(&submission.owner)?;
@@ -830,6 +821,8 @@ impl Campaign<'_> {
             .iter()
             .map(|share| TaskWork {
                 warmup,
+                regions_env: self.regions.as_ref().map(|r| r.env.clone()),
+                counter: rounds.counter,
                 runs: share
                     .iter()
                     .map(|&i| WorkItem::of(&items[i].key.configuration, &items[i].invocation))
@@ -869,7 +862,7 @@ impl Campaign<'_> {
             submission.tasks,
             dir.display()
         )));
-        let (stored, notes) = collect(store, &dir, &submission, on_event)?;
+        let (stored, notes) = collect(store, &dir, &submission, self.regions.as_ref(), on_event)?;
         if stored == 0 && !notes.is_empty() {
             return Err(Error::Invalid(format!(
                 "Slurm job {} measured nothing: {}",
@@ -918,16 +911,19 @@ fn store_path(store: &Store) -> PathBuf {
         .unwrap_or_else(|_| store.path().to_path_buf())
 }
 
-/// Waits for a submission and stores its runs (each one a `Ran` event): how many, and a note
-/// per task that ended without finishing its share.
+/// Waits for a submission and stores its runs (each one a `Ran` event) with the region times
+/// they wrote, read with `regions`: how many, and a note per task that ended without
+/// finishing its share.
 fn collect(
     store: &Store,
     dir: &Path,
     submission: &Submission,
+    regions: Option<&RegionOutput>,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<(u64, Vec<String>), Error> {
     let job = submission.job.as_deref().unwrap_or(&submission.name);
-    let collected = slurm::collect(store, dir, submission, &mut |waiting| match waiting {
+    let read = regions.map(|r| &*r.read);
+    let collected = slurm::collect(store, dir, submission, read, &mut |waiting| match waiting {
         Waiting::Stored(run) => on_event(Event::Ran {
             configuration: &run.configuration,
             result: &run.result,
@@ -1076,7 +1072,7 @@ struct Rounds {
 /// cannot be read fails the run).
 /// When valgrind cannot read the program's debug information, the run is counted again on a
 /// copy without it (made once per campaign, in `scratch`).
-fn counted(invocation: &Invocation, scratch: &Path, counter: Counter) -> RunResult {
+pub(crate) fn counted(invocation: &Invocation, scratch: &Path, counter: Counter) -> RunResult {
     let program = invocation.cwd.join(&invocation.program);
     let stripped = scratch
         .join("stripped")

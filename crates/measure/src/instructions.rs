@@ -14,7 +14,7 @@ use crate::Error;
 use crate::spec::Invocation;
 
 /// How a run's instructions are counted on this machine.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Counter {
     /// `perf stat -e instructions:u`: the hardware's count, at almost no cost.
     Perf,

@@ -7,9 +7,11 @@
 //! measures in a round measures the reference too). `sbatch` submits the array; each task
 //! runs `knobs slurm-worker DIR TASK` ([`work`]), which measures its share with the same
 //! runner as local runs and writes every run as a file of its own (written to a temporary
-//! name and renamed, so a file is whole or absent), then a `done` marker. knobs waits,
-//! ingesting result files as they appear; only knobs writes the SQLite store, each run once
-//! (a run's file name is its `source` in the store). The directory's `submission.json`
+//! name and renamed, so a file is whole or absent; the region times an instrumented build
+//! wrote are copied beside it first), then a `done` marker. knobs waits, ingesting result
+//! files as they appear (region times read with the campaign's reader, as a local run's);
+//! only knobs writes the SQLite store, each run once (a run's file name is its `source` in
+//! the store). The directory's `submission.json`
 //! records the job, so a knobs killed while waiting finds it again, waits for what still
 //! runs and ingests what finished. A task that ends without its marker (failed, cancelled,
 //! past its time limit) leaves its unmeasured configurations pending for the next round.
@@ -20,6 +22,8 @@ use std::process::Command;
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
+use crate::campaign::{ReadRegions, counted, read_regions};
+use crate::instructions::Counter;
 use crate::runner::{self, RunResult};
 use crate::spec::Invocation;
 use crate::store::{self, MeasurementKey, Selection, Store};
@@ -66,6 +70,15 @@ const POLL: std::time::Duration = std::time::Duration::from_millis(500);
 pub struct TaskWork {
     /// Unstored runs of the whole share before the measured ones (the campaign's first round).
     pub warmup: u32,
+    /// The environment variable naming the file an instrumented program writes its region
+    /// times to (`None`: whole runs only). The task keeps each measured run's file beside
+    /// its result, as it was written; knobs reads it when it stores the run.
+    #[serde(default)]
+    pub regions_env: Option<String>,
+    /// Count each run's instructions with this counter (`metric = "instructions"`), the one
+    /// knobs chose on the submit host: every node's counts are then of the same kind.
+    #[serde(default)]
+    pub counter: Option<Counter>,
     pub runs: Vec<WorkItem>,
 }
 
@@ -204,6 +217,82 @@ fn task_log(dir: &Path, task: u32) -> PathBuf {
     dir.join(format!("task-{task}.log"))
 }
 
+/// The region times run `index` of a share wrote, kept beside its result file.
+fn regions_file(results: &Path, index: usize) -> PathBuf {
+    results.join(format!("{index}.regions"))
+}
+
+/// The task's own directory on its node's disk, not the shared file system: what a run
+/// writes at its exit (region times, the instruction counter's count) then costs what it
+/// costs locally. Removed when the task ends; a task killed by `scancel` or its time limit
+/// cannot, so a task removes what killed tasks of its host left (`knobs-task-N-PID@HOST`).
+struct NodeScratch(PathBuf);
+
+impl NodeScratch {
+    fn new(task: u32) -> Result<NodeScratch, Error> {
+        let tmp = std::env::temp_dir();
+        let host = store::host_name();
+        for entry in std::fs::read_dir(&tmp).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = scratch_owner(&name, &host)
+                // SAFETY: signal 0 only asks whether the process exists (EPERM: another
+                // user's, alive).
+                && unsafe { libc::kill(pid, 0) } != 0
+                && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+            {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+        let dir = tmp.join(format!("knobs-task-{task}-{}@{host}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        Ok(NodeScratch(dir))
+    }
+
+    fn regions(&self) -> PathBuf {
+        self.0.join("regions")
+    }
+
+    /// Runs an item as the share asks: under the instruction counter, or with the region
+    /// times' variable naming a file of no earlier run.
+    fn run(&self, work: &TaskWork, item: &WorkItem) -> RunResult {
+        let mut invocation = item.invocation();
+        if let Some(counter) = work.counter {
+            return counted(&invocation, &self.0, counter);
+        }
+        if let Some(env) = &work.regions_env {
+            let _ = std::fs::remove_file(self.regions());
+            invocation
+                .env
+                .push((env.clone(), self.regions().display().to_string()));
+        }
+        runner::run(&invocation)
+    }
+
+    /// Copies the region times the last run wrote (if any) to `to`. Before the run's result
+    /// file, which says the run is whole: a task killed in between leaves no result, and the
+    /// run is made again.
+    fn keep_regions(&self, to: &Path) -> Result<(), Error> {
+        let _ = std::fs::remove_file(to);
+        if self.regions().exists() {
+            std::fs::copy(self.regions(), to).map_err(io(to))?;
+        }
+        Ok(())
+    }
+}
+
+/// The process of a task's scratch directory named `name`, if it is one of `host`'s.
+fn scratch_owner(name: &str, host: &str) -> Option<libc::pid_t> {
+    let (rest, of) = name.strip_prefix("knobs-task-")?.rsplit_once('@')?;
+    (of == host).then_some(())?;
+    rest.rsplit_once('-')?.1.parse().ok()
+}
+
+impl Drop for NodeScratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Measures task `task` of the round in `dir` (run by `knobs slurm-worker` inside the job):
 /// runs already written (a requeued task) are not made again.
 pub fn work(dir: &Path, task: u32) -> Result<(), Error> {
@@ -213,6 +302,7 @@ pub fn work(dir: &Path, task: u32) -> Result<(), Error> {
     let host = store::host_name();
     let node = std::env::var("SLURMD_NODENAME").unwrap_or_else(|_| host.clone());
     let written = |i: usize| results.join(format!("{i}.json"));
+    let scratch = NodeScratch::new(task)?;
     let mut failed = vec![false; work.runs.len()];
     let remaining: Vec<usize> = (0..work.runs.len())
         .filter(|&i| !written(i).exists())
@@ -224,7 +314,7 @@ pub fn work(dir: &Path, task: u32) -> Result<(), Error> {
                 continue;
             }
             let started = store::now();
-            let result = runner::run(&item.invocation());
+            let result = scratch.run(&work, item);
             if !result.outcome.is_ok() {
                 failed[i] = true;
                 // Its measured run is not made: the failure stands for it, as in a local
@@ -244,7 +334,10 @@ pub fn work(dir: &Path, task: u32) -> Result<(), Error> {
     for i in remaining.into_iter().filter(|&i| !failed[i]) {
         let item = &work.runs[i];
         let started = store::now();
-        let result = runner::run(&item.invocation());
+        let result = scratch.run(&work, item);
+        if work.regions_env.is_some() {
+            scratch.keep_regions(&regions_file(&results, i))?;
+        }
         let file = RunFile {
             configuration: item.configuration.clone(),
             warmup: false,
@@ -256,6 +349,22 @@ pub fn work(dir: &Path, task: u32) -> Result<(), Error> {
         write_atomically(&written(i), &to_json(&file))?;
     }
     write_atomically(&done_marker(dir, task), "")
+}
+
+/// Takes Slurm's per-task variables (`SLURM_*`: job and task ids, process ids) out of this
+/// process's environment, which the runs inherit: they differ from task to task, and the size
+/// of a program's environment moves its stack, its instruction count and its time. The
+/// node's name (`SLURMD_NODENAME`) stays.
+///
+/// # Safety
+/// No other thread may read or write the environment meanwhile: call it before any starts.
+pub unsafe fn drop_task_variables() {
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("SLURM_") {
+            // SAFETY: the caller guarantees no other thread uses the environment.
+            unsafe { std::env::remove_var(&name) };
+        }
+    }
 }
 
 /// Quotes a word for `sh`.
@@ -307,11 +416,27 @@ impl SlurmBackend {
                 sh_quote(&dir.display().to_string())
             ),
         )?;
+        let job = match self.sbatch(&dir, &submission.name, shares.len(), &script) {
+            Ok(job) => job,
+            Err(e) => {
+                // Nothing was submitted: nothing to find again.
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(e);
+            }
+        };
+        submission.job = Some(job);
+        write_atomically(&record, &to_json(&submission))?;
+        Ok((dir, submission))
+    }
+
+    /// Submits `script` as an array of `tasks` tasks named `name`, their logs `task-N.log` in
+    /// `dir`: the job's id.
+    fn sbatch(&self, dir: &Path, name: &str, tasks: usize, script: &Path) -> Result<String, Error> {
         let s = &self.settings;
         let mut args = vec![
             "--parsable".to_string(),
-            format!("--array=0-{}", shares.len() - 1),
-            format!("--job-name={}", submission.name),
+            format!("--array=0-{}", tasks - 1),
+            format!("--job-name={name}"),
             format!("--output={}", dir.join("task-%a.log").display()),
         ];
         args.extend(s.partition.iter().map(|p| format!("--partition={p}")));
@@ -323,22 +448,79 @@ impl SlurmBackend {
         );
         args.extend(s.sbatch_args.iter().cloned());
         args.push(script.display().to_string());
-        let out = match slurm_command("sbatch", &args) {
-            Ok(out) => out,
-            Err(e) => {
-                // Nothing was submitted: nothing to find again.
-                let _ = std::fs::remove_dir_all(&dir);
-                return Err(e);
-            }
-        };
+        let out = slurm_command("sbatch", &args)?;
         // `--parsable`: `id` or `id;cluster`.
         let job = out.trim().split(';').next().unwrap_or("").to_string();
         if job.is_empty() {
             return Err(Error::Invalid(format!("sbatch printed no job id: {out}")));
         }
-        submission.job = Some(job);
-        write_atomically(&record, &to_json(&submission))?;
-        Ok((dir, submission))
+        Ok(job)
+    }
+
+    /// Runs one command line per array task (each an argv whose program the nodes find) as
+    /// one job array named `name`, with its directory `name/` in the spool, and waits until
+    /// it leaves the queue, telling `on` the job's id and then its state as it changes. What
+    /// the tasks made is theirs to leave where it belongs (a build cache): the tasks that did
+    /// not exit 0 (failed, cancelled, out of time) are returned with their logs, which stay in
+    /// the directory; without them it is removed.
+    pub fn run_commands(
+        &self,
+        name: &str,
+        commands: &[Vec<String>],
+        on: &mut dyn FnMut(&str),
+    ) -> Result<Vec<(u32, PathBuf)>, Error> {
+        let dir = self.spool.join(name);
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        let mut script = String::from(
+            "#!/bin/sh\n# One array task: its command line, then its marker when it exits 0.\n\
+             case \"$SLURM_ARRAY_TASK_ID\" in\n",
+        );
+        for (task, command) in commands.iter().enumerate() {
+            let words: Vec<String> = command.iter().map(|w| sh_quote(w)).collect();
+            script += &format!(
+                "{task}) {} && : > {} ;;\n",
+                words.join(" "),
+                sh_quote(&done_marker(&dir, task as u32).display().to_string())
+            );
+        }
+        script += "esac\n";
+        let path = dir.join("job.sh");
+        write_atomically(&path, &script)?;
+        let job = self.sbatch(&dir, name, commands.len(), &path)?;
+        on(&format!(
+            "submitted Slurm job {job} ({} tasks)",
+            commands.len()
+        ));
+        let mut shown = String::new();
+        let mut failures = 0;
+        loop {
+            let state = match queue_state(Some(&job), name) {
+                Ok(state) => state,
+                Err(_) if failures < SQUEUE_RETRIES => {
+                    failures += 1;
+                    std::thread::sleep(POLL * 4);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            failures = 0;
+            if state.is_empty() {
+                break;
+            }
+            if state != shown {
+                on(&format!("Slurm job {job}: {state}"));
+                shown = state;
+            }
+            std::thread::sleep(POLL);
+        }
+        let unfinished: Vec<(u32, PathBuf)> = (0..commands.len() as u32)
+            .filter(|&task| !done_marker(&dir, task).exists())
+            .map(|task| (task, task_log(&dir, task)))
+            .collect();
+        if unfinished.is_empty() {
+            std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
+        }
+        Ok(unfinished)
     }
 
     /// The submissions in the spool that measure `selection` into `store` and were not
@@ -368,13 +550,14 @@ impl SlurmBackend {
 }
 
 /// The array's tasks still queued or running, summed up (`""`: none left): each state
-/// with its count, and why pending tasks wait.
-fn queue_state(submission: &Submission) -> Result<String, Error> {
+/// with its count, and why pending tasks wait. The array is `job`, or without its id the
+/// job named `name`.
+fn queue_state(job: Option<&str>, name: &str) -> Result<String, Error> {
     let mut args = vec!["-h".to_string(), "-r".into(), "-o".into(), "%T|%r".into()];
-    match &submission.job {
-        Some(job) => args.extend(["-j".to_string(), job.clone()]),
+    match job {
+        Some(job) => args.extend(["-j".to_string(), job.to_string()]),
         // Killed between `sbatch` and recording its answer: the job goes by its name.
-        None => args.push(format!("--name={}", submission.name)),
+        None => args.push(format!("--name={name}")),
     }
     let out = match slurm_command("squeue", &args) {
         Ok(out) => out,
@@ -421,14 +604,15 @@ pub struct Collected {
     pub unfinished_tasks: Vec<(u32, PathBuf)>,
 }
 
-/// Waits for a submission to leave the queue, storing its runs as their files appear and
-/// telling `on` about them and about the queue; then the spool directory is removed, or kept
-/// with its record renamed `finished.json` when a task did not finish (its log is worth
-/// reading).
+/// Waits for a submission to leave the queue, storing its runs as their files appear (with
+/// the region times each measured run wrote, read with `regions`) and telling `on` about them
+/// and about the queue; then the spool directory is removed, or kept with its record renamed
+/// `finished.json` when a task did not finish (its log is worth reading).
 pub fn collect(
     store: &Store,
     dir: &Path,
     submission: &Submission,
+    regions: Option<&ReadRegions>,
     on: &mut dyn FnMut(Waiting),
 ) -> Result<Collected, Error> {
     let mut collected = Collected::default();
@@ -436,7 +620,7 @@ pub fn collect(
     let mut failures = 0;
     loop {
         // Looked at before ingesting: what a finished job wrote is all there afterwards.
-        let state = match queue_state(submission) {
+        let state = match queue_state(submission.job.as_deref(), &submission.name) {
             Ok(state) => state,
             Err(_) if failures < SQUEUE_RETRIES => {
                 failures += 1;
@@ -446,9 +630,14 @@ pub fn collect(
             Err(e) => return Err(e),
         };
         failures = 0;
-        ingest(store, dir, submission, &mut collected, &mut |run| {
-            on(Waiting::Stored(run))
-        })?;
+        ingest(
+            store,
+            dir,
+            submission,
+            regions,
+            &mut collected,
+            &mut |run| on(Waiting::Stored(run)),
+        )?;
         if state.is_empty() {
             break;
         }
@@ -476,11 +665,13 @@ pub fn collect(
     Ok(collected)
 }
 
-/// Stores the result files not stored yet (each file's path in the spool is its source).
+/// Stores the result files not stored yet (each file's path in the spool is its source), a
+/// measured run with the region times it wrote when `regions` reads them.
 fn ingest(
     store: &Store,
     dir: &Path,
     submission: &Submission,
+    regions: Option<&ReadRegions>,
     collected: &mut Collected,
     on_run: &mut dyn FnMut(&RunFile),
 ) -> Result<(), Error> {
@@ -508,7 +699,13 @@ fn ingest(
             if store.has_source(&source)? {
                 continue;
             }
-            let run: RunFile = read_json(&path)?;
+            let mut run: RunFile = read_json(&path)?;
+            let times = match regions {
+                Some(read) if !run.warmup => {
+                    read_regions(read, &mut run.result, &regions_file(&results, index))
+                }
+                _ => Vec::new(),
+            };
             let origin = store::Origin {
                 host: run.host.clone(),
                 node: run.node.clone(),
@@ -516,7 +713,7 @@ fn ingest(
             };
             let round = (!run.warmup).then_some(submission.round);
             let key = submission.key(&run.configuration);
-            if store.record_from(&key, run.started, &run.result, &[], round, &origin)? {
+            if store.record_from(&key, run.started, &run.result, &times, round, &origin)? {
                 *collected
                     .stored
                     .entry(run.configuration.clone())
@@ -592,6 +789,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let share = TaskWork {
             warmup: 1,
+            regions_env: None,
+            counter: None,
             runs: vec![item("ok", "true", &[]), item("bad", "false", &[])],
         };
         write_atomically(&work_file(dir.path(), 3), &to_json(&share)).unwrap();
@@ -609,6 +808,120 @@ mod tests {
         work(dir.path(), 3).unwrap();
         let after = std::fs::read_to_string(results_dir(dir.path(), 3).join("0.json")).unwrap();
         assert_eq!(before, after);
+    }
+
+    /// A share of an instrumented program: the task keeps the file each measured run wrote
+    /// beside its result, and storing the run stores the times in it; a successful run that
+    /// wrote none is stored failed, as locally.
+    #[test]
+    fn region_times_travel_with_their_runs_into_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let writes = "[ -n \"$KNOBS_TEST_REGIONS\" ] && echo \"r1 $0\" > \"$KNOBS_TEST_REGIONS\"";
+        let share = TaskWork {
+            warmup: 1,
+            regions_env: Some("KNOBS_TEST_REGIONS".into()),
+            counter: None,
+            runs: vec![
+                item("a", "sh", &["-c", writes, "0.25"]),
+                item("b", "true", &[]),
+            ],
+        };
+        write_atomically(&work_file(dir.path(), 0), &to_json(&share)).unwrap();
+        work(dir.path(), 0).unwrap();
+        let results = results_dir(dir.path(), 0);
+        assert_eq!(
+            std::fs::read_to_string(regions_file(&results, 0)).unwrap(),
+            "r1 0.25\n"
+        );
+        assert!(!regions_file(&results, 1).exists());
+
+        let store = Store::open(&dir.path().join("r.db")).unwrap();
+        let spec = crate::SystemSpec::parse(
+            "name = \"t\"\n[run]\nprogram = \"true\"\nargs = [\"{options}\"]\n[[workload]]\nname = \"w\"\n\
+             [[option]]\nname = \"a\"\non = [\"x\"]\n",
+            &dir.path().join("knobs.toml"),
+        )
+        .unwrap();
+        store.register_spec(&spec).unwrap();
+        let submission = Submission {
+            name: "knobs-t-r1-1".into(),
+            store: store.path().to_path_buf(),
+            system: spec.name.clone(),
+            spec_hash: spec.hash.clone(),
+            workload: "w".into(),
+            variant: "v".into(),
+            commit: String::new(),
+            inputs: None,
+            round: store.begin_round(1, None).unwrap(),
+            owner: "o".into(),
+            tasks: 1,
+            job: None,
+        };
+        let read = |path: &Path| -> Result<Vec<store::RegionMeasurement>, String> {
+            let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+            let (region, seconds) = text.trim().split_once(' ').ok_or("no region")?;
+            Ok(vec![store::RegionMeasurement {
+                region: region.into(),
+                seconds: seconds.parse().map_err(|_| "no seconds")?,
+                entries: 1,
+            }])
+        };
+        let mut collected = Collected::default();
+        ingest(
+            &store,
+            dir.path(),
+            &submission,
+            Some(&read),
+            &mut collected,
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(collected.stored.values().sum::<u32>(), 2);
+        let selection = Selection {
+            variant: "v".into(),
+            ..Selection::of(&spec, "w")
+        };
+        let times = store.region_times(&selection).unwrap();
+        assert_eq!(times.len(), 1, "{times:?}");
+        assert_eq!(
+            (times[0].0.as_str(), times[0].2.region.as_str()),
+            ("a", "r1")
+        );
+        assert_eq!(times[0].2.seconds, 0.25);
+        let b = &store.runs_of(&selection, "b").unwrap()[0];
+        assert!(!b.is_ok(), "{b:?}");
+        assert!(
+            b.detail
+                .as_deref()
+                .unwrap_or("")
+                .contains("no region times"),
+            "{b:?}"
+        );
+    }
+
+    /// A killed task's scratch directory is removed by the next task on its host; a running
+    /// task's, and another host's, are left alone.
+    #[test]
+    fn a_task_removes_the_scratch_killed_tasks_of_its_host_left() {
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        gone.wait().unwrap();
+        let host = store::host_name();
+        let tmp = std::env::temp_dir();
+        let killed = tmp.join(format!("knobs-task-7-{}@{host}", gone.id()));
+        let elsewhere = tmp.join(format!("knobs-task-7-{}@not-{host}", gone.id()));
+        let running = tmp.join(format!("knobs-task-7-{}@{host}", std::process::id()));
+        for dir in [&killed, &elsewhere, &running] {
+            std::fs::create_dir_all(dir.join("stripped")).unwrap();
+        }
+        let scratch = NodeScratch::new(8).unwrap();
+        assert!(!killed.exists());
+        assert!(elsewhere.exists() && running.exists());
+        assert_eq!(scratch_owner("knobs-task-3-42@a-b.c", "a-b.c"), Some(42));
+        assert_eq!(scratch_owner("knobs-task-3-42@a-b.c", "d"), None);
+        drop(scratch);
+        for dir in [&elsewhere, &running] {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
     }
 
     #[test]

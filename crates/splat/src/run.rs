@@ -225,6 +225,7 @@ pub fn run(
         .collect();
     let campaign = Campaign {
         retry_failed: settings.retry_failed,
+        backend: settings.backend.clone(),
         ..Campaign::new(spec, workload)
     };
     let measured = campaign.run(&store, &configurations, &mut |e| reporter.measurement(e))?;
