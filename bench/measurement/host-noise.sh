@@ -46,6 +46,8 @@ name = "fixed"
 TOML
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 before=$(load)
+# Whatever else used a CPU at the start (above 20 %): a quiet machine shows none.
+others=$(ps -eo pcpu=,comm= --sort=-pcpu | awk '$1 > 20 { printf "%s%s (%s %%)", sep, $2, $1; sep = ", " }')
 for _ in $(seq 1 "$busy"); do (while :; do :; done) & done
 "$knobs" measure --spec "$work/knobs.toml" >/dev/null 2>"$work/log"
 "$knobs" results export --format json --spec "$work/knobs.toml" > "$work/runs.json"
@@ -53,9 +55,9 @@ commit=$(git rev-parse --short HEAD)
 day=$(date -u +%Y-%m-%d)
 out=docs/results/host-noise-$day-$commit.md
 [ "$busy" = 0 ] || out=docs/results/host-noise-$day-$commit-busy$busy.md
-python3 - "$work/runs.json" "$out" "$invoked" "$before" "$busy" "$commit" <<'PY'
+python3 - "$work/runs.json" "$out" "$invoked" "$before" "$busy" "$commit" "${others:-none}" <<'PY'
 import json, statistics as st, sys, datetime, os
-runs, out, invoked, before, busy, commit = sys.argv[1:]
+runs, out, invoked, before, busy, commit, others = sys.argv[1:]
 rows = [r for r in json.load(open(runs)) if r["status"] == "ok"]
 rows.sort(key=lambda r: r["started"])
 def line(name, xs):
@@ -74,7 +76,7 @@ with open(out, "w") as f:
 
 - date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}; commit: {commit}; machine: {cores} cores, {model}; load before: {before}
 - command: `{invoked}`
-- busy loops during the session: {busy}
+- busy loops during the session: {busy}; other processes using a CPU at the start: {others}
 - what runs: 3·10⁸ multiply-adds on a register (the same instructions every run, no memory
   traffic, no system calls), one knobs session, `metric = "cpu"`
 
