@@ -54,7 +54,7 @@ impl Outcome {
     }
 }
 
-fn signal_name(sig: i32) -> &'static str {
+pub(crate) fn signal_name(sig: i32) -> &'static str {
     match sig {
         libc::SIGSEGV => "SIGSEGV",
         libc::SIGABRT => "SIGABRT",

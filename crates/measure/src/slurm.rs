@@ -315,6 +315,7 @@ pub fn work(dir: &Path, task: u32) -> Result<(), Error> {
             }
             let started = store::now();
             let result = scratch.run(&work, item);
+            stopped_from_outside(item, &result)?;
             if !result.outcome.is_ok() {
                 failed[i] = true;
                 // Its measured run is not made: the failure stands for it, as in a local
@@ -335,6 +336,7 @@ pub fn work(dir: &Path, task: u32) -> Result<(), Error> {
         let item = &work.runs[i];
         let started = store::now();
         let result = scratch.run(&work, item);
+        stopped_from_outside(item, &result)?;
         if work.regions_env.is_some() {
             scratch.keep_regions(&regions_file(&results, i))?;
         }
@@ -349,6 +351,24 @@ pub fn work(dir: &Path, task: u32) -> Result<(), Error> {
         write_atomically(&written(i), &to_json(&file))?;
     }
     write_atomically(&done_marker(dir, task), "")
+}
+
+/// A run killed by the signals Slurm stops a task with (`scancel`, the time limit) was not
+/// the configuration's doing: the task ends without storing it, so the configuration is
+/// pending again. (This task gets the same signal, but maybe only after the run's end was
+/// seen.)
+fn stopped_from_outside(item: &WorkItem, result: &RunResult) -> Result<(), Error> {
+    match result.outcome {
+        runner::Outcome::Signal(signal @ (libc::SIGTERM | libc::SIGKILL | libc::SIGINT)) => {
+            Err(Error::Invalid(format!(
+                "the run of `{}` was stopped by {} from outside (the task is cancelled or out \
+                 of time): not stored, the configuration is measured again",
+                item.configuration,
+                runner::signal_name(signal)
+            )))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Takes Slurm's per-task variables (`SLURM_*`: job and task ids, process ids) out of this
