@@ -1071,23 +1071,9 @@ fn metric_flag_counts_instructions_apart_from_the_timed_runs() {
         .arg(&spec)
         .assert()
         .success();
-    let export = |extra: &[&str]| -> String {
-        let out = knobs()
-            .args(["results", "export", "--format", "csv", "--spec"])
-            .arg(&spec)
-            .args(extra)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
-    let counted = export(&[]);
+    let counted = exported(&spec, "csv");
     assert!(counted.starts_with("a,instructions\n"), "{counted}");
-    let runs: Vec<serde_json::Value> = serde_json::from_str(&export_json(&spec)).unwrap();
+    let runs: Vec<serde_json::Value> = serde_json::from_str(&exported(&spec, "json")).unwrap();
     assert_eq!(runs.len(), 4, "{runs:?}");
     for config in ["", "a"] {
         let counts: Vec<i64> = runs
@@ -1108,9 +1094,10 @@ fn metric_flag_counts_instructions_apart_from_the_timed_runs() {
     assert_eq!(report["reused"], 0, "{report}");
 }
 
-fn export_json(spec: &Path) -> String {
+/// `knobs results export --format FORMAT` of the spec's store.
+fn exported(spec: &Path, format: &str) -> String {
     let out = knobs()
-        .args(["results", "export", "--format", "json", "--spec"])
+        .args(["results", "export", "--format", format, "--spec"])
         .arg(spec)
         .output()
         .unwrap();
