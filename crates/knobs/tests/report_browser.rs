@@ -182,8 +182,12 @@ fn reports_render_in_chromium() {
         .replace("warmup = 1", "warmup = 0")
         .replace("args = [\"input.txt\"]", "args = [\"small.txt\"]");
     std::fs::write(xz.join("knobs.toml"), spec).unwrap();
-    std::fs::copy(repo.join("examples/xz/small.txt"), xz.join("small.txt")).unwrap();
-    std::fs::copy(repo.join("examples/xz/small.txt"), xz.join("input.txt")).unwrap();
+    // The small workload's text, as its `prepare` writes it (a fresh clone has none yet).
+    let text: String = (1..=2000u64)
+        .map(|i| format!("{} lorem ipsum\n", i * 7919 % 100_003))
+        .collect();
+    std::fs::write(xz.join("small.txt"), &text).unwrap();
+    std::fs::write(xz.join("input.txt"), &text).unwrap();
     knobs(
         &xz,
         &["measure", "--spec", "knobs.toml", "--sample", "pairwise"],
