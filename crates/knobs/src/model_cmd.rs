@@ -248,7 +248,7 @@ fn show(
         return Ok(Outcome::Done);
     }
     let ranges = Ranges::from_training(&file);
-    let scale = scale_of(&file, &ranges);
+    let scale = Scale::of_model(&file, &ranges, None);
     let precision = precision.unwrap_or(2);
     if let Some(system) = &file.system {
         println!("system: {system}");
@@ -284,27 +284,6 @@ fn show(
     Ok(Outcome::Done)
 }
 
-/// The unit a model's terms read best in: that of its largest effect (its intercept for a
-/// constant); none for models of ln(performance) or of something other than time.
-fn scale_of(file: &ModelFile, ranges: &Ranges) -> Scale {
-    if file.transform == Transform::Log {
-        return Scale::NONE;
-    }
-    let largest = file
-        .terms
-        .terms()
-        .iter()
-        .filter(|t| !t.options.is_empty())
-        .map(|t| t.effect(ranges).abs())
-        .fold(0.0, f64::max);
-    let largest = if largest > 0.0 {
-        largest
-    } else {
-        file.terms.intercept()
-    };
-    Scale::for_metric(file.metric.as_deref(), largest)
-}
-
 /// Tree models: how many trees, how deep, how many leaves, and which options matter most.
 fn print_trees(file: &ModelFile, precision: usize) {
     let trees = &file.trees;
@@ -333,7 +312,7 @@ fn print_trees(file: &ModelFile, precision: usize) {
 /// noise); the file has everything.
 pub fn print_model(model: &model::ModelFile, most_regions: usize) {
     let ranges = Ranges::from_training(model);
-    let scale = scale_of(model, &ranges);
+    let scale = Scale::of_model(model, &ranges, None);
     let effect = |t: &model::Term| t.effect(&ranges).abs();
     let largest = model.terms.terms().iter().map(effect).fold(0.0, f64::max);
     let limit = 0.01 * largest;

@@ -140,6 +140,28 @@ impl Scale {
         unit: "",
     };
 
+    /// The unit a model's terms read best in: that of its largest effect over `ranges` (its
+    /// intercept for a constant), for the model's metric or else `metric`; none for models
+    /// of ln(performance) or of something other than time.
+    pub fn of_model(file: &ModelFile, ranges: &Ranges, metric: Option<&str>) -> Scale {
+        if file.transform == crate::file::Transform::Log {
+            return Scale::NONE;
+        }
+        let largest = file
+            .terms
+            .terms()
+            .iter()
+            .filter(|t| !t.options.is_empty())
+            .map(|t| t.effect(ranges).abs())
+            .fold(0.0, f64::max);
+        let largest = if largest > 0.0 {
+            largest
+        } else {
+            file.terms.intercept()
+        };
+        Scale::for_metric(file.metric.as_deref().or(metric), largest)
+    }
+
     /// For a metric in seconds, the unit (s, ms, µs, ns) in which `largest` is at least 1
     /// (seconds for 0); [`Scale::NONE`] for other metrics.
     pub fn for_metric(metric: Option<&str>, largest: f64) -> Scale {

@@ -105,29 +105,10 @@ fn effect_text(effect: f64, file: &ModelFile, scale: &Scale) -> String {
     }
 }
 
-fn model_scale(file: &ModelFile, ranges: &Ranges) -> Scale {
-    if file.transform == Transform::Log {
-        return Scale::NONE;
-    }
-    let largest = file
-        .terms
-        .terms()
-        .iter()
-        .filter(|t| !t.options.is_empty())
-        .map(|t| t.effect(ranges).abs())
-        .fold(0.0, f64::max);
-    let largest = if largest > 0.0 {
-        largest
-    } else {
-        file.terms.intercept()
-    };
-    Scale::for_metric(file.metric.as_deref().or(Some("time_s")), largest)
-}
-
 /// Options ranked by the summed |effect| of the terms they appear in (by their importance
 /// for tree models), coloured by the sign of that sum.
 fn option_bars(file: &ModelFile, ranges: &Ranges) -> Vec<Bar> {
-    let scale = model_scale(file, ranges);
+    let scale = Scale::of_model(file, ranges, Some("time_s"));
     let mut by_option: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
     for t in file.terms.terms() {
         let effect = t.effect(ranges);
@@ -168,7 +149,7 @@ fn option_bars(file: &ModelFile, ranges: &Ranges) -> Vec<Bar> {
 
 /// The terms but the intercept and those too small to see (below 0.1 % of the largest).
 fn term_bars(file: &ModelFile, ranges: &Ranges, terms: &[&Term]) -> Vec<Bar> {
-    let scale = model_scale(file, ranges);
+    let scale = Scale::of_model(file, ranges, Some("time_s"));
     let largest = terms
         .iter()
         .filter(|t| !t.options.is_empty())
@@ -192,7 +173,7 @@ fn term_bars(file: &ModelFile, ranges: &Ranges, terms: &[&Term]) -> Vec<Bar> {
 pub fn model(named: &NamedModel, input: &Input) -> String {
     let file = &named.file;
     let ranges = ranges(file, input.measurements.as_ref());
-    let scale = model_scale(file, &ranges);
+    let scale = Scale::of_model(file, &ranges, Some("time_s"));
     let mut out = format!("<h2>Model <code>{}</code></h2>", escape(&named.name));
     out.push_str(&provenance(file, &scale));
     for w in model::warnings(file) {
