@@ -1,9 +1,10 @@
-//! README.md's "A five-minute tour", run: every command it shows runs (the debug build of
-//! knobs, in a temporary copy of the example directories it names, so the repository's
-//! stores are not written) and must succeed, and the output shown under it must be the
-//! shape of what it prints, so the tour cannot drift from the program.
+//! README.md's "A five-minute tour" and its continuation, docs/guide/tour.md, run: every
+//! command they show runs (the debug build of knobs, in a temporary copy of the example
+//! directories it names, so the repository's stores are not written) and must succeed, and
+//! the output shown under it must be the shape of what it prints, so the tour cannot drift
+//! from the program.
 //!
-//! How the README's code blocks are read:
+//! How the tour's code blocks are read:
 //!
 //! - a line whose first word is in [`PROGRAMS`] is a command; the lines after it, up to the
 //!   next command or the end of its block, are its output as shown (stdout and stderr
@@ -68,10 +69,17 @@ const SHAPE_ONLY: &[&str] = &["knobs learn ", "knobs model show "];
 /// integer (peak memory; how many configurations' runs varied more than the spec allows).
 const MEASURED_INTEGERS: &[&str] = &[" MiB", " noisy"];
 
+/// The tour's documents, in the order it runs them: a file and the section of it that is
+/// the tour (`None`: the whole file).
+const TOUR: &[(&str, Option<&str>)] = &[
+    ("README.md", Some("A five-minute tour")),
+    ("docs/guide/tour.md", None),
+];
+
 /// A command shown in the tour and the output shown under it.
 struct Step {
-    /// README line number (1-based), for messages.
-    line: usize,
+    /// Where it is shown, `file:line` (1-based), for messages.
+    line: String,
     /// The command, its trailing `# comment` removed.
     command: String,
     /// The output lines as shown, `…` included.
@@ -82,14 +90,21 @@ fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The tour's commands and shown outputs, in order.
-fn tour_steps(readme: &str) -> Vec<Step> {
-    let start = readme
-        .find("\n## A five-minute tour")
-        .expect("README.md has a section \"A five-minute tour\"");
-    let first_line = readme[..start].lines().count() + 1;
-    let section = &readme[start + 1..];
-    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+/// The commands and shown outputs of `file`'s tour section (or the whole file), in order.
+fn tour_steps(file: &str, text: &str, section: Option<&str>) -> Vec<Step> {
+    let (first_line, section) = match section {
+        Some(title) => {
+            let start = text
+                .find(&format!("\n## {title}"))
+                .unwrap_or_else(|| panic!("{file} has a section \"{title}\""));
+            let section = &text[start + 1..];
+            (
+                text[..start].lines().count() + 1,
+                &section[..section.find("\n## ").unwrap_or(section.len())],
+            )
+        }
+        None => (1, text),
+    };
     let mut steps: Vec<Step> = Vec::new();
     let mut in_block = false;
     for (i, line) in section.lines().enumerate() {
@@ -104,7 +119,7 @@ fn tour_steps(readme: &str) -> Vec<Step> {
                 None => code,
             };
             steps.push(Step {
-                line: first_line + i,
+                line: format!("{file}:{}", first_line + i),
                 command: command.split_whitespace().collect::<Vec<_>>().join(" "),
                 shown: Vec::new(),
             });
@@ -112,7 +127,7 @@ fn tour_steps(readme: &str) -> Vec<Step> {
         } else {
             assert!(
                 in_block,
-                "README.md:{}: output shown under no command: {code:?}",
+                "{file}:{}: output shown under no command: {code:?}",
                 first_line + i
             );
             steps.last_mut().unwrap().shown.push(code.to_string());
@@ -385,8 +400,13 @@ fn check_output(shown: &[String], output: &str, shape_only: bool) -> Result<(), 
 #[test]
 fn the_readme_tour_prints_what_it_shows() {
     let root = repo_root();
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let steps = tour_steps(&readme);
+    let steps: Vec<Step> = TOUR
+        .iter()
+        .flat_map(|(file, section)| {
+            let text = std::fs::read_to_string(root.join(file)).unwrap();
+            tour_steps(file, &text, *section)
+        })
+        .collect();
     let commands: Vec<&str> = steps.iter().map(|s| s.command.as_str()).collect();
     for (command, why) in NOT_RUN {
         assert!(
@@ -404,7 +424,7 @@ fn the_readme_tour_prints_what_it_shows() {
         if let Some((_, why)) = NOT_RUN.iter().find(|(c, _)| *c == step.command) {
             assert!(
                 step.shown.is_empty(),
-                "README.md:{}: `{}` is not run by this test ({why}), so it shows no output",
+                "{}: `{}` is not run by this test ({why}), so it shows no output",
                 step.line,
                 step.command
             );
@@ -413,7 +433,7 @@ fn the_readme_tour_prints_what_it_shows() {
         }
         assert!(
             ["knobs", "clang-19"].contains(&step.command.split(' ').next().unwrap()),
-            "README.md:{}: `{}` is neither run nor listed in NOT_RUN",
+            "{}: `{}` is neither run nor listed in NOT_RUN",
             step.line,
             step.command
         );
@@ -439,7 +459,7 @@ fn the_readme_tour_prints_what_it_shows() {
         };
         if let Some(problem) = problem {
             failures.push(format!(
-                "README.md:{}: `{}`: {problem}\n--- what it printed:\n{output}---",
+                "{}: `{}`: {problem}\n--- what it printed:\n{output}---",
                 step.line, step.command
             ));
         }
