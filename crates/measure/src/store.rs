@@ -892,54 +892,42 @@ impl Store {
     /// The commits with runs in the selection (its `commit` aside), in the order of their
     /// first run; `""` (runs without history) is left out.
     pub fn commits(&self, selection: &Selection) -> Result<Vec<String>, Error> {
-        let err = db_error(&self.path);
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT \"commit\" FROM runs
-                 WHERE (?1 IS NULL OR system = ?1) AND (?2 IS NULL OR spec_hash = ?2)
-                   AND (?3 IS NULL OR workload = ?3) AND variant = ?4 AND \"commit\" <> ''
-                 GROUP BY \"commit\" ORDER BY min(id)",
-            )
-            .map_err(&err)?;
-        let rows = stmt
-            .query_map(
-                params![
-                    selection.system,
-                    selection.spec_hash,
-                    selection.workload,
-                    selection.variant
-                ],
-                |r| r.get(0),
-            )
-            .map_err(&err)?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(&err)
+        self.strings(
+            "SELECT \"commit\" FROM runs
+             WHERE (?1 IS NULL OR system = ?1) AND (?2 IS NULL OR spec_hash = ?2)
+               AND (?3 IS NULL OR workload = ?3) AND variant = ?4 AND \"commit\" <> ''
+             GROUP BY \"commit\" ORDER BY min(id)",
+            params![
+                selection.system,
+                selection.spec_hash,
+                selection.workload,
+                selection.variant
+            ],
+        )
     }
 
     /// The variants with runs in the selection (its `variant` aside), sorted; `""` is the
     /// program as the spec runs it.
     pub fn variants(&self, selection: &Selection) -> Result<Vec<String>, Error> {
+        self.strings(
+            "SELECT DISTINCT variant FROM runs
+             WHERE (?1 IS NULL OR system = ?1) AND (?2 IS NULL OR spec_hash = ?2)
+               AND (?3 IS NULL OR workload = ?3) AND \"commit\" = ?4
+             ORDER BY variant",
+            params![
+                selection.system,
+                selection.spec_hash,
+                selection.workload,
+                selection.commit
+            ],
+        )
+    }
+
+    /// The first column of a query's rows, as strings.
+    fn strings(&self, sql: &str, params: impl rusqlite::Params) -> Result<Vec<String>, Error> {
         let err = db_error(&self.path);
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT DISTINCT variant FROM runs
-                 WHERE (?1 IS NULL OR system = ?1) AND (?2 IS NULL OR spec_hash = ?2)
-                   AND (?3 IS NULL OR workload = ?3) AND \"commit\" = ?4
-                 ORDER BY variant",
-            )
-            .map_err(&err)?;
-        let rows = stmt
-            .query_map(
-                params![
-                    selection.system,
-                    selection.spec_hash,
-                    selection.workload,
-                    selection.commit
-                ],
-                |r| r.get(0),
-            )
-            .map_err(&err)?;
+        let mut stmt = self.conn.prepare(sql).map_err(&err)?;
+        let rows = stmt.query_map(params, |r| r.get(0)).map_err(&err)?;
         rows.collect::<Result<Vec<_>, _>>().map_err(&err)
     }
 
