@@ -50,11 +50,7 @@ pub fn svg(d: &Detection, panels: usize) -> String {
             WIDTH - 2.0 * MARGIN,
             PANEL - 8.0
         );
-        let label = if s.configuration.is_empty() {
-            "(no option selected)"
-        } else {
-            &s.configuration
-        };
+        let label = space::shown_configuration(&s.configuration);
         let _ = writeln!(
             out,
             r#"<text x="{}" y="{}">{}</text>"#,

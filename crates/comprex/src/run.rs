@@ -322,43 +322,41 @@ pub fn run(
     reporter.note(&measured.summary(spec.measure.max_cv));
     report.measurement = Some(measured);
 
-    let correction =
-        if options.overhead_correction > 0 {
-            let correction =
-                pipeline::overhead_correction(
-                    spec,
-                    settings,
-                    workload,
-                    &profiled,
-                    configurations,
-                    options.overhead_correction,
-                    options.seed,
-                    options.overhead_fit,
-                    &mut |config, p, n| {
-                        reporter.note(&format!(
+    let correction = if options.overhead_correction > 0 {
+        let correction = pipeline::overhead_correction(
+            spec,
+            settings,
+            workload,
+            &profiled,
+            configurations,
+            options.overhead_correction,
+            options.seed,
+            options.overhead_fit,
+            &mut |config, p, n| {
+                reporter.note(&format!(
                     "overhead: `{}`: {p:.4} s profiled, {n:.4} s native (medians, interleaved)",
-                    if config.is_empty() { "(no option selected)" } else { config }
+                    space::shown_configuration(config)
                 ))
-                    },
-                )?;
-            match correction {
-                Ok(c) => {
-                    report.overhead_correction = Some(CorrectionReport {
-                        fit: c.fit,
-                        slope: c.line.slope,
-                        intercept: c.line.intercept,
-                        pairs: c.pairs.clone(),
-                    });
-                    Some(c)
-                }
-                Err(why) => {
-                    report.notes.push(format!("no overhead correction: {why}"));
-                    None
-                }
+            },
+        )?;
+        match correction {
+            Ok(c) => {
+                report.overhead_correction = Some(CorrectionReport {
+                    fit: c.fit,
+                    slope: c.line.slope,
+                    intercept: c.line.intercept,
+                    pairs: c.pairs.clone(),
+                });
+                Some(c)
             }
-        } else {
-            None
-        };
+            Err(why) => {
+                report.notes.push(format!("no overhead correction: {why}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
 
     let model = pipeline::build_model_corrected(
         &store,
@@ -400,11 +398,7 @@ pub fn run(
 fn taint_line(configuration: &str, decisions: usize) -> String {
     format!(
         "taint run: `{}`: {decisions} decision records",
-        if configuration.is_empty() {
-            "(no option selected)"
-        } else {
-            configuration
-        }
+        space::shown_configuration(configuration)
     )
 }
 
