@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# CI: checks formatting (rustfmt), lints (clippy, warnings are errors) and runs every test of
+# CI: checks formatting (rustfmt), lints (clippy, warnings are errors), that the API docs build
+# without broken links (rustdoc, warnings are errors) and runs every test of
 # the workspace (debug build). The tests read ../shared/datasets, which must sit beside the
 # repository. The Slurm tests (crates/knobs/tests/slurm_cli.rs) start a one-node cluster with
 # scripts/slurm-local.sh, which needs root and apt.
@@ -13,4 +14,5 @@ fi
 # Formatting and lints first: they fail in seconds, the tests take minutes.
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 cargo test --workspace --locked

@@ -3,7 +3,7 @@
 //! Static taint analysis (`analysis`) says which options influence each decision; this crate
 //! turns that into regions (Algorithm 2, and their propagation by Algorithms 3 and 4:
 //! [`regions`]), compresses the interactions into the configurations to measure (Algorithm 1,
-//! [`compress`]), and runs the pipeline ([`pipeline`], one function per stage): instrument
+//! [`compress()`]), and runs the pipeline ([`pipeline`], one function per stage): instrument
 //! the regions with timers, measure the compressed configurations, and build the global and
 //! per-region models. [`run`] is the whole approach as one call returning a [`Report`];
 //! [`overhead`] reads the instrumentation's cost (the paper's Table 7) from the store.

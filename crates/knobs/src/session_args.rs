@@ -10,7 +10,7 @@ use instrumented::Session;
 
 #[derive(Args)]
 pub struct SessionArgs {
-    /// The system spec; it needs a [build] section (C sources or bitcode).
+    /// The system spec; it needs a `[build]` section (C sources or bitcode).
     #[arg(long, default_value = "knobs.toml")]
     pub spec: PathBuf,
     /// The workload to measure with (default: the spec's first workload for measurement).

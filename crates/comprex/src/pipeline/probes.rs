@@ -76,7 +76,7 @@ impl ProbeSelection {
         }
     }
 
-    /// The mapping for [`fold`]: each dropped method → the probed methods it is folded into.
+    /// The mapping for [`super::taint::fold`]: each dropped method → the probed methods it is folded into.
     pub fn fold(&self) -> BTreeMap<String, Vec<String>> {
         self.dropped
             .iter()
@@ -100,7 +100,7 @@ impl ProbeSelection {
 /// 3. its time then goes to the innermost probed method on the stack, so its decisions
 ///    must refine the partitions of those methods: the innermost probed callers in the
 ///    call graph (`analysis::analyse`'s, with indirect calls resolved by points-to) are
-///    recorded in [`DroppedProbe::into`] for [`fold`]. A method with a call path from an
+///    recorded in [`DroppedProbe::into`] for [`super::taint::fold`]. A method with a call path from an
 ///    entry point that passes no probed method keeps its probe (its time would otherwise
 ///    go to the base, which has no partition).
 pub fn select_probes(
