@@ -898,6 +898,30 @@ fn options_that_choose_code_through_pointers_selects_and_the_library_are_decisio
     }
 }
 
+const LONGJMP: &str = r#"
+#include <setjmp.h>
+extern void work(int);
+int level, quiet;
+static jmp_buf retry;
+int main(void) {
+    if (setjmp(retry)) { work(3); return 1; }
+    if (level > 3) longjmp(retry, 1);
+    work(1);                                    /* w1 */
+    if (quiet) work(2);                         /* w2 */
+    return 0;
+}
+"#;
+
+/// `longjmp` ends its block in `unreachable`, but the program goes on at the `setjmp`: the
+/// path is not a program end, so what follows the decision still depends on it.
+#[test]
+fn a_longjmp_is_not_a_program_end() {
+    let sources = [global(0, "level"), global(1, "quiet")];
+    let (p, si) = run(LONGJMP, &sources);
+    assert_eq!(work_influence(&p, &si, LONGJMP, "/* w1 */"), set(&[0]));
+    assert!(si.set_aside.is_empty(), "{:?}", si.set_aside);
+}
+
 const ERROR_REPORTER: &str = r#"
 #include <stdio.h>
 #include <stdlib.h>

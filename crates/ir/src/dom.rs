@@ -178,8 +178,9 @@ pub struct FunctionDominance {
 }
 
 impl FunctionDominance {
-    /// Of a function of a program, with the blocks ending in `unreachable` and those calling
-    /// a function that ends the program (`ends`, from [`crate::Program::ends_program`]) as
+    /// Of a function of a program, with the blocks ending in `unreachable` where the program
+    /// ends ([`crate::Program::unreachable_ends_program`]) and those calling a function that
+    /// ends the program (`ends`, from [`crate::Program::ends_program`]) as
     /// program ends: such a call does not come back, so its block has no successors here.
     pub fn of_function(
         program: &crate::Program,
@@ -187,15 +188,11 @@ impl FunctionDominance {
         ends: &crate::IdVec<crate::FuncId, bool>,
     ) -> FunctionDominance {
         let mut cfg = program.cfg(f);
-        let ends_program: Vec<bool> =
-            cfg.blocks
-                .iter()
-                .map(|&b| {
-                    program.terminator(b).is_some_and(|t| {
-                        matches!(program.inst(t).kind, crate::InstKind::Unreachable)
-                    }) || program.calls_program_end(b, ends)
-                })
-                .collect();
+        let ends_program: Vec<bool> = cfg
+            .blocks
+            .iter()
+            .map(|&b| program.unreachable_ends_program(b) || program.calls_program_end(b, ends))
+            .collect();
         for (b, &end) in ends_program.iter().enumerate() {
             if end {
                 for s in std::mem::take(&mut cfg.succs[b]) {

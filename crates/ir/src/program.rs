@@ -352,11 +352,13 @@ impl Program {
                         exits = true;
                         continue;
                     }
-                    match self.terminator(b).map(|t| &self.inst(t).kind) {
-                        Some(InstKind::Return { .. }) => returns = true,
-                        // After `longjmp` or `pthread_exit` the program goes on elsewhere.
-                        Some(InstKind::Unreachable) if !self.resumes_elsewhere(b) => exits = true,
-                        _ => {}
+                    if self.unreachable_ends_program(b) {
+                        exits = true;
+                    } else if self
+                        .terminator(b)
+                        .is_some_and(|t| matches!(self.inst(t).kind, InstKind::Return { .. }))
+                    {
+                        returns = true;
                     }
                     for s in self.successors(b) {
                         let l = self.block(s).local as usize;
@@ -375,6 +377,15 @@ impl Program {
                 return ends;
             }
         }
+    }
+
+    /// Whether block `b` ends in `unreachable` because the program ends there (after `exit`,
+    /// `abort` or a `noreturn` error function), not because it goes on elsewhere (after
+    /// `longjmp` or `pthread_exit`: [`Program::resumes_elsewhere`]).
+    pub fn unreachable_ends_program(&self, b: BlockId) -> bool {
+        self.terminator(b)
+            .is_some_and(|t| matches!(self.inst(t).kind, InstKind::Unreachable))
+            && !self.resumes_elsewhere(b)
     }
 
     /// Whether block `b` calls a function after which the program goes on elsewhere:

@@ -40,7 +40,7 @@ pub(super) fn cold_blocks(program: &Program, ends: &IdVec<FuncId, bool>) -> IdVe
                         .terminator(b)
                         .is_some_and(|t| match (&program.inst(t).kind, returns) {
                             (InstKind::Return { .. }, true) => true,
-                            (InstKind::Unreachable, false) => !program.resumes_elsewhere(b),
+                            (InstKind::Unreachable, false) => program.unreachable_ends_program(b),
                             _ => false,
                         })
                 })
