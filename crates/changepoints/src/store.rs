@@ -1,6 +1,8 @@
 //! The real backend: a spec's `[history]`, each commit built on demand (cached by
 //! `history`), each configuration measured at a commit through the results store (so a
-//! killed detection resumes: what was measured is read back, not rerun).
+//! killed detection resumes: what was measured is read back, not rerun). A batch of the
+//! search is one measurement campaign across its commits' builds: on Slurm, one job array
+//! per round, whatever the number of commits and configurations.
 //!
 //! A commit that does not build takes the closest earlier commit that did, as the paper
 //! treats them; its runs are stored under that commit.
@@ -9,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use history::{Build, Commit, History};
-use measure::{Campaign, Event, Selection, Store, SystemSpec, Workload};
+use measure::{AtCommit, Campaign, Event, Selection, Store, SystemSpec, Workload};
 use serde::Serialize;
 use space::{ConfigSpace, Configuration};
 
@@ -30,6 +32,9 @@ pub struct Effort {
     pub runs: usize,
     pub reused: usize,
     pub measure_seconds: f64,
+    /// Measurement campaigns, one per batch of the search (on Slurm, each round of one is a
+    /// job array).
+    pub campaigns: usize,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -52,6 +57,8 @@ pub struct StoreBackend<'a> {
     /// The metric every commit is read by: the spec's, with `auto` resolved once from the
     /// first runs, so that no commit is read by another metric than the rest.
     metric: Option<measure::Metric>,
+    /// Where the runs are made.
+    runs_on: measure::campaign::Backend,
 }
 
 impl<'a> StoreBackend<'a> {
@@ -75,7 +82,14 @@ impl<'a> StoreBackend<'a> {
             effort: Effort::default(),
             progress,
             metric: None,
+            runs_on: measure::campaign::Backend::Local,
         })
+    }
+
+    /// Makes the runs on `backend` (here by default; builds are made here either way).
+    pub fn runs_on(mut self, backend: measure::campaign::Backend) -> Self {
+        self.runs_on = backend;
+        self
     }
 
     pub fn effort(&self) -> &Effort {
@@ -149,70 +163,101 @@ impl Backend for StoreBackend<'_> {
         config: &Configuration,
         commits: &[usize],
     ) -> Result<Vec<Observation>, Error> {
-        let text = self.spec.space.format_configuration(config);
-        // Commits that share a build (failed ones) share its measurement.
-        let mut by_build: BTreeMap<String, (std::path::PathBuf, Vec<usize>)> = BTreeMap::new();
-        for &c in commits {
-            if let Some((id, program)) = self.build(c)? {
-                by_build
-                    .entry(id)
-                    .or_insert((program, Vec::new()))
-                    .1
-                    .push(c);
-            }
-        }
-        let mut out = Vec::new();
-        for (id, (program, indices)) in by_build {
-            let started = Instant::now();
-            let campaign = Campaign::at_commit(self.spec, self.workload, &id, program);
-            let mut runs = 0usize;
-            campaign
-                .run(self.store, std::slice::from_ref(config), &mut |e| {
-                    if matches!(e, Event::Ran { .. }) {
-                        runs += 1;
-                    }
-                })
-                .map_err(|e| Error::Measure(e.to_string()))?;
-            self.effort.measure_seconds += started.elapsed().as_secs_f64();
-            if runs == 0 {
-                self.effort.reused += 1;
-            }
-            self.effort.runs += runs;
-            let selection: Selection = campaign.selection();
-            // This configuration's runs only: the store holds every other one at the commit.
-            let metric = match self.metric {
-                Some(m) => m,
-                None => {
-                    let (m, why) = self
-                        .store
-                        .resolve_metric(&selection, self.spec.measure.metric)
-                        .map_err(|e| Error::Measure(e.to_string()))?;
-                    (self.progress)(format!("metric: {why}"));
-                    *self.metric.insert(m)
+        let mut answers = self.measure_batch(&[(config.clone(), commits.to_vec())])?;
+        Ok(answers.pop().unwrap_or_default())
+    }
+
+    /// Builds every commit the batch needs (here, or found in the build cache), then
+    /// measures every (commit, configuration) pair as one campaign; each pair's runs are
+    /// stored under the commit of its build, as a campaign at that commit stores them.
+    fn measure_batch(
+        &mut self,
+        requests: &[(Configuration, Vec<usize>)],
+    ) -> Result<Vec<Vec<Observation>>, Error> {
+        // Per request, its commits by the build that stands for them (failed builds share
+        // the closest earlier one's, and its measurement).
+        let mut by_build: Vec<BTreeMap<String, Vec<usize>>> = Vec::new();
+        let mut pairs = Vec::new();
+        for (config, commits) in requests {
+            let mut builds: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+            for &c in commits {
+                if let Some((id, program)) = self.build(c)? {
+                    let indices = builds.entry(id.clone()).or_insert_with(|| {
+                        pairs.push(AtCommit {
+                            commit: id,
+                            program,
+                            configuration: config.clone(),
+                        });
+                        Vec::new()
+                    });
+                    indices.push(c);
                 }
-            };
-            let values: Vec<f64> = self
-                .store
-                .runs_of(&selection, &text)
-                .map_err(|e| Error::Measure(e.to_string()))?
-                .iter()
-                .filter(|r| r.is_ok())
-                .map(|r| r.metric(metric))
-                .collect();
-            let median = measure::Summary::of(&values).map(|s| s.median);
-            match median {
-                Some(value) => out.extend(
-                    indices
-                        .into_iter()
-                        .map(|commit| Observation { commit, value }),
-                ),
-                None => (self.progress)(format!(
-                    "`{text}` failed at commit {}; it is left out there",
-                    &id[..12.min(id.len())]
-                )),
             }
+            by_build.push(builds);
         }
-        Ok(out)
+        if pairs.is_empty() {
+            return Ok(vec![Vec::new(); requests.len()]);
+        }
+        let started = Instant::now();
+        let campaign = Campaign {
+            backend: self.runs_on.clone(),
+            ..Campaign::new(self.spec, self.workload)
+        };
+        let progress = &mut self.progress;
+        let mut runs = 0usize;
+        let report = campaign
+            .run_at_commits(self.store, &pairs, &mut |e| match e {
+                Event::Ran { .. } => runs += 1,
+                Event::Note(note) => progress(note.to_string()),
+                _ => {}
+            })
+            .map_err(|e| Error::Measure(e.to_string()))?;
+        self.effort.measure_seconds += started.elapsed().as_secs_f64();
+        self.effort.campaigns += 1;
+        self.effort.reused += report.reused;
+        self.effort.runs += runs;
+        let at = |commit: &str| -> Selection { campaign.selection().at_commit(commit) };
+        let metric = match self.metric {
+            Some(m) => m,
+            None => {
+                let (m, why) = self
+                    .store
+                    .resolve_metric(&at(&pairs[0].commit), self.spec.measure.metric)
+                    .map_err(|e| Error::Measure(e.to_string()))?;
+                (self.progress)(format!("metric: {why}"));
+                *self.metric.insert(m)
+            }
+        };
+        let mut answers = Vec::new();
+        for ((config, _), builds) in requests.iter().zip(by_build) {
+            let text = self.spec.space.format_configuration(config);
+            let mut out = Vec::new();
+            for (id, indices) in builds {
+                // This configuration's runs only: the store holds every other one at the
+                // commit.
+                let values: Vec<f64> = self
+                    .store
+                    .runs_of(&at(&id), &text)
+                    .map_err(|e| Error::Measure(e.to_string()))?
+                    .iter()
+                    .filter(|r| r.is_ok())
+                    .map(|r| r.metric(metric))
+                    .collect();
+                match measure::Summary::of(&values).map(|s| s.median) {
+                    Some(value) => out.extend(
+                        indices
+                            .into_iter()
+                            .map(|commit| Observation { commit, value }),
+                    ),
+                    None => (self.progress)(format!(
+                        "`{text}` failed at commit {}; it is left out there",
+                        &id[..12.min(id.len())]
+                    )),
+                }
+            }
+            answers.push(out);
+        }
+        Ok(answers)
     }
 
     fn commit_info(&self, commit: usize) -> CommitInfo {
