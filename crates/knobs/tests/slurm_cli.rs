@@ -805,3 +805,73 @@ fn changepoints_detect_submits_a_job_array_per_batch_of_the_search() {
     assert_eq!(runs_of_history(dir.path()).len(), stored.len());
     assert_eq!(again["change_points"], json["change_points"]);
 }
+
+/// A detection killed while it waits for its first job array: the same command finds the
+/// array again, stores what it measured, and submits no batch twice.
+#[test]
+fn a_killed_changepoints_detect_finds_its_job_array_again() {
+    let _cluster = common::slurm_cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = counting_history(dir.path());
+    let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("knobs"))
+        .args([
+            "changepoints",
+            "detect",
+            "--backend",
+            "slurm",
+            "--threshold",
+            "50%",
+            "--initial-configurations",
+            "6",
+            "--commit-share",
+            "0.25",
+            "--measurements",
+            "12",
+            "--max-iterations",
+            "4",
+            "--json",
+            "--spec",
+        ])
+        .arg(&spec)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let spool = dir.path().join("spool");
+    let (_, job) = wait_until("the first job array", || {
+        submitted(&spool).into_iter().next()
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (json, stderr) = detect_on_slurm(&spec);
+    assert!(
+        stderr.contains(&format!("(Slurm job {job}")) && stderr.contains("found round"),
+        "{stderr}"
+    );
+    let points = json["change_points"].as_array().unwrap();
+    assert_eq!(points.len(), 1, "{points:#?}");
+    assert_eq!(points[0]["options"], serde_json::json!(["heavy"]));
+    // The killed knobs's array and the resumed one's: one per batch, none twice.
+    let arrays: std::collections::BTreeSet<String> = runs_of_history(dir.path())
+        .iter()
+        .map(|r| {
+            r.source
+                .as_deref()
+                .unwrap()
+                .split(':')
+                .nth(1)
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        arrays.len() as u64,
+        json["batches"].as_u64().unwrap(),
+        "{arrays:?}\n{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("submitted Slurm job").count() + 1,
+        arrays.len(),
+        "{stderr}"
+    );
+}
