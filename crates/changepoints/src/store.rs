@@ -2,12 +2,13 @@
 //! `history`), each configuration measured at a commit through the results store (so a
 //! killed detection resumes: what was measured is read back, not rerun). A batch of the
 //! search is one measurement campaign across its commits' builds: on Slurm, one job array
-//! per round, whatever the number of commits and configurations.
+//! per round, whatever the number of commits and configurations, after one job array that
+//! builds the batch's commits the cache does not have.
 //!
 //! A commit that does not build takes the closest earlier commit that did, as the paper
 //! treats them; its runs are stored under that commit.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
 use history::{Build, Commit, History};
@@ -57,8 +58,12 @@ pub struct StoreBackend<'a> {
     /// The metric every commit is read by: the spec's, with `auto` resolved once from the
     /// first runs, so that no commit is read by another metric than the rest.
     metric: Option<measure::Metric>,
-    /// Where the runs are made.
+    /// Where the runs (and on Slurm, the builds) are made.
     runs_on: measure::campaign::Backend,
+    /// Commits the cluster built for this detection: their builds are new, not cached.
+    built_on_cluster: HashSet<String>,
+    /// Job arrays of builds submitted, for their names.
+    build_arrays: usize,
 }
 
 impl<'a> StoreBackend<'a> {
@@ -83,10 +88,12 @@ impl<'a> StoreBackend<'a> {
             progress,
             metric: None,
             runs_on: measure::campaign::Backend::Local,
+            built_on_cluster: HashSet::new(),
+            build_arrays: 0,
         })
     }
 
-    /// Makes the runs on `backend` (here by default; builds are made here either way).
+    /// Makes the runs on `backend` (here by default); on Slurm, the builds too.
     pub fn runs_on(mut self, backend: measure::campaign::Backend) -> Self {
         self.runs_on = backend;
         self
@@ -110,7 +117,7 @@ impl<'a> StoreBackend<'a> {
         self.effort.build_seconds += started.elapsed().as_secs_f64();
         let standing = match build {
             Build::Built(b) => {
-                if b.cached {
+                if b.cached && !self.built_on_cluster.contains(&commit) {
                     self.effort.cached_builds += 1;
                 } else {
                     self.effort.builds += 1;
@@ -123,6 +130,9 @@ impl<'a> StoreBackend<'a> {
                 Some((b.commit, b.program))
             }
             Build::Failed(f) => {
+                if self.built_on_cluster.contains(&commit) {
+                    self.effort.builds += 1;
+                }
                 (self.progress)(format!(
                     "commit {} does not build ({}); the closest earlier build stands for it",
                     &commit[..12.min(commit.len())],
@@ -146,6 +156,56 @@ impl<'a> StoreBackend<'a> {
         };
         self.builds.insert(index, standing.clone());
         Ok(standing)
+    }
+
+    /// On Slurm, builds the commits of `indices` that the cache has neither a build nor a
+    /// failure of as one job array (`knobs history build` per commit, into the cache on the
+    /// shared file system), and waits for it. Earlier commits standing in for one that
+    /// failed are built here, on demand.
+    fn build_on_cluster(&mut self, indices: &[usize]) -> Result<(), Error> {
+        let measure::campaign::Backend::Slurm(slurm) = &self.runs_on else {
+            return Ok(());
+        };
+        let mut pending: Vec<String> = Vec::new();
+        for &i in indices {
+            let id = &self.commits[i].id;
+            if !self.builds.contains_key(&i)
+                && !pending.contains(id)
+                && self.history.status(id).is_none()
+            {
+                pending.push(id.clone());
+            }
+        }
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let started = Instant::now();
+        let spec = std::path::absolute(&self.spec.path)
+            .map_err(|e| Error::Invalid(format!("{}: {e}", self.spec.path.display())))?;
+        let commands = self
+            .history
+            .slurm_commands(&slurm.worker, &spec, &pending, None, false);
+        (self.progress)(format!(
+            "building {} commits as {} Slurm array tasks",
+            pending.len(),
+            commands.len()
+        ));
+        self.build_arrays += 1;
+        let name = format!("knobs-build-{}-{}", std::process::id(), self.build_arrays);
+        let progress = &mut self.progress;
+        let unfinished = slurm
+            .run_commands(&name, &commands, &mut |line| progress(line.to_string()))
+            .map_err(|e| Error::Measure(e.to_string()))?;
+        for (task, log) in unfinished {
+            (self.progress)(format!(
+                "task {task} of the builds ended without finishing (failed, cancelled or out \
+                 of time; its log: {}): its commits are built here",
+                log.display()
+            ));
+        }
+        self.effort.build_seconds += started.elapsed().as_secs_f64();
+        self.built_on_cluster.extend(pending);
+        Ok(())
     }
 }
 
@@ -174,6 +234,11 @@ impl Backend for StoreBackend<'_> {
         &mut self,
         requests: &[(Configuration, Vec<usize>)],
     ) -> Result<Vec<Vec<Observation>>, Error> {
+        let wanted: Vec<usize> = requests
+            .iter()
+            .flat_map(|(_, c)| c.iter().copied())
+            .collect();
+        self.build_on_cluster(&wanted)?;
         // Per request, its commits by the build that stands for them (failed builds share
         // the closest earlier one's, and its measurement).
         let mut by_build: Vec<BTreeMap<String, Vec<usize>>> = Vec::new();
