@@ -1636,6 +1636,66 @@ mod tests {
         assert!(runs.iter().all(|r| r.commit == commit));
     }
 
+    /// Pairs of several commits' builds in one campaign: each run under its own commit,
+    /// where a campaign at that commit reads it back; the same pairs again run nothing.
+    #[test]
+    fn a_campaign_across_commits_stores_each_run_under_its_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("r.db")).unwrap();
+        let spec = spec(dir.path(), "repetitions = 2");
+        let workload = spec.workload(None).unwrap();
+        let configs: Vec<Configuration> = space::ValidConfigurations::new(&spec.space)
+            .unwrap()
+            .iter()
+            .collect();
+        let sleep = std::path::PathBuf::from("/bin/sleep");
+        let (c, d) = ("c".repeat(40), "d".repeat(40));
+        let pairs = vec![
+            AtCommit {
+                commit: c.clone(),
+                program: sleep.clone(),
+                configuration: configs[0].clone(),
+            },
+            AtCommit {
+                commit: d.clone(),
+                program: sleep.clone(),
+                configuration: configs[0].clone(),
+            },
+            AtCommit {
+                commit: d.clone(),
+                program: sleep.clone(),
+                configuration: configs[1].clone(),
+            },
+        ];
+        let campaign = Campaign::new(&spec, workload);
+        let report = campaign
+            .run_at_commits(&store, &pairs, &mut |_| {})
+            .unwrap();
+        assert_eq!((report.configurations, report.runs), (3, 6));
+        let at = |commit: &str| Campaign::at_commit(&spec, workload, commit, sleep.clone());
+        let runs_at = |commit: &str| store.runs(&at(commit).selection()).unwrap();
+        assert_eq!(runs_at(&c).len(), 2);
+        assert_eq!(runs_at(&d).len(), 4);
+        assert!(runs_at(&c).iter().all(|r| r.commit == c));
+        // A campaign at `d` has both configurations already.
+        let resumed = at(&d).run(&store, &configs, &mut |_| {}).unwrap();
+        assert_eq!((resumed.runs, resumed.reused), (0, 2));
+        let again = campaign
+            .run_at_commits(&store, &pairs, &mut |_| {})
+            .unwrap();
+        assert_eq!((again.runs, again.reused), (0, 3));
+        // A program that is not there is one line, before anything runs.
+        let missing = AtCommit {
+            program: dir.path().join("nothing"),
+            ..pairs[0].clone()
+        };
+        let e = campaign
+            .run_at_commits(&store, &[missing], &mut |_| {})
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("does not exist") && !e.contains('\n'), "{e}");
+    }
+
     #[test]
     fn warmups_are_run_but_not_stored_and_more_repetitions_extend() {
         let dir = tempfile::tempdir().unwrap();
