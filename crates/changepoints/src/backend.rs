@@ -62,6 +62,20 @@ pub trait Backend {
         commits: &[usize],
     ) -> Result<Vec<Observation>, Error>;
 
+    /// The performance of each configuration at its commits: everything one step of the
+    /// search wants, asked for at once, so that a backend with a queue (a cluster) can submit
+    /// it as one batch. One list of observations per request, in order; the default asks
+    /// [`Backend::measure`] request by request, in order.
+    fn measure_batch(
+        &mut self,
+        requests: &[(Configuration, Vec<usize>)],
+    ) -> Result<Vec<Vec<Observation>>, Error> {
+        requests
+            .iter()
+            .map(|(config, commits)| self.measure(config, commits))
+            .collect()
+    }
+
     /// `commit` is a commit of the search (`0..commits()`).
     fn commit_info(&self, commit: usize) -> CommitInfo {
         CommitInfo {

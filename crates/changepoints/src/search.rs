@@ -133,6 +133,9 @@ pub struct Detection {
     pub associations: Vec<Association>,
     pub iterations: Vec<Iteration>,
     pub measurements: usize,
+    /// Batches of measurements asked of the backend: the initial sample, one per acquisition
+    /// round, and the change points' sizes ([`Backend::measure_batch`]).
+    pub batches: usize,
     pub configurations: usize,
     /// Why the search ended.
     pub stopped: String,
@@ -149,6 +152,12 @@ struct State<'b> {
     measurements: usize,
     /// `Settings::max_measurements`: no measurement is made past it.
     limit: usize,
+    /// Measurements asked for and not made yet, per sampled configuration, in the order
+    /// asked: a step of the search asks for all it wants, then [`State::measure_wanted`]
+    /// makes them as one batch.
+    wanted: Vec<(usize, Vec<usize>)>,
+    /// Batches the backend was asked for.
+    batches: usize,
 }
 
 impl State<'_> {
@@ -166,24 +175,56 @@ impl State<'_> {
         Some(self.sample.len() - 1)
     }
 
-    /// Measures configuration `at` at those of `commits` it has not been measured at, in
-    /// the order asked for as far as the measurement limit allows.
-    fn measure(&mut self, at: usize, commits: &[usize]) -> Result<(), Error> {
+    /// Asks for configuration `at` at those of `commits` it has not been measured (or asked
+    /// for) at, in the order asked for as far as the measurement limit allows; the
+    /// measurements are made by the next [`State::measure_wanted`].
+    fn want(&mut self, at: usize, commits: &[usize]) {
+        let queued: BTreeSet<usize> = self
+            .wanted
+            .iter()
+            .filter(|(a, _)| *a == at)
+            .flat_map(|(_, c)| c.iter().copied())
+            .collect();
         let mut seen = BTreeSet::new();
         let mut fresh: Vec<usize> = commits
             .iter()
             .copied()
-            .filter(|c| !self.sample[at].history.contains_key(c) && seen.insert(*c))
+            .filter(|c| {
+                !self.sample[at].history.contains_key(c) && !queued.contains(c) && seen.insert(*c)
+            })
             .take(self.limit.saturating_sub(self.measurements))
             .collect();
         fresh.sort_unstable();
         if fresh.is_empty() {
+            return;
+        }
+        self.measurements += fresh.len();
+        self.wanted.push((at, fresh));
+    }
+
+    /// Makes every measurement asked for since the last batch, as one batch.
+    fn measure_wanted(&mut self) -> Result<(), Error> {
+        if self.wanted.is_empty() {
             return Ok(());
         }
-        let observations = self.backend.measure(&self.sample[at].config, &fresh)?;
-        self.measurements += fresh.len();
-        for o in observations {
-            self.sample[at].history.insert(o.commit, o.value);
+        let wanted = std::mem::take(&mut self.wanted);
+        let requests: Vec<(Configuration, Vec<usize>)> = wanted
+            .iter()
+            .map(|(at, commits)| (self.sample[*at].config.clone(), commits.clone()))
+            .collect();
+        let answers = self.backend.measure_batch(&requests)?;
+        self.batches += 1;
+        if answers.len() != requests.len() {
+            return Err(Error::Measure(format!(
+                "the backend answered {} of {} requests",
+                answers.len(),
+                requests.len()
+            )));
+        }
+        for ((at, _), observations) in wanted.iter().zip(answers) {
+            for o in observations {
+                self.sample[*at].history.insert(o.commit, o.value);
+            }
         }
         Ok(())
     }
@@ -290,6 +331,8 @@ pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detectio
         used: HashSet::new(),
         measurements: 0,
         limit: settings.max_measurements,
+        wanted: Vec::new(),
+        batches: 0,
     };
     let initial = space::sample(
         &valid,
@@ -299,9 +342,10 @@ pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detectio
     for config in &initial.configurations {
         if let Some(at) = state.add_configuration(config, &features) {
             let picked = initial_commits(commits, per_configuration, &mut rng);
-            state.measure(at, &picked)?;
+            state.want(at, &picked);
         }
     }
+    state.measure_wanted()?;
     let mut cache = SolutionCache::default();
     let mut iterations = Vec::new();
     let mut models = Vec::new();
@@ -393,7 +437,7 @@ pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detectio
                 settings.acquisition.commit_exploration,
                 &mut rng,
             ));
-            state.measure(at, &picked)?;
+            state.want(at, &picked);
         }
         // New configurations: exploitation and exploration interleaved, as many as the
         // configuration budget gives each its share of commits.
@@ -446,9 +490,12 @@ pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detectio
                 break;
             };
             let picked = initial_commits(commits, per_configuration, &mut rng);
-            state.measure(at, &picked)?;
+            state.want(at, &picked);
             added += 1;
         }
+        // The acquisition's measurements (new commits of sampled configurations, new
+        // configurations' first commits) depend on none of each other: one batch.
+        state.measure_wanted()?;
     }
     let associations: Vec<Association> = cache.associations().map(|(a, _)| a.clone()).collect();
     let change_points = summarise(&cache, &mut state, &features, &valid, settings)?;
@@ -460,6 +507,7 @@ pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detectio
         associations,
         iterations,
         measurements: state.measurements,
+        batches: state.batches,
         configurations: state.sample.len(),
         stopped,
         sample: state.sample,
@@ -522,10 +570,11 @@ fn summarise(
     }
     let window = settings.cache.tolerance.max(1);
     let commits = state.backend.commits();
-    let mut out = Vec::new();
+    // The size and direction: up to three sampled configurations that select the
+    // associated options, measured just outside the commit's tolerance window; every
+    // change point's measurements in one batch.
+    let mut compared = Vec::new();
     for (commit, (feats, all, weight)) in by_commit {
-        // The size and direction: up to three sampled configurations that select the
-        // associated options, measured just outside the commit's tolerance window.
         let before_commit = commit.saturating_sub(window + 1);
         let after_commit = (commit + window).min(commits - 1);
         // Configurations with the associated options, one of each group of alternatives
@@ -538,9 +587,18 @@ fn summarise(
             })
             .take(3)
             .collect();
+        for &at in &matching {
+            state.want(at, &[before_commit, after_commit]);
+        }
+        compared.push((commit, feats, all, weight, groups, matching));
+    }
+    state.measure_wanted()?;
+    let mut out = Vec::new();
+    for (commit, feats, all, weight, groups, matching) in compared {
+        let before_commit = commit.saturating_sub(window + 1);
+        let after_commit = (commit + window).min(commits - 1);
         let mut changes = Vec::new();
         for at in matching {
-            state.measure(at, &[before_commit, after_commit])?;
             let h = &state.sample[at].history;
             if let (Some(b), Some(a)) = (h.get(&before_commit), h.get(&after_commit))
                 && *b != 0.0

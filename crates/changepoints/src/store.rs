@@ -1,15 +1,18 @@
 //! The real backend: a spec's `[history]`, each commit built on demand (cached by
 //! `history`), each configuration measured at a commit through the results store (so a
-//! killed detection resumes: what was measured is read back, not rerun).
+//! killed detection resumes: what was measured is read back, not rerun). A batch of the
+//! search is one measurement campaign across its commits' builds: on Slurm, one job array
+//! per round, whatever the number of commits and configurations, after one job array that
+//! builds the batch's commits the cache does not have.
 //!
 //! A commit that does not build takes the closest earlier commit that did, as the paper
 //! treats them; its runs are stored under that commit.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
 use history::{Build, Commit, History};
-use measure::{Campaign, Event, Selection, Store, SystemSpec, Workload};
+use measure::{AtCommit, Campaign, Event, Selection, Store, SystemSpec, Workload};
 use serde::Serialize;
 use space::{ConfigSpace, Configuration};
 
@@ -30,6 +33,9 @@ pub struct Effort {
     pub runs: usize,
     pub reused: usize,
     pub measure_seconds: f64,
+    /// Measurement campaigns, one per batch of the search (on Slurm, each round of one is a
+    /// job array).
+    pub campaigns: usize,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -52,6 +58,12 @@ pub struct StoreBackend<'a> {
     /// The metric every commit is read by: the spec's, with `auto` resolved once from the
     /// first runs, so that no commit is read by another metric than the rest.
     metric: Option<measure::Metric>,
+    /// Where the runs (and on Slurm, the builds) are made.
+    runs_on: measure::campaign::Backend,
+    /// Commits the cluster built for this detection: their builds are new, not cached.
+    built_on_cluster: HashSet<String>,
+    /// Job arrays of builds submitted, for their names.
+    build_arrays: usize,
 }
 
 impl<'a> StoreBackend<'a> {
@@ -75,7 +87,16 @@ impl<'a> StoreBackend<'a> {
             effort: Effort::default(),
             progress,
             metric: None,
+            runs_on: measure::campaign::Backend::Local,
+            built_on_cluster: HashSet::new(),
+            build_arrays: 0,
         })
+    }
+
+    /// Makes the runs on `backend` (here by default); on Slurm, the builds too.
+    pub fn runs_on(mut self, backend: measure::campaign::Backend) -> Self {
+        self.runs_on = backend;
+        self
     }
 
     pub fn effort(&self) -> &Effort {
@@ -96,7 +117,7 @@ impl<'a> StoreBackend<'a> {
         self.effort.build_seconds += started.elapsed().as_secs_f64();
         let standing = match build {
             Build::Built(b) => {
-                if b.cached {
+                if b.cached && !self.built_on_cluster.contains(&commit) {
                     self.effort.cached_builds += 1;
                 } else {
                     self.effort.builds += 1;
@@ -109,6 +130,9 @@ impl<'a> StoreBackend<'a> {
                 Some((b.commit, b.program))
             }
             Build::Failed(f) => {
+                if self.built_on_cluster.contains(&commit) {
+                    self.effort.builds += 1;
+                }
                 (self.progress)(format!(
                     "commit {} does not build ({}); the closest earlier build stands for it",
                     &commit[..12.min(commit.len())],
@@ -133,6 +157,56 @@ impl<'a> StoreBackend<'a> {
         self.builds.insert(index, standing.clone());
         Ok(standing)
     }
+
+    /// On Slurm, builds the commits of `indices` that the cache has neither a build nor a
+    /// failure of as one job array (`knobs history build` per commit, into the cache on the
+    /// shared file system), and waits for it. Earlier commits standing in for one that
+    /// failed are built here, on demand.
+    fn build_on_cluster(&mut self, indices: &[usize]) -> Result<(), Error> {
+        let measure::campaign::Backend::Slurm(slurm) = &self.runs_on else {
+            return Ok(());
+        };
+        let mut pending: Vec<String> = Vec::new();
+        for &i in indices {
+            let id = &self.commits[i].id;
+            if !self.builds.contains_key(&i)
+                && !pending.contains(id)
+                && self.history.status(id).is_none()
+            {
+                pending.push(id.clone());
+            }
+        }
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let started = Instant::now();
+        let spec = std::path::absolute(&self.spec.path)
+            .map_err(|e| Error::Invalid(format!("{}: {e}", self.spec.path.display())))?;
+        let commands = self
+            .history
+            .slurm_commands(&slurm.worker, &spec, &pending, None, false);
+        (self.progress)(format!(
+            "building {} commits as {} Slurm array tasks",
+            pending.len(),
+            commands.len()
+        ));
+        self.build_arrays += 1;
+        let name = format!("knobs-build-{}-{}", std::process::id(), self.build_arrays);
+        let progress = &mut self.progress;
+        let unfinished = slurm
+            .run_commands(&name, &commands, &mut |line| progress(line.to_string()))
+            .map_err(|e| Error::Measure(e.to_string()))?;
+        for (task, log) in unfinished {
+            (self.progress)(format!(
+                "task {task} of the builds ended without finishing (failed, cancelled or out \
+                 of time; its log: {}): its commits are built here",
+                log.display()
+            ));
+        }
+        self.effort.build_seconds += started.elapsed().as_secs_f64();
+        self.built_on_cluster.extend(pending);
+        Ok(())
+    }
 }
 
 impl Backend for StoreBackend<'_> {
@@ -149,70 +223,106 @@ impl Backend for StoreBackend<'_> {
         config: &Configuration,
         commits: &[usize],
     ) -> Result<Vec<Observation>, Error> {
-        let text = self.spec.space.format_configuration(config);
-        // Commits that share a build (failed ones) share its measurement.
-        let mut by_build: BTreeMap<String, (std::path::PathBuf, Vec<usize>)> = BTreeMap::new();
-        for &c in commits {
-            if let Some((id, program)) = self.build(c)? {
-                by_build
-                    .entry(id)
-                    .or_insert((program, Vec::new()))
-                    .1
-                    .push(c);
-            }
-        }
-        let mut out = Vec::new();
-        for (id, (program, indices)) in by_build {
-            let started = Instant::now();
-            let campaign = Campaign::at_commit(self.spec, self.workload, &id, program);
-            let mut runs = 0usize;
-            campaign
-                .run(self.store, std::slice::from_ref(config), &mut |e| {
-                    if matches!(e, Event::Ran { .. }) {
-                        runs += 1;
-                    }
-                })
-                .map_err(|e| Error::Measure(e.to_string()))?;
-            self.effort.measure_seconds += started.elapsed().as_secs_f64();
-            if runs == 0 {
-                self.effort.reused += 1;
-            }
-            self.effort.runs += runs;
-            let selection: Selection = campaign.selection();
-            // This configuration's runs only: the store holds every other one at the commit.
-            let metric = match self.metric {
-                Some(m) => m,
-                None => {
-                    let (m, why) = self
-                        .store
-                        .resolve_metric(&selection, self.spec.measure.metric)
-                        .map_err(|e| Error::Measure(e.to_string()))?;
-                    (self.progress)(format!("metric: {why}"));
-                    *self.metric.insert(m)
+        let mut answers = self.measure_batch(&[(config.clone(), commits.to_vec())])?;
+        Ok(answers.pop().unwrap_or_default())
+    }
+
+    /// Builds every commit the batch needs (here, or found in the build cache), then
+    /// measures every (commit, configuration) pair as one campaign; each pair's runs are
+    /// stored under the commit of its build, as a campaign at that commit stores them.
+    fn measure_batch(
+        &mut self,
+        requests: &[(Configuration, Vec<usize>)],
+    ) -> Result<Vec<Vec<Observation>>, Error> {
+        let wanted: Vec<usize> = requests
+            .iter()
+            .flat_map(|(_, c)| c.iter().copied())
+            .collect();
+        self.build_on_cluster(&wanted)?;
+        // Per request, its commits by the build that stands for them (failed builds share
+        // the closest earlier one's, and its measurement).
+        let mut by_build: Vec<BTreeMap<String, Vec<usize>>> = Vec::new();
+        let mut pairs = Vec::new();
+        for (config, commits) in requests {
+            let mut builds: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+            for &c in commits {
+                if let Some((id, program)) = self.build(c)? {
+                    let indices = builds.entry(id.clone()).or_insert_with(|| {
+                        pairs.push(AtCommit {
+                            commit: id,
+                            program,
+                            configuration: config.clone(),
+                        });
+                        Vec::new()
+                    });
+                    indices.push(c);
                 }
-            };
-            let values: Vec<f64> = self
-                .store
-                .runs_of(&selection, &text)
-                .map_err(|e| Error::Measure(e.to_string()))?
-                .iter()
-                .filter(|r| r.is_ok())
-                .map(|r| r.metric(metric))
-                .collect();
-            let median = measure::Summary::of(&values).map(|s| s.median);
-            match median {
-                Some(value) => out.extend(
-                    indices
-                        .into_iter()
-                        .map(|commit| Observation { commit, value }),
-                ),
-                None => (self.progress)(format!(
-                    "`{text}` failed at commit {}; it is left out there",
-                    &id[..12.min(id.len())]
-                )),
             }
+            by_build.push(builds);
         }
-        Ok(out)
+        if pairs.is_empty() {
+            return Ok(vec![Vec::new(); requests.len()]);
+        }
+        let started = Instant::now();
+        let campaign = Campaign {
+            backend: self.runs_on.clone(),
+            ..Campaign::new(self.spec, self.workload)
+        };
+        let progress = &mut self.progress;
+        let mut runs = 0usize;
+        let report = campaign
+            .run_at_commits(self.store, &pairs, &mut |e| match e {
+                Event::Ran { .. } => runs += 1,
+                Event::Note(note) => progress(note.to_string()),
+                _ => {}
+            })
+            .map_err(|e| Error::Measure(e.to_string()))?;
+        self.effort.measure_seconds += started.elapsed().as_secs_f64();
+        self.effort.campaigns += 1;
+        self.effort.reused += report.reused;
+        self.effort.runs += runs;
+        let at = |commit: &str| -> Selection { campaign.selection().at_commit(commit) };
+        let metric = match self.metric {
+            Some(m) => m,
+            None => {
+                let (m, why) = self
+                    .store
+                    .resolve_metric(&at(&pairs[0].commit), self.spec.measure.metric)
+                    .map_err(|e| Error::Measure(e.to_string()))?;
+                (self.progress)(format!("metric: {why}"));
+                *self.metric.insert(m)
+            }
+        };
+        let mut answers = Vec::new();
+        for ((config, _), builds) in requests.iter().zip(by_build) {
+            let text = self.spec.space.format_configuration(config);
+            let mut out = Vec::new();
+            for (id, indices) in builds {
+                // This configuration's runs only: the store holds every other one at the
+                // commit.
+                let values: Vec<f64> = self
+                    .store
+                    .runs_of(&at(&id), &text)
+                    .map_err(|e| Error::Measure(e.to_string()))?
+                    .iter()
+                    .filter(|r| r.is_ok())
+                    .map(|r| r.metric(metric))
+                    .collect();
+                match measure::Summary::of(&values).map(|s| s.median) {
+                    Some(value) => out.extend(
+                        indices
+                            .into_iter()
+                            .map(|commit| Observation { commit, value }),
+                    ),
+                    None => (self.progress)(format!(
+                        "`{text}` failed at commit {}; it is left out there",
+                        &id[..12.min(id.len())]
+                    )),
+                }
+            }
+            answers.push(out);
+        }
+        Ok(answers)
     }
 
     fn commit_info(&self, commit: usize) -> CommitInfo {

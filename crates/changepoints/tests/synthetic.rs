@@ -233,3 +233,102 @@ fn the_measurement_limit_is_never_passed() {
         assert_eq!(measured, d.measurements);
     }
 }
+
+/// A backend that answers a batch as a cluster would measure it: every request's commits
+/// gathered, then measured commit by commit (each commit's configurations together), the
+/// answers put back in the order asked. It counts the batches and the requests.
+struct ByCommit {
+    inner: SyntheticBackend,
+    batches: usize,
+    requests: usize,
+}
+
+impl changepoints::Backend for ByCommit {
+    fn space(&self) -> &space::ConfigSpace {
+        self.inner.space()
+    }
+
+    fn commits(&self) -> usize {
+        self.inner.commits()
+    }
+
+    fn measure(
+        &mut self,
+        _: &space::Configuration,
+        _: &[usize],
+    ) -> Result<Vec<changepoints::Observation>, changepoints::Error> {
+        unreachable!("the search asks for batches")
+    }
+
+    fn measure_batch(
+        &mut self,
+        requests: &[(space::Configuration, Vec<usize>)],
+    ) -> Result<Vec<Vec<changepoints::Observation>>, changepoints::Error> {
+        self.batches += 1;
+        self.requests += requests.len();
+        let mut by_commit: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+        for (r, (_, commits)) in requests.iter().enumerate() {
+            for &c in commits {
+                by_commit.entry(c).or_default().push(r);
+            }
+        }
+        let mut answers = vec![Vec::new(); requests.len()];
+        for (commit, asking) in by_commit {
+            for r in asking {
+                answers[r].extend(self.inner.measure(&requests[r].0, &[commit])?);
+            }
+        }
+        for a in &mut answers {
+            a.sort_by_key(|o| o.commit);
+        }
+        Ok(answers)
+    }
+}
+
+/// The search asks for one batch per step (the initial sample, each acquisition round, the
+/// change points' sizes), and a backend that measures a batch in its own order finds what
+/// one asked request by request finds, to the bit.
+#[test]
+fn a_batch_measured_commit_by_commit_is_the_search_measured_one_by_one() {
+    let system = SyntheticSystem::generate(&SyntheticSettings {
+        options: 6,
+        commits: 300,
+        change_points: 2,
+        seed: 5,
+        ..SyntheticSettings::default()
+    })
+    .unwrap();
+    let settings = Settings {
+        threshold: Threshold::Relative(0.01),
+        initial_configurations: 12,
+        ..Settings::default()
+    };
+    let one_by_one = detect(&mut SyntheticBackend::new(system.clone(), 1), &settings).unwrap();
+    let mut batched = ByCommit {
+        inner: SyntheticBackend::new(system, 1),
+        batches: 0,
+        requests: 0,
+    };
+    let by_commit = detect(&mut batched, &settings).unwrap();
+    let without_time = |d: &changepoints::Detection| {
+        let mut v = serde_json::to_value(d).unwrap();
+        v["seconds"] = serde_json::Value::Null;
+        for i in v["iterations"].as_array_mut().unwrap() {
+            i["seconds"] = serde_json::Value::Null;
+        }
+        v
+    };
+    assert_eq!(without_time(&one_by_one), without_time(&by_commit));
+    assert!(!by_commit.change_points.is_empty());
+    assert_eq!(batched.batches, by_commit.batches);
+    assert!(
+        by_commit.batches <= by_commit.iterations.len() + 1,
+        "{} batches in {} iterations",
+        by_commit.batches,
+        by_commit.iterations.len()
+    );
+    assert!(
+        batched.requests > by_commit.batches,
+        "batches of one request"
+    );
+}

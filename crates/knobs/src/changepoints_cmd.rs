@@ -165,6 +165,9 @@ pub struct DetectArgs {
     /// Recorded runs per configuration and commit (overrides the spec's [measure]).
     #[arg(long)]
     repetitions: Option<u32>,
+    // Each batch of the search is one campaign: on Slurm, one job array per round.
+    #[command(flatten)]
+    backend: crate::backend_args::BackendArgs,
     #[command(flatten)]
     search: SearchArgs,
     #[command(flatten)]
@@ -317,12 +320,14 @@ fn detect_in_history(args: DetectArgs) -> Result<Outcome> {
     let store = measure::Store::open(&store_path)?;
     store.register_spec(&spec)?;
     let started = std::time::Instant::now();
+    let runs_on = args.backend.backend(&spec, &store_path)?;
     let mut backend = changepoints::store::StoreBackend::new(
         &spec,
         workload,
         &store,
         Box::new(|line| eprintln!("{line}")),
-    )?;
+    )?
+    .runs_on(runs_on);
     let detection = detect(&mut backend, &args.search.settings()?)?;
     let effort = backend.effort().clone();
     if args.output.json {

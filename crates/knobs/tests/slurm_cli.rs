@@ -1,8 +1,8 @@
 //! `knobs measure --backend slurm` against a real one-node Slurm cluster on this machine
 //! (`scripts/slurm-local.sh start`, which these tests run first): measuring end to end, a task
 //! cancelled with `scancel` mid-run, a knobs killed while it waits, instructions counted on
-//! the nodes, and a commit's build made here and run there. The white-box approaches on the
-//! cluster are `slurm_approaches.rs`.
+//! the nodes, a commit's build made here and run there, and `knobs changepoints detect` across
+//! a history. The white-box approaches on the cluster are `slurm_approaches.rs`.
 //!
 //! The measured program waits for a gate file before it ends, so each test decides when the
 //! runs finish: no test depends on how fast the machine is.
@@ -626,4 +626,267 @@ on = ["1"]
     let measured = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{measured}");
     assert!(!measured.contains("building commit"), "{measured}");
+}
+
+/// The commit of the history below from which `heavy` costs twenty times more.
+const HEAVY_FROM: usize = 6;
+
+/// A history of twelve commits of a C program, built here with the system's C compiler: it
+/// counts to 100 000, and with `heavy` 200 000 more, 4 000 000 more from `HEAVY_FROM` on.
+/// Measured by instructions, so the change is the same on any machine and load.
+fn counting_history(dir: &Path) -> PathBuf {
+    let repo = dir.join("prog");
+    std::fs::create_dir(&repo).unwrap();
+    common::git(&repo, &["init", "-q", "-b", "main"]);
+    for i in 0..12 {
+        let heavy = if i < HEAVY_FROM { 2 } else { 40 };
+        std::fs::write(
+            repo.join("prog.c"),
+            format!(
+                "#include <string.h>\n/* revision {i} */\nint main(int c, char **v) {{ \
+                 volatile long s = 0; long n = 100000L; for (int i = 1; i < c; i++) \
+                 if (!strcmp(v[i], \"heavy\")) n += {heavy}00000L; \
+                 for (long i = 0; i < n; i++) s += i; return 0; }}\n"
+            ),
+        )
+        .unwrap();
+        common::git(&repo, &["add", "prog.c"]);
+        common::git(&repo, &["commit", "-q", "-m", &format!("revision {i}")]);
+    }
+    let spec = dir.join("knobs.toml");
+    std::fs::write(
+        &spec,
+        r#"name = "prog"
+[history]
+repository = "prog"
+range = "main"
+build = [["cc", "-O1", "-o", "prog", "prog.c"]]
+output = "prog"
+[run]
+args = ["{options}"]
+[measure]
+repetitions = 1
+warmup = 0
+metric = "instructions"
+[slurm]
+spool = "spool"
+[[workload]]
+name = "w"
+[[option]]
+name = "heavy"
+on = ["heavy"]
+[[option]]
+name = "other"
+on = ["other"]
+[[option]]
+name = "third"
+on = ["third"]
+"#,
+    )
+    .unwrap();
+    spec
+}
+
+/// The runs stored at each commit of the history in `dir`.
+fn runs_of_history(dir: &Path) -> Vec<StoredRun> {
+    let out = StdCommand::new("git")
+        .args(["rev-list", "main"])
+        .current_dir(dir.join("prog"))
+        .output()
+        .unwrap();
+    let store = Store::open_existing(&dir.join("knobs.db")).unwrap();
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .flat_map(|commit| {
+            let at = Selection {
+                commit: commit.to_string(),
+                ..Selection::default()
+            };
+            store.runs(&at).unwrap()
+        })
+        .collect()
+}
+
+/// The measuring rounds knobs submitted, as its progress says (`round 3: submitted Slurm job
+/// 12 …`; an array of builds says `submitted Slurm job 11 (4 tasks)`).
+fn rounds_submitted(stderr: &str) -> usize {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("round ") && l.contains(": submitted Slurm job"))
+        .count()
+}
+
+fn detect_on_slurm(spec: &Path) -> (serde_json::Value, String) {
+    let out = knobs()
+        .args([
+            "changepoints",
+            "detect",
+            "--backend",
+            "slurm",
+            "--threshold",
+            "50%",
+            "--initial-configurations",
+            "6",
+            "--commit-share",
+            "0.25",
+            "--measurements",
+            "12",
+            "--max-iterations",
+            "4",
+            "--json",
+            "--spec",
+        ])
+        .arg(spec)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    (serde_json::from_slice(&out.stdout).unwrap(), stderr)
+}
+
+/// `knobs changepoints detect --backend slurm`: each batch of the search (the initial
+/// sample, each acquisition round, the change points' sizes) is one job array whatever its
+/// commits, each run stored under its own commit; the change is found, and the same
+/// detection again reads everything back and submits nothing.
+#[test]
+fn changepoints_detect_submits_a_job_array_per_batch_of_the_search() {
+    let _cluster = common::slurm_cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = counting_history(dir.path());
+    let (json, stderr) = detect_on_slurm(&spec);
+    let points = json["change_points"].as_array().unwrap();
+    assert_eq!(points.len(), 1, "{points:#?}");
+    assert!(
+        points[0]["commit"]
+            .as_u64()
+            .unwrap()
+            .abs_diff(HEAVY_FROM as u64)
+            <= 1,
+        "{points:#?}"
+    );
+    assert_eq!(points[0]["options"], serde_json::json!(["heavy"]));
+    assert!(points[0]["relative_change"].as_f64().unwrap() > 2.0);
+    let batches = json["batches"].as_u64().unwrap() as usize;
+    let iterations = json["iterations"].as_array().unwrap().len();
+    assert!(
+        batches <= iterations + 1,
+        "{batches} batches, {iterations} iterations"
+    );
+    assert_eq!(json["effort"]["campaigns"].as_u64(), Some(batches as u64));
+    // Every run came from the spool; one job array per batch (one round each: one
+    // repetition, no task failed), each of several commits' builds.
+    let stored = runs_of_history(dir.path());
+    assert_eq!(
+        stored.len() as u64,
+        json["effort"]["runs"].as_u64().unwrap(),
+        "{}",
+        json["effort"]
+    );
+    let mut commits_by_array: BTreeMap<String, std::collections::BTreeSet<String>> =
+        BTreeMap::new();
+    for r in &stored {
+        assert!(r.is_ok(), "{r:?}");
+        let source = r.source.as_deref().expect("ingested from the spool");
+        let array = source.split(':').nth(1).unwrap().to_string();
+        commits_by_array
+            .entry(array)
+            .or_default()
+            .insert(r.commit.clone());
+    }
+    assert_eq!(
+        commits_by_array.len(),
+        batches,
+        "{commits_by_array:?}\n{stderr}"
+    );
+    assert_eq!(rounds_submitted(&stderr), batches, "{stderr}");
+    // The commits were built by array tasks, into the cache beside the spec.
+    assert!(stderr.contains("Slurm array tasks"), "{stderr}");
+    assert_eq!(
+        json["effort"]["builds"].as_u64(),
+        Some(
+            stored
+                .iter()
+                .map(|r| &r.commit)
+                .collect::<std::collections::BTreeSet<_>>()
+                .len() as u64
+        ),
+        "{}",
+        json["effort"]
+    );
+    let first = commits_by_array.values().map(|c| c.len()).max().unwrap();
+    assert!(first >= 4, "{commits_by_array:?}");
+    // The same detection again: nothing is built, measured or submitted.
+    let (again, stderr) = detect_on_slurm(&spec);
+    assert!(!stderr.contains("submitted Slurm job"), "{stderr}");
+    assert_eq!(again["effort"]["runs"].as_u64(), Some(0));
+    assert_eq!(again["effort"]["builds"].as_u64(), Some(0));
+    assert_eq!(runs_of_history(dir.path()).len(), stored.len());
+    assert_eq!(again["change_points"], json["change_points"]);
+}
+
+/// A detection killed while it waits for its first job array: the same command finds the
+/// array again, stores what it measured, and submits no batch twice.
+#[test]
+fn a_killed_changepoints_detect_finds_its_job_array_again() {
+    let _cluster = common::slurm_cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = counting_history(dir.path());
+    let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("knobs"))
+        .args([
+            "changepoints",
+            "detect",
+            "--backend",
+            "slurm",
+            "--threshold",
+            "50%",
+            "--initial-configurations",
+            "6",
+            "--commit-share",
+            "0.25",
+            "--measurements",
+            "12",
+            "--max-iterations",
+            "4",
+            "--json",
+            "--spec",
+        ])
+        .arg(&spec)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let spool = dir.path().join("spool");
+    let (_, job) = wait_until("the first job array", || {
+        submitted(&spool).into_iter().next()
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (json, stderr) = detect_on_slurm(&spec);
+    assert!(
+        stderr.contains(&format!("(Slurm job {job}")) && stderr.contains("found round"),
+        "{stderr}"
+    );
+    let points = json["change_points"].as_array().unwrap();
+    assert_eq!(points.len(), 1, "{points:#?}");
+    assert_eq!(points[0]["options"], serde_json::json!(["heavy"]));
+    // The killed knobs's array and the resumed one's: one per batch, none twice.
+    let arrays: std::collections::BTreeSet<String> = runs_of_history(dir.path())
+        .iter()
+        .map(|r| {
+            r.source
+                .as_deref()
+                .unwrap()
+                .split(':')
+                .nth(1)
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        arrays.len() as u64,
+        json["batches"].as_u64().unwrap(),
+        "{arrays:?}\n{stderr}"
+    );
+    assert_eq!(rounds_submitted(&stderr) + 1, arrays.len(), "{stderr}");
 }

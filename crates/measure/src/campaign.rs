@@ -112,6 +112,17 @@ pub struct Campaign<'a> {
     pub backend: Backend,
 }
 
+/// A configuration to measure with the build of a `[history]` commit: one pair of
+/// [`Campaign::run_at_commits`].
+#[derive(Clone, Debug)]
+pub struct AtCommit {
+    /// The commit (full id) the runs are stored under.
+    pub commit: String,
+    /// Its build.
+    pub program: PathBuf,
+    pub configuration: Configuration,
+}
+
 /// Where a campaign's runs are made.
 #[derive(Clone, Debug, Default)]
 pub enum Backend {
@@ -233,8 +244,9 @@ impl<'a> Campaign<'a> {
             && !Summary::of(values).is_some_and(|sum| sum.ci_within(s.ci))
     }
 
-    /// The store's key for a configuration's runs; `inputs` is the workload's digest.
-    fn key(&self, configuration: String, inputs: &Option<String>) -> MeasurementKey {
+    /// The store's key for a configuration's runs at `commit`; `inputs` is the workload's
+    /// digest.
+    fn key(&self, commit: &str, configuration: String, inputs: &Option<String>) -> MeasurementKey {
         MeasurementKey {
             inputs: inputs.clone(),
             system: self.spec.name.clone(),
@@ -242,35 +254,27 @@ impl<'a> Campaign<'a> {
             spec_hash: self.spec.hash.clone(),
             workload: self.workload.name.clone(),
             configuration,
-            commit: self.commit.clone(),
+            commit: commit.to_string(),
         }
+    }
+
+    /// The store's selection of the runs of `key`'s commit.
+    fn selection_of(&self, key: &MeasurementKey) -> Selection {
+        self.selection().at_commit(&key.commit)
     }
 
     /// The program to run (absolute: runs start in the spec's working directory), checked,
     /// with the workload prepared and the spec registered in the store.
     fn prepare(&self, store: &Store) -> Result<Option<PathBuf>, Error> {
-        let spec = self.spec;
-        let program = match &self.program {
-            Some(p) => Some(std::path::absolute(p).map_err(|cause| Error::Io {
-                path: p.display().to_string(),
-                cause,
-            })?),
-            None => None,
-        };
+        let program = self.program.as_deref().map(checked_program).transpose()?;
         match &program {
-            Some(program) if !program.is_file() => {
-                return Err(Error::Invalid(format!(
-                    "program `{}` does not exist",
-                    program.display()
-                )));
-            }
-            Some(_) => spec.check_cwd()?,
+            Some(_) => self.spec.check_cwd()?,
             None => {
-                spec.check_runnable()?;
+                self.spec.check_runnable()?;
             }
         }
-        spec.prepare_workload(self.workload)?;
-        store.register_spec(spec)?;
+        self.spec.prepare_workload(self.workload)?;
+        store.register_spec(self.spec)?;
         Ok(program)
     }
 
@@ -289,23 +293,9 @@ impl<'a> Campaign<'a> {
         let started = std::time::Instant::now();
         let spec = self.spec;
         let program = self.prepare(store)?;
-        // One scratch directory per campaign: campaigns of one process may run at once.
-        static CAMPAIGNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let scratch = std::env::temp_dir().join(format!(
-            "knobs-campaign-{}-{}",
-            std::process::id(),
-            CAMPAIGNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&scratch).map_err(|cause| Error::Io {
-            path: scratch.display().to_string(),
-            cause,
-        })?;
         let selection = self.selection();
-        let mut resumed_notes = Vec::new();
-        let mut resumed_runs = 0;
-        if let Backend::Slurm(backend) = &self.backend {
-            (resumed_runs, resumed_notes) = self.resume(store, backend, on_event)?;
-        }
+        let (resumed_runs, resumed_notes) =
+            self.resume(store, std::slice::from_ref(&selection), on_event)?;
         let existing = store.runs_by_configuration(&selection)?;
         let inputs = spec.workload_digest(self.workload);
         let mut report = CampaignReport {
@@ -321,7 +311,7 @@ impl<'a> Campaign<'a> {
             let (samples, failure) = self.standing(runs);
             items.push(Item {
                 invocation: self.invocation(&program, config)?,
-                key: self.key(text, &inputs),
+                key: self.key(&self.commit, text, &inputs),
                 samples,
                 failure,
                 new_runs: 0,
@@ -329,9 +319,137 @@ impl<'a> Campaign<'a> {
                 done: false,
             });
         }
+        let reference = self.reference(store, &selection, &mut items, &program, &inputs)?;
+        self.measure_items(
+            store,
+            Planned {
+                items,
+                reference,
+                selection,
+                report,
+                resumed_runs,
+                started,
+            },
+            on_event,
+        )
+    }
+
+    /// Measures each configuration with the build of its commit, all pairs as one campaign:
+    /// each round brings every pair that needs a run one run further (on Slurm: one job array
+    /// per round, whatever the commits), and each run is stored under its own commit, as
+    /// [`Campaign::at_commit`] stores it, so either reads the other's runs back. The
+    /// campaign's own `program` and `commit` are not used. There is no reference
+    /// configuration: the pairs are of several builds, and a campaign of one configuration
+    /// at a commit has none either.
+    pub fn run_at_commits(
+        &self,
+        store: &Store,
+        pairs: &[AtCommit],
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<CampaignReport, Error> {
+        let started = std::time::Instant::now();
+        let spec = self.spec;
+        let Some(first) = pairs.first() else {
+            return Ok(CampaignReport::default());
+        };
+        let mut programs: std::collections::BTreeMap<&Path, Option<PathBuf>> =
+            std::collections::BTreeMap::new();
+        for pair in pairs {
+            if !programs.contains_key(pair.program.as_path()) {
+                programs.insert(&pair.program, Some(checked_program(&pair.program)?));
+            }
+        }
+        spec.check_cwd()?;
+        spec.prepare_workload(self.workload)?;
+        store.register_spec(spec)?;
+        let mut commits: Vec<&str> = pairs.iter().map(|p| p.commit.as_str()).collect();
+        commits.sort_unstable();
+        commits.dedup();
+        let selections: Vec<Selection> = commits
+            .iter()
+            .map(|c| self.selection().at_commit(c))
+            .collect();
+        let (resumed_runs, resumed_notes) = self.resume(store, &selections, on_event)?;
+        let inputs = spec.workload_digest(self.workload);
+        let mut report = CampaignReport::default();
+        let mut existing = std::collections::BTreeMap::new();
+        for (commit, selection) in commits.iter().zip(&selections) {
+            let runs = store.runs_by_configuration(selection)?;
+            report
+                .notes
+                .extend(self.changed_inputs_note(&runs, &inputs));
+            existing.insert(*commit, runs);
+        }
+        report.notes.dedup();
+        report.notes.extend(resumed_notes);
+        let mut items: Vec<Item> = Vec::new();
+        for pair in pairs {
+            let text = spec.space.format_configuration(&pair.configuration);
+            let key = self.key(&pair.commit, text, &inputs);
+            if items.iter().any(|i| i.key == key) {
+                continue;
+            }
+            let runs = existing[pair.commit.as_str()]
+                .get(&key.configuration)
+                .map(Vec::as_slice)
+                .unwrap_or(&[]);
+            let (samples, failure) = self.standing(runs);
+            items.push(Item {
+                invocation: self
+                    .invocation(&programs[pair.program.as_path()], &pair.configuration)?,
+                key,
+                samples,
+                failure,
+                new_runs: 0,
+                listed: true,
+                done: false,
+            });
+        }
+        report.configurations = items.len();
+        self.measure_items(
+            store,
+            Planned {
+                items,
+                reference: None,
+                selection: self.selection().at_commit(&first.commit),
+                report,
+                resumed_runs,
+                started,
+            },
+            on_event,
+        )
+    }
+
+    /// The rounds of a campaign whose items are planned: warm-ups, then rounds until every
+    /// listed item has its runs (or failed) or the budget is spent.
+    fn measure_items(
+        &self,
+        store: &Store,
+        planned: Planned,
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<CampaignReport, Error> {
+        let Planned {
+            mut items,
+            reference,
+            selection,
+            mut report,
+            resumed_runs,
+            started,
+        } = planned;
+        // One scratch directory per campaign: campaigns of one process may run at once.
+        static CAMPAIGNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let scratch = std::env::temp_dir().join(format!(
+            "knobs-campaign-{}-{}",
+            std::process::id(),
+            CAMPAIGNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&scratch).map_err(|cause| Error::Io {
+            path: scratch.display().to_string(),
+            cause,
+        })?;
         let mut rounds = Rounds {
             metric: self.settings.metric,
-            reference: None,
+            reference,
             rng: ChaCha8Rng::seed_from_u64(self.settings.seed.unwrap_or_else(fresh_seed)),
             owner: format!(
                 "{}:{}:{}",
@@ -354,7 +472,6 @@ impl<'a> Campaign<'a> {
             stored: resumed_runs,
             warmed: false,
         };
-        rounds.reference = self.reference(store, &selection, &mut items, &program, &inputs)?;
         // Configurations with nothing left to do are reported at once.
         for item in items.iter_mut().filter(|i| i.listed) {
             if item.failure.is_some() || !self.needs_more(&item.values(rounds.metric)) {
@@ -511,7 +628,7 @@ impl<'a> Campaign<'a> {
         let (samples, failure) = self.standing(&runs);
         items.push(Item {
             invocation: self.invocation(program, &config)?,
-            key: self.key(text, inputs),
+            key: self.key(&self.commit, text, inputs),
             samples,
             failure,
             new_runs: 0,
@@ -554,7 +671,6 @@ impl<'a> Campaign<'a> {
         items: &mut [Item],
         rounds: &mut Rounds,
     ) -> Result<(Vec<usize>, u64), Error> {
-        let selection = self.selection();
         let lease = store::now()
             + match self.backend {
                 Backend::Local => {
@@ -578,7 +694,7 @@ impl<'a> Campaign<'a> {
                 continue;
             }
             if store.claim(&item.key, &rounds.owner, lease)? {
-                let runs = store.runs_of(&selection, &item.key.configuration)?;
+                let runs = store.runs_of(&self.selection_of(&item.key), &item.key.configuration)?;
                 (item.samples, item.failure) = self.standing(&runs);
                 let needed =
                     rounds.reference == Some(i) || self.needs_more(&item.values(rounds.metric));
@@ -762,12 +878,25 @@ impl Campaign<'_> {
     fn resume(
         &self,
         store: &Store,
-        backend: &SlurmBackend,
+        selections: &[Selection],
         on_event: &mut dyn FnMut(Event),
     ) -> Result<(u64, Vec<String>), Error> {
         let mut stored = 0;
         let mut notes = Vec::new();
-        for (dir, submission) in backend.unfinished(&store_path(store), &self.selection())? {
+        let Backend::Slurm(backend) = &self.backend else {
+            return Ok((stored, notes));
+        };
+        // A submission of several commits belongs to the selection of each.
+        let mut found: Vec<(PathBuf, Submission)> = Vec::new();
+        for selection in selections {
+            for (dir, submission) in backend.unfinished(&store_path(store), selection)? {
+                if !found.iter().any(|(d, _)| *d == dir) {
+                    found.push((dir, submission));
+                }
+            }
+        }
+        found.sort_by_key(|(_, s)| s.round);
+        for (dir, submission) in found {
             if owner_alive(&submission.owner) == Some(true) {
                 // Another knobs here waits for it and stores its runs.
                 continue;
@@ -825,7 +954,13 @@ impl Campaign<'_> {
                 counter: rounds.counter,
                 runs: share
                     .iter()
-                    .map(|&i| WorkItem::of(&items[i].key.configuration, &items[i].invocation))
+                    .map(|&i| {
+                        WorkItem::of(
+                            &items[i].key.configuration,
+                            &items[i].key.commit,
+                            &items[i].invocation,
+                        )
+                    })
                     .collect(),
             })
             .collect();
@@ -834,6 +969,12 @@ impl Campaign<'_> {
         let system: String = (key.system.chars())
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
             .collect();
+        let mut commits: Vec<String> = order.iter().map(|&i| items[i].key.commit.clone()).collect();
+        commits.sort_unstable();
+        commits.dedup();
+        if commits.len() == 1 {
+            commits.clear();
+        }
         let submission = Submission {
             name: format!("knobs-{system}-r{round}-{}", std::process::id()),
             store: store_path(store),
@@ -842,6 +983,7 @@ impl Campaign<'_> {
             workload: key.workload.clone(),
             variant: key.variant.clone(),
             commit: key.commit.clone(),
+            commits,
             inputs: key.inputs.clone(),
             round,
             owner: rounds.owner.clone(),
@@ -872,10 +1014,12 @@ impl Campaign<'_> {
         }
         rounds.ran += stored;
         rounds.stored += stored;
-        let selection = self.selection();
         for &i in &order {
+            let runs = store.runs_of(
+                &self.selection_of(&items[i].key),
+                &items[i].key.configuration,
+            )?;
             let item = &mut items[i];
-            let runs = store.runs_of(&selection, &item.key.configuration)?;
             let now: Vec<&StoredRun> = runs.iter().filter(|r| r.round == Some(round)).collect();
             item.new_runs += now.len() as u32;
             (item.samples, item.failure) = self.standing(&runs);
@@ -948,6 +1092,33 @@ fn collect(
         collected.stored.values().map(|&n| u64::from(n)).sum(),
         notes,
     ))
+}
+
+/// A campaign's items, ready for their rounds.
+struct Planned {
+    items: Vec<Item>,
+    reference: Option<usize>,
+    /// Whose stored runs say what `auto` resolves to, for the report.
+    selection: Selection,
+    report: CampaignReport,
+    /// Runs of submissions found again and stored before the first round.
+    resumed_runs: u64,
+    started: std::time::Instant,
+}
+
+/// `program`, absolute (runs start in the spec's working directory), when it is a file.
+fn checked_program(program: &Path) -> Result<PathBuf, Error> {
+    let absolute = std::path::absolute(program).map_err(|cause| Error::Io {
+        path: program.display().to_string(),
+        cause,
+    })?;
+    if !absolute.is_file() {
+        return Err(Error::Invalid(format!(
+            "program `{}` does not exist",
+            absolute.display()
+        )));
+    }
+    Ok(absolute)
 }
 
 /// A configuration of the campaign and what it has.
@@ -1074,9 +1245,7 @@ struct Rounds {
 /// copy without it (made once per campaign, in `scratch`).
 pub(crate) fn counted(invocation: &Invocation, scratch: &Path, counter: Counter) -> RunResult {
     let program = invocation.cwd.join(&invocation.program);
-    let stripped = scratch
-        .join("stripped")
-        .join(program.file_name().unwrap_or_default());
+    let stripped = instructions::stripped_path(&program, scratch);
     let result = if stripped.is_file() {
         counted_once(&with_program(invocation, stripped), scratch, counter)
     } else {
@@ -1465,6 +1634,66 @@ mod tests {
         let runs = store.runs(&at.selection()).unwrap();
         assert_eq!(runs.len(), 4);
         assert!(runs.iter().all(|r| r.commit == commit));
+    }
+
+    /// Pairs of several commits' builds in one campaign: each run under its own commit,
+    /// where a campaign at that commit reads it back; the same pairs again run nothing.
+    #[test]
+    fn a_campaign_across_commits_stores_each_run_under_its_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("r.db")).unwrap();
+        let spec = spec(dir.path(), "repetitions = 2");
+        let workload = spec.workload(None).unwrap();
+        let configs: Vec<Configuration> = space::ValidConfigurations::new(&spec.space)
+            .unwrap()
+            .iter()
+            .collect();
+        let sleep = std::path::PathBuf::from("/bin/sleep");
+        let (c, d) = ("c".repeat(40), "d".repeat(40));
+        let pairs = vec![
+            AtCommit {
+                commit: c.clone(),
+                program: sleep.clone(),
+                configuration: configs[0].clone(),
+            },
+            AtCommit {
+                commit: d.clone(),
+                program: sleep.clone(),
+                configuration: configs[0].clone(),
+            },
+            AtCommit {
+                commit: d.clone(),
+                program: sleep.clone(),
+                configuration: configs[1].clone(),
+            },
+        ];
+        let campaign = Campaign::new(&spec, workload);
+        let report = campaign
+            .run_at_commits(&store, &pairs, &mut |_| {})
+            .unwrap();
+        assert_eq!((report.configurations, report.runs), (3, 6));
+        let at = |commit: &str| Campaign::at_commit(&spec, workload, commit, sleep.clone());
+        let runs_at = |commit: &str| store.runs(&at(commit).selection()).unwrap();
+        assert_eq!(runs_at(&c).len(), 2);
+        assert_eq!(runs_at(&d).len(), 4);
+        assert!(runs_at(&c).iter().all(|r| r.commit == c));
+        // A campaign at `d` has both configurations already.
+        let resumed = at(&d).run(&store, &configs, &mut |_| {}).unwrap();
+        assert_eq!((resumed.runs, resumed.reused), (0, 2));
+        let again = campaign
+            .run_at_commits(&store, &pairs, &mut |_| {})
+            .unwrap();
+        assert_eq!((again.runs, again.reused), (0, 3));
+        // A program that is not there is one line, before anything runs.
+        let missing = AtCommit {
+            program: dir.path().join("nothing"),
+            ..pairs[0].clone()
+        };
+        let e = campaign
+            .run_at_commits(&store, &[missing], &mut |_| {})
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("does not exist") && !e.contains('\n'), "{e}");
     }
 
     #[test]

@@ -155,11 +155,24 @@ pub fn debuginfo_unreadable(complaint: &str) -> bool {
     complaint.contains("debuginfo reader")
 }
 
+/// Where [`stripped_copy`] puts the copy of `program` in `dir`: named by its whole path, as
+/// programs of one name (the builds of several commits) are measured side by side.
+pub fn stripped_path(program: &Path, dir: &Path) -> std::path::PathBuf {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    program.hash(&mut hasher);
+    dir.join("stripped")
+        .join(format!("{:016x}", hasher.finish()))
+        .join(program.file_name().unwrap_or_default())
+}
+
 /// A copy of `program` without debug information, in `dir` (made once): the same code, so the
 /// same instructions, for a counter that cannot read the debug information.
 pub fn stripped_copy(program: &Path, dir: &Path) -> Result<std::path::PathBuf, String> {
-    let name = program.file_name().ok_or("the program has no file name")?;
-    let copy = dir.join("stripped").join(name);
+    let copy = stripped_path(program, dir);
+    if program.file_name().is_none() {
+        return Err("the program has no file name".into());
+    }
     if copy.is_file() {
         return Ok(copy);
     }

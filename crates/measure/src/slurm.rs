@@ -86,6 +86,10 @@ pub struct TaskWork {
 #[derive(Debug, Serialize, Deserialize)]
 pub struct WorkItem {
     pub configuration: String,
+    /// The `[history]` commit whose build the run is, stored under it (a round may measure
+    /// the builds of several commits); `None`: the submission's commit.
+    #[serde(default)]
+    pub commit: Option<String>,
     pub program: PathBuf,
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
@@ -95,9 +99,10 @@ pub struct WorkItem {
 }
 
 impl WorkItem {
-    pub fn of(configuration: &str, invocation: &Invocation) -> WorkItem {
+    pub fn of(configuration: &str, commit: &str, invocation: &Invocation) -> WorkItem {
         WorkItem {
             configuration: configuration.to_string(),
+            commit: Some(commit.to_string()),
             program: invocation.program.clone(),
             args: invocation.args.clone(),
             env: invocation.env.clone(),
@@ -123,6 +128,9 @@ impl WorkItem {
 #[derive(Debug, Serialize, Deserialize)]
 pub struct RunFile {
     pub configuration: String,
+    /// Its work item's commit.
+    #[serde(default)]
+    pub commit: Option<String>,
     /// A failed warm-up run (successful ones are not written).
     pub warmup: bool,
     pub started: f64,
@@ -144,6 +152,10 @@ pub struct Submission {
     pub workload: String,
     pub variant: String,
     pub commit: String,
+    /// Every commit the round's runs are of, when they are more than `commit` (a round of
+    /// several commits' builds: `knobs changepoints detect`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commits: Vec<String>,
     pub inputs: Option<String>,
     pub round: i64,
     pub owner: String,
@@ -153,15 +165,16 @@ pub struct Submission {
 }
 
 impl Submission {
-    /// The store's key of a configuration's runs in this submission.
-    pub fn key(&self, configuration: &str) -> MeasurementKey {
+    /// The store's key of a configuration's runs in this submission, at `commit` (`None`:
+    /// the submission's).
+    pub fn key(&self, configuration: &str, commit: Option<&str>) -> MeasurementKey {
         MeasurementKey {
             system: self.system.clone(),
             variant: self.variant.clone(),
             spec_hash: self.spec_hash.clone(),
             workload: self.workload.clone(),
             configuration: configuration.to_string(),
-            commit: self.commit.clone(),
+            commit: commit.unwrap_or(&self.commit).to_string(),
             inputs: self.inputs.clone(),
         }
     }
@@ -173,7 +186,7 @@ impl Submission {
             && Some(&self.spec_hash) == selection.spec_hash.as_ref()
             && Some(&self.workload) == selection.workload.as_ref()
             && self.variant == selection.variant
-            && self.commit == selection.commit
+            && (self.commit == selection.commit || self.commits.contains(&selection.commit))
     }
 }
 
@@ -322,6 +335,7 @@ pub fn work(dir: &Path, task: u32) -> Result<(), Error> {
                 // warm-up.
                 let file = RunFile {
                     configuration: item.configuration.clone(),
+                    commit: item.commit.clone(),
                     warmup: true,
                     started,
                     host: host.clone(),
@@ -342,6 +356,7 @@ pub fn work(dir: &Path, task: u32) -> Result<(), Error> {
         }
         let file = RunFile {
             configuration: item.configuration.clone(),
+            commit: item.commit.clone(),
             warmup: false,
             started,
             host: host.clone(),
@@ -732,7 +747,7 @@ fn ingest(
                 source: Some(source),
             };
             let round = (!run.warmup).then_some(submission.round);
-            let key = submission.key(&run.configuration);
+            let key = submission.key(&run.configuration, run.commit.as_deref());
             if store.record_from(&key, run.started, &run.result, &times, round, &origin)? {
                 *collected
                     .stored
@@ -795,6 +810,7 @@ mod tests {
     fn item(configuration: &str, program: &str, args: &[&str]) -> WorkItem {
         WorkItem {
             configuration: configuration.into(),
+            commit: None,
             program: program.into(),
             args: args.iter().map(|a| a.to_string()).collect(),
             env: Vec::new(),
@@ -871,6 +887,7 @@ mod tests {
             workload: "w".into(),
             variant: "v".into(),
             commit: String::new(),
+            commits: Vec::new(),
             inputs: None,
             round: store.begin_round(1, None).unwrap(),
             owner: "o".into(),
