@@ -66,6 +66,28 @@ fn is_url(repository: &str) -> bool {
             .is_some_and(|(host, _)| host.contains('@') && !host.contains('/'))
 }
 
+/// Whether `git_dir` is the clone [`repository`] made of a URL (and so may lag behind it).
+pub fn is_clone_of_url(repository: &str) -> bool {
+    is_url(repository)
+}
+
+/// Brings a clone made by [`repository`] up to date with its URL: every branch and tag,
+/// moved where the URL moved them (the clone is knobs' own, nothing in it is the user's).
+pub fn fetch(git_dir: &Path, repository: &str) -> Result<(), Error> {
+    let mut command = git(git_dir);
+    command.args([
+        "fetch",
+        "--quiet",
+        "--force",
+        "--prune",
+        "--end-of-options",
+        repository,
+        "+refs/heads/*:refs/heads/*",
+        "+refs/tags/*:refs/tags/*",
+    ]);
+    output(command, &format!("fetch {repository}")).map(|_| ())
+}
+
 /// The git directory of the spec's repository: a local path (relative to the spec's
 /// directory), or a URL cloned once, bare, into `builds/repository.git`.
 pub fn repository(repository: &str, spec_dir: &Path, builds: &Path) -> Result<PathBuf, Error> {

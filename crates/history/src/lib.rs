@@ -108,12 +108,40 @@ impl History {
     /// The commits of the range, oldest first: its first-parent line, or (`first_parent =
     /// false`) every commit in topological order.
     pub fn commits(&self) -> Result<Vec<Commit>, Error> {
-        git::commits(&self.git_dir, &self.spec.range, self.spec.first_parent)
+        self.fetching_when_missing(|| {
+            git::commits(&self.git_dir, &self.spec.range, self.spec.first_parent)
+        })
     }
 
     /// The full id of a revision (`v5.2.0`, `HEAD~3`, an abbreviated id).
     pub fn resolve(&self, rev: &str) -> Result<String, Error> {
-        git::resolve(&self.git_dir, rev)
+        self.fetching_when_missing(|| git::resolve(&self.git_dir, rev))
+    }
+
+    /// Brings knobs' clone of a URL repository up to date; an error for a local repository,
+    /// which is the user's and never changed by knobs.
+    pub fn fetch(&self) -> Result<(), Error> {
+        if !git::is_clone_of_url(&self.spec.repository) {
+            return Err(Error::Git(format!(
+                "`{}` is a local repository: knobs reads it as it is (fetch in it yourself)",
+                self.spec.repository
+            )));
+        }
+        git::fetch(&self.git_dir, &self.spec.repository)
+    }
+
+    /// `look_up` in the repository; when it fails and the repository is knobs' clone of a
+    /// URL, the clone may predate what is asked for (a new tag, a branch that moved): it is
+    /// fetched and `look_up` tried once more.
+    fn fetching_when_missing<T>(&self, look_up: impl Fn() -> Result<T, Error>) -> Result<T, Error> {
+        match look_up() {
+            Err(missing) if git::is_clone_of_url(&self.spec.repository) => {
+                git::fetch(&self.git_dir, &self.spec.repository)
+                    .map_err(|e| Error::Git(format!("{missing}; fetching it failed: {e}")))?;
+                look_up()
+            }
+            found => found,
+        }
     }
 
     /// What the cache holds for a commit (a full id): its build, its recorded failure, or

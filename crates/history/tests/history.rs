@@ -72,6 +72,9 @@ fn commits_build_once_and_failures_fall_back_to_the_closest_earlier_build() {
     assert_eq!(history.resolve("main~3").unwrap(), commits[0].id);
     assert!(history.resolve("no-such-rev").is_err());
     assert!(history.status(&commits[0].id).is_none());
+    // A local repository is the user's: knobs never fetches into it.
+    let e = history.fetch().unwrap_err().to_string();
+    assert!(e.contains("local repository"), "{e}");
 
     // Built, then found in the cache without building again.
     let Build::Built(first) = history.build(&commits[0].id, false).unwrap() else {
@@ -259,4 +262,20 @@ fn a_url_is_cloned_once_into_the_cache_and_the_repository_is_untouched() {
     let repo = dir.path().join("prog");
     assert_eq!(git(&repo, &["status", "--porcelain", "--ignored"]), "");
     assert_eq!(git(&repo, &["worktree", "list"]).lines().count(), 1);
+
+    // New upstream: a commit and a tag the clone lacks. Naming them fetches; the branch the
+    // range follows moves only when fetched.
+    std::fs::write(repo.join("prog.c"), FAST).unwrap();
+    git(&repo, &["commit", "-q", "-am", "faster again"]);
+    git(&repo, &["tag", "v2"]);
+    let newest = git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    let history = History::open(&SystemSpec::load(&path).unwrap()).unwrap();
+    assert_eq!(history.commits().unwrap().len(), 4);
+    assert_eq!(history.resolve("v2").unwrap(), newest);
+    assert_eq!(history.commits().unwrap().len(), 5);
+    assert!(history.resolve("no-such-tag").is_err());
+    git(&repo, &["commit", "-q", "--allow-empty", "-m", "later"]);
+    assert_eq!(history.commits().unwrap().len(), 5);
+    history.fetch().unwrap();
+    assert_eq!(history.commits().unwrap().len(), 6);
 }

@@ -55,6 +55,15 @@ pub enum HistoryCommand {
         #[command(flatten)]
         backend: crate::backend_args::BackendArgs,
     },
+    /// Bring knobs' clone of a repository given as a URL up to date (its branches and tags
+    /// where the URL has them now). knobs also fetches by itself when the range or a
+    /// revision names commits the clone lacks, but a branch that moved is only followed here.
+    #[command(after_help = "Example:\n  knobs history fetch knobs.toml")]
+    Fetch {
+        /// The system spec (with a [history] section whose repository is a URL).
+        #[arg(default_value = "knobs.toml")]
+        spec: PathBuf,
+    },
     /// Remove builds from the cache (`.knobs-builds` beside the spec), and what killed builds
     /// left behind.
     #[command(after_help = "Example:\n  \
@@ -83,6 +92,17 @@ pub fn run(cmd: HistoryCommand) -> Result<Outcome> {
             json,
             backend,
         } => build(&spec, &commits, all, retry_failed, json, &backend),
+        HistoryCommand::Fetch { spec } => {
+            let (_, history) = open(&spec)?;
+            history.fetch()?;
+            let commits = history.commits()?;
+            println!(
+                "fetched {}; the range has {} commit(s)",
+                history.spec().repository,
+                commits.len()
+            );
+            Ok(Outcome::Done)
+        }
         HistoryCommand::Prune {
             spec,
             keep_failures,

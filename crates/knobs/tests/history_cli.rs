@@ -298,3 +298,37 @@ fn a_killed_build_leaves_nothing_that_looks_built() {
     );
     assert_eq!(std::fs::read_dir(&builds).unwrap().count(), 0);
 }
+
+/// `history fetch` follows a URL repository's branch; a local repository is left alone, with
+/// a one-line error.
+#[test]
+fn fetch_follows_a_url_repository_and_refuses_a_local_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = fixture(dir.path());
+    let out = knobs()
+        .args(["history", "fetch"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let e = String::from_utf8(out.stderr).unwrap();
+    assert!(!out.status.success() && e.lines().count() == 1, "{e}");
+    assert!(e.contains("local repository"), "{e}");
+
+    let url = format!("file://{}", dir.path().join("prog").display());
+    let text = std::fs::read_to_string(&spec)
+        .unwrap()
+        .replace("repository = \"prog\"", &format!("repository = \"{url}\""));
+    std::fs::write(&spec, text).unwrap();
+    assert_eq!(
+        stdout(knobs().args(["history", "list", "--json"]).arg(&spec))
+            .matches("\"id\"")
+            .count(),
+        4
+    );
+    git(
+        &dir.path().join("prog"),
+        &["commit", "-q", "--allow-empty", "-m", "later"],
+    );
+    let fetched = stdout(knobs().args(["history", "fetch"]).arg(&spec));
+    assert!(fetched.contains("the range has 5 commit(s)"), "{fetched}");
+}
