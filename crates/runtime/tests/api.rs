@@ -342,8 +342,17 @@ fn fixed_setting_violations_are_counted_with_their_first_value() {
     assert_eq!(lines[6], "open_at_exit\t0");
     assert!(lines[7].starts_with("probes\t"), "{text}");
     assert!(lines[8].starts_with("event_cost_ns\t"), "{text}");
+    for (line, key) in lines[9..14].iter().zip([
+        "cpu_total\t",
+        "cpu_base\t",
+        "cpu_reads\t",
+        "cpu_read_ns\t",
+        "cpu_interval_us\t",
+    ]) {
+        assert!(line.starts_with(key), "{text}");
+    }
     assert_eq!(
-        &lines[9..],
+        &lines[14..],
         [
             "fixed\t1\t3\t2",
             "fixed\t2\t-1\t2",
