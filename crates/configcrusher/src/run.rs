@@ -9,7 +9,9 @@ use serde::Serialize;
 
 use crate::Error;
 use crate::overhead::{Overhead, overhead};
-use crate::pipeline::{Analysed, analyse, build_model, instrument, measure_configurations};
+use crate::pipeline::{
+    Analysed, analyse, build_model_with_clocks, instrument, measure_configurations,
+};
 
 /// Where `run` stops.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -76,6 +78,9 @@ pub struct Report {
     pub instrumentation: Option<InstrumentationReport>,
     pub measurement: Option<measure::campaign::CampaignReport>,
     pub overhead: Option<Overhead>,
+    /// The clock the region times were read by (wall, cpu or mixed per configuration), and
+    /// why.
+    pub region_clock: Option<instrumented::RegionClocks>,
     /// The model file written, with the store and variant its measurements are in.
     #[serde(flatten)]
     pub output: Option<ModelOutput>,
@@ -257,7 +262,7 @@ fn run_once(
     )?;
     reporter.note(&measured.summary(spec.measure.max_cv));
     report.measurement = Some(measured);
-    let model = build_model(
+    let (model, clocks) = build_model_with_clocks(
         &store,
         &session.settings,
         spec,
@@ -265,6 +270,7 @@ fn run_once(
         &analysed,
         &built.variant,
     )?;
+    report.region_clock = Some(clocks);
     report.overhead = Some(overhead(&store, spec, workload, &built.variant)?);
     let out = options
         .model_path
@@ -396,6 +402,7 @@ fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
         instrumentation: None,
         measurement: None,
         overhead: None,
+        region_clock: None,
         output: None,
         notes,
     }

@@ -85,6 +85,9 @@ fn render(report: &Report) -> Result<()> {
         if let Some(o) = &report.overhead {
             eprintln!("{o}");
         }
+        if let Some(clocks) = &report.region_clock {
+            eprintln!("{clocks}");
+        }
         crate::print_model_output(output)?;
     }
     for note in &report.notes {
