@@ -432,12 +432,12 @@ pub fn build_model(
     analysed: &Analysed,
     variant: &str,
 ) -> Result<ModelFile, Error> {
-    Ok(build_model_with_clocks(store, settings, spec, workload, analysed, variant)?.0)
+    Ok(build_model_with_clocks(store, settings, spec, workload, analysed, variant, None)?.0)
 }
 
 /// [`build_model`], and the clock each configuration's region times were read by
 /// (`instrumented::region_clocks`: the spec's metric, `auto` resolved as for the black-box
-/// runs).
+/// runs; `forced`: this clock for every configuration).
 pub fn build_model_with_clocks(
     store: &Store,
     settings: &Settings,
@@ -445,8 +445,9 @@ pub fn build_model_with_clocks(
     workload: &Workload,
     analysed: &Analysed,
     variant: &str,
+    forced: Option<instrumented::RegionClock>,
 ) -> Result<(ModelFile, instrumented::RegionClocks), Error> {
-    let clocks = instrumented::region_clocks(store, spec, workload, variant)?;
+    let clocks = instrumented::region_clocks(store, spec, workload, variant, forced)?;
     let medians = instrumented::median_region_times_by(store, spec, workload, variant, &clocks)?;
     let mut configs: Vec<(Configuration, &str)> = Vec::new();
     for config in medians.keys() {

@@ -45,6 +45,9 @@ pub struct Options {
     /// Options with no source and no annotation are a warning, not an error: the analysis
     /// cannot see them and the model leaves them out (the report names them).
     pub allow_unsourced: bool,
+    /// Read the region times by this clock in every configuration (default: as the spec's
+    /// metric resolves, `instrumented::region_clocks`).
+    pub region_clock: Option<instrumented::RegionClock>,
 }
 
 impl Default for Options {
@@ -57,6 +60,7 @@ impl Default for Options {
             model_path: None,
             not_fixed: Vec::new(),
             allow_unsourced: false,
+            region_clock: None,
         }
     }
 }
@@ -269,6 +273,7 @@ fn run_once(
         workload,
         &analysed,
         &built.variant,
+        options.region_clock,
     )?;
     report.region_clock = Some(clocks);
     report.overhead = Some(overhead(&store, spec, workload, &built.variant)?);

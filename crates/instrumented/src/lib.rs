@@ -495,6 +495,14 @@ pub fn region_measurements(times: &runtime::RegionTimes) -> Vec<RegionMeasuremen
         entries: t.entries,
         cpu_seconds: t.cpu_seconds,
     }));
+    if times.startup > 0.0 {
+        out.push(RegionMeasurement {
+            region: STARTUP.into(),
+            seconds: times.startup,
+            entries: 0,
+            cpu_seconds: times.cpu.map(|c| c.startup),
+        });
+    }
     if times.probes > 0.0 || times.cpu.is_some_and(|c| c.reads > 0) {
         out.push(RegionMeasurement {
             region: PROBES.into(),
@@ -599,29 +607,35 @@ impl std::fmt::Display for RegionClocks {
 /// CPU-bound run of this variant (the rule the black-box runs are read by: CPU time when it
 /// kept one CPU busy, or waited for one, nearly all its wall time). A configuration whose runs
 /// lack CPU times (an older runtime, `KNOBS_REGION_CPU_US=off`) is read by the wall clock,
-/// and `why` says so.
+/// and `why` says so. `forced`: this clock for every configuration instead (a user's
+/// choice, e.g. to compare the two clocks on the same runs).
 pub fn region_clocks(
     store: &Store,
     spec: &SystemSpec,
     workload: &Workload,
     variant: &str,
+    forced: Option<RegionClock>,
 ) -> Result<RegionClocks, Error> {
     use measure::Metric;
     let selection = selection(spec, workload, variant);
     let mut without_cpu: std::collections::BTreeSet<String> = Default::default();
     let mut configurations: std::collections::BTreeSet<String> = Default::default();
     for (config, _, r) in store.region_times(&selection)? {
-        if r.cpu_seconds.is_none() && r.region != PROBES {
+        if r.cpu_seconds.is_none() && r.region != PROBES && r.region != STARTUP {
             without_cpu.insert(config.clone());
         }
         configurations.insert(config);
     }
-    let (wanted, mut why) = match spec.measure.metric {
-        Metric::Cpu => (
+    let (wanted, mut why) = match (forced, spec.measure.metric) {
+        (Some(RegionClock::Wall), _) => {
+            return Ok(RegionClocks::wall("wall (as asked)"));
+        }
+        (Some(RegionClock::Cpu), _) => (configurations.clone(), "cpu (as asked)".to_string()),
+        (None, Metric::Cpu) => (
             configurations.clone(),
             "cpu (as the spec says)".to_string(),
         ),
-        Metric::Auto => {
+        (None, Metric::Auto) => {
             let deciding = store.deciding_runs(&selection)?;
             let cpu: std::collections::BTreeSet<String> = deciding
                 .iter()
@@ -631,7 +645,7 @@ pub fn region_clocks(
             let (_, why) = store.resolve_metric(&selection, Metric::Auto)?;
             (cpu, why)
         }
-        m => {
+        (None, m) => {
             return Ok(RegionClocks::wall(&format!(
                 "wall (the spec's metric is {})",
                 m.name()
@@ -667,6 +681,10 @@ pub const BASE: &str = "base";
 /// regions (`probes` in docs/region-times.md): stored so that it is not mistaken for time
 /// outside the runtime, and in no model.
 pub const PROBES: &str = "probes";
+
+/// The pseudo-region of the runtime's own start (`startup` in docs/region-times.md): not the
+/// program's time, so it is taken out of the time outside the runtime, and in no model.
+pub const STARTUP: &str = "startup";
 
 /// The store's selection of one spec's runs of a workload in a variant (`""`: the program
 /// as the spec runs it).

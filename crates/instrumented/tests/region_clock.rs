@@ -101,7 +101,7 @@ fn auto_reads_a_cpu_bound_configuration_by_cpu_time_and_a_sleeping_one_by_wall_t
     .unwrap();
     assert!(report.failed.is_empty(), "{report:?}");
 
-    let clocks = instrumented::region_clocks(&store, &spec, &workload, "test:clock").unwrap();
+    let clocks = instrumented::region_clocks(&store, &spec, &workload, "test:clock", None).unwrap();
     let (busy, sleeping) = (
         spec.space.format_configuration(&configurations[0]),
         spec.space.format_configuration(&configurations[1]),
@@ -117,10 +117,15 @@ fn auto_reads_a_cpu_bound_configuration_by_cpu_time_and_a_sleeping_one_by_wall_t
         instrumented::median_region_times_by(&store, &spec, &workload, "test:clock", clocks)
             .unwrap()
     };
-    let all_cpu = instrumented::RegionClocks {
-        cpu: [busy.clone(), sleeping.clone()].into(),
-        ..clocks.clone()
-    };
+    let all_cpu = instrumented::region_clocks(
+        &store,
+        &spec,
+        &workload,
+        "test:clock",
+        Some(RegionClock::Cpu),
+    )
+    .unwrap();
+    assert_eq!(all_cpu.clock, "cpu", "{all_cpu:?}");
     let by_cpu = both(&all_cpu);
     let by_wall = both(&instrumented::RegionClocks::wall(""));
     assert!(by_wall[&sleeping]["r0"] >= 0.05, "{by_wall:?}");

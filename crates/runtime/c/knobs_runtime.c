@@ -143,6 +143,8 @@ static int knobs_cpu_on;
 static uint64_t knobs_cpu_min_ticks;
 static uint64_t knobs_cpu_min_us = 100;
 static uint64_t knobs_cpu_read_ns;
+/* The runtime's own start (calibration), wall and CPU ns: not the program's time. */
+static uint64_t knobs_startup_ns, knobs_startup_cpu_ns;
 static __thread struct knobs_thread *knobs_self __attribute__((tls_model("initial-exec")));
 
 #ifdef KNOBS_TEST_CLOCK
@@ -373,8 +375,11 @@ static KNOBS_COLD void global_init(void) {
     knobs_use_tsc = invariant_tsc();
     knobs_mono0 = mono_ns();
     knobs_tick0 = ticks();
+    uint64_t cpu0 = cpu_ns();
     calibrate();
     calibrate_cpu();
+    knobs_startup_ns = mono_ns() - knobs_mono0;
+    knobs_startup_cpu_ns = cpu_ns() - cpu0;
     atomic_store(&knobs_state, KNOBS_ENABLED);
 }
 
@@ -685,12 +690,14 @@ static __attribute__((destructor(101))) void knobs_finish(void) {
             fprintf(f, "unmatched_exits\t%llu\n", (unsigned long long)unmatched);
             fprintf(f, "open_at_exit\t%u\n", open);
             fprintf(f, "probes\t%.9f\n", (double)probes * s);
+            fprintf(f, "startup\t%.9f\n", 1e-9 * (double)knobs_startup_ns);
             fprintf(f, "event_cost_ns\t%.3f\n",
                     0.5 * (double)(knobs_probe_cost[0][1] + knobs_probe_cost[1][0]) *
                         ns_per_tick);
             if (knobs_cpu_on) {
                 fprintf(f, "cpu_total\t%.9f\n", base_cpu + regions_cpu);
                 fprintf(f, "cpu_base\t%.9f\n", base_cpu);
+                fprintf(f, "cpu_startup\t%.9f\n", 1e-9 * (double)knobs_startup_cpu_ns);
                 fprintf(f, "cpu_reads\t%llu\n", (unsigned long long)cpu_reads);
                 fprintf(f, "cpu_read_ns\t%llu\n", (unsigned long long)knobs_cpu_read_ns);
                 fprintf(f, "cpu_interval_us\t%llu\n", (unsigned long long)knobs_cpu_min_us);

@@ -286,6 +286,8 @@ pub struct CpuTimes {
     pub total: f64,
     /// CPU time outside every region, in seconds.
     pub base: f64,
+    /// The CPU time of the runtime's own start (`startup`), in seconds.
+    pub startup: f64,
     /// How many times a thread's CPU clock was read (a system call each).
     pub reads: u64,
     /// What one read cost, ns (taken out of the interval after it).
@@ -339,6 +341,10 @@ pub struct RegionTimes {
     /// The cost of one probe (ns) the runtime measured at start and took out of every
     /// interval; 0 when compensation was off (or an older runtime wrote the file).
     pub event_cost_ns: f64,
+    /// Wall seconds the runtime's own start took (calibrating the probes' and the CPU
+    /// clock's cost), before the main thread's time counts: not the program's time, not in
+    /// `total` (0 in files of older runtimes).
+    pub startup: f64,
     /// The CPU clock's totals; `None` when it was not read (every region's `cpu_seconds`
     /// is then `None` too).
     pub cpu: Option<CpuTimes>,
@@ -504,6 +510,8 @@ impl RegionTimes {
                     seen_cpu = true;
                 }
                 "cpu_base" => cpu.base = seconds(fields[1])?,
+                "cpu_startup" => cpu.startup = seconds(fields[1])?,
+                "startup" => times.startup = seconds(fields[1])?,
                 "cpu_reads" => cpu.reads = count(fields[1])?,
                 "cpu_read_ns" => cpu.read_ns = seconds(fields[1])?,
                 "cpu_interval_us" => cpu.interval_us = seconds(fields[1])?,
@@ -613,7 +621,7 @@ mod tests {
     #[test]
     fn parses_the_cpu_clock_of_version_2() {
         let text = "knobs-region-times 2\ntotal\t1.5\nbase\t0.25\nwall\t1.5\n\
-            cpu_total\t0.75\ncpu_base\t0.25\ncpu_reads\t4\ncpu_read_ns\t600\n\
+            startup\t0.002\ncpu_total\t0.75\ncpu_base\t0.25\ncpu_startup\t0.001\ncpu_reads\t4\ncpu_read_ns\t600\n\
             cpu_interval_us\t100\n0\t1.000000000\t3\t0.5\n7\t0.25\t1\t0\n";
         let t = RegionTimes::parse(text, Path::new("x")).unwrap();
         assert_eq!(
@@ -621,11 +629,13 @@ mod tests {
             Some(CpuTimes {
                 total: 0.75,
                 base: 0.25,
+                startup: 0.001,
                 reads: 4,
                 read_ns: 600.0,
                 interval_us: 100.0,
             })
         );
+        assert_eq!(t.startup, 0.002);
         assert_eq!(t.region(0).cpu_seconds, Some(0.5));
         assert_eq!(t.region(7).cpu_seconds, Some(0.0));
         assert_eq!(t.region(3).cpu_seconds, None);
