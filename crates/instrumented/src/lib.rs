@@ -631,10 +631,7 @@ pub fn region_clocks(
             return Ok(RegionClocks::wall("wall (as asked)"));
         }
         (Some(RegionClock::Cpu), _) => (configurations.clone(), "cpu (as asked)".to_string()),
-        (None, Metric::Cpu) => (
-            configurations.clone(),
-            "cpu (as the spec says)".to_string(),
-        ),
+        (None, Metric::Cpu) => (configurations.clone(), "cpu (as the spec says)".to_string()),
         (None, Metric::Auto) => {
             let deciding = store.deciding_runs(&selection)?;
             let cpu: std::collections::BTreeSet<String> = deciding

@@ -1,4 +1,7 @@
 /* knobs region-timing runtime (ConfigCrusher §3.4), linked into instrumented programs.
+ * Every interval is charged by two clocks: the wall clock, and the thread's CPU clock
+ * (CLOCK_THREAD_CPUTIME_ID, a system call: read only after intervals of at least
+ * KNOBS_REGION_CPU_US, default 100 us; shorter ones count as on a CPU; docs/region-times.md).
  *
  * API (C ABI, called by the code `llvm::instrument` inserts):
  *     void __knobs_region_enter(uint32_t id);
@@ -46,7 +49,8 @@
  * counter in nanoseconds that only the program advances (`__knobs_test_work(ns)`), and each
  * probe costs fixed amounts before and after its clock read (enter 3 + 5 ns, exit 7 + 11 ns:
  * every kind of interval gets another cost), so calibration and compensation can be checked
- * exactly, whatever the machine is doing. The normal build has none of it.
+ * exactly, whatever the machine is doing; `__knobs_test_sleep(ns)` advances it without the
+ * CPU clock (which is the test time less the sleeps). The normal build has none of it.
  *
  * Hot path: one clock read (rdtsc when the CPU has an invariant TSC, converted at exit with
  * the ratio to CLOCK_MONOTONIC over the whole run; else clock_gettime), a thread-local

@@ -601,11 +601,13 @@ mod tests {
         assert!(e.contains("f.txt:1:") && e.contains("version 1"), "{e}");
         // A version-1 file has no CPU field; a version-2 one has it on every region or none.
         let e = bad("knobs-region-times 1\ntotal\t1\nbase\t0\n0\t1\t1\t1\n").to_string();
-        assert!(e.contains(":4:") && e.contains("id<TAB>seconds<TAB>entries`"), "{e}");
+        assert!(
+            e.contains(":4:") && e.contains("id<TAB>seconds<TAB>entries`"),
+            "{e}"
+        );
         let e = bad("knobs-region-times 2\ntotal\t1\nbase\t0\n0\t1\t1\t1\n").to_string();
         assert!(e.contains("some regions only"), "{e}");
-        let e = bad("knobs-region-times 2\ntotal\t1\nbase\t0\ncpu_total\t1\n0\t1\t1\n")
-            .to_string();
+        let e = bad("knobs-region-times 2\ntotal\t1\nbase\t0\ncpu_total\t1\n0\t1\t1\n").to_string();
         assert!(e.contains("some regions only"), "{e}");
         let e = bad("knobs-region-times 1\ntotal\t1\nbase\tx\n").to_string();
         assert!(e.contains(":3:") && e.contains("`x`"), "{e}");

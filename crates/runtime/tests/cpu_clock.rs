@@ -107,7 +107,13 @@ fn long_intervals_read_the_cpu_clock_and_short_ones_count_as_on_a_cpu() {
     // interval too short to read the clock for, so it counts as CPU time there and is taken
     // back from the next interval that reads it (region 4): the total stays right.
     assert_eq!(
-        [cpu_ns(&t, 0), cpu_ns(&t, 1), cpu_ns(&t, 2), cpu_ns(&t, 3), cpu_ns(&t, 4)],
+        [
+            cpu_ns(&t, 0),
+            cpu_ns(&t, 1),
+            cpu_ns(&t, 2),
+            cpu_ns(&t, 3),
+            cpu_ns(&t, 4)
+        ],
         [300_000.0, 0.0, 100_000.0, 60_000.0, 480_000.0],
         "{t:?}"
     );
@@ -121,7 +127,13 @@ fn long_intervals_read_the_cpu_clock_and_short_ones_count_as_on_a_cpu() {
 fn an_interval_of_zero_reads_the_clock_at_every_event() {
     let t = run(Some("0"));
     assert_eq!(
-        [cpu_ns(&t, 0), cpu_ns(&t, 1), cpu_ns(&t, 2), cpu_ns(&t, 3), cpu_ns(&t, 4)],
+        [
+            cpu_ns(&t, 0),
+            cpu_ns(&t, 1),
+            cpu_ns(&t, 2),
+            cpu_ns(&t, 3),
+            cpu_ns(&t, 4)
+        ],
         [300_000.0, 0.0, 100_000.0, 40_000.0, 500_000.0],
         "{t:?}"
     );
