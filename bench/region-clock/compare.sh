@@ -4,7 +4,7 @@
 # more rebuild the model from the stored runs with `--region-clock wall` and `cpu`, and the
 # default (`auto`) says what the chooser picks. Each model is evaluated against brute force
 # (every configuration of the plain program, `knobs measure --sample all`), exported by the
-# spec's metric (`auto`) and by wall time. `--busy N` keeps N busy loops on the cores for the
+# spec's metric (`auto`), by wall time and by CPU time (evaluate.sh). `--busy N` keeps N busy loops on the cores for the
 # whole session; `--spin` turns the example's nanosleeps into busy loops on the thread's CPU
 # clock (the same time units, now CPU-bound); `--unit-ms MS` sets FIG2_UNIT_MS/UNIT_MS.
 #
@@ -54,10 +54,6 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 t0=$(date +%s)
 "$knobs" measure --spec "$work"/knobs.toml --workload "$workload" --sample all \
   --store "$work"/truth.db >/dev/null 2>"$work"/truth.log
-for metric in auto wall; do
-  "$knobs" results export --store "$work"/truth.db --workload "$workload" --metric "$metric" \
-    --format csv -o "$work/truth-$metric.csv" 2>>"$work"/truth.log
-done
 for clock in auto wall cpu; do
   "$knobs" crush --spec "$work"/knobs.toml --workload "$workload" --store "$work"/crush.db \
     --work-dir "$work"/crush -o "$work/model-$clock.json" --region-clock "$clock" --json \
@@ -67,13 +63,6 @@ t1=$(date +%s)
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 cleanup; pids=()
 
-mape() { # $1 model, $2 data
-  "$knobs" evaluate "$1" "$2" --all --json | python3 -c 'import json,sys; print("%.1f" % json.load(sys.stdin)["mape_percent"])'
-}
 decision=$(grep -h "^metric:" "$work"/truth.log | head -1 | cut -c1-110 || true)
 echo "<!-- $name: spin=$spin busy=$busy unit=${unit:-spec} load ${load_before} -> ${load_after}, $((t1 - t0)) s; truth $decision -->"
-for clock in auto wall cpu; do
-  chosen=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); c=r.get("region_clock") or {}; print(c.get("clock","?"))' "$work/crush-$clock.json")
-  runs=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(len(r["compressed"]))' "$work/crush-$clock.json")
-  echo "| $name | $busy | $clock → $chosen | $runs | $(mape "$work/model-$clock.json" "$work"/truth-auto.csv) | $(mape "$work/model-$clock.json" "$work"/truth-wall.csv) | ${load_before%% *}–${load_after%% *} |"
-done
+KNOBS=$knobs bench/region-clock/evaluate.sh "$work" "$busy" "${load_before%% *}–${load_after%% *}"
