@@ -551,7 +551,7 @@ impl RegionClock {
 /// resolves ([`region_clocks`]).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct RegionClocks {
-    /// `wall`, `cpu`, or `mixed` (some configurations each).
+    /// `wall`, `cpu`, or `mixed` (CPU time, but some configurations' runs lack it).
     pub clock: String,
     /// Why, in a sentence (what `auto` saw).
     pub why: String,
@@ -584,8 +584,8 @@ impl RegionClocks {
             "cpu" => format!("CPU time (s, user + system), from {source}"),
             "wall" => format!("wall time (s), from {source}"),
             _ => format!(
-                "CPU time (s) for configurations that keep a CPU busy, wall time for the others, \
-                 from {source}"
+                "CPU time (s), wall time for configurations measured without CPU times, from \
+                 {source}"
             ),
         }
     }
@@ -603,9 +603,10 @@ impl std::fmt::Display for RegionClocks {
 
 /// The clock the region timers' times of a variant are read by, per configuration: as the
 /// spec's metric says — `wall` (and any metric but `cpu`) the wall clock, `cpu` the CPU
-/// clock, `auto` per configuration what `measure::store::auto_metric` says of its most
-/// CPU-bound run of this variant (the rule the black-box runs are read by: CPU time when it
-/// kept one CPU busy, or waited for one, nearly all its wall time). A configuration whose runs
+/// clock, `auto` the CPU clock when most configurations are CPU-bound by the rule the
+/// black-box runs are read by (`measure::store::auto_metric` of a configuration's most
+/// CPU-bound run of this variant: it kept one CPU busy, or waited for one, nearly all its
+/// wall time), else the wall clock, for every configuration. A configuration whose runs
 /// lack CPU times (an older runtime, `KNOBS_REGION_CPU_US=off`) is read by the wall clock,
 /// and `why` says so. `forced`: this clock for every configuration instead (a user's
 /// choice, e.g. to compare the two clocks on the same runs).
@@ -634,13 +635,29 @@ pub fn region_clocks(
         (None, Metric::Cpu) => (configurations.clone(), "cpu (as the spec says)".to_string()),
         (None, Metric::Auto) => {
             let deciding = store.deciding_runs(&selection)?;
-            let cpu: std::collections::BTreeSet<String> = deciding
-                .iter()
-                .filter(|(_, run)| run.auto_metric() == Metric::Cpu)
-                .map(|(c, _)| c.clone())
-                .collect();
+            let busy = deciding
+                .values()
+                .filter(|run| run.auto_metric() == Metric::Cpu)
+                .count();
             let (_, why) = store.resolve_metric(&selection, Metric::Auto)?;
-            (cpu, why)
+            // One clock for the whole model: a region's terms compare its times across
+            // configurations, which one configuration read by the other clock would skew (a
+            // CPU-bound configuration whose runs all met a busy machine can look like one
+            // that waits).
+            if 2 * busy > deciding.len() {
+                (
+                    configurations.clone(),
+                    format!(
+                        "cpu ({busy} of {} configurations kept one CPU busy; by {why})",
+                        deciding.len()
+                    ),
+                )
+            } else {
+                return Ok(RegionClocks::wall(&format!(
+                    "wall ({busy} of {} configurations kept one CPU busy; by {why})",
+                    deciding.len()
+                )));
+            }
         }
         (None, m) => {
             return Ok(RegionClocks::wall(&format!(

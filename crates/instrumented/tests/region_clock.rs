@@ -1,6 +1,6 @@
 //! Under `metric = "auto"` the region timers' times are read by the clock the black-box runs
-//! would be read by, per configuration: a configuration that keeps a CPU busy by the threads'
-//! CPU clocks, one that sleeps by the wall clock. A real program calling the runtime, built
+//! would be read by: a program that keeps a CPU busy by the threads' CPU clocks, one that
+//! sleeps by the wall clock. A real program calling the runtime, built
 //! here, measured through the campaign into a real store; nothing asserts on speed.
 
 use std::path::Path;
@@ -76,63 +76,67 @@ fn auto_reads_a_cpu_bound_configuration_by_cpu_time_and_a_sleeping_one_by_wall_t
     let workload = spec.workload(None).unwrap().clone();
     let store = Store::open(&dir.path().join("knobs.db")).unwrap();
     let settings = Settings::new(dir.path().join("work"));
-    let configurations = [
+    let (busy, sleeping) = (
         spec.space.parse_configuration("").unwrap(),
         spec.space.parse_configuration("sleep").unwrap(),
-    ];
-    let output = RegionOutput {
-        env: runtime::ENV_VAR.into(),
-        read: std::sync::Arc::new(|path: &Path| {
-            let times = runtime::RegionTimes::read(path).map_err(|e| e.to_string())?;
-            Ok(instrumented::region_measurements(&times))
-        }),
-    };
-    let report = instrumented::measure_instrumented(
-        &store,
-        &settings,
-        &spec,
-        &workload,
-        &exe,
-        "test:clock",
-        output,
-        &configurations,
-        &mut |_| {},
-    )
-    .unwrap();
-    assert!(report.failed.is_empty(), "{report:?}");
-
-    let clocks = instrumented::region_clocks(&store, &spec, &workload, "test:clock", None).unwrap();
-    let (busy, sleeping) = (
-        spec.space.format_configuration(&configurations[0]),
-        spec.space.format_configuration(&configurations[1]),
     );
-    assert_eq!(clocks.of(&busy), RegionClock::Cpu, "{clocks:?}");
-    assert_eq!(clocks.of(&sleeping), RegionClock::Wall, "{clocks:?}");
-    assert_eq!(clocks.clock, "mixed", "{clocks:?}");
-    assert!(clocks.to_string().contains("mixed clock"), "{clocks}");
-
-    // What each clock read of region 0: the sleep is wall time and (nearly) no CPU time, so
-    // reading it by the CPU clock would lose it; the busy loop is 50 ms of CPU time.
-    let both = |clocks: &instrumented::RegionClocks| {
-        instrumented::median_region_times_by(&store, &spec, &workload, "test:clock", clocks)
-            .unwrap()
+    // Two builds' runs, as if of two programs: one that keeps a CPU busy, one that sleeps.
+    for (variant, configuration) in [("test:busy", &busy), ("test:sleeps", &sleeping)] {
+        let output = RegionOutput {
+            env: runtime::ENV_VAR.into(),
+            read: std::sync::Arc::new(|path: &Path| {
+                let times = runtime::RegionTimes::read(path).map_err(|e| e.to_string())?;
+                Ok(instrumented::region_measurements(&times))
+            }),
+        };
+        let report = instrumented::measure_instrumented(
+            &store,
+            &settings,
+            &spec,
+            &workload,
+            &exe,
+            variant,
+            output,
+            std::slice::from_ref(configuration),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert!(report.failed.is_empty(), "{report:?}");
+    }
+    let (busy, sleeping) = (
+        spec.space.format_configuration(&busy),
+        spec.space.format_configuration(&sleeping),
+    );
+    let clocks = |variant: &str, forced: Option<RegionClock>| {
+        instrumented::region_clocks(&store, &spec, &workload, variant, forced).unwrap()
     };
-    let all_cpu = instrumented::region_clocks(
-        &store,
-        &spec,
-        &workload,
-        "test:clock",
-        Some(RegionClock::Cpu),
-    )
-    .unwrap();
-    assert_eq!(all_cpu.clock, "cpu", "{all_cpu:?}");
-    let by_cpu = both(&all_cpu);
-    let by_wall = both(&instrumented::RegionClocks::wall(""));
-    assert!(by_wall[&sleeping]["r0"] >= 0.05, "{by_wall:?}");
-    assert!(by_cpu[&sleeping]["r0"] < 0.01, "{by_cpu:?}");
+    let medians = |variant: &str, clocks: &instrumented::RegionClocks| {
+        instrumented::median_region_times_by(&store, &spec, &workload, variant, clocks).unwrap()
+    };
+
+    let chosen = clocks("test:busy", None);
+    assert_eq!(
+        (chosen.clock.as_str(), chosen.of(&busy)),
+        ("cpu", RegionClock::Cpu),
+        "{chosen:?}"
+    );
+    assert!(chosen.to_string().contains("cpu clock"), "{chosen}");
+    let by_cpu = medians("test:busy", &chosen);
     assert!(by_cpu[&busy]["r0"] >= 0.045, "{by_cpu:?}");
-    // The chooser's medians: each configuration by its own clock.
-    let chosen = both(&clocks);
-    assert_eq!(chosen[&busy]["r0"], by_cpu[&busy]["r0"]);
-    assert_eq!(chosen[&sleeping]["r0"], by_wall[&sleeping]["r0"]);
+
+    let chosen = clocks("test:sleeps", None);
+    assert_eq!(
+        (chosen.clock.as_str(), chosen.of(&sleeping)),
+        ("wall", RegionClock::Wall),
+        "{chosen:?}"
+    );
+    let by_wall = medians("test:sleeps", &chosen);
+    assert!(by_wall[&sleeping]["r0"] >= 0.05, "{by_wall:?}");
+    // The sleep is (nearly) no CPU time: read by the CPU clock, it would be lost.
+    let forced = clocks("test:sleeps", Some(RegionClock::Cpu));
+    assert_eq!(forced.clock, "cpu", "{forced:?}");
+    assert!(
+        medians("test:sleeps", &forced)[&sleeping]["r0"] < 0.01,
+        "{forced:?}"
+    );
 }
