@@ -2,7 +2,7 @@
 # What the CPU clock costs the region timers' probes: ns per enter/exit pair (best of 5 runs
 # of a loop of PAIRS pairs inside an open region, each timing itself by its thread's CPU
 # clock, so that the machine's load (time the loop waits for a CPU) stays out of it) for
-# the runtime at REV (before the CPU clock; default: the commit before it) and the current one
+# the runtime at REV (default: the commit before the CPU clock) and the current one
 # with the CPU clock off, as by default (read for intervals of 100 us or more: never in this
 # loop), and read at every event (KNOBS_REGION_CPU_US=0).
 #
@@ -10,7 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 pairs=${1:-2000000}
-rev=${2:-$(git log --format=%H -1 -- crates/runtime/c/knobs_runtime.c)~1}
+# The commit before the one that brought the CPU clock in.
+rev=${2:-$(git log --format=%H -S KNOBS_REGION_CPU_US -- crates/runtime/c/knobs_runtime.c | tail -1)~1}
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 git show "$rev:crates/runtime/c/knobs_runtime.c" > "$work"/old.c
 cp crates/runtime/c/knobs_runtime.c "$work"/new.c

@@ -648,13 +648,13 @@ pub fn region_clocks(
                 (
                     configurations.clone(),
                     format!(
-                        "cpu ({busy} of {} configurations kept one CPU busy; by {why})",
+                        "cpu (auto: {busy} of {} measured configurations kept one CPU busy)",
                         deciding.len()
                     ),
                 )
             } else {
                 return Ok(RegionClocks::wall(&format!(
-                    "wall ({busy} of {} configurations kept one CPU busy; by {why})",
+                    "wall (auto: {busy} of {} measured configurations kept one CPU busy; {why})",
                     deciding.len()
                 )));
             }
