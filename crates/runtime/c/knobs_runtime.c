@@ -55,7 +55,9 @@
  * Hot path: one clock read (rdtsc when the CPU has an invariant TSC, converted at exit with
  * the ratio to CLOCK_MONOTONIC over the whole run; else clock_gettime), a thread-local
  * pointer, a few loads and stores. No locks, no system calls, no allocation except when a
- * thread's stack or region table has to grow (mmap, amortised doubling). A check that holds
+ * thread's stack or region table has to grow (mmap, amortised doubling), and the CPU clock's
+ * read after an interval of KNOBS_REGION_CPU_US or more (one per 100 us of a thread's time
+ * at most, by default). A check that holds
  * is a compare and a return; a violation updates the thread's own check table (grown like the
  * region table) and, the first time per id and thread, takes a global sequence number.
  */

@@ -22,7 +22,9 @@
 //!
 //! Architecture invariant: the runtime has no dependencies beyond libc (no pthread, no C++,
 //! no Rust std); the hot path neither allocates nor locks nor makes system calls, except for
-//! amortised growth of a thread's stack or region table.
+//! amortised growth of a thread's stack or region table and the read of the thread's CPU
+//! clock (`CLOCK_THREAD_CPUTIME_ID`) after an interval of at least [`CPU_ENV_VAR`]'s
+//! (100 µs by default), so at most one per that much of a thread's time.
 //!
 //! Architecture invariant: the runtime never prints; its only output is the file named by
 //! `KNOBS_REGION_TIMES`, and nothing is written when that variable is unset or empty.
