@@ -23,7 +23,8 @@ mod run;
 
 pub use compress::{Compression, compress};
 pub use pipeline::{
-    Analysed, Instrumented, analyse, build_model, instrument, measure_configurations,
+    Analysed, Instrumented, analyse, build_model, build_model_with_clocks, instrument,
+    measure_configurations,
 };
 pub use regions::{Region, RegionPlan, identify_regions, optimise_influence};
 pub use run::{

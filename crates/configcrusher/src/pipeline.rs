@@ -432,7 +432,23 @@ pub fn build_model(
     analysed: &Analysed,
     variant: &str,
 ) -> Result<ModelFile, Error> {
-    let medians = instrumented::median_region_times(store, spec, workload, variant)?;
+    Ok(build_model_with_clocks(store, settings, spec, workload, analysed, variant, None)?.0)
+}
+
+/// [`build_model`], and the clock each configuration's region times were read by
+/// (`instrumented::region_clocks`: the spec's metric, `auto` resolved as for the black-box
+/// runs; `forced`: this clock for every configuration).
+pub fn build_model_with_clocks(
+    store: &Store,
+    settings: &Settings,
+    spec: &SystemSpec,
+    workload: &Workload,
+    analysed: &Analysed,
+    variant: &str,
+    forced: Option<instrumented::RegionClock>,
+) -> Result<(ModelFile, instrumented::RegionClocks), Error> {
+    let clocks = instrumented::region_clocks(store, spec, workload, variant, forced)?;
+    let medians = instrumented::median_region_times_by(store, spec, workload, variant, &clocks)?;
     let mut configs: Vec<(Configuration, &str)> = Vec::new();
     for config in medians.keys() {
         configs.push((spec.space.parse_configuration(config)?, config));
@@ -479,21 +495,19 @@ pub fn build_model(
             terms,
         });
     }
-    // The region timers measure wall time; what they cannot see (the process starting and
-    // ending) is time outside every region, so it goes to the base and the model predicts
-    // what `knobs measure` measures. Not with the test clock: the runtime's times are then
-    // the program's counted work, and the runner's real wall time minus them is meaningless
-    // (it would bring the machine's speed and load back into the model).
-    let outside = match spec.measure.metric.of_region_timers() {
-        _ if settings.test_clock => Default::default(),
-        measure::Metric::Wall => instrumented::time_outside_the_runtime(
-            store,
-            spec,
-            workload,
-            variant,
-            measure::Metric::Wall,
-        )?,
-        _ => Default::default(),
+    // What the region timers cannot see (the process starting and ending) is time outside
+    // every region, by the same clock, so it goes to the base and the model predicts what
+    // `knobs measure` measures. Not with the test clock: the runtime's times are then the
+    // program's counted work, and the runner's real time minus them is meaningless (it would
+    // bring the machine's speed and load back into the model).
+    let time_metric = matches!(
+        spec.measure.metric,
+        measure::Metric::Wall | measure::Metric::Cpu | measure::Metric::Auto
+    );
+    let outside = if settings.test_clock || !time_metric {
+        Default::default()
+    } else {
+        instrumented::time_outside_the_region_timers(store, spec, workload, variant, &clocks)?
     };
     let base_time = configs
         .iter()
@@ -515,9 +529,11 @@ pub fn build_model(
     // Alternative group members against a reference member (the intercept stands for it).
     file.express_against_reference(&instrumented::reference_choices(&spec.space)?);
     file.system = Some(spec.name.clone());
-    file.metric = Some("wall time (s), from region timers".into());
+    file.metric = Some(clocks.metric_text("region timers"));
     file.provenance
         .insert("approach".into(), "configcrusher".into());
+    file.provenance
+        .insert("region_clock".into(), clocks.clock.clone().into());
     file.provenance.insert("variant".into(), variant.into());
     file.provenance
         .insert("workload".into(), workload.name.clone().into());
@@ -532,5 +548,5 @@ pub fn build_model(
             .collect::<Vec<_>>(),
         configs.iter().map(|(c, _)| spec.space.values(c)).collect(),
     );
-    Ok(file)
+    Ok((file, clocks))
 }

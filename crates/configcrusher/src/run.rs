@@ -9,7 +9,9 @@ use serde::Serialize;
 
 use crate::Error;
 use crate::overhead::{Overhead, overhead};
-use crate::pipeline::{Analysed, analyse, build_model, instrument, measure_configurations};
+use crate::pipeline::{
+    Analysed, analyse, build_model_with_clocks, instrument, measure_configurations,
+};
 
 /// Where `run` stops.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -43,6 +45,9 @@ pub struct Options {
     /// Options with no source and no annotation are a warning, not an error: the analysis
     /// cannot see them and the model leaves them out (the report names them).
     pub allow_unsourced: bool,
+    /// Read the region times by this clock in every configuration (default: as the spec's
+    /// metric resolves, `instrumented::region_clocks`).
+    pub region_clock: Option<instrumented::RegionClock>,
 }
 
 impl Default for Options {
@@ -55,6 +60,7 @@ impl Default for Options {
             model_path: None,
             not_fixed: Vec::new(),
             allow_unsourced: false,
+            region_clock: None,
         }
     }
 }
@@ -76,6 +82,9 @@ pub struct Report {
     pub instrumentation: Option<InstrumentationReport>,
     pub measurement: Option<measure::campaign::CampaignReport>,
     pub overhead: Option<Overhead>,
+    /// The clock the region times were read by (wall, cpu or mixed per configuration), and
+    /// why.
+    pub region_clock: Option<instrumented::RegionClocks>,
     /// The model file written, with the store and variant its measurements are in.
     #[serde(flatten)]
     pub output: Option<ModelOutput>,
@@ -257,14 +266,16 @@ fn run_once(
     )?;
     reporter.note(&measured.summary(spec.measure.max_cv));
     report.measurement = Some(measured);
-    let model = build_model(
+    let (model, clocks) = build_model_with_clocks(
         &store,
         &session.settings,
         spec,
         workload,
         &analysed,
         &built.variant,
+        options.region_clock,
     )?;
+    report.region_clock = Some(clocks);
     report.overhead = Some(overhead(&store, spec, workload, &built.variant)?);
     let out = options
         .model_path
@@ -396,6 +407,7 @@ fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
         instrumentation: None,
         measurement: None,
         overhead: None,
+        region_clock: None,
         output: None,
         notes,
     }

@@ -502,12 +502,14 @@ fn read_call_tree(
             region,
             seconds: corrected[k],
             entries: node.entries,
+            cpu_seconds: None,
         });
     }
     out.push(RegionMeasurement {
         region: OVERHEAD.into(),
         seconds: overhead,
         entries: 0,
+        cpu_seconds: None,
     });
     Ok(out)
 }

@@ -487,20 +487,205 @@ pub fn region_measurements(times: &runtime::RegionTimes) -> Vec<RegionMeasuremen
         region: BASE.into(),
         seconds: times.base,
         entries: 1,
+        cpu_seconds: times.cpu.map(|c| c.base),
     }];
     out.extend(times.regions.iter().map(|(id, t)| RegionMeasurement {
         region: format!("r{id}"),
         seconds: t.self_seconds,
         entries: t.entries,
+        cpu_seconds: t.cpu_seconds,
     }));
-    if times.probes > 0.0 {
+    if times.startup > 0.0 {
+        out.push(RegionMeasurement {
+            region: STARTUP.into(),
+            seconds: times.startup,
+            entries: 0,
+            cpu_seconds: times.cpu.map(|c| c.startup),
+        });
+    }
+    if times.probes > 0.0 || times.cpu.is_some_and(|c| c.reads > 0) {
         out.push(RegionMeasurement {
             region: PROBES.into(),
             seconds: times.probes,
             entries: 0,
+            // The probes run on a CPU: their wall time, and the CPU clock's reads.
+            cpu_seconds: times
+                .cpu
+                .map(|c| times.probes + c.reads as f64 * c.read_ns * 1e-9),
         });
     }
     out
+}
+
+/// The clock a model reads a configuration's region times by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RegionClock {
+    /// The wall clock: what the region timers always recorded; right for programs that
+    /// sleep, wait or run threads in parallel.
+    Wall,
+    /// The threads' CPU clocks (user + system): a CPU-bound program's time without the
+    /// time it waited for a CPU another program held.
+    Cpu,
+}
+
+impl RegionClock {
+    pub fn name(self) -> &'static str {
+        match self {
+            RegionClock::Wall => "wall",
+            RegionClock::Cpu => "cpu",
+        }
+    }
+
+    /// A region's time in one run by this clock; `None` by the CPU clock when the runtime
+    /// did not read it.
+    pub fn seconds(self, r: &RegionMeasurement) -> Option<f64> {
+        match self {
+            RegionClock::Wall => Some(r.seconds),
+            RegionClock::Cpu => r.cpu_seconds,
+        }
+    }
+}
+
+/// Which clock each configuration's region times are read by, chosen as the spec's metric
+/// resolves ([`region_clocks`]).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct RegionClocks {
+    /// `wall`, `cpu`, or `mixed` (CPU time, but some configurations' runs lack it).
+    pub clock: String,
+    /// Why, in a sentence (what `auto` saw).
+    pub why: String,
+    /// Configurations (store text) read by the CPU clock; all others by the wall clock.
+    #[serde(skip)]
+    pub cpu: std::collections::BTreeSet<String>,
+}
+
+impl RegionClocks {
+    /// Every configuration by the wall clock.
+    pub fn wall(why: &str) -> RegionClocks {
+        RegionClocks {
+            clock: "wall".into(),
+            why: why.into(),
+            cpu: Default::default(),
+        }
+    }
+
+    pub fn of(&self, configuration: &str) -> RegionClock {
+        if self.cpu.contains(configuration) {
+            RegionClock::Cpu
+        } else {
+            RegionClock::Wall
+        }
+    }
+
+    /// The model's metric text: the clock and where it was read.
+    pub fn metric_text(&self, source: &str) -> String {
+        match self.clock.as_str() {
+            "cpu" => format!("CPU time (s, user + system), from {source}"),
+            "wall" => format!("wall time (s), from {source}"),
+            _ => format!(
+                "CPU time (s), wall time for configurations measured without CPU times, from \
+                 {source}"
+            ),
+        }
+    }
+}
+
+impl std::fmt::Display for RegionClocks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "region times read by the {} clock: {}",
+            self.clock, self.why
+        )
+    }
+}
+
+/// The clock the region timers' times of a variant are read by, per configuration: as the
+/// spec's metric says — `wall` (and any metric but `cpu`) the wall clock, `cpu` the CPU
+/// clock, `auto` the CPU clock when most configurations are CPU-bound by the rule the
+/// black-box runs are read by (`measure::store::auto_metric` of a configuration's most
+/// CPU-bound run of this variant: it kept one CPU busy, or waited for one, nearly all its
+/// wall time), else the wall clock, for every configuration. A configuration whose runs
+/// lack CPU times (an older runtime, `KNOBS_REGION_CPU_US=off`) is read by the wall clock,
+/// and `why` says so. `forced`: this clock for every configuration instead (a user's
+/// choice, e.g. to compare the two clocks on the same runs).
+pub fn region_clocks(
+    store: &Store,
+    spec: &SystemSpec,
+    workload: &Workload,
+    variant: &str,
+    forced: Option<RegionClock>,
+) -> Result<RegionClocks, Error> {
+    use measure::Metric;
+    let selection = selection(spec, workload, variant);
+    let mut without_cpu: std::collections::BTreeSet<String> = Default::default();
+    let mut configurations: std::collections::BTreeSet<String> = Default::default();
+    for (config, _, r) in store.region_times(&selection)? {
+        if r.cpu_seconds.is_none() && r.region != PROBES && r.region != STARTUP {
+            without_cpu.insert(config.clone());
+        }
+        configurations.insert(config);
+    }
+    let (wanted, mut why) = match (forced, spec.measure.metric) {
+        (Some(RegionClock::Wall), _) => {
+            return Ok(RegionClocks::wall("wall (as asked)"));
+        }
+        (Some(RegionClock::Cpu), _) => (configurations.clone(), "cpu (as asked)".to_string()),
+        (None, Metric::Cpu) => (configurations.clone(), "cpu (as the spec says)".to_string()),
+        (None, Metric::Auto) => {
+            let deciding = store.deciding_runs(&selection)?;
+            let busy = deciding
+                .values()
+                .filter(|run| run.auto_metric() == Metric::Cpu)
+                .count();
+            let (_, why) = store.resolve_metric(&selection, Metric::Auto)?;
+            // One clock for the whole model: a region's terms compare its times across
+            // configurations, which one configuration read by the other clock would skew (a
+            // CPU-bound configuration whose runs all met a busy machine can look like one
+            // that waits).
+            if 2 * busy > deciding.len() {
+                (
+                    configurations.clone(),
+                    format!(
+                        "cpu (auto: {busy} of {} measured configurations kept one CPU busy)",
+                        deciding.len()
+                    ),
+                )
+            } else {
+                return Ok(RegionClocks::wall(&format!(
+                    "wall (auto: {busy} of {} measured configurations kept one CPU busy; {why})",
+                    deciding.len()
+                )));
+            }
+        }
+        (None, m) => {
+            return Ok(RegionClocks::wall(&format!(
+                "wall (the spec's metric is {})",
+                m.name()
+            )));
+        }
+    };
+    let cpu: std::collections::BTreeSet<String> =
+        wanted.difference(&without_cpu).cloned().collect();
+    let lacking = wanted.intersection(&without_cpu).count();
+    if lacking > 0 {
+        why.push_str(&format!(
+            "; {lacking} configurations by the wall clock: their runs have no CPU times"
+        ));
+    }
+    let clock = if cpu.is_empty() {
+        "wall"
+    } else if cpu.len() == configurations.len() {
+        "cpu"
+    } else {
+        "mixed"
+    };
+    Ok(RegionClocks {
+        clock: clock.into(),
+        why,
+        cpu,
+    })
 }
 
 /// The region id of time spent outside every region.
@@ -510,6 +695,10 @@ pub const BASE: &str = "base";
 /// regions (`probes` in docs/region-times.md): stored so that it is not mistaken for time
 /// outside the runtime, and in no model.
 pub const PROBES: &str = "probes";
+
+/// The pseudo-region of the runtime's own start (`startup` in docs/region-times.md): not the
+/// program's time, so it is taken out of the time outside the runtime, and in no model.
+pub const STARTUP: &str = "startup";
 
 /// The store's selection of one spec's runs of a workload in a variant (`""`: the program
 /// as the spec runs it).
@@ -532,6 +721,17 @@ pub fn median_region_times(
     workload: &Workload,
     variant: &str,
 ) -> Result<std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>>, Error> {
+    median_region_times_by(store, spec, workload, variant, &RegionClocks::wall(""))
+}
+
+/// [`median_region_times`], each configuration's times read by its clock in `clocks`.
+pub fn median_region_times_by(
+    store: &Store,
+    spec: &SystemSpec,
+    workload: &Workload,
+    variant: &str,
+    clocks: &RegionClocks,
+) -> Result<std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>>, Error> {
     use std::collections::BTreeMap;
     let times = store.region_times(&selection(spec, workload, variant))?;
     let mut runs: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
@@ -541,10 +741,9 @@ pub fn median_region_times(
         if list.last() != Some(run) {
             list.push(*run);
         }
-        seconds
-            .entry((config, &r.region))
-            .or_default()
-            .push(r.seconds);
+        if let Some(s) = clocks.of(config).seconds(r) {
+            seconds.entry((config, &r.region)).or_default().push(s);
+        }
     }
     let mut out: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
     for ((config, region), mut values) in seconds {
@@ -588,6 +787,42 @@ pub fn time_outside_the_runtime(
             let measured = match metric {
                 measure::Metric::Cpu => run.user + run.system_time,
                 _ => run.wall,
+            };
+            per_config
+                .entry(run.configuration.clone())
+                .or_default()
+                .push((measured - total).max(0.0));
+        }
+    }
+    Ok(per_config
+        .into_iter()
+        .filter_map(|(c, v)| Some((c, stats::median(&v)?)))
+        .collect())
+}
+
+/// [`time_outside_the_runtime`] of the region timers, each configuration by its clock in
+/// `clocks`: wall time less the wall clock's total, or user + system time less the CPU
+/// clocks' total (the probes' and the clock reads' own cost included in both).
+pub fn time_outside_the_region_timers(
+    store: &Store,
+    spec: &SystemSpec,
+    workload: &Workload,
+    variant: &str,
+    clocks: &RegionClocks,
+) -> Result<std::collections::BTreeMap<String, f64>, Error> {
+    use std::collections::BTreeMap;
+    let selection = selection(spec, workload, variant);
+    let mut runtime_total: BTreeMap<i64, f64> = BTreeMap::new();
+    for (config, run, r) in store.region_times(&selection)? {
+        let clock = clocks.of(&config);
+        *runtime_total.entry(run).or_default() += clock.seconds(&r).unwrap_or(0.0);
+    }
+    let mut per_config: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for run in store.runs(&selection)? {
+        if let (true, Some(total)) = (run.is_ok(), runtime_total.get(&run.id)) {
+            let measured = match clocks.of(&run.configuration) {
+                RegionClock::Cpu => run.user + run.system_time,
+                RegionClock::Wall => run.wall,
             };
             per_config
                 .entry(run.configuration.clone())

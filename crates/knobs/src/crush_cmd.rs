@@ -39,6 +39,19 @@ pub struct CrushArgs {
     /// instead of an error: the analysis cannot see them, and the model leaves them out.
     #[arg(long)]
     allow_unsourced: bool,
+    /// The clock the region times are read by: `auto` (default) as the spec's metric
+    /// resolves (CPU time for configurations that keep a CPU busy under `auto`), or `wall`
+    /// or `cpu` in every configuration. The runtime records both in every run, so a rerun
+    /// with another clock reuses the measurements.
+    #[arg(long, value_enum, default_value = "auto")]
+    region_clock: RegionClockArg,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum RegionClockArg {
+    Auto,
+    Wall,
+    Cpu,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -65,6 +78,11 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
         explain,
         model_path: args.out,
         allow_unsourced: args.allow_unsourced,
+        region_clock: match args.region_clock {
+            RegionClockArg::Auto => None,
+            RegionClockArg::Wall => Some(instrumented::RegionClock::Wall),
+            RegionClockArg::Cpu => Some(instrumented::RegionClock::Cpu),
+        },
         ..Options::default()
     };
     let report = configcrusher::run(&session, &options, &mut Progress::new())?;
@@ -84,6 +102,9 @@ fn render(report: &Report) -> Result<()> {
     if let Some(output) = &report.output {
         if let Some(o) = &report.overhead {
             eprintln!("{o}");
+        }
+        if let Some(clocks) = &report.region_clock {
+            eprintln!("{clocks}");
         }
         crate::print_model_output(output)?;
     }

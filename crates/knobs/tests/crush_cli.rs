@@ -52,6 +52,9 @@ fn crush_models_the_running_example_and_resumes() {
         ))
         .stderr(contains("8 of 8 configurations measured"))
         .stderr(contains("region entries per run (RC): "))
+        .stderr(contains(
+            "region times read by the wall clock: wall (the spec's metric is wall)",
+        ))
         .stdout(contains("region r"));
     // The interactions' terms: each local model fits its region's measured configurations
     // exactly (a term is left out only where it is exactly 0), and A·B and D·E·F each hold
@@ -105,6 +108,21 @@ fn crush_models_the_running_example_and_resumes() {
         .assert()
         .success()
         .stderr(contains("(8 already in the store), 0 new runs"));
+    // The runs hold both clocks: another clock rebuilds the model from the same runs.
+    let out = knobs()
+        .args(["crush", "--region-clock", "cpu", "--json", "-o"])
+        .arg(dir.path().join("cpu.json"))
+        .arg("--spec")
+        .arg(&spec)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["region_clock"]["clock"], "cpu", "{report}");
+    assert_eq!(report["measurement"]["runs"], 0, "{report}");
+    let cpu_model: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("cpu.json")).unwrap()).unwrap();
+    assert_eq!(cpu_model["provenance"]["region_clock"], "cpu");
     regions_are_shown_and_traced(&spec, &model);
     crush_reports_bad_input_in_one_line();
     failed_runs_are_kept_until_retried();

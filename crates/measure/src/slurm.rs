@@ -901,6 +901,7 @@ mod tests {
                 region: region.into(),
                 seconds: seconds.parse().map_err(|_| "no seconds")?,
                 entries: 1,
+                cpu_seconds: None,
             }])
         };
         let mut collected = Collected::default();

@@ -191,8 +191,9 @@ impl Metric {
         }
     }
 
-    /// The metric of the white-box approaches' own timers, which read the wall clock: `auto`
-    /// is wall time for them.
+    /// The metric of the timers that read one clock, the wall clock by default (the sampling
+    /// profiler, the call tree): `auto` is wall time for them. The region timers record both
+    /// clocks and resolve `auto` per configuration (`instrumented::region_clocks`).
     pub fn of_region_timers(self) -> Metric {
         match self {
             Metric::Auto => Metric::Wall,

@@ -33,7 +33,7 @@ use crate::spec::{Metric, SystemSpec};
 use crate::stats::Summary;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 const SCHEMA: &str = "
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -82,6 +82,7 @@ CREATE TABLE region_times (
     region TEXT NOT NULL,
     seconds REAL NOT NULL,          -- self time: nested regions' time excluded
     entries INTEGER NOT NULL,
+    cpu_seconds REAL,               -- self time by the threads' CPU clocks; NULL: not read
     PRIMARY KEY (run, region)
 );
 CREATE TABLE claims (               -- a configuration being measured, and by whom
@@ -98,7 +99,7 @@ CREATE TABLE claims (               -- a configuration being measured, and by wh
 ";
 
 /// Statements taking a store of version `i + 1` to version `i + 2`.
-const MIGRATIONS: [&str; 5] = [
+const MIGRATIONS: [&str; 6] = [
     "
 ALTER TABLE runs ADD COLUMN variant TEXT NOT NULL DEFAULT '';
 CREATE TABLE region_times (
@@ -155,6 +156,9 @@ ALTER TABLE runs ADD COLUMN node TEXT NOT NULL DEFAULT '';
 UPDATE runs SET node = host;
 ALTER TABLE runs ADD COLUMN source TEXT;
 CREATE UNIQUE INDEX runs_by_source ON runs (source) WHERE source IS NOT NULL;
+",
+    "
+ALTER TABLE region_times ADD COLUMN cpu_seconds REAL;
 ",
 ];
 
@@ -291,6 +295,9 @@ pub struct RegionMeasurement {
     /// Self time in seconds.
     pub seconds: f64,
     pub entries: u64,
+    /// Self time by the threads' CPU clocks (user + system), in seconds, when the runtime
+    /// read them.
+    pub cpu_seconds: Option<f64>,
 }
 
 /// A spec something was measured under.
@@ -750,8 +757,9 @@ impl Store {
         let run = tx.last_insert_rowid();
         for r in regions {
             tx.execute(
-                "INSERT INTO region_times (run, region, seconds, entries) VALUES (?1, ?2, ?3, ?4)",
-                params![run, r.region, r.seconds, r.entries as i64],
+                "INSERT INTO region_times (run, region, seconds, entries, cpu_seconds)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![run, r.region, r.seconds, r.entries as i64, r.cpu_seconds],
             )
             .map_err(&err)?;
         }
@@ -768,7 +776,7 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT r.configuration, r.id, t.region, t.seconds, t.entries
+                "SELECT r.configuration, r.id, t.region, t.seconds, t.entries, t.cpu_seconds
                  FROM runs r JOIN region_times t ON t.run = r.id
                  WHERE r.status = 'ok' AND r.variant = ?1
                    AND (?2 IS NULL OR r.system = ?2) AND (?3 IS NULL OR r.spec_hash = ?3)
@@ -793,6 +801,7 @@ impl Store {
                             region: r.get(2)?,
                             seconds: r.get(3)?,
                             entries: r.get::<_, i64>(4)? as u64,
+                            cpu_seconds: r.get(5)?,
                         },
                     ))
                 },
@@ -1542,11 +1551,13 @@ mod tests {
                 region: "r0".into(),
                 seconds: 0.25,
                 entries: 3,
+                cpu_seconds: Some(0.125),
             },
             RegionMeasurement {
                 region: "base".into(),
                 seconds: 0.5,
                 entries: 1,
+                cpu_seconds: None,
             },
         ];
         store
@@ -1563,7 +1574,9 @@ mod tests {
         let times = store.region_times(&variant).unwrap();
         assert_eq!(times.len(), 2);
         assert_eq!(times[1].0, "a,n=1");
+        // Both clocks come back, a missing CPU time as none.
         assert!(times.iter().any(|(_, _, r)| *r == regions[0]));
+        assert!(times.iter().any(|(_, _, r)| *r == regions[1]));
         assert!(
             store
                 .region_times(&Selection::default())
@@ -1588,7 +1601,8 @@ mod tests {
         {
             let conn = Connection::open(&path).unwrap();
             conn.execute_batch(
-                "DROP INDEX runs_by_source;
+                "ALTER TABLE region_times DROP COLUMN cpu_seconds;
+                 DROP INDEX runs_by_source;
                  ALTER TABLE runs DROP COLUMN source;
                  ALTER TABLE runs DROP COLUMN node;
                  ALTER TABLE runs DROP COLUMN cpu_wait;

@@ -84,6 +84,7 @@ mod tests {
             region: id.into(),
             seconds,
             entries: 2,
+            cpu_seconds: None,
         };
         let runs = vec![(7, vec![region("a", 0.001), region("b", 0.003)])];
         let names = BTreeMap::from([("b".to_string(), "b foo() x.c:1-2".to_string())]);

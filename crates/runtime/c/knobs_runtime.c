@@ -1,4 +1,7 @@
 /* knobs region-timing runtime (ConfigCrusher §3.4), linked into instrumented programs.
+ * Every interval is charged by two clocks: the wall clock, and the thread's CPU clock
+ * (CLOCK_THREAD_CPUTIME_ID, a system call: read only after intervals of at least
+ * KNOBS_REGION_CPU_US, default 100 us; shorter ones count as on a CPU; docs/region-times.md).
  *
  * API (C ABI, called by the code `llvm::instrument` inserts):
  *     void __knobs_region_enter(uint32_t id);
@@ -46,12 +49,15 @@
  * counter in nanoseconds that only the program advances (`__knobs_test_work(ns)`), and each
  * probe costs fixed amounts before and after its clock read (enter 3 + 5 ns, exit 7 + 11 ns:
  * every kind of interval gets another cost), so calibration and compensation can be checked
- * exactly, whatever the machine is doing. The normal build has none of it.
+ * exactly, whatever the machine is doing; `__knobs_test_sleep(ns)` advances it without the
+ * CPU clock (which is the test time less the sleeps). The normal build has none of it.
  *
  * Hot path: one clock read (rdtsc when the CPU has an invariant TSC, converted at exit with
  * the ratio to CLOCK_MONOTONIC over the whole run; else clock_gettime), a thread-local
  * pointer, a few loads and stores. No locks, no system calls, no allocation except when a
- * thread's stack or region table has to grow (mmap, amortised doubling). A check that holds
+ * thread's stack or region table has to grow (mmap, amortised doubling), and the CPU clock's
+ * read after an interval of KNOBS_REGION_CPU_US or more (one per 100 us of a thread's time
+ * at most, by default). A check that holds
  * is a compare and a return; a violation updates the thread's own check table (grown like the
  * region table) and, the first time per id and thread, takes a global sequence number.
  */
@@ -79,6 +85,8 @@
 struct knobs_slot {
     _Atomic uint64_t ticks;
     _Atomic uint64_t entries;
+    _Atomic uint64_t cpu_ns;    /* CPU time of the intervals the CPU clock was read for */
+    _Atomic uint64_t cpu_ticks; /* intervals too short to read it for: taken as on a CPU */
 };
 
 struct knobs_table {
@@ -111,6 +119,11 @@ struct knobs_thread {
     _Atomic uint64_t base_ticks;
     _Atomic uint64_t unmatched;
     _Atomic uint64_t probe_ticks; /* the probes' own cost, taken out of the intervals */
+    _Atomic uint64_t base_cpu_ns;   /* the base's CPU time, as a slot's cpu_ns and cpu_ticks */
+    _Atomic uint64_t base_cpu_ticks;
+    _Atomic uint64_t cpu_reads; /* reads of the thread's CPU clock */
+    uint64_t cpu_sync;          /* the thread's CPU clock (ns) at its last read */
+    uint64_t cpu_pending;       /* ticks since then taken as on a CPU, probes included */
     uint8_t after_exit; /* the previous event was an exit (or the thread has just started) */
 };
 
@@ -129,20 +142,48 @@ static int knobs_observe; /* KNOBS_FIXED_OBSERVE set: checks record values, expe
 /* Ticks the probes add to an interval, by the kind of its first and last event
  * ([previous was an exit][this is an exit]); calibrated at start. */
 static uint64_t knobs_probe_cost[2][2];
+/* The CPU clock: on unless KNOBS_REGION_CPU_US=off; read at an event that ends an interval
+ * of at least knobs_cpu_min_ticks (KNOBS_REGION_CPU_US, default 100 us), shorter ones are
+ * taken as on a CPU; knobs_cpu_read_ns is what one read costs (taken out like a probe). */
+static int knobs_cpu_on;
+static uint64_t knobs_cpu_min_ticks;
+static uint64_t knobs_cpu_min_us = 100;
+static uint64_t knobs_cpu_read_ns;
+/* The runtime's own start (calibration), wall and CPU ns: not the program's time. */
+static uint64_t knobs_startup_ns, knobs_startup_cpu_ns;
 static __thread struct knobs_thread *knobs_self __attribute__((tls_model("initial-exec")));
 
 #ifdef KNOBS_TEST_CLOCK
 #undef KNOBS_HAVE_TSC
 static _Atomic uint64_t knobs_test_now;
 
+static _Atomic uint64_t knobs_test_slept;
+
 /* The program's own work: the only way time passes, besides the probes' fixed costs. */
 KNOBS_API void __knobs_test_work(uint64_t ns) { atomic_fetch_add(&knobs_test_now, ns); }
 
+/* The program sleeping: wall time passes, CPU time does not. */
+KNOBS_API void __knobs_test_sleep(uint64_t ns) {
+    atomic_fetch_add(&knobs_test_slept, ns);
+    atomic_fetch_add(&knobs_test_now, ns);
+}
+
 static uint64_t mono_ns(void) { return atomic_load(&knobs_test_now); }
+
+/* The test clock's CPU time: its time less its sleeps (one clock for every thread). */
+static uint64_t cpu_ns(void) { return atomic_load(&knobs_test_now) - atomic_load(&knobs_test_slept); }
 #else
 static uint64_t mono_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* The calling thread's CPU time (user + system): the thread's own clock, since its events
+ * are charged to its own regions; a system call, not vDSO (~0.3-1.5 us on a VM). */
+static uint64_t cpu_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 #endif
@@ -275,6 +316,45 @@ static KNOBS_COLD void calibrate(void) {
     munmap(t, sizeof *t);
 }
 
+/* Nanoseconds per tick so far (1 without the TSC): exact enough after the calibration. */
+static double ns_per_tick_at(uint64_t now) {
+    if (!knobs_use_tsc || now <= knobs_tick0)
+        return 1.0;
+    return (double)(mono_ns() - knobs_mono0) / (double)(now - knobs_tick0);
+}
+
+/* Sets up the CPU clock (after calibrate(), which runs with it off): KNOBS_REGION_CPU_US
+ * (`off`, or the shortest interval in us read by the clock; default 100), the interval in
+ * ticks, and the median cost of one read. */
+static KNOBS_COLD void calibrate_cpu(void) {
+    const char *setting = getenv("KNOBS_REGION_CPU_US");
+    if (setting && !strcmp(setting, "off"))
+        return;
+    if (setting && *setting) {
+        char *end;
+        unsigned long long us = strtoull(setting, &end, 10);
+        if (!*end && us <= 1000000)
+            knobs_cpu_min_us = us;
+    }
+#ifdef KNOBS_HAVE_TSC
+    /* The tick rate needs a span to be read from: calibrate() is one, unless it was off. */
+    if (knobs_use_tsc)
+        while (mono_ns() - knobs_mono0 < 200000)
+            ;
+#endif
+    knobs_cpu_min_ticks =
+        (uint64_t)((double)knobs_cpu_min_us * 1000.0 / ns_per_tick_at(ticks()));
+    enum { READS = 15 };
+    uint64_t cost[READS];
+    for (int k = 0; k < READS; k++) {
+        uint64_t a = cpu_ns();
+        cost[k] = cpu_ns() - a;
+    }
+    qsort(cost, READS, sizeof(uint64_t), cmp_u64);
+    knobs_cpu_read_ns = cost[READS / 2];
+    knobs_cpu_on = 1;
+}
+
 /* Once per process, from the constructor or the first event (whichever comes first). */
 static KNOBS_COLD void global_init(void) {
     int expected = KNOBS_UNINIT;
@@ -301,7 +381,11 @@ static KNOBS_COLD void global_init(void) {
     knobs_use_tsc = invariant_tsc();
     knobs_mono0 = mono_ns();
     knobs_tick0 = ticks();
+    uint64_t cpu0 = cpu_ns();
     calibrate();
+    calibrate_cpu();
+    knobs_startup_ns = mono_ns() - knobs_mono0;
+    knobs_startup_cpu_ns = cpu_ns() - cpu0;
     atomic_store(&knobs_state, KNOBS_ENABLED);
 }
 
@@ -328,6 +412,8 @@ static KNOBS_COLD struct knobs_thread *thread_init(void) {
     }
     t->last = ticks();
     t->after_exit = 1;
+    if (knobs_cpu_on)
+        t->cpu_sync = cpu_ns();
     struct knobs_thread *head = atomic_load(&knobs_threads);
     do
         t->next = head;
@@ -342,12 +428,47 @@ static inline void add(_Atomic uint64_t *counter, uint64_t d) {
                           memory_order_relaxed);
 }
 
-/* The time since this thread's previous event goes to its innermost open activation. */
-static inline void charge(struct knobs_thread *t, uint64_t now, int is_exit) {
+/* The CPU time of an interval of `raw` ticks (`d` after its probes' cost) that ends `now`:
+ * one that short is taken as on a CPU (ticks, to cpu_ticks); a longer one (or `force`) reads
+ * the thread's CPU clock, and gets what it advanced since its last read less the intervals
+ * taken as on a CPU since, this one's probes and one read's cost, within [0, d] (ns, to
+ * cpu_ns). So the system call is made at most once per knobs_cpu_min_us of the thread's
+ * time, and a wait (the thread preempted, sleeping, blocked) is seen when it lasts that
+ * long; a shorter one counts as CPU time and is taken back from the next interval read. */
+static KNOBS_COLD void charge_cpu_read(struct knobs_thread *t, uint64_t now, uint64_t raw,
+                                       uint64_t d, _Atomic uint64_t *cpu_ns_to) {
+    uint64_t c = cpu_ns();
+    add(&t->cpu_reads, 1);
+    double r = ns_per_tick_at(now);
+    double spent = (double)(c - t->cpu_sync) - (double)t->cpu_pending * r -
+                   (double)(raw - d) * r - (double)knobs_cpu_read_ns;
+    double most = (double)d * r;
+    t->cpu_sync = c;
+    t->cpu_pending = 0;
+    add(cpu_ns_to, (uint64_t)(spent < 0 ? 0 : spent > most ? most : spent));
+}
+
+static inline void charge_cpu(struct knobs_thread *t, uint64_t now, uint64_t raw, uint64_t d,
+                              _Atomic uint64_t *cpu_ns_to, _Atomic uint64_t *cpu_ticks_to,
+                              int force) {
+    if (!knobs_cpu_on)
+        return;
+    if (__builtin_expect(raw < knobs_cpu_min_ticks && !force, 1)) {
+        t->cpu_pending += raw;
+        add(cpu_ticks_to, d);
+        return;
+    }
+    charge_cpu_read(t, now, raw, d, cpu_ns_to);
+}
+
+/* The time since this thread's previous event goes to its innermost open activation
+ * (`force`: read the CPU clock whatever the interval's length). */
+static inline void charge(struct knobs_thread *t, uint64_t now, int is_exit, int force) {
     uint64_t d = now - t->last;
     if (unlikely((int64_t)d < 0)) /* a TSC not synchronised across cores */
         d = 0;
     t->last = now;
+    uint64_t raw = d;
     /* The interval holds the previous probe's work after its clock read and this probe's
      * before it: the probes' cost, not the program's. */
     uint64_t cost = knobs_probe_cost[t->after_exit][is_exit];
@@ -357,9 +478,12 @@ static inline void charge(struct knobs_thread *t, uint64_t now, int is_exit) {
     add(&t->probe_ticks, probe);
     if (t->depth) {
         struct knobs_table *tab = atomic_load_explicit(&t->table, memory_order_relaxed);
-        add(&tab->slot[t->stack[t->depth - 1]].ticks, d);
+        struct knobs_slot *slot = &tab->slot[t->stack[t->depth - 1]];
+        add(&slot->ticks, d);
+        charge_cpu(t, now, raw, d, &slot->cpu_ns, &slot->cpu_ticks, force);
     } else {
         add(&t->base_ticks, d);
+        charge_cpu(t, now, raw, d, &t->base_cpu_ns, &t->base_cpu_ticks, force);
     }
 }
 
@@ -429,7 +553,7 @@ KNOBS_ENTER(uint32_t id) {
         return;
     if (unlikely(t->depth == t->stack_cap) && !grow_stack(t))
         return;
-    charge(t, now, 0);
+    charge(t, now, 0, 0);
     t->stack[t->depth++] = id;
     add(&tab->slot[id].entries, 1);
 }
@@ -441,14 +565,14 @@ KNOBS_EXIT(uint32_t id) {
     uint64_t now = ticks();
     uint32_t depth = t->depth;
     if (__builtin_expect(depth && t->stack[depth - 1] == id, 1)) {
-        charge(t, now, 1);
+        charge(t, now, 1, 0);
         t->depth = depth - 1;
         return;
     }
     /* Not the innermost: close the innermost activation of `id` below, if any. */
     for (uint32_t k = depth; k-- > 0;) {
         if (t->stack[k] == id) {
-            charge(t, now, 1);
+            charge(t, now, 1, 0);
             memmove(&t->stack[k], &t->stack[k + 1], (depth - 1 - k) * sizeof(uint32_t));
             t->depth = depth - 1;
             return;
@@ -528,7 +652,7 @@ static __attribute__((destructor(101))) void knobs_finish(void) {
     uint32_t open = 0;
     struct knobs_thread *self = knobs_self;
     if (self) {
-        charge(self, now, 1); /* as if an exit: the last probe's tail is in the interval */
+        charge(self, now, 1, 1); /* as if an exit: the last probe's tail is in the interval */
         open = self->depth;
         self->depth = 0;
     }
@@ -537,6 +661,8 @@ static __attribute__((destructor(101))) void knobs_finish(void) {
         ns_per_tick = (double)(mono1 - knobs_mono0) / (double)(now - knobs_tick0);
 
     uint64_t base = 0, regions = 0, unmatched = 0, threads = 0, probes = 0;
+    uint64_t base_cpu_ns = 0, base_cpu_ticks = 0, cpu_reads = 0;
+    double regions_cpu = 0; /* seconds */
     uint32_t cap = 0, fixed_cap = 0;
     struct knobs_thread *head = atomic_load_explicit(&knobs_threads, memory_order_acquire);
     for (struct knobs_thread *t = head; t; t = t->next) {
@@ -544,6 +670,9 @@ static __attribute__((destructor(101))) void knobs_finish(void) {
         base += atomic_load_explicit(&t->base_ticks, memory_order_relaxed);
         probes += atomic_load_explicit(&t->probe_ticks, memory_order_relaxed);
         unmatched += atomic_load_explicit(&t->unmatched, memory_order_relaxed);
+        base_cpu_ns += atomic_load_explicit(&t->base_cpu_ns, memory_order_relaxed);
+        base_cpu_ticks += atomic_load_explicit(&t->base_cpu_ticks, memory_order_relaxed);
+        cpu_reads += atomic_load_explicit(&t->cpu_reads, memory_order_relaxed);
         struct knobs_table *tab = atomic_load_explicit(&t->table, memory_order_acquire);
         if (tab && tab->cap > cap)
             cap = tab->cap;
@@ -558,7 +687,8 @@ static __attribute__((destructor(101))) void knobs_finish(void) {
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1) {
             double s = 1e-9 * ns_per_tick;
-            fprintf(f, "knobs-region-times 1\n");
+            double base_cpu = 1e-9 * ((double)base_cpu_ns + (double)base_cpu_ticks * ns_per_tick);
+            fprintf(f, "knobs-region-times 2\n");
             fprintf(f, "total\t%.9f\n", (double)(base + regions) * s);
             fprintf(f, "base\t%.9f\n", (double)base * s);
             fprintf(f, "wall\t%.9f\n", 1e-9 * (double)(mono1 - knobs_mono0));
@@ -566,9 +696,18 @@ static __attribute__((destructor(101))) void knobs_finish(void) {
             fprintf(f, "unmatched_exits\t%llu\n", (unsigned long long)unmatched);
             fprintf(f, "open_at_exit\t%u\n", open);
             fprintf(f, "probes\t%.9f\n", (double)probes * s);
+            fprintf(f, "startup\t%.9f\n", 1e-9 * (double)knobs_startup_ns);
             fprintf(f, "event_cost_ns\t%.3f\n",
                     0.5 * (double)(knobs_probe_cost[0][1] + knobs_probe_cost[1][0]) *
                         ns_per_tick);
+            if (knobs_cpu_on) {
+                fprintf(f, "cpu_total\t%.9f\n", base_cpu + regions_cpu);
+                fprintf(f, "cpu_base\t%.9f\n", base_cpu);
+                fprintf(f, "cpu_startup\t%.9f\n", 1e-9 * (double)knobs_startup_cpu_ns);
+                fprintf(f, "cpu_reads\t%llu\n", (unsigned long long)cpu_reads);
+                fprintf(f, "cpu_read_ns\t%llu\n", (unsigned long long)knobs_cpu_read_ns);
+                fprintf(f, "cpu_interval_us\t%llu\n", (unsigned long long)knobs_cpu_min_us);
+            }
             /* Violated (observed) checks: counts summed over threads, the earliest first
              * value, and whether any thread saw two values or threads differ. */
             for (uint32_t id = 0; id < fixed_cap; id++) {
@@ -606,19 +745,27 @@ static __attribute__((destructor(101))) void knobs_finish(void) {
             }
         }
         for (uint32_t id = 0; id < cap; id++) {
-            uint64_t tk = 0, n = 0;
+            uint64_t tk = 0, n = 0, cns = 0, ctk = 0;
             for (struct knobs_thread *t = head; t; t = t->next) {
                 struct knobs_table *tab = atomic_load_explicit(&t->table, memory_order_acquire);
                 if (tab && id < tab->cap) {
                     tk += atomic_load_explicit(&tab->slot[id].ticks, memory_order_relaxed);
                     n += atomic_load_explicit(&tab->slot[id].entries, memory_order_relaxed);
+                    cns += atomic_load_explicit(&tab->slot[id].cpu_ns, memory_order_relaxed);
+                    ctk += atomic_load_explicit(&tab->slot[id].cpu_ticks, memory_order_relaxed);
                 }
             }
-            if (pass == 0)
+            double cpu = 1e-9 * ((double)cns + (double)ctk * ns_per_tick);
+            if (pass == 0) {
                 regions += tk;
-            else if (n || tk)
+                regions_cpu += cpu;
+            } else if ((n || tk) && knobs_cpu_on) {
+                fprintf(f, "%u\t%.9f\t%llu\t%.9f\n", id, (double)tk * 1e-9 * ns_per_tick,
+                        (unsigned long long)n, cpu);
+            } else if (n || tk) {
                 fprintf(f, "%u\t%.9f\t%llu\n", id, (double)tk * 1e-9 * ns_per_tick,
                         (unsigned long long)n);
+            }
         }
     }
     fclose(f);

@@ -22,7 +22,9 @@
 //!
 //! Architecture invariant: the runtime has no dependencies beyond libc (no pthread, no C++,
 //! no Rust std); the hot path neither allocates nor locks nor makes system calls, except for
-//! amortised growth of a thread's stack or region table.
+//! amortised growth of a thread's stack or region table and the read of the thread's CPU
+//! clock (`CLOCK_THREAD_CPUTIME_ID`) after an interval of at least [`CPU_ENV_VAR`]'s
+//! (100 µs by default), so at most one per that much of a thread's time.
 //!
 //! Architecture invariant: the runtime never prints; its only output is the file named by
 //! `KNOBS_REGION_TIMES`, and nothing is written when that variable is unset or empty.
@@ -45,7 +47,16 @@ pub const SOURCE: &str = include_str!("../c/knobs_runtime.c");
 pub const ENV_VAR: &str = "KNOBS_REGION_TIMES";
 
 /// The first line of the output file.
-pub const HEADER: &str = "knobs-region-times 1";
+pub const HEADER: &str = "knobs-region-times 2";
+
+/// The first line of files written before the runtime read the thread's CPU clock (read as
+/// files without CPU times).
+pub const HEADER_V1: &str = "knobs-region-times 1";
+
+/// The environment variable setting the CPU clock: `off`, or the shortest interval between
+/// two of a thread's events (µs, default 100) for which the runtime reads the thread's CPU
+/// clock; shorter ones are taken as spent on a CPU (docs/region-times.md).
+pub const CPU_ENV_VAR: &str = "KNOBS_REGION_CPU_US";
 
 /// Linker flags for the instrumented program (e.g. `llvm::link_instrumented`'s
 /// `extra_flags`): they pull the runtime out of its archive even when the program calls
@@ -265,6 +276,26 @@ pub struct RegionTime {
     pub self_seconds: f64,
     /// How many times the region was entered (every `__knobs_region_enter`, re-entries too).
     pub entries: u64,
+    /// Its self time by the threads' CPU clocks (user + system), in seconds; `None` when the
+    /// runtime did not read them (`KNOBS_REGION_CPU_US=off`, or a version-1 file).
+    pub cpu_seconds: Option<f64>,
+}
+
+/// What the runtime read by the threads' CPU clocks (`CLOCK_THREAD_CPUTIME_ID`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CpuTimes {
+    /// `base` plus every region's CPU self time, in seconds (summed over threads).
+    pub total: f64,
+    /// CPU time outside every region, in seconds.
+    pub base: f64,
+    /// The CPU time of the runtime's own start (`startup`), in seconds.
+    pub startup: f64,
+    /// How many times a thread's CPU clock was read (a system call each).
+    pub reads: u64,
+    /// What one read cost, ns (taken out of the interval after it).
+    pub read_ns: f64,
+    /// The shortest interval read by the clock, µs; shorter ones count as on a CPU.
+    pub interval_us: f64,
 }
 
 /// A value check (`__knobs_fixed_check`) that failed during the run: the loaded value was
@@ -312,6 +343,13 @@ pub struct RegionTimes {
     /// The cost of one probe (ns) the runtime measured at start and took out of every
     /// interval; 0 when compensation was off (or an older runtime wrote the file).
     pub event_cost_ns: f64,
+    /// Wall seconds the runtime's own start took (calibrating the probes' and the CPU
+    /// clock's cost), before the main thread's time counts: not the program's time, not in
+    /// `total` (0 in files of older runtimes).
+    pub startup: f64,
+    /// The CPU clock's totals; `None` when it was not read (every region's `cpu_seconds`
+    /// is then `None` too).
+    pub cpu: Option<CpuTimes>,
     /// Regions entered at least once (or charged any time), by id.
     pub regions: BTreeMap<u32, RegionTime>,
     /// Value checks that failed at least once, by check id (empty: every check held).
@@ -335,14 +373,20 @@ impl RegionTimes {
             message,
         };
         let mut lines = text.lines().enumerate().map(|(k, l)| (k + 1, l));
-        match lines.next() {
-            Some((_, h)) if h.trim_end() == HEADER => {}
+        let version = match lines.next() {
+            Some((_, h)) if h.trim_end() == HEADER => 2,
+            Some((_, h)) if h.trim_end() == HEADER_V1 => 1,
             Some((_, h)) => {
-                return Err(err(1, format!("expected `{HEADER}`, found `{h}`")));
+                return Err(err(
+                    1,
+                    format!("expected `{HEADER}` (or version 1), found `{h}`"),
+                ));
             }
             None => return Err(err(1, "the file is empty".into())),
-        }
+        };
         let mut times = RegionTimes::default();
+        let mut cpu = CpuTimes::default();
+        let mut seen_cpu = false;
         let (mut seen_total, mut seen_base) = (false, false);
         for (n, line) in lines {
             if line.trim().is_empty() {
@@ -362,10 +406,16 @@ impl RegionTimes {
                     .map_err(|_| err(n, format!("`{s}` is not a count")))
             };
             if fields[0].starts_with(|c: char| c.is_ascii_digit()) {
-                if fields.len() != 3 {
+                if fields.len() != 3 && (version == 1 || fields.len() != 4) {
                     return Err(err(
                         n,
-                        format!("expected `id<TAB>seconds<TAB>entries`: `{line}`"),
+                        if version == 1 {
+                            format!("expected `id<TAB>seconds<TAB>entries`: `{line}`")
+                        } else {
+                            format!(
+                                "expected `id<TAB>seconds<TAB>entries[<TAB>cpu_seconds]`: `{line}`"
+                            )
+                        },
                     ));
                 }
                 let id: u32 = fields[0]
@@ -374,6 +424,7 @@ impl RegionTimes {
                 let region = RegionTime {
                     self_seconds: seconds(fields[1])?,
                     entries: count(fields[2])?,
+                    cpu_seconds: fields.get(3).map(|s| seconds(s)).transpose()?,
                 };
                 if times.regions.insert(id, region).is_some() {
                     return Err(err(n, format!("region {id} appears twice")));
@@ -456,9 +507,29 @@ impl RegionTimes {
                 "open_at_exit" => times.open_at_exit = count(fields[1])?,
                 "probes" => times.probes = seconds(fields[1])?,
                 "event_cost_ns" => times.event_cost_ns = seconds(fields[1])?,
+                "cpu_total" => {
+                    cpu.total = seconds(fields[1])?;
+                    seen_cpu = true;
+                }
+                "cpu_base" => cpu.base = seconds(fields[1])?,
+                "cpu_startup" => cpu.startup = seconds(fields[1])?,
+                "startup" => times.startup = seconds(fields[1])?,
+                "cpu_reads" => cpu.reads = count(fields[1])?,
+                "cpu_read_ns" => cpu.read_ns = seconds(fields[1])?,
+                "cpu_interval_us" => cpu.interval_us = seconds(fields[1])?,
                 _ => {} // keys added later are skipped
             }
         }
+        let with_cpu = times.regions.values().filter(|r| r.cpu_seconds.is_some());
+        if with_cpu.count() != if seen_cpu { times.regions.len() } else { 0 } {
+            return Err(err(
+                text.lines().count(),
+                "CPU times for some regions only: a `cpu_total` line and a fourth field on \
+                 every region line, or neither"
+                    .into(),
+            ));
+        }
+        times.cpu = seen_cpu.then_some(cpu);
         if !seen_total || !seen_base {
             return Err(err(
                 text.lines().count(),
@@ -476,6 +547,12 @@ impl RegionTimes {
     /// The sum of all regions' self times, in seconds.
     pub fn regions_seconds(&self) -> f64 {
         self.regions.values().map(|r| r.self_seconds).sum()
+    }
+
+    /// The sum of all regions' CPU self times, in seconds; `None` without CPU times.
+    pub fn regions_cpu_seconds(&self) -> Option<f64> {
+        self.cpu?;
+        Some(self.regions.values().filter_map(|r| r.cpu_seconds).sum())
     }
 
     /// The sum of all regions' entries (ConfigCrusher's RC, Table 7).
@@ -503,9 +580,12 @@ mod tests {
             t.region(0),
             RegionTime {
                 self_seconds: 1.0,
-                entries: 3
+                entries: 3,
+                cpu_seconds: None,
             }
         );
+        assert_eq!(t.cpu, None);
+        assert_eq!(t.regions_cpu_seconds(), None);
         assert_eq!(t.region(7).entries, 1);
         assert_eq!(t.region(3), RegionTime::default());
         assert_eq!(t.regions_seconds(), 1.25);
@@ -518,7 +598,19 @@ mod tests {
         let e = bad("").to_string();
         assert!(e.contains("f.txt:1") && e.contains("empty"), "{e}");
         let e = bad("hello\n").to_string();
-        assert!(e.contains("expected `knobs-region-times 1`"), "{e}");
+        assert!(e.contains("expected `knobs-region-times 2`"), "{e}");
+        let e = bad("knobs-region-times 3\ntotal\t1\nbase\t0\n").to_string();
+        assert!(e.contains("f.txt:1:") && e.contains("version 1"), "{e}");
+        // A version-1 file has no CPU field; a version-2 one has it on every region or none.
+        let e = bad("knobs-region-times 1\ntotal\t1\nbase\t0\n0\t1\t1\t1\n").to_string();
+        assert!(
+            e.contains(":4:") && e.contains("id<TAB>seconds<TAB>entries`"),
+            "{e}"
+        );
+        let e = bad("knobs-region-times 2\ntotal\t1\nbase\t0\n0\t1\t1\t1\n").to_string();
+        assert!(e.contains("some regions only"), "{e}");
+        let e = bad("knobs-region-times 2\ntotal\t1\nbase\t0\ncpu_total\t1\n0\t1\t1\n").to_string();
+        assert!(e.contains("some regions only"), "{e}");
         let e = bad("knobs-region-times 1\ntotal\t1\nbase\tx\n").to_string();
         assert!(e.contains(":3:") && e.contains("`x`"), "{e}");
         let e = bad("knobs-region-times 1\ntotal\t1\nbase\t0\n0\t1\n").to_string();
@@ -528,6 +620,35 @@ mod tests {
         let e = bad("knobs-region-times 1\ntotal\t1\nbase\t0\n1\t1\t1\n1\t1\t1\n").to_string();
         assert!(e.contains("twice"), "{e}");
         assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn parses_the_cpu_clock_of_version_2() {
+        let text = "knobs-region-times 2\ntotal\t1.5\nbase\t0.25\nwall\t1.5\n\
+            startup\t0.002\ncpu_total\t0.75\ncpu_base\t0.25\ncpu_startup\t0.001\ncpu_reads\t4\ncpu_read_ns\t600\n\
+            cpu_interval_us\t100\n0\t1.000000000\t3\t0.5\n7\t0.25\t1\t0\n";
+        let t = RegionTimes::parse(text, Path::new("x")).unwrap();
+        assert_eq!(
+            t.cpu,
+            Some(CpuTimes {
+                total: 0.75,
+                base: 0.25,
+                startup: 0.001,
+                reads: 4,
+                read_ns: 600.0,
+                interval_us: 100.0,
+            })
+        );
+        assert_eq!(t.startup, 0.002);
+        assert_eq!(t.region(0).cpu_seconds, Some(0.5));
+        assert_eq!(t.region(7).cpu_seconds, Some(0.0));
+        assert_eq!(t.region(3).cpu_seconds, None);
+        assert_eq!(t.regions_cpu_seconds(), Some(0.5));
+        assert_eq!(t.regions_seconds(), 1.25);
+        // Version 2 without the CPU clock (`KNOBS_REGION_CPU_US=off`): wall times only.
+        let off = "knobs-region-times 2\ntotal\t1\nbase\t0\n0\t1\t1\n";
+        let t = RegionTimes::parse(off, Path::new("x")).unwrap();
+        assert_eq!((t.cpu, t.region(0).cpu_seconds), (None, None));
     }
 
     #[test]

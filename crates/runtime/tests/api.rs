@@ -341,9 +341,20 @@ fn fixed_setting_violations_are_counted_with_their_first_value() {
     assert_eq!(lines[0], runtime::HEADER);
     assert_eq!(lines[6], "open_at_exit\t0");
     assert!(lines[7].starts_with("probes\t"), "{text}");
-    assert!(lines[8].starts_with("event_cost_ns\t"), "{text}");
+    assert!(lines[8].starts_with("startup\t"), "{text}");
+    assert!(lines[9].starts_with("event_cost_ns\t"), "{text}");
+    for (line, key) in lines[10..16].iter().zip([
+        "cpu_total\t",
+        "cpu_base\t",
+        "cpu_startup\t",
+        "cpu_reads\t",
+        "cpu_read_ns\t",
+        "cpu_interval_us\t",
+    ]) {
+        assert!(line.starts_with(key), "{text}");
+    }
     assert_eq!(
-        &lines[9..],
+        &lines[16..],
         [
             "fixed\t1\t3\t2",
             "fixed\t2\t-1\t2",
