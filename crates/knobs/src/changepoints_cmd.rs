@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use changepoints::evaluation::{self, GridPoint, GridRow, TOLERANCE};
 use changepoints::likelihood::Threshold;
+use changepoints::regions::{RegionSettings, RegionsReport};
 use changepoints::synthetic::{SyntheticBackend, SyntheticSettings, SyntheticSystem};
 use changepoints::{Detection, RecordedHistory, Settings, detect};
 use clap::{Args, Subcommand};
@@ -165,6 +166,21 @@ pub struct DetectArgs {
     /// Recorded runs per configuration and commit (overrides the spec's [measure]).
     #[arg(long)]
     repetitions: Option<u32>,
+    /// Down to the code: per change point, the functions whose instructions moved between the
+    /// commits its size was measured at (valgrind's callgrind, in configurations that show
+    /// the change and one that does not; profiles are cached beside the builds).
+    #[arg(long)]
+    regions: bool,
+    /// With --regions: configurations that show the change profiled per change point.
+    #[arg(long, default_value_t = 2)]
+    regions_configurations: usize,
+    /// With --regions: functions listed per change point.
+    #[arg(long, default_value_t = 10)]
+    regions_top: usize,
+    /// With --regions: the smallest move of a function's own instructions that counts, as a
+    /// share of the configuration's instructions before the change.
+    #[arg(long, default_value = "0.5%")]
+    regions_min_share: String,
     #[command(flatten)]
     search: SearchArgs,
     #[command(flatten)]
@@ -316,6 +332,23 @@ fn detect_in_history(args: DetectArgs) -> Result<Outcome> {
         .unwrap_or_else(|| spec.dir.join("knobs.db"));
     let store = measure::Store::open(&store_path)?;
     store.register_spec(&spec)?;
+    let region_settings = args
+        .regions
+        .then(|| -> Result<RegionSettings> {
+            let min_share = match parse_threshold(&args.regions_min_share)? {
+                Threshold::Relative(r) => r,
+                Threshold::Absolute(_) => bail!("--regions-min-share is a share (0.5% or 0.005)"),
+            };
+            if args.regions_configurations == 0 || args.regions_top == 0 {
+                bail!("--regions-configurations and --regions-top must be at least 1");
+            }
+            Ok(RegionSettings {
+                configurations: args.regions_configurations,
+                top: args.regions_top,
+                min_share,
+            })
+        })
+        .transpose()?;
     let started = std::time::Instant::now();
     let mut backend = changepoints::store::StoreBackend::new(
         &spec,
@@ -324,6 +357,14 @@ fn detect_in_history(args: DetectArgs) -> Result<Outcome> {
         Box::new(|line| eprintln!("{line}")),
     )?;
     let detection = detect(&mut backend, &args.search.settings()?)?;
+    let regions = match &region_settings {
+        Some(settings) => Some(changepoints::regions::regions(
+            &detection,
+            &mut backend,
+            settings,
+        )?),
+        None => None,
+    };
     let effort = backend.effort().clone();
     if args.output.json {
         #[derive(Serialize)]
@@ -332,16 +373,22 @@ fn detect_in_history(args: DetectArgs) -> Result<Outcome> {
             detection: &'a Detection,
             effort: &'a changepoints::store::Effort,
             store: String,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            regions: Option<&'a RegionsReport>,
         }
         write_plot(&detection, args.output.plot.as_deref())?;
         crate::print_json(&WithEffort {
             detection: &detection,
             effort: &effort,
             store: store_path.display().to_string(),
+            regions: regions.as_ref(),
         })?;
         return Ok(Outcome::Done);
     }
     finish(&detection, args.output.plot.as_deref(), false, None)?;
+    if let Some(r) = &regions {
+        print!("{}", render_regions(r));
+    }
     println!(
         "effort: {} builds ({} cached, {} failed) in {:.1} min, {} runs ({} measurements read back from {}) in {:.1} min; {:.1} min in all",
         effort.builds,
@@ -510,6 +557,75 @@ pub fn render(d: &Detection) -> String {
         let _ = writeln!(out, ": {what}; {change}; weight {:.2}", c.weight);
         if !c.info.subject.is_empty() {
             let _ = writeln!(out, "      {}", c.info.subject);
+        }
+    }
+    out
+}
+
+/// Each change point's moved functions, as text.
+pub fn render_regions(r: &RegionsReport) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(out, "regions (unit: {}):", r.unit);
+    let percent = |before: f64, after: f64| {
+        if before > 0.0 {
+            format!("{:+.1} %", 100.0 * (after - before) / before)
+        } else {
+            "new".to_string()
+        }
+    };
+    for cp in &r.change_points {
+        let _ = writeln!(
+            out,
+            "  change point at commit {} (commits {} → {} compared):",
+            cp.commit, cp.before_commit, cp.after_commit
+        );
+        for c in &cp.configurations {
+            let _ = writeln!(
+                out,
+                "    {} `{}`: {} → {} ({})",
+                if c.associated {
+                    "shows it "
+                } else {
+                    "contrast "
+                },
+                if c.configuration.is_empty() {
+                    "no option selected"
+                } else {
+                    &c.configuration
+                },
+                c.total_before,
+                c.total_after,
+                percent(c.total_before as f64, c.total_after as f64)
+            );
+        }
+        if cp.functions.is_empty() {
+            let _ = writeln!(
+                out,
+                "    no function's own instructions moved by {:.1} % of the total or more",
+                100.0 * r.settings.min_share
+            );
+        }
+        for f in &cp.functions {
+            let place = match (&f.file, f.line) {
+                (Some(file), Some(line)) => format!(" ({file}:{line})"),
+                (Some(file), None) => format!(" ({file})"),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "    {}{place}: own {:.0} → {:.0} ({:+.0}, {}), with callees {:+.0}; moved in {}",
+                f.function,
+                f.exclusive_before,
+                f.exclusive_after,
+                f.exclusive_change,
+                percent(f.exclusive_before, f.exclusive_after),
+                f.inclusive_change,
+                f.scope
+            );
+        }
+        for n in &cp.notes {
+            let _ = writeln!(out, "    note: {n}");
         }
     }
     out
