@@ -20,7 +20,8 @@ use crate::search::{ChangePoint, Detection};
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct FunctionCost {
     pub function: String,
-    /// Source file and first line with own cost, where the debug information says.
+    /// Source file, and the line of it with the most own cost, where the debug information
+    /// says.
     pub file: Option<String>,
     pub line: Option<u32>,
     pub exclusive: u64,
@@ -53,6 +54,10 @@ pub struct RegionSettings {
     /// A function moved in a configuration when its exclusive cost changed by at least this
     /// share of the configuration's total before the change.
     pub min_share: f64,
+    /// For a change of all configurations, a sampled configuration whose measurements
+    /// changed by less than this (relative) between the compared commits is the contrast
+    /// (the search's threshold; `None`: no contrast for such changes).
+    pub contrast_below: Option<f64>,
 }
 
 impl Default for RegionSettings {
@@ -61,6 +66,7 @@ impl Default for RegionSettings {
             configurations: 2,
             top: 10,
             min_share: 0.005,
+            contrast_below: Some(0.1),
         }
     }
 }
@@ -100,9 +106,10 @@ pub struct ProfiledConfiguration {
 #[derive(Clone, Debug, Serialize)]
 pub struct MovedFunction {
     pub function: String,
+    /// Its file and hottest line (where it costs most).
     pub file: Option<String>,
     pub line: Option<u32>,
-    /// Mean over the associated configurations, after − before.
+    /// Mean over the configurations that show the change (0 where it did not run).
     pub exclusive_before: f64,
     pub exclusive_after: f64,
     pub exclusive_change: f64,
@@ -115,6 +122,11 @@ pub struct MovedFunction {
     /// `associated only` (every associated configuration, not the contrast), or `some`.
     pub scope: String,
 }
+
+/// A function: its name and file (static functions of two files may share a name).
+type FunctionKey = (String, Option<String>);
+/// A function's cost in one configuration before and after a change.
+type BeforeAfter = (FunctionCost, FunctionCost);
 
 /// Profiles each change point's configurations before and after it and ranks the functions
 /// whose cost moved.
@@ -143,14 +155,20 @@ fn change_point_regions(
     let first = detection.first_commit;
     let (before, after) = (cp.before_commit, cp.after_commit);
     let mut notes = Vec::new();
-    let (associated, contrast) = pick_configurations(detection, cp, settings.configurations);
+    let (associated, contrast) = pick_configurations(
+        detection,
+        cp,
+        settings.configurations,
+        settings.contrast_below,
+    );
     if associated.is_empty() {
         notes.push("no sampled configuration selects the change's options".to_string());
     }
     match contrast {
         None if cp.all_configurations => notes.push(
-            "no contrast: the change concerns all configurations, so every function that moved \
-             reads `every configuration`"
+            "no contrast: the change concerns all configurations and no sampled configuration \
+             was measured unchanged, so every function that moved in all profiled ones reads \
+             `every configuration`"
                 .to_string(),
         ),
         None => notes.push(
@@ -160,8 +178,7 @@ fn change_point_regions(
     }
     let mut configurations = Vec::new();
     // Per function (name, file): per profiled configuration, its costs before and after.
-    let mut costs: BTreeMap<(String, Option<String>), Vec<Option<(FunctionCost, FunctionCost)>>> =
-        BTreeMap::new();
+    let mut costs: BTreeMap<FunctionKey, Vec<Option<BeforeAfter>>> = BTreeMap::new();
     let chosen: Vec<(usize, bool)> = associated
         .iter()
         .map(|a| (*a, true))
@@ -178,7 +195,7 @@ fn change_point_regions(
                 notes.push(n.clone());
             }
         }
-        let by_key = |p: &Profile| -> BTreeMap<(String, Option<String>), FunctionCost> {
+        let by_key = |p: &Profile| -> BTreeMap<FunctionKey, FunctionCost> {
             p.functions
                 .iter()
                 .map(|f| ((f.function.clone(), f.file.clone()), f.clone()))
@@ -238,12 +255,13 @@ fn change_point_regions(
         } else {
             "some"
         };
-        // The location as either profile knows it.
+        // The hottest line of the profile where the function costs most.
         let located = per_config
             .iter()
             .flatten()
             .flat_map(|(b, a)| [b, a])
-            .find(|f| f.line.is_some());
+            .filter(|f| f.line.is_some())
+            .max_by_key(|f| f.exclusive);
         functions.push(MovedFunction {
             function,
             file,
@@ -278,13 +296,16 @@ fn change_point_regions(
     })
 }
 
-/// Sample indices: up to `n` configurations that select the change's options (those whose
-/// own measurements changed most between the compared commits first), and one that does not
-/// (the one that changed least), unless the change concerns all configurations.
+/// Sample indices: up to `n` configurations that select the change's options (all, for a
+/// change of all configurations), those whose own measurements changed most between the
+/// compared commits first; and a contrast: of the others, the one whose measurements changed
+/// least — measured at both commits with a change below `quiet` (relative) for a change of
+/// all configurations, since any configuration might show it.
 fn pick_configurations(
     detection: &Detection,
     cp: &ChangePoint,
     n: usize,
+    quiet: Option<f64>,
 ) -> (Vec<usize>, Option<usize>) {
     let index = |name: &String| detection.features.iter().position(|f| f == name);
     let groups: Vec<Vec<usize>> = cp
@@ -297,20 +318,44 @@ fn pick_configurations(
             .iter()
             .all(|g| g.iter().any(|f| row.get(*f) == Some(&1.0)))
     };
-    // How much a configuration's own measurements changed (0 when not measured at both).
-    let change = |at: usize| -> f64 {
+    // How much a configuration's own measurements changed (`None`: not measured at both).
+    let change = |at: usize| -> Option<f64> {
         let h = &detection.sample[at].history;
         match (h.get(&cp.before_commit), h.get(&cp.after_commit)) {
-            (Some(b), Some(a)) if *b != 0.0 => ((a - b) / b).abs(),
-            _ => 0.0,
+            (Some(b), Some(a)) if *b != 0.0 => Some(((a - b) / b).abs()),
+            _ => None,
         }
     };
     let (mut with, mut without): (Vec<usize>, Vec<usize>) = (0..detection.sample.len())
         .partition(|at| cp.all_configurations || selects(&detection.sample[*at].row));
-    with.sort_by(|a, b| change(*b).total_cmp(&change(*a)).then(a.cmp(b)));
+    let larger = |a: &usize, b: &usize| {
+        change(*b)
+            .unwrap_or(0.0)
+            .total_cmp(&change(*a).unwrap_or(0.0))
+            .then(a.cmp(b))
+    };
+    with.sort_by(larger);
+    if cp.all_configurations {
+        // The quietest configuration is the contrast, not one that shows the change.
+        let quietest = with
+            .iter()
+            .copied()
+            .filter(|at| change(*at).zip(quiet).is_some_and(|(c, q)| c < q))
+            .min_by(|a, b| larger(b, a));
+        with.retain(|at| Some(*at) != quietest);
+        with.truncate(n.max(1));
+        return (with, quietest);
+    }
     with.truncate(n.max(1));
-    without.sort_by(|a, b| change(*a).total_cmp(&change(*b)).then(a.cmp(b)));
-    (with, without.first().copied())
+    // Measured configurations first, the least changed of them.
+    without.sort_by_key(|at| change(*at).is_none());
+    let contrast = without.iter().copied().min_by(|a, b| {
+        change(*a)
+            .is_none()
+            .cmp(&change(*b).is_none())
+            .then(larger(b, a))
+    });
+    (with, contrast)
 }
 
 /// Why a profile cannot name functions, when most of its cost is in functions known only by
@@ -381,6 +426,8 @@ pub fn parse_callgrind(text: &str) -> Result<Profile, String> {
     let mut call_file = String::new();
     let mut summary = None;
     let mut totals = None;
+    // Per function, its own cost per line of its file.
+    let mut lines: BTreeMap<(String, String), BTreeMap<u32, u64>> = BTreeMap::new();
     for raw in text.lines() {
         let l = raw.trim_end();
         if l.is_empty() || l.starts_with('#') {
@@ -416,8 +463,11 @@ pub fn parse_callgrind(text: &str) -> Result<Profile, String> {
             f.exclusive += cost;
             f.inclusive += cost;
             if cost_file == key.1 && line > 0 {
-                let line = line as u32;
-                f.line = Some(f.line.map_or(line, |l| l.min(line)));
+                *lines
+                    .entry(key)
+                    .or_default()
+                    .entry(line as u32)
+                    .or_default() += cost;
             }
             continue;
         }
@@ -465,12 +515,19 @@ pub fn parse_callgrind(text: &str) -> Result<Profile, String> {
     let functions = functions
         .into_iter()
         .filter(|(_, f)| f.inclusive > 0)
-        .map(|((function, file), f)| {
+        .map(|(key, f)| {
+            let hottest = lines.get(&key).and_then(|per_line| {
+                per_line
+                    .iter()
+                    .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+                    .map(|(line, _)| *line)
+            });
+            let (function, file) = key;
             let known = !file.is_empty() && file != "???";
             FunctionCost {
                 function,
                 file: known.then_some(file),
-                line: if known { f.line } else { None },
+                line: if known { hottest } else { None },
                 exclusive: f.exclusive,
                 inclusive: f.inclusive,
             }

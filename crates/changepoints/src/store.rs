@@ -330,9 +330,22 @@ fn within_build(
         if let Some(file) = &f.file
             && let Ok(rest) = std::path::Path::new(file).strip_prefix(builds_dir)
         {
-            let mut parts = rest.components();
-            parts.next();
-            f.file = Some(parts.as_path().display().to_string());
+            // Without the build's own directory, and `a/../` read as nothing (the compiler
+            // names some headers `src/liblzma/../../src/liblzma/…`).
+            let mut parts: Vec<std::path::Component> = Vec::new();
+            for c in rest.components().skip(1) {
+                match c {
+                    std::path::Component::ParentDir
+                        if matches!(parts.last(), Some(std::path::Component::Normal(_))) =>
+                    {
+                        parts.pop();
+                    }
+                    std::path::Component::CurDir => {}
+                    c => parts.push(c),
+                }
+            }
+            let path: std::path::PathBuf = parts.iter().collect();
+            f.file = Some(path.display().to_string());
         }
     }
     p

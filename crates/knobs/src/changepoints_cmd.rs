@@ -346,6 +346,11 @@ fn detect_in_history(args: DetectArgs) -> Result<Outcome> {
                 configurations: args.regions_configurations,
                 top: args.regions_top,
                 min_share,
+                // A configuration that stayed within the search's threshold is a contrast.
+                contrast_below: match parse_threshold(&args.search.threshold)? {
+                    Threshold::Relative(r) => Some(r),
+                    Threshold::Absolute(_) => None,
+                },
             })
         })
         .transpose()?;
@@ -562,6 +567,15 @@ pub fn render(d: &Detection) -> String {
     out
 }
 
+/// An instruction count as text: millions with one decimal from a million on.
+fn count(n: f64) -> String {
+    if n.abs() >= 1e6 {
+        format!("{:.1} M", n / 1e6)
+    } else {
+        format!("{n:.0}")
+    }
+}
+
 /// Each change point's moved functions, as text.
 pub fn render_regions(r: &RegionsReport) -> String {
     use std::fmt::Write;
@@ -574,6 +588,9 @@ pub fn render_regions(r: &RegionsReport) -> String {
             "new".to_string()
         }
     };
+    if r.change_points.is_empty() {
+        let _ = writeln!(out, "  no change point to take down to the code");
+    }
     for cp in &r.change_points {
         let _ = writeln!(
             out,
@@ -594,8 +611,8 @@ pub fn render_regions(r: &RegionsReport) -> String {
                 } else {
                     &c.configuration
                 },
-                c.total_before,
-                c.total_after,
+                count(c.total_before as f64),
+                count(c.total_after as f64),
                 percent(c.total_before as f64, c.total_after as f64)
             );
         }
@@ -614,14 +631,24 @@ pub fn render_regions(r: &RegionsReport) -> String {
             };
             let _ = writeln!(
                 out,
-                "    {}{place}: own {:.0} → {:.0} ({:+.0}, {}), with callees {:+.0}; moved in {}",
+                "    {}{place}: own {} → {} ({}{}, {}), with callees {}{}; moved in {}",
                 f.function,
-                f.exclusive_before,
-                f.exclusive_after,
-                f.exclusive_change,
+                count(f.exclusive_before),
+                count(f.exclusive_after),
+                if f.exclusive_change >= 0.0 { "+" } else { "" },
+                count(f.exclusive_change),
                 percent(f.exclusive_before, f.exclusive_after),
-                f.inclusive_change,
-                f.scope
+                if f.inclusive_change >= 0.0 { "+" } else { "" },
+                count(f.inclusive_change),
+                if f.scope == "some" {
+                    f.moved_in
+                        .iter()
+                        .map(|c| format!("`{c}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                } else {
+                    f.scope.clone()
+                }
             );
         }
         for n in &cp.notes {
