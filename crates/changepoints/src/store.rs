@@ -30,6 +30,9 @@ pub struct Effort {
     pub runs: usize,
     pub reused: usize,
     pub measure_seconds: f64,
+    /// Callgrind profiles made now for `--regions` (cached ones not counted).
+    pub profiles: usize,
+    pub profile_seconds: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -296,7 +299,8 @@ impl crate::regions::Profiler for StoreBackend<'_> {
             result = callgrind(&inv, &dir, &key);
             stripped = true;
         }
-        self.effort.measure_seconds += started.elapsed().as_secs_f64();
+        self.effort.profiles += 1;
+        self.effort.profile_seconds += started.elapsed().as_secs_f64();
         let text = result.map_err(|why| {
             Error::Measure(format!(
                 "profiling `{}` at {}: {why}",

@@ -406,6 +406,13 @@ fn detect_in_history(args: DetectArgs) -> Result<Outcome> {
         effort.measure_seconds / 60.0,
         started.elapsed().as_secs_f64() / 60.0
     );
+    if regions.is_some() {
+        println!(
+            "regions: {} callgrind profiles made in {:.1} min (the others read from the build cache)",
+            effort.profiles,
+            effort.profile_seconds / 60.0
+        );
+    }
     for f in &effort.failed_builds {
         println!("  did not build: {} ({}; log {})", f.commit, f.why, f.log);
     }
