@@ -1,6 +1,7 @@
 //! Down to the code: for each change point of a detection, the functions whose cost moved
-//! between the commits the change's size was measured at, in configurations that show the
-//! change and in one that does not (a contrast).
+//! between the commit and its predecessor (or, when the change is not between those two, the
+//! commits the change's size was measured at), in configurations that show the change and
+//! in one that does not (a contrast).
 //!
 //! The cost is the instructions valgrind's callgrind counts per function (exclusive: in the
 //! function's own code, inlined code included; inclusive: with its callees). Instructions are
@@ -54,10 +55,11 @@ pub struct RegionSettings {
     /// A function moved in a configuration when its exclusive cost changed by at least this
     /// share of the configuration's total before the change.
     pub min_share: f64,
-    /// For a change of all configurations, a sampled configuration whose measurements
-    /// changed by less than this (relative) between the compared commits is the contrast
-    /// (the search's threshold; `None`: no contrast for such changes).
-    pub contrast_below: Option<f64>,
+    /// The search's relative threshold (`None` for an absolute one). A change pinned to the
+    /// commit: some profiled configuration's instructions moved by this much from its
+    /// predecessor to it. The contrast of a change of all configurations: a sampled
+    /// configuration whose measurements changed by less.
+    pub threshold: Option<f64>,
 }
 
 impl Default for RegionSettings {
@@ -66,7 +68,7 @@ impl Default for RegionSettings {
             configurations: 2,
             top: 10,
             min_share: 0.005,
-            contrast_below: Some(0.1),
+            threshold: Some(0.1),
         }
     }
 }
@@ -83,9 +85,12 @@ pub struct RegionsReport {
 #[derive(Clone, Debug, Serialize)]
 pub struct ChangePointRegions {
     pub commit: usize,
-    /// The commits compared: those the detection measured the change's size at.
+    /// The commits compared: the change point and its predecessor when the profiles show
+    /// the change between them (`adjacent`), else those the detection measured the change's
+    /// size at.
     pub before_commit: usize,
     pub after_commit: usize,
+    pub adjacent: bool,
     pub configurations: Vec<ProfiledConfiguration>,
     /// Functions that moved in at least one configuration showing the change, largest mean
     /// move first.
@@ -153,14 +158,38 @@ fn change_point_regions(
     settings: &RegionSettings,
 ) -> Result<ChangePointRegions, Error> {
     let first = detection.first_commit;
-    let (before, after) = (cp.before_commit, cp.after_commit);
     let mut notes = Vec::new();
-    let (associated, contrast) = pick_configurations(
-        detection,
-        cp,
-        settings.configurations,
-        settings.contrast_below,
-    );
+    let (associated, contrast) =
+        pick_configurations(detection, cp, settings.configurations, settings.threshold);
+    // The commit and its predecessor when the profiles pin the change there (a configuration
+    // that shows it moved by the threshold between them), so that one commit's code is
+    // compared; else the commits the change's size was measured at, which enclose it.
+    let mut adjacent = false;
+    if cp.commit > first
+        && let Some(threshold) = settings.threshold
+    {
+        for at in &associated {
+            let config = &detection.sample[*at].config;
+            let b = profiler.profile(config, cp.commit - 1 - first)?.total as f64;
+            let a = profiler.profile(config, cp.commit - first)?.total as f64;
+            if b > 0.0 && ((a - b) / b).abs() >= threshold {
+                adjacent = true;
+                break;
+            }
+        }
+    }
+    let (before, after) = if adjacent {
+        (cp.commit - 1, cp.commit)
+    } else {
+        notes.push(format!(
+            "no profiled configuration changed by the threshold from commit {} to {}: the \
+             commits the change's size was measured at are compared, and what moved between \
+             them may be more than one commit's doing",
+            cp.commit.saturating_sub(1),
+            cp.commit
+        ));
+        (cp.before_commit, cp.after_commit)
+    };
     if associated.is_empty() {
         notes.push("no sampled configuration selects the change's options".to_string());
     }
@@ -290,6 +319,7 @@ fn change_point_regions(
         commit: cp.commit,
         before_commit: before,
         after_commit: after,
+        adjacent,
         configurations,
         functions,
         notes,

@@ -346,8 +346,7 @@ fn detect_in_history(args: DetectArgs) -> Result<Outcome> {
                 configurations: args.regions_configurations,
                 top: args.regions_top,
                 min_share,
-                // A configuration that stayed within the search's threshold is a contrast.
-                contrast_below: match parse_threshold(&args.search.threshold)? {
+                threshold: match parse_threshold(&args.search.threshold)? {
                     Threshold::Relative(r) => Some(r),
                     Threshold::Absolute(_) => None,
                 },
