@@ -166,9 +166,10 @@ pub struct DetectArgs {
     /// Recorded runs per configuration and commit (overrides the spec's [measure]).
     #[arg(long)]
     repetitions: Option<u32>,
-    /// Down to the code: per change point, the functions whose instructions moved between the
-    /// commits its size was measured at (valgrind's callgrind, in configurations that show
-    /// the change and one that does not; profiles are cached beside the builds).
+    /// Down to the code: per change point, the functions whose instructions moved from the
+    /// commit before it to it (or between the commits its size was measured at, when the
+    /// change is not there), by valgrind's callgrind, in configurations that show the change
+    /// and one that does not; profiles are cached beside the builds.
     #[arg(long)]
     regions: bool,
     /// With --regions: configurations that show the change profiled per change point.

@@ -109,6 +109,11 @@ fn regions_name_the_function_whose_instructions_moved() {
         "{regions:#}"
     );
     let cp = &regions["change_points"][0];
+    // At the commit that changed, its predecessor is compared with it: one commit's code.
+    if commit == CHANGED_AT {
+        assert_eq!(cp["adjacent"], true, "{cp:#}");
+        assert_eq!(cp["before_commit"], CHANGED_AT - 1, "{cp:#}");
+    }
     let configurations = cp["configurations"].as_array().unwrap();
     assert!(
         configurations.iter().any(|c| c["associated"] == false),
