@@ -17,14 +17,17 @@
 //! Measurements come from a [`Backend`]: a synthetic system ([`synthetic`], §4.1.4), a
 //! recorded history ([`backend::RecordedHistory`]), or a spec's `[history]` built commit by
 //! commit and measured through the results store ([`store::StoreBackend`]). [`evaluation`] scores a detection against a known truth (F1
-//! with a commit tolerance) and runs the synthetic grid of Table 1.
+//! with a commit tolerance) and runs the synthetic grid of Table 1. [`regions`] takes a
+//! detection down to the code: the functions whose instructions moved at each change point,
+//! from callgrind profiles the store backend makes.
 //!
 //! Where the paper and its reference implementation differ, [`Settings`] follows the paper
 //! and offers the other choice ([`Settings::reference`] selects them all).
 //!
 //! Architecture invariant: the search knows nothing of processes, builds or the results
 //! store; a backend is the only way a measurement comes in (only `store.rs` builds and
-//! runs, through `history` and `measure`), and everything random is seeded.
+//! runs, through `history` and `measure`; its profiles for [`regions`] too), and everything
+//! random is seeded.
 
 pub mod acquisition;
 pub mod association;
@@ -35,6 +38,7 @@ pub mod evaluation;
 mod features;
 pub mod likelihood;
 pub mod plot;
+pub mod regions;
 mod search;
 pub mod store;
 pub mod synthetic;

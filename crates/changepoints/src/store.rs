@@ -36,6 +36,9 @@ pub struct Effort {
     /// Measurement campaigns, one per batch of the search (on Slurm, each round of one is a
     /// job array).
     pub campaigns: usize,
+    /// Callgrind profiles made now for `--regions` (cached ones not counted).
+    pub profiles: usize,
+    pub profile_seconds: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -333,4 +336,188 @@ impl Backend for StoreBackend<'_> {
             subject: c.subject.clone(),
         }
     }
+}
+
+/// How much longer a run under callgrind may take than the spec's timeout allows.
+const CALLGRIND_SLOWDOWN: u32 = 100;
+
+impl crate::regions::Profiler for StoreBackend<'_> {
+    /// The configuration run once under `valgrind --tool=callgrind` at the build standing
+    /// for `commit`; the output is kept under the build cache (`.knobs-builds/profiles/`,
+    /// keyed by the build, the command line, environment and workload files), so a profile
+    /// is made once.
+    fn profile(
+        &mut self,
+        config: &Configuration,
+        commit: usize,
+    ) -> Result<crate::regions::Profile, Error> {
+        let Some((id, program)) = self.build(commit)? else {
+            return Err(Error::Measure(format!(
+                "no build stands for commit {} (it and every earlier one failed)",
+                self.commits[commit].id
+            )));
+        };
+        let invocation = self
+            .spec
+            .invocation_of(program.clone(), config, self.workload)
+            .map_err(|e| Error::Measure(e.to_string()))?;
+        let key = profile_key(
+            &id,
+            &invocation,
+            self.spec.workload_digest(self.workload).as_deref(),
+        );
+        let dir = self.history.builds_dir().join("profiles");
+        let path = dir.join(format!("{key}.callgrind"));
+        let stripped_marker = dir.join(format!("{key}.stripped"));
+        let unreadable = "valgrind cannot read this build's debug information (DWARF 5 of a \
+                          newer compiler?): functions are named from the symbol table, without \
+                          file:line";
+        let builds_dir = std::fs::canonicalize(self.history.builds_dir())
+            .unwrap_or_else(|_| self.history.builds_dir().to_path_buf());
+        let parse = |text: &str| {
+            crate::regions::parse_callgrind(text)
+                .map(|p| within_build(p, &builds_dir))
+                .map_err(Error::Measure)
+        };
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            let mut p = parse(&text)?;
+            if stripped_marker.exists() {
+                p.note = Some(unreadable.to_string());
+            }
+            return Ok(p);
+        }
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::Measure(format!("{}: {e}", dir.display())))?;
+        (self.progress)(format!(
+            "profiling `{}` at {} under callgrind",
+            self.spec.space.format_configuration(config),
+            &id[..12.min(id.len())]
+        ));
+        let started = Instant::now();
+        let mut result = callgrind(&invocation, &dir, &key);
+        let mut stripped = false;
+        if let Err(why) = &result
+            && measure::instructions::debuginfo_unreadable(why)
+        {
+            let copy =
+                measure::instructions::stripped_copy(&program, &dir.join(format!("{key}.strip")))
+                    .map_err(Error::Measure)?;
+            let inv = measure::Invocation {
+                program: copy,
+                ..invocation.clone()
+            };
+            result = callgrind(&inv, &dir, &key);
+            stripped = true;
+        }
+        self.effort.profiles += 1;
+        self.effort.profile_seconds += started.elapsed().as_secs_f64();
+        let text = result.map_err(|why| {
+            Error::Measure(format!(
+                "profiling `{}` at {}: {why}",
+                self.spec.space.format_configuration(config),
+                &id[..12.min(id.len())]
+            ))
+        })?;
+        let mut p = parse(&text)?;
+        if stripped {
+            let _ = std::fs::write(&stripped_marker, "");
+            p.note = Some(unreadable.to_string());
+        }
+        // Written last and renamed, so a killed profile leaves nothing that reads as done.
+        let partial = dir.join(format!("{key}.callgrind.partial"));
+        std::fs::write(&partial, &text)
+            .and_then(|()| std::fs::rename(&partial, &path))
+            .map_err(|e| Error::Measure(format!("{}: {e}", path.display())))?;
+        let _ = std::fs::remove_dir_all(dir.join(&key));
+        let _ = std::fs::remove_dir_all(dir.join(format!("{key}.strip")));
+        Ok(p)
+    }
+}
+
+/// Source files named relative to their build's directory: every commit is built in a
+/// directory of its own, and a function is the same function before and after a change.
+fn within_build(
+    mut p: crate::regions::Profile,
+    builds_dir: &std::path::Path,
+) -> crate::regions::Profile {
+    for f in &mut p.functions {
+        if let Some(file) = &f.file
+            && let Ok(rest) = std::path::Path::new(file).strip_prefix(builds_dir)
+        {
+            // Without the build's own directory, and `a/../` read as nothing (the compiler
+            // names some headers `src/liblzma/../../src/liblzma/…`).
+            let mut parts: Vec<std::path::Component> = Vec::new();
+            for c in rest.components().skip(1) {
+                match c {
+                    std::path::Component::ParentDir
+                        if matches!(parts.last(), Some(std::path::Component::Normal(_))) =>
+                    {
+                        parts.pop();
+                    }
+                    std::path::Component::CurDir => {}
+                    c => parts.push(c),
+                }
+            }
+            let path: std::path::PathBuf = parts.iter().collect();
+            f.file = Some(path.display().to_string());
+        }
+    }
+    p
+}
+
+/// The cache key of a profile: the build, the command line, the environment and the
+/// workload's files.
+fn profile_key(build: &str, inv: &measure::Invocation, workload_digest: Option<&str>) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for part in [build.to_string(), format!("{:?}", inv.args)]
+        .into_iter()
+        .chain([format!("{:?}", inv.env), format!("{:?}", inv.stdin)])
+        .chain(workload_digest.map(str::to_string))
+    {
+        h.update(part.as_bytes());
+        h.update([0]);
+    }
+    let hex: String = h.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{}-{hex}", &build[..12.min(build.len())])
+}
+
+/// The invocation run once under callgrind (its files in `dir/key/`); the output's text, or
+/// what went wrong (valgrind's own complaints included).
+fn callgrind(
+    inv: &measure::Invocation,
+    dir: &std::path::Path,
+    key: &str,
+) -> Result<String, String> {
+    let scratch = dir.join(key);
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+    let out = scratch.join("callgrind.out");
+    let mut args = vec![
+        "--tool=callgrind".to_string(),
+        format!("--callgrind-out-file={}", out.display()),
+        format!("--log-file={}/valgrind.log", scratch.display()),
+        "--".to_string(),
+        inv.cwd.join(&inv.program).display().to_string(),
+    ];
+    args.extend(inv.args.iter().cloned());
+    let wrapped = measure::Invocation {
+        program: "valgrind".into(),
+        args,
+        timeout: inv.timeout.saturating_mul(CALLGRIND_SLOWDOWN),
+        ..inv.clone()
+    };
+    let result = measure::runner::run(&wrapped);
+    let complaint = measure::instructions::counter_complaint(&scratch);
+    if !result.outcome.is_ok() {
+        return Err(format!(
+            "{:?}{}",
+            result.outcome,
+            complaint.map(|c| format!(": {c}")).unwrap_or_default()
+        ));
+    }
+    std::fs::read_to_string(&out).map_err(|e| format!("no callgrind output ({e})"))
 }

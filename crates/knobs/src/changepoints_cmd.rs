@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use changepoints::evaluation::{self, GridPoint, GridRow, TOLERANCE};
 use changepoints::likelihood::Threshold;
+use changepoints::regions::{RegionSettings, RegionsReport};
 use changepoints::synthetic::{SyntheticBackend, SyntheticSettings, SyntheticSystem};
 use changepoints::{Detection, RecordedHistory, Settings, detect};
 use clap::{Args, Subcommand};
@@ -168,6 +169,22 @@ pub struct DetectArgs {
     // Each batch of the search is one campaign: on Slurm, one job array per round.
     #[command(flatten)]
     backend: crate::backend_args::BackendArgs,
+    /// Down to the code: per change point, the functions whose instructions moved from the
+    /// commit before it to it (or between the commits its size was measured at, when the
+    /// change is not there), by valgrind's callgrind, in configurations that show the change
+    /// and one that does not; profiles are cached beside the builds.
+    #[arg(long)]
+    regions: bool,
+    /// With --regions: configurations that show the change profiled per change point.
+    #[arg(long, default_value_t = 2)]
+    regions_configurations: usize,
+    /// With --regions: functions listed per change point.
+    #[arg(long, default_value_t = 10)]
+    regions_top: usize,
+    /// With --regions: the smallest move of a function's own instructions that counts, as a
+    /// share of the configuration's instructions before the change.
+    #[arg(long, default_value = "0.5%")]
+    regions_min_share: String,
     #[command(flatten)]
     search: SearchArgs,
     #[command(flatten)]
@@ -319,6 +336,27 @@ fn detect_in_history(args: DetectArgs) -> Result<Outcome> {
         .unwrap_or_else(|| spec.dir.join("knobs.db"));
     let store = measure::Store::open(&store_path)?;
     store.register_spec(&spec)?;
+    let region_settings = args
+        .regions
+        .then(|| -> Result<RegionSettings> {
+            let min_share = match parse_threshold(&args.regions_min_share)? {
+                Threshold::Relative(r) => r,
+                Threshold::Absolute(_) => bail!("--regions-min-share is a share (0.5% or 0.005)"),
+            };
+            if args.regions_configurations == 0 || args.regions_top == 0 {
+                bail!("--regions-configurations and --regions-top must be at least 1");
+            }
+            Ok(RegionSettings {
+                configurations: args.regions_configurations,
+                top: args.regions_top,
+                min_share,
+                threshold: match parse_threshold(&args.search.threshold)? {
+                    Threshold::Relative(r) => Some(r),
+                    Threshold::Absolute(_) => None,
+                },
+            })
+        })
+        .transpose()?;
     let started = std::time::Instant::now();
     let runs_on = args.backend.backend(&spec, &store_path)?;
     let mut backend = changepoints::store::StoreBackend::new(
@@ -329,6 +367,14 @@ fn detect_in_history(args: DetectArgs) -> Result<Outcome> {
     )?
     .runs_on(runs_on);
     let detection = detect(&mut backend, &args.search.settings()?)?;
+    let regions = match &region_settings {
+        Some(settings) => Some(changepoints::regions::regions(
+            &detection,
+            &mut backend,
+            settings,
+        )?),
+        None => None,
+    };
     let effort = backend.effort().clone();
     if args.output.json {
         #[derive(Serialize)]
@@ -337,16 +383,22 @@ fn detect_in_history(args: DetectArgs) -> Result<Outcome> {
             detection: &'a Detection,
             effort: &'a changepoints::store::Effort,
             store: String,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            regions: Option<&'a RegionsReport>,
         }
         write_plot(&detection, args.output.plot.as_deref())?;
         crate::print_json(&WithEffort {
             detection: &detection,
             effort: &effort,
             store: store_path.display().to_string(),
+            regions: regions.as_ref(),
         })?;
         return Ok(Outcome::Done);
     }
     finish(&detection, args.output.plot.as_deref(), false, None)?;
+    if let Some(r) = &regions {
+        print!("{}", render_regions(r));
+    }
     println!(
         "effort: {} builds ({} cached, {} failed) in {:.1} min, {} runs ({} measurements read back from {}) in {:.1} min; {:.1} min in all",
         effort.builds,
@@ -359,6 +411,13 @@ fn detect_in_history(args: DetectArgs) -> Result<Outcome> {
         effort.measure_seconds / 60.0,
         started.elapsed().as_secs_f64() / 60.0
     );
+    if regions.is_some() {
+        println!(
+            "regions: {} callgrind profiles made in {:.1} min (the others read from the build cache)",
+            effort.profiles,
+            effort.profile_seconds / 60.0
+        );
+    }
     for f in &effort.failed_builds {
         println!("  did not build: {} ({}; log {})", f.commit, f.why, f.log);
     }
@@ -515,6 +574,97 @@ pub fn render(d: &Detection) -> String {
         let _ = writeln!(out, ": {what}; {change}; weight {:.2}", c.weight);
         if !c.info.subject.is_empty() {
             let _ = writeln!(out, "      {}", c.info.subject);
+        }
+    }
+    out
+}
+
+/// An instruction count as text: millions with one decimal from a million on.
+fn count(n: f64) -> String {
+    if n.abs() >= 1e6 {
+        format!("{:.1} M", n / 1e6)
+    } else {
+        format!("{n:.0}")
+    }
+}
+
+/// Each change point's moved functions, as text.
+pub fn render_regions(r: &RegionsReport) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(out, "regions (unit: {}):", r.unit);
+    let percent = |before: f64, after: f64| {
+        if before > 0.0 {
+            format!("{:+.1} %", 100.0 * (after - before) / before)
+        } else {
+            "new".to_string()
+        }
+    };
+    if r.change_points.is_empty() {
+        let _ = writeln!(out, "  no change point to take down to the code");
+    }
+    for cp in &r.change_points {
+        let _ = writeln!(
+            out,
+            "  change point at commit {} (commits {} → {} compared):",
+            cp.commit, cp.before_commit, cp.after_commit
+        );
+        for c in &cp.configurations {
+            let _ = writeln!(
+                out,
+                "    {} `{}`: {} → {} ({})",
+                if c.associated {
+                    "shows it "
+                } else {
+                    "contrast "
+                },
+                if c.configuration.is_empty() {
+                    "no option selected"
+                } else {
+                    &c.configuration
+                },
+                count(c.total_before as f64),
+                count(c.total_after as f64),
+                percent(c.total_before as f64, c.total_after as f64)
+            );
+        }
+        if cp.functions.is_empty() {
+            let _ = writeln!(
+                out,
+                "    no function's own instructions moved by {:.1} % of the total or more",
+                100.0 * r.settings.min_share
+            );
+        }
+        for f in &cp.functions {
+            let place = match (&f.file, f.line) {
+                (Some(file), Some(line)) => format!(" ({file}:{line})"),
+                (Some(file), None) => format!(" ({file})"),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "    {}{place}: own {} → {} ({}{}, {}), with callees {}{}; moved in {}",
+                f.function,
+                count(f.exclusive_before),
+                count(f.exclusive_after),
+                if f.exclusive_change >= 0.0 { "+" } else { "" },
+                count(f.exclusive_change),
+                percent(f.exclusive_before, f.exclusive_after),
+                if f.inclusive_change >= 0.0 { "+" } else { "" },
+                count(f.inclusive_change),
+                if f.scope == "some" {
+                    f.moved_in
+                        .iter()
+                        .map(|c| format!("`{c}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                } else {
+                    f.scope.clone()
+                }
+            );
+        }
+        for n in &cp.notes {
+            let _ = writeln!(out, "    note: {n}");
         }
     }
     out
