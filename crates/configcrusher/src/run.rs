@@ -43,6 +43,10 @@ pub struct Options {
     /// Options with no source and no annotation are a warning, not an error: the analysis
     /// cannot see them and the model leaves them out (the report names them).
     pub allow_unsourced: bool,
+    /// Dynamic confirmation ([`crate::confirm`]): keep an interaction only where its options
+    /// meet in a branch that went both ways on the analysis workload (an assumption the
+    /// report names).
+    pub confirm: bool,
 }
 
 impl Default for Options {
@@ -55,6 +59,7 @@ impl Default for Options {
             model_path: None,
             not_fixed: Vec::new(),
             allow_unsourced: false,
+            confirm: false,
         }
     }
 }
@@ -107,6 +112,10 @@ pub struct AnalysisReport {
     pub set_aside: SetAside,
     /// Maximal interactions, by option name.
     pub interactions: Vec<Vec<String>>,
+    /// Present with dynamic confirmation: the static interactions, and those it dropped
+    /// because their options met only in branches that went one way (or never ran) on its
+    /// workload.
+    pub confirmation: Option<crate::Confirmation>,
     pub memory_cells: usize,
     /// The program exceeded points-to's per-object budget: stack and heap objects were
     /// analysed as one (much coarser).
@@ -341,6 +350,24 @@ fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
             points_to.cells.len()
         ));
     }
+    if let Some(c) = &analysed.confirmation
+        && !c.dropped.is_empty()
+    {
+        notes.push(format!(
+            "assumption (dynamic confirmation): the model leaves out the interactions {} the \
+             static analysis found, as their options met only in branches that went one way, \
+             or never ran, in {} runs of workload `{}`; another workload may take them \
+             otherwise (without dynamic confirmation: the static analysis's {} configurations)",
+            c.dropped
+                .iter()
+                .map(|i| format!("{{{}}}", i.join(",")))
+                .collect::<Vec<_>>()
+                .join(" "),
+            c.runs,
+            c.workload,
+            c.static_configurations
+        ));
+    }
     let interactions = analysed.interactions(spec);
     let total = analysed.total_configurations;
     let measured = analysed.compression.configurations.len();
@@ -372,6 +399,7 @@ fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
             unsourced: analysed.unsourced.clone(),
             set_aside: set_aside(spec, analysed),
             interactions,
+            confirmation: analysed.confirmation.clone(),
             memory_cells: points_to.cells.len(),
             points_to_merged: points_to.merged,
         },
@@ -485,6 +513,32 @@ impl Report {
                 interactions.join(" ")
             }
         ));
+        if let Some(c) = &a.confirmation {
+            let sets = |sets: &[Vec<String>]| {
+                if sets.is_empty() {
+                    "none".to_string()
+                } else {
+                    sets.iter()
+                        .map(|i| format!("{{{}}}", i.join(",")))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                }
+            };
+            lines.push(format!(
+                "dynamic confirmation: {} runs of workload `{}` (the static cover) in {:.1} s \
+                 observed {} tainted branches: {} went one way in every run, {} never ran; \
+                 static interactions {} ({} configurations); dropped: {}",
+                c.runs,
+                c.workload,
+                c.seconds,
+                c.branches_observed,
+                c.branches_decided,
+                c.branches_never_run,
+                sets(&c.static_interactions),
+                c.static_configurations,
+                sets(&c.dropped),
+            ));
+        }
         if a.set_aside.decisions > 0 {
             lines.push(format!(
                 "set aside as cold (paths that end the program): {} tainted decisions of {{{}}} \

@@ -39,6 +39,11 @@ pub struct CrushArgs {
     /// instead of an error: the analysis cannot see them, and the model leaves them out.
     #[arg(long)]
     allow_unsourced: bool,
+    /// Keep an interaction only where its options meet in a branch that went both ways on
+    /// the analysis workload (observed in runs of the static cover's configurations): fewer
+    /// configurations, on an assumption the report states with what it dropped.
+    #[arg(long)]
+    dynamic_confirmation: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -65,6 +70,7 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
         explain,
         model_path: args.out,
         allow_unsourced: args.allow_unsourced,
+        confirm: args.dynamic_confirmation,
         ..Options::default()
     };
     let report = configcrusher::run(&session, &options, &mut Progress::new())?;
