@@ -1,10 +1,10 @@
 //! Dynamic confirmation (the hybrid, optional): the static analysis keeps an interaction
 //! wherever its options *may* meet in a decision; this keeps it only where they meet in a
-//! decision that decides something on the analysis workload.
+//! decision that decides something on the workload the model is of.
 //!
 //! The program is built observing the condition of every conditional branch the static
 //! analysis found tainted (`llvm::instrument_observing`, the fixed settings' observation
-//! runtime) and run on the analysis workload in every configuration of the static cover,
+//! runtime) and run on the measured workload in every configuration of the static cover,
 //! so every combination of every static interaction runs. A branch that went one way in
 //! every run (a status every option's validation derives, `if (ret != OK)`, that is always
 //! OK) decides nothing there, and one that never ran reaches nothing: the program is
@@ -12,8 +12,10 @@
 //! (`analysis::specialise_with`), and analysed again. Options that met only through such
 //! branches no longer interact.
 //!
-//! This is an assumption, not a proof: another workload may take the other way. The report
-//! names the interactions it dropped and the workload.
+//! The measured workload, not the small analysis one: a compressor's multi-block path, its
+//! buffer-full branches, run only on inputs as large as the measured ones. This is an
+//! assumption, not a proof: a configuration outside the cover, or another workload, may take
+//! the other way. The report names the interactions it dropped and the workload.
 
 use std::time::Instant;
 

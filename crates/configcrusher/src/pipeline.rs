@@ -138,7 +138,7 @@ pub fn analyse(
     let valid = ValidConfigurations::new(&spec.space)?;
     let mut confirmation = None;
     if options.confirm {
-        let workload = spec.analysis_workload()?;
+        let workload = spec.workload(options.confirm_workload.as_deref())?;
         let static_interactions = interactions_of(&influence);
         let static_cover =
             crate::compress(&valid, &static_interactions, options.combination_limit)?;

@@ -44,9 +44,12 @@ pub struct Options {
     /// cannot see them and the model leaves them out (the report names them).
     pub allow_unsourced: bool,
     /// Dynamic confirmation ([`crate::confirm`]): keep an interaction only where its options
-    /// meet in a branch that went both ways on the analysis workload (an assumption the
-    /// report names).
+    /// meet in a branch that went both ways on the measured workload in the static cover's
+    /// configurations (an assumption the report names).
     pub confirm: bool,
+    /// The workload dynamic confirmation observes (default: the spec's measurement
+    /// workload; [`run`] gives it the session's): the one the model is of.
+    pub confirm_workload: Option<String>,
 }
 
 impl Default for Options {
@@ -60,6 +63,7 @@ impl Default for Options {
             not_fixed: Vec::new(),
             allow_unsourced: false,
             confirm: false,
+            confirm_workload: None,
         }
     }
 }
@@ -184,6 +188,9 @@ pub fn run(
     spec.prepare_workload(workload)?;
     let option_ids = explained_options(session, &options.explain)?;
     let mut options = options.clone();
+    options
+        .confirm_workload
+        .get_or_insert_with(|| session.workload.clone());
     let mut dropped: Vec<String> = Vec::new();
     // Inferred fixed settings measured runs contradict are dropped and everything from the
     // analysis on redone; each round drops at least one, so this ends.
@@ -356,8 +363,9 @@ fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
         notes.push(format!(
             "assumption (dynamic confirmation): the model leaves out the interactions {} the \
              static analysis found, as their options met only in branches that went one way, \
-             or never ran, in {} runs of workload `{}`; another workload may take them \
-             otherwise (without dynamic confirmation: the static analysis's {} configurations)",
+             or never ran, in {} runs of workload `{}` (the static cover's configurations); \
+             other configurations or workloads may take them otherwise (without dynamic \
+             confirmation: the static analysis's {} configurations)",
             c.dropped
                 .iter()
                 .map(|i| format!("{{{}}}", i.join(",")))

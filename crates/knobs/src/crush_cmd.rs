@@ -40,7 +40,7 @@ pub struct CrushArgs {
     #[arg(long)]
     allow_unsourced: bool,
     /// Keep an interaction only where its options meet in a branch that went both ways on
-    /// the analysis workload (observed in runs of the static cover's configurations): fewer
+    /// the measured workload (observed in runs of the static cover's configurations): fewer
     /// configurations, on an assumption the report states with what it dropped.
     #[arg(long)]
     dynamic_confirmation: bool,
