@@ -24,13 +24,14 @@ int main(void) {
 /// the buffer held (the level), so the loop on it depends on no option.
 #[test]
 fn a_buffer_the_library_only_fills_does_not_decide_its_result() {
-    let p = llvm::fixture::compile("reader.c", READER).translation.program;
+    let p = llvm::fixture::compile("reader.c", READER)
+        .translation
+        .program;
     let option = |k: u32, name: &str| OptionSource {
         option: OptionId(k),
         kind: SourceKind::Global { name: name.into() },
     };
-    let sources =
-        ResolvedSources::resolve(&p, &[option(0, "level"), option(1, "noname")]).unwrap();
+    let sources = ResolvedSources::resolve(&p, &[option(0, "level"), option(1, "noname")]).unwrap();
     let si = analyse(&p, &ProgramDominance::new(&p), &sources);
     let calls = llvm::fixture::calls_to(&p, "work");
     let of = |marker: &str| {

@@ -106,9 +106,8 @@ pub fn branch_outcomes(
         return Ok(outcomes);
     }
     let dir = settings.work_dir.join("confirm");
-    std::fs::create_dir_all(&dir).map_err(|e| {
-        Error::Invalid(format!("dynamic confirmation: {}: {e}", dir.display()))
-    })?;
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::Invalid(format!("dynamic confirmation: {}: {e}", dir.display())))?;
     let bitcode = dir.join("program.branches.bc");
     let checks = llvm::instrument_observing(
         &built.ssa,

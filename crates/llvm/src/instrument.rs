@@ -234,7 +234,9 @@ fn instrument_checked(
             continue;
         }
         let is_load = matches!(program.inst(i).kind, ir::InstKind::Load { .. });
-        if !is_load && !(lenient && matches!(program.inst(i).kind, ir::InstKind::Op { .. })) {
+        // Observing builds also watch other integers (a branch's condition).
+        let observable = lenient && matches!(program.inst(i).kind, ir::InstKind::Op { .. });
+        if !is_load && !observable {
             bad("it is not a load".into())?;
             continue;
         }
