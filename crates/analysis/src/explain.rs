@@ -235,8 +235,14 @@ impl<'a> Explainer<'a> {
                                 if p.func(g).is_declaration
                                     && !ALLOCATORS.contains(&libc_name(&p.func(g).name))
                                 {
-                                    for &a in args {
+                                    for (k, &a) in args.iter().enumerate() {
                                         push(Fact::Value(a), Some(*i), "external call argument");
+                                        if crate::pointsto::fills_without_reading(
+                                            &p.func(g).name,
+                                            k,
+                                        ) {
+                                            continue;
+                                        }
                                         for m in self.reads_objects(a) {
                                             push(m, Some(*i), "external call reads");
                                         }

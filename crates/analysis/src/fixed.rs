@@ -31,6 +31,16 @@ pub struct FixedGlobal {
     pub value: i64,
 }
 
+/// An instruction that gives one value in every run of the workload (a branch's condition
+/// observed so: `configcrusher`'s dynamic confirmation), or that never runs (`None`: the
+/// branches on it take no edge). Not checked at run time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FixedValue {
+    pub inst: InstId,
+    /// Canonical for the instruction's width (sign-extended: an `i1` true is -1).
+    pub value: Option<i64>,
+}
+
 /// A load the specialised program reads as a constant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FoldedLoad {
@@ -74,6 +84,7 @@ impl Lattice {
 struct Propagation<'p> {
     program: &'p Program,
     fixed: HashMap<GlobalId, i64>,
+    fixed_values: HashMap<InstId, Option<i64>>,
     values: IdVec<ValueId, Lattice>,
     returns: IdVec<FuncId, Lattice>,
     reachable_blocks: IdVec<BlockId, bool>,
@@ -87,7 +98,7 @@ struct Propagation<'p> {
 }
 
 impl<'p> Propagation<'p> {
-    fn new(program: &'p Program, fixed: &[FixedGlobal]) -> Self {
+    fn new(program: &'p Program, fixed: &[FixedGlobal], fixed_values: &[FixedValue]) -> Self {
         let mut users: IdVec<ValueId, Vec<InstId>> = IdVec::with_default(program.values.len());
         let mut callers: IdVec<FuncId, Vec<InstId>> = IdVec::with_default(program.functions.len());
         for (id, inst) in program.insts.iter_enumerated() {
@@ -112,6 +123,7 @@ impl<'p> Propagation<'p> {
         Propagation {
             program,
             fixed: fixed.iter().map(|f| (f.global, f.value)).collect(),
+            fixed_values: fixed_values.iter().map(|f| (f.inst, f.value)).collect(),
             values,
             returns: IdVec::from_elem(Lattice::Unknown, program.functions.len()),
             reachable_blocks: IdVec::from_elem(false, program.blocks.len()),
@@ -359,6 +371,11 @@ impl<'p> Propagation<'p> {
             }
             _ => Lattice::Varying,
         };
+        let result = match self.fixed_values.get(&i) {
+            Some(&Some(value)) => Lattice::Constant(value),
+            Some(None) => Lattice::Unknown,
+            None => result,
+        };
         if let Some(r) = inst.result {
             self.set(r, result);
         }
@@ -368,7 +385,16 @@ impl<'p> Propagation<'p> {
 /// The program as `fixed` leaves it (see the module documentation). With no fixed globals,
 /// nothing is decided and nothing is unreachable that was reachable before.
 pub fn specialise(program: &Program, fixed: &[FixedGlobal]) -> Specialised {
-    let mut propagation = Propagation::new(program, fixed);
+    specialise_with(program, fixed, &[])
+}
+
+/// [`specialise`] with instructions known to give one value too (`fixed_values`).
+pub fn specialise_with(
+    program: &Program,
+    fixed: &[FixedGlobal],
+    fixed_values: &[FixedValue],
+) -> Specialised {
+    let mut propagation = Propagation::new(program, fixed, fixed_values);
     propagation.run();
     let p = &propagation;
     let mut out = program.clone();

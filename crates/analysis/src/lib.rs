@@ -21,7 +21,7 @@ pub mod sources;
 pub mod static_taint;
 pub mod wrappers;
 
-pub use fixed::{FixedGlobal, FoldedLoad, Specialised, specialise};
+pub use fixed::{FixedGlobal, FixedValue, FoldedLoad, Specialised, specialise, specialise_with};
 pub use ir::dom::{DomTree, FunctionDominance, ProgramDominance};
 pub use options::{OptionSet, SetId, SetInterner};
 pub use sources::{FieldRef, OptionSource, ResolvedSources, SourceKind};

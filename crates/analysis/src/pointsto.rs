@@ -48,6 +48,25 @@ pub(crate) fn libc_name(name: &str) -> &str {
         .unwrap_or(name)
 }
 
+/// Library functions that fill a buffer argument (its position) without reading it: what
+/// the buffer held before changes neither their result nor their work (`fread`'s count is
+/// the file's and the size asked for).
+const FILLS_WITHOUT_READING: &[(&str, usize)] = &[
+    ("fread", 0),
+    ("fread_unlocked", 0),
+    ("read", 1),
+    ("pread", 1),
+    ("pread64", 1),
+    ("recv", 1),
+    ("fgets", 0),
+];
+
+/// Whether external function `name` only writes through its argument `arg`.
+pub(crate) fn fills_without_reading(name: &str, arg: usize) -> bool {
+    let name = libc_name(name);
+    FILLS_WITHOUT_READING.contains(&(name, arg))
+}
+
 /// An external function whose result points into its first argument.
 pub(crate) fn returns_first_argument(name: &str) -> bool {
     RETURNS_FIRST_ARGUMENT.contains(&libc_name(name))

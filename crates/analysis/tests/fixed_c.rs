@@ -3,8 +3,8 @@
 //! reaches the code that runs.
 
 use analysis::{
-    FixedGlobal, OptionSet, OptionSource, ResolvedSources, SourceKind, StatementInfluence, analyse,
-    specialise,
+    FixedGlobal, FixedValue, OptionSet, OptionSource, ResolvedSources, SourceKind,
+    StatementInfluence, analyse, specialise, specialise_with,
 };
 use ir::Program;
 use ir::ProgramDominance;
@@ -144,4 +144,49 @@ fn settings_that_decide_nothing_change_nothing() {
     for i in p.insts.keys() {
         assert_eq!(a.of(i), b.of(i));
     }
+}
+
+/// The condition of the conditional branch on the line of `marker`.
+fn condition(p: &Program, marker: &str) -> ir::InstId {
+    let line = llvm::fixture::line_of(GZIP_LIKE, marker);
+    p.insts
+        .iter()
+        .filter(|inst| inst.loc.line == line)
+        .find_map(|inst| match p.value(inst.kind.control_decision()?) {
+            ir::ValueDef::Inst(c) => Some(*c),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no branch on an instruction at line {line}"))
+}
+
+/// Branch conditions observed on a workload (`configcrusher`'s dynamic confirmation) fold
+/// as fixed settings do: one way in every run (`if (decompress)` false, the loop's exit
+/// true) decides the branch, never run (`if (recursive …)`) reaches nothing.
+#[test]
+fn observed_conditions_decide_their_branches() {
+    let p = llvm::fixture::compile("gzip_like.c", GZIP_LIKE)
+        .translation
+        .program;
+    let values = [
+        FixedValue {
+            inst: condition(&p, "if (decompress) unpack"),
+            value: Some(0),
+        },
+        FixedValue {
+            inst: condition(&p, "if (input_eof()) break"),
+            value: Some(-1),
+        },
+        FixedValue {
+            inst: condition(&p, "if (recursive && depth"),
+            value: None,
+        },
+    ];
+    let s = specialise_with(&p, &[], &values);
+    s.program.verify().unwrap();
+    let si = taint(&s.program);
+    assert_eq!(work(&s.program, &si, "w1"), set(&[0]));
+    assert_eq!(work(&s.program, &si, "w2"), set(&[]));
+    assert_eq!(s.dead_functions, 1, "unpack");
+    assert!(s.decided >= 2, "{} decided", s.decided);
+    assert!(s.folded_loads.is_empty());
 }

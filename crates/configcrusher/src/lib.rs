@@ -16,12 +16,14 @@
 //! itself an interaction of the program (invariants 1 and 2 of the paper).
 
 pub mod compress;
+pub mod confirm;
 pub mod overhead;
 pub mod pipeline;
 pub mod regions;
 mod run;
 
 pub use compress::{Compression, compress};
+pub use confirm::Confirmation;
 pub use pipeline::{
     Analysed, Instrumented, analyse, build_model, build_model_with_clocks, instrument,
     measure_configurations,

@@ -67,6 +67,8 @@ pub struct Analysed {
     pub peak_memory_mib: Option<f64>,
     /// Fixed settings inferred from the program's own runs (none when inference is off).
     pub inference: Option<instrumented::infer::Inference>,
+    /// What dynamic confirmation dropped ([`crate::Options::confirm`]).
+    pub confirmation: Option<crate::confirm::Confirmation>,
 }
 
 impl Analysed {
@@ -122,15 +124,81 @@ pub fn analyse(
         spec.analysis_workload()?,
         &options.not_fixed,
     )?;
-    let specialised =
+    let mut specialised =
         (!fixed.is_empty()).then(|| analysis::specialise(&built.translation.program, &fixed));
+    let sources = &built.sources;
+    let analyse_program = |specialised: &Option<analysis::Specialised>| {
+        let program = match specialised {
+            Some(s) => &s.program,
+            None => &built.translation.program,
+        };
+        analysis::analyse(program, &ProgramDominance::new(program), sources)
+    };
+    let mut influence = analyse_program(&specialised);
+    let valid = ValidConfigurations::new(&spec.space)?;
+    let mut confirmation = None;
+    if options.confirm {
+        let workload = spec.workload(options.confirm_workload.as_deref())?;
+        let static_interactions = interactions_of(&influence);
+        let static_cover =
+            crate::compress(&valid, &static_interactions, options.combination_limit)?;
+        if static_cover.configurations.len() > crate::confirm::MAX_RUNS {
+            return Err(Error::Invalid(format!(
+                "dynamic confirmation: the static analysis's cover has {} configurations, more \
+                 runs than the limit of {}; run without dynamic confirmation",
+                static_cover.configurations.len(),
+                crate::confirm::MAX_RUNS
+            )));
+        }
+        let outcomes = crate::confirm::branch_outcomes(
+            spec,
+            settings,
+            &built,
+            &influence,
+            workload,
+            &static_cover.configurations,
+        )?;
+        if !outcomes.fixed.is_empty() {
+            specialised = Some(analysis::specialise_with(
+                &built.translation.program,
+                &fixed,
+                &outcomes.fixed,
+            ));
+            influence = analyse_program(&specialised);
+        }
+        let confirmed = interactions_of(&influence);
+        let names = |sets: &[OptionSet]| -> Vec<Vec<String>> {
+            sets.iter()
+                .map(|s| {
+                    s.iter()
+                        .map(|o| spec.space.option(o).name.clone())
+                        .collect()
+                })
+                .collect()
+        };
+        let dropped: Vec<OptionSet> = static_cover
+            .maximal
+            .iter()
+            .filter(|s| !confirmed.iter().any(|c| s.is_subset(c)))
+            .cloned()
+            .collect();
+        confirmation = Some(crate::confirm::Confirmation {
+            workload: workload.name.clone(),
+            runs: static_cover.configurations.len(),
+            seconds: outcomes.seconds,
+            branches_observed: outcomes.observed,
+            branches_decided: outcomes.decided,
+            branches_never_run: outcomes.never,
+            static_interactions: names(&static_cover.maximal),
+            static_configurations: static_cover.configurations.len(),
+            dropped: names(&dropped),
+        });
+    }
     let program = match &specialised {
         Some(s) => &s.program,
         None => &built.translation.program,
     };
-    let sources = &built.sources;
     let dominance = ProgramDominance::new(program);
-    let mut influence = analysis::analyse(program, &dominance, sources);
     let regions_unoptimised =
         crate::identify_regions(program, &dominance, influence.influence.as_slice(), &[])
             .regions
@@ -146,12 +214,7 @@ pub fn analyse(
     } else {
         crate::identify_regions(program, &dominance, influence.influence.as_slice(), &[])
     };
-    let interactions: Vec<OptionSet> = influence
-        .interactions()
-        .iter()
-        .map(|s| influence.sets.get(*s).clone())
-        .collect();
-    let valid = ValidConfigurations::new(&spec.space)?;
+    let interactions = interactions_of(&influence);
     let compression = crate::compress(&valid, &interactions, options.combination_limit)?;
     let total_configurations = u128::try_from(&valid.count()).unwrap_or(u128::MAX);
     let relevant = influence.relevant_options();
@@ -179,8 +242,18 @@ pub fn analyse(
         analysis_seconds,
         peak_memory_mib: measure::runner::peak_memory_mib(),
         inference,
+        confirmation,
         translation: built.translation,
     })
+}
+
+/// The distinct non-empty influence sets: what the compression covers.
+fn interactions_of(influence: &StatementInfluence) -> Vec<OptionSet> {
+    influence
+        .interactions()
+        .iter()
+        .map(|s| influence.sets.get(*s).clone())
+        .collect()
 }
 
 /// Options the analysis cannot see: neither they nor an option below them in the hierarchy

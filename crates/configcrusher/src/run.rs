@@ -48,6 +48,13 @@ pub struct Options {
     /// Read the region times by this clock in every configuration (default: as the spec's
     /// metric resolves, `instrumented::region_clocks`).
     pub region_clock: Option<instrumented::RegionClock>,
+    /// Dynamic confirmation ([`crate::confirm`]): keep an interaction only where its options
+    /// meet in a branch that went both ways on the measured workload in the static cover's
+    /// configurations (an assumption the report names).
+    pub confirm: bool,
+    /// The workload dynamic confirmation observes (default: the spec's measurement
+    /// workload; [`run`] gives it the session's): the one the model is of.
+    pub confirm_workload: Option<String>,
 }
 
 impl Default for Options {
@@ -61,6 +68,8 @@ impl Default for Options {
             not_fixed: Vec::new(),
             allow_unsourced: false,
             region_clock: None,
+            confirm: false,
+            confirm_workload: None,
         }
     }
 }
@@ -116,6 +125,10 @@ pub struct AnalysisReport {
     pub set_aside: SetAside,
     /// Maximal interactions, by option name.
     pub interactions: Vec<Vec<String>>,
+    /// Present with dynamic confirmation: the static interactions, and those it dropped
+    /// because their options met only in branches that went one way (or never ran) on its
+    /// workload.
+    pub confirmation: Option<crate::Confirmation>,
     pub memory_cells: usize,
     /// The program exceeded points-to's per-object budget: stack and heap objects were
     /// analysed as one (much coarser).
@@ -184,6 +197,9 @@ pub fn run(
     spec.prepare_workload(workload)?;
     let option_ids = explained_options(session, &options.explain)?;
     let mut options = options.clone();
+    options
+        .confirm_workload
+        .get_or_insert_with(|| session.workload.clone());
     let mut dropped: Vec<String> = Vec::new();
     // Inferred fixed settings measured runs contradict are dropped and everything from the
     // analysis on redone; each round drops at least one, so this ends.
@@ -352,6 +368,25 @@ fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
             points_to.cells.len()
         ));
     }
+    if let Some(c) = &analysed.confirmation
+        && !c.dropped.is_empty()
+    {
+        notes.push(format!(
+            "assumption (dynamic confirmation): the model leaves out the interactions {} the \
+             static analysis found, as their options met only in branches that went one way, \
+             or never ran, in {} runs of workload `{}` (the static cover's configurations); \
+             other configurations or workloads may take them otherwise (without dynamic \
+             confirmation: the static analysis's {} configurations)",
+            c.dropped
+                .iter()
+                .map(|i| format!("{{{}}}", i.join(",")))
+                .collect::<Vec<_>>()
+                .join(" "),
+            c.runs,
+            c.workload,
+            c.static_configurations
+        ));
+    }
     let interactions = analysed.interactions(spec);
     let total = analysed.total_configurations;
     let measured = analysed.compression.configurations.len();
@@ -383,6 +418,7 @@ fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
             unsourced: analysed.unsourced.clone(),
             set_aside: set_aside(spec, analysed),
             interactions,
+            confirmation: analysed.confirmation.clone(),
             memory_cells: points_to.cells.len(),
             points_to_merged: points_to.merged,
         },
@@ -497,6 +533,32 @@ impl Report {
                 interactions.join(" ")
             }
         ));
+        if let Some(c) = &a.confirmation {
+            let sets = |sets: &[Vec<String>]| {
+                if sets.is_empty() {
+                    "none".to_string()
+                } else {
+                    sets.iter()
+                        .map(|i| format!("{{{}}}", i.join(",")))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                }
+            };
+            lines.push(format!(
+                "dynamic confirmation: {} runs of workload `{}` (the static cover) in {:.1} s \
+                 observed {} tainted branches: {} went one way in every run, {} never ran; \
+                 static interactions {} ({} configurations); dropped: {}",
+                c.runs,
+                c.workload,
+                c.seconds,
+                c.branches_observed,
+                c.branches_decided,
+                c.branches_never_run,
+                sets(&c.static_interactions),
+                c.static_configurations,
+                sets(&c.dropped),
+            ));
+        }
         if a.set_aside.decisions > 0 {
             lines.push(format!(
                 "set aside as cold (paths that end the program): {} tainted decisions of {{{}}} \

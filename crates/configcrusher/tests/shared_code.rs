@@ -22,6 +22,27 @@ fn compresses_and_models(
     configurations: &[Vec<f64>],
     expected: impl Fn(&[f64]) -> f64,
 ) -> configcrusher::Analysed {
+    compresses_and_models_with(
+        &configcrusher::Options::default(),
+        program,
+        spec,
+        interactions,
+        measured,
+        configurations,
+        expected,
+    )
+}
+
+/// [`compresses_and_models`] with these options.
+fn compresses_and_models_with(
+    options: &configcrusher::Options,
+    program: &str,
+    spec: &str,
+    interactions: &[&[&str]],
+    measured: usize,
+    configurations: &[Vec<f64>],
+    expected: impl Fn(&[f64]) -> f64,
+) -> configcrusher::Analysed {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("prog.c"),
@@ -32,8 +53,7 @@ fn compresses_and_models(
     std::fs::write(&path, spec).unwrap();
     let spec = SystemSpec::load(&path).unwrap();
     let settings = common::test_clock_settings(dir.path().join("work"));
-    let analysed =
-        configcrusher::analyse(&spec, &settings, &configcrusher::Options::default()).unwrap();
+    let analysed = configcrusher::analyse(&spec, &settings, options).unwrap();
     let mut found = analysed.interactions(&spec);
     found.sort();
     let mut want: Vec<Vec<String>> = interactions
@@ -266,4 +286,107 @@ fn error_paths_are_set_aside() {
         .filter(|d| analysed.influence.sets.get(d.options).contains(quiet))
         .collect();
     assert!(set_aside.len() >= 2, "{:?}", analysed.influence.set_aside);
+}
+
+const CONFIRMED: &str = r#"
+#include <stdlib.h>
+#include <string.h>
+__attribute__((annotate("knobs:option=A"))) int A;
+__attribute__((annotate("knobs:option=B"))) int B;
+__attribute__((annotate("knobs:option=C"))) int C;
+int level;
+/* A status every option's check derives, as a compressor's set-up returns one: never an
+   error on this workload, but the coding runs under it. */
+static int check(void) {
+    if (A < 0 || B < 0 || C < 0)
+        return -1;
+    return 0;
+}
+static void code(void) {
+    if (A) WORK_MS(3);
+    if (B) WORK_MS(2);
+    if (C) WORK_MS(5);
+}
+/* Only a command line of more than 64 words reaches it: the workload never does. */
+static void batch(void) {
+    if (A) {
+        if (B) WORK_MS(7);
+    }
+}
+PARSE
+int main(int argc, char **argv) {
+    parse(argc, argv);
+    WORK_MS(1);
+    if (check() == 0)
+        code();
+    if (argc > 64)
+        batch();
+    return 0;
+}
+"#;
+
+fn confirming() -> configcrusher::Options {
+    configcrusher::Options {
+        confirm: true,
+        ..configcrusher::Options::default()
+    }
+}
+
+/// The options meet statically in a status check that never fails on the workload (all of
+/// them, 8 configurations) and in code it never runs: dynamic confirmation drops both, says
+/// so, and measures 2; without it the static interaction stays. Both models are exact.
+#[test]
+fn dynamic_confirmation_drops_interactions_of_branches_that_decide_nothing() {
+    let program = CONFIRMED.replace("PARSE", PARSE);
+    let model = |c: &[f64]| 0.001 + 0.003 * c[0] + 0.002 * c[1] + 0.005 * c[2];
+    let all = binary_configurations(3, &[]);
+    let without = compresses_and_models(
+        &program,
+        &spec("confirmed", "C", false),
+        &[&["A", "B", "C"]],
+        8,
+        &all,
+        model,
+    );
+    assert!(without.confirmation.is_none());
+    let with = compresses_and_models_with(
+        &confirming(),
+        &program,
+        &spec("confirmed", "C", false),
+        &[&["A"], &["B"], &["C"]],
+        2,
+        &all,
+        model,
+    );
+    let c = with.confirmation.expect("a confirmation report");
+    let abc: Vec<String> = ["A", "B", "C"].iter().map(|s| s.to_string()).collect();
+    assert_eq!(c.static_interactions, vec![abc.clone()]);
+    assert_eq!(c.dropped, vec![abc]);
+    assert_eq!((c.static_configurations, c.runs), (8, 8));
+    assert_eq!(c.workload, "none");
+    // `A < 0`, `B < 0`, `C < 0` and `check () == 0` went one way; batch's two never ran;
+    // code's three went both ways.
+    assert_eq!(c.branches_never_run, 2, "{c:?}");
+    assert!(c.branches_decided >= 2, "{c:?}");
+}
+
+/// Confirmation keeps what decides: every branch on an option goes both ways in the static
+/// cover, so nothing is dropped from the bounded helper's program.
+#[test]
+fn dynamic_confirmation_keeps_branches_that_go_both_ways() {
+    let analysed = compresses_and_models_with(
+        &confirming(),
+        &BURN.replace("PARSE", PARSE),
+        &spec("burn", "C", true),
+        &[&["A"], &["B"], &["C"], &["level"]],
+        3,
+        &binary_configurations(3, &[1.0, 2.0, 3.0]),
+        |c| {
+            let b = if c[1] == 1.0 { 0.004 } else { 0.001 };
+            0.001 + 0.002 * c[3] + 0.003 * c[0] + b + 0.005 * c[2]
+        },
+    );
+    let c = analysed.confirmation.expect("a confirmation report");
+    assert!(c.dropped.is_empty(), "{:?}", c.dropped);
+    assert_eq!(c.branches_decided + c.branches_never_run, 0, "{c:?}");
 }

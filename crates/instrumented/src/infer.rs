@@ -236,7 +236,7 @@ pub fn spec_fixed_globals(
 }
 
 /// One observation run: the region-times file it wrote.
-fn observe_run(
+pub fn observe_run(
     spec: &SystemSpec,
     binary: &Path,
     config: &Configuration,

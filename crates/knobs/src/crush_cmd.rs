@@ -45,6 +45,11 @@ pub struct CrushArgs {
     /// with another clock reuses the measurements.
     #[arg(long, value_enum, default_value = "auto")]
     region_clock: RegionClockArg,
+    /// Keep an interaction only where its options meet in a branch that went both ways on
+    /// the measured workload (observed in runs of the static cover's configurations): fewer
+    /// configurations, on an assumption the report states with what it dropped.
+    #[arg(long)]
+    dynamic_confirmation: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -83,6 +88,7 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
             RegionClockArg::Wall => Some(instrumented::RegionClock::Wall),
             RegionClockArg::Cpu => Some(instrumented::RegionClock::Cpu),
         },
+        confirm: args.dynamic_confirmation,
         ..Options::default()
     };
     let report = configcrusher::run(&session, &options, &mut Progress::new())?;

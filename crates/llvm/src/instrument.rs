@@ -111,9 +111,10 @@ pub fn instrument_with_checks(
     .map(|(stats, _)| stats)
 }
 
-/// A build that observes loads (run it with `runtime::OBSERVE_ENV` set): a value check
-/// after each of `loads` that reads an integer of at most 64 bits (check id = its index in
-/// `loads`), no regions. Loads of other types are skipped. Returns the checked loads.
+/// A build that observes values (run it with `runtime::OBSERVE_ENV` set): a value check
+/// after each of `loads` (loads, or other non-phi instructions such as a branch's `icmp`)
+/// that gives an integer of at most 64 bits (check id = its index in `loads`), no regions.
+/// Others are skipped. Returns the checked instructions.
 pub fn instrument_observing(
     ssa_bitcode: &Path,
     program: &Program,
@@ -232,7 +233,10 @@ fn instrument_checked(
             ))?;
             continue;
         }
-        if !matches!(program.inst(i).kind, ir::InstKind::Load { .. }) {
+        let is_load = matches!(program.inst(i).kind, ir::InstKind::Load { .. });
+        // Observing builds also watch other integers (a branch's condition).
+        let observable = lenient && matches!(program.inst(i).kind, ir::InstKind::Op { .. });
+        if !is_load && !observable {
             bad("it is not a load".into())?;
             continue;
         }
@@ -248,7 +252,11 @@ fn instrument_checked(
         // any value has a type and any type a kind, and the width is asked only of an integer
         // type (the `||` stops at another kind).
         let width = unsafe {
-            if c::LLVMGetInstructionOpcode(inst) != LLVMOpcode::LLVMLoad {
+            let opcode = c::LLVMGetInstructionOpcode(inst);
+            if (is_load && opcode != LLVMOpcode::LLVMLoad)
+                || !c::LLVMIsATerminatorInst(inst).is_null()
+                || opcode == LLVMOpcode::LLVMPHI
+            {
                 // An atomic read-modify-write also reads, but is not a plain load.
                 bad(format!(
                     "its LLVM instruction is not a `load`: {}",

@@ -358,10 +358,20 @@ impl Solver<'_> {
                                 if callee.is_declaration {
                                     let mut input = SetId::EMPTY;
                                     let mut given = LibraryInput::default();
-                                    for &a in args {
+                                    let fills = |k: usize| {
+                                        crate::pointsto::fills_without_reading(
+                                            self.func_names[g],
+                                            k,
+                                        )
+                                    };
+                                    for (k, &a) in args.iter().enumerate() {
                                         let v = self.taint(a);
                                         input = self.sets.union(input, v);
-                                        let m = self.read_objects(a);
+                                        let m = if fills(k) {
+                                            SetId::EMPTY
+                                        } else {
+                                            self.read_objects(a)
+                                        };
                                         input = self.sets.union(input, m);
                                         given.values = self.sets.union(given.values, v);
                                         match self.local_objects.stores_into(program, a) {
