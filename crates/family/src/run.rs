@@ -75,6 +75,9 @@ pub struct Report {
     /// Per run: the native median and the seconds of instrumentation cost taken out beyond
     /// the runtime's own calibration.
     pub overhead_correction: Vec<NativeFit>,
+    /// The clock the call trees read (always wall), and what that means for this spec's
+    /// metric ([`call_tree_clock`]).
+    pub call_tree_clock: Option<instrumented::RegionClocks>,
     #[serde(flatten)]
     pub output: Option<ModelOutput>,
     pub notes: Vec<String>,
@@ -143,6 +146,7 @@ pub fn run(
         measurement: None,
         native_measurement: None,
         overhead_correction: Vec::new(),
+        call_tree_clock: None,
         output: None,
         notes: Vec::new(),
     };
@@ -363,6 +367,12 @@ pub fn run(
         }
     };
     report.native_measurement = native;
+    let clock = call_tree_clock(&store, spec, workload)?;
+    reporter.note(&clock.to_string());
+    if clock.why.contains("would read CPU time") {
+        report.notes.push(clock.why.clone());
+    }
+    report.call_tree_clock = Some(clock);
 
     let medians = instrumented::median_region_times(&store, spec, workload, &variant)?;
     let mut entries: BTreeMap<(String, String), u64> = BTreeMap::new();
@@ -459,6 +469,7 @@ pub fn run(
         "{}, from the call trees of the variant simulator",
         spec.measure.metric.of_region_timers().name()
     ));
+    file.provenance.insert("region_clock".into(), "wall".into());
     report.output = Some(instrumented::save_model(
         &mut file,
         session,
@@ -468,6 +479,45 @@ pub fn run(
         options.model_path.clone(),
     )?);
     Ok(report)
+}
+
+/// The call trees read the wall clock only: one clock read per enter and exit, on every
+/// call, where ConfigCrusher's region timers add the thread's CPU clock for long intervals
+/// (docs/guide/family.md says why not here). What that means for the spec's metric: under
+/// `auto`, whether `instrumented::auto_clock` would read CPU time, by the native program's
+/// stored runs in the measured configurations (which `run` makes beside the call trees).
+fn call_tree_clock(
+    store: &measure::Store,
+    spec: &measure::SystemSpec,
+    workload: &measure::Workload,
+) -> Result<instrumented::RegionClocks, Error> {
+    use measure::Metric;
+    let why = match spec.measure.metric {
+        Metric::Wall => "wall (the spec's metric is wall)".to_string(),
+        Metric::Auto => {
+            let deciding = store.deciding_runs(&instrumented::selection(spec, workload, ""))?;
+            let busy = deciding
+                .values()
+                .filter(|run| run.auto_metric() == Metric::Cpu)
+                .count();
+            let n = deciding.len();
+            match instrumented::auto_clock(busy, n) {
+                _ if n == 0 => "wall (the call tree reads only the wall clock; auto: the native                                 program was not run to say more)"
+                    .to_string(),
+                instrumented::RegionClock::Cpu => format!(
+                    "wall: the call tree reads only the wall clock, but auto would read CPU time                      here ({busy} of {n} configurations kept one CPU busy natively), so the                      model's times include any time the program waited for a CPU on a busy                      machine"
+                ),
+                instrumented::RegionClock::Wall => format!(
+                    "wall (auto: {busy} of {n} configurations kept one CPU busy natively: wall                      time is what auto reads)"
+                ),
+            }
+        }
+        m => format!(
+            "wall: the call tree reads only the wall clock, not the spec's metric ({})",
+            m.name()
+        ),
+    };
+    Ok(instrumented::RegionClocks::wall(&why))
 }
 
 /// A call tree as the store keeps it: one region per calling context (`main>print>scan`)

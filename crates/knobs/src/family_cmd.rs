@@ -124,6 +124,9 @@ fn render(report: &Report) -> Result<()> {
             f.configuration, f.native, f.removed
         );
     }
+    if let Some(clock) = &report.call_tree_clock {
+        eprintln!("{clock}");
+    }
     if let Some(output) = &report.output {
         crate::print_model_output(output)?;
     }
