@@ -502,13 +502,18 @@ fn call_tree_clock(
                 .count();
             let n = deciding.len();
             match instrumented::auto_clock(busy, n) {
-                _ if n == 0 => "wall (the call tree reads only the wall clock; auto: the native                                 program was not run to say more)"
+                _ if n == 0 => "wall (the call tree reads only the wall clock; auto: the \
+                                native program was not run to say more)"
                     .to_string(),
                 instrumented::RegionClock::Cpu => format!(
-                    "wall: the call tree reads only the wall clock, but auto would read CPU time                      here ({busy} of {n} configurations kept one CPU busy natively), so the                      model's times include any time the program waited for a CPU on a busy                      machine"
+                    "wall: the call tree reads only the wall clock, but auto would read CPU \
+                     time here ({busy} of {n} configurations kept one CPU busy natively), so \
+                     the model's times include any time the program waited for a CPU on a \
+                     busy machine"
                 ),
                 instrumented::RegionClock::Wall => format!(
-                    "wall (auto: {busy} of {n} configurations kept one CPU busy natively: wall                      time is what auto reads)"
+                    "wall (auto: {busy} of {n} configurations kept one CPU busy natively: \
+                     wall time is what auto reads)"
                 ),
             }
         }
