@@ -11,7 +11,8 @@
 # `--approach comprex`: the same with `knobs comprex --profile-clock wall`, `cpu` and `auto`
 # (the sampling profiler samples one clock per run, so each clock has its own profiled runs,
 # measured one after the other in the same session; `auto` reuses the runs of the clock it
-# picks). `--approach family`: one `knobs family` run (its call tree reads the wall clock).
+# picks). `--approach family`: `knobs family --region-clock auto`, `wall` and `cpu`, from the
+# same runs (the call tree records both clocks, as the region timers do).
 #
 #   bench/region-clock/compare.sh SPEC [--approach crush|comprex|family] [--spin] [--busy N]
 #                                      [--unit-ms MS] [--name NAME]
@@ -65,7 +66,7 @@ echo "$approach" > "$work"/approach
 case $approach in
   crush) clocks="auto wall cpu"; flag=--region-clock ;;
   comprex) clocks="wall cpu auto"; flag=--profile-clock ;;
-  family) clocks="wall"; flag= ;;
+  family) clocks="auto wall cpu"; flag=--region-clock ;;
   *) echo "compare.sh: unknown approach $approach" >&2; exit 2 ;;
 esac
 for clock in $clocks; do

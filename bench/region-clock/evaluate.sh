@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The table rows of one compare.sh session (its directory under target/region-clock): each
 # of the three models (`--region-clock auto`, `wall`, `cpu`, from the same runs; for comprex
-# `--profile-clock`, each clock its own profiled runs; for family the one model) evaluated
+# `--profile-clock`, each clock its own profiled runs) evaluated
 # against brute force exported by `auto` (the spec's metric), wall time and CPU time.
 #
 #   bench/region-clock/evaluate.sh target/region-clock/NAME [BUSY] [LOAD]
@@ -19,8 +19,7 @@ mape() { # $1 model, $2 data
   "$knobs" evaluate "$1" "$2" --all --json | python3 -c 'import json,sys; print("%.1f" % json.load(sys.stdin)["mape_percent"])'
 }
 approach=$(cat "$work"/approach 2>/dev/null || echo crush)
-case $approach in family) clocks=wall ;; *) clocks="auto wall cpu" ;; esac
-for clock in $clocks; do
+for clock in auto wall cpu; do
   # The clock chosen, the configurations measured and the region entries per run (crush),
   # or the profiled runs' clock and configurations (comprex), or the call tree's (family).
   read -r chosen runs rc < <(python3 -c '
