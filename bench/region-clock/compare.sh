@@ -8,19 +8,27 @@
 # whole session; `--spin` turns the example's nanosleeps into busy loops on the thread's CPU
 # clock (the same time units, now CPU-bound); `--unit-ms MS` sets FIG2_UNIT_MS/UNIT_MS.
 #
-#   bench/region-clock/compare.sh SPEC [--spin] [--busy N] [--unit-ms MS] [--name NAME]
+# `--approach comprex`: the same with `knobs comprex --profile-clock wall`, `cpu` and `auto`
+# (the sampling profiler samples one clock per run, so each clock has its own profiled runs,
+# measured one after the other in the same session; `auto` reuses the runs of the clock it
+# picks). `--approach family`: `knobs family --region-clock auto`, `wall` and `cpu`, from the
+# same runs (the call tree records both clocks, as the region timers do).
+#
+#   bench/region-clock/compare.sh SPEC [--approach crush|comprex|family] [--spin] [--busy N]
+#                                      [--unit-ms MS] [--name NAME]
 #
 # Prints one Markdown table row per model; the stores stay in target/region-clock/NAME.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 spec=${1:?usage: compare.sh SPEC [--spin] [--busy N] [--unit-ms MS] [--name NAME]}; shift
-busy=0; spin=0; unit=""; name=$(basename "$(dirname "$spec")")
+busy=0; spin=0; unit=""; approach=crush; name=$(basename "$(dirname "$spec")")
 while [ $# -gt 0 ]; do
   case $1 in
     --busy) busy=$2; shift ;;
     --spin) spin=1 ;;
     --unit-ms) unit=$2; shift ;;
     --name) name=$2; shift ;;
+    --approach) approach=$2; shift ;;
     *) echo "compare.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -33,7 +41,7 @@ src=$(dirname "$spec")
 cp "$src"/main.c "$work"/main.c
 # The spec as bundled, but measured with the default metric (`auto`) and the unit asked for.
 sed -E -e '/^metric = /d' \
-  -e "${unit:+s/(FIG2_UNIT_MS|UNIT_MS) = \"[0-9.]+\"/\\1 = \"$unit\"/}" \
+  -e "${unit:+s/(FIG2_UNIT_MS|PRINTER_UNIT_MS|UNIT_MS) = \"[0-9.]+\"/\\1 = \"$unit\"/}" \
   "$spec" > "$work"/knobs.toml
 if [ "$spin" = 1 ]; then
   # After <time.h>: every nanosleep becomes a busy loop until the thread's CPU clock has
@@ -54,9 +62,16 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 t0=$(date +%s)
 "$knobs" measure --spec "$work"/knobs.toml --workload "$workload" --sample all \
   --store "$work"/truth.db >/dev/null 2>"$work"/truth.log
-for clock in auto wall cpu; do
-  "$knobs" crush --spec "$work"/knobs.toml --workload "$workload" --store "$work"/crush.db \
-    --work-dir "$work"/crush -o "$work/model-$clock.json" --region-clock "$clock" --json \
+echo "$approach" > "$work"/approach
+case $approach in
+  crush) clocks="auto wall cpu"; flag=--region-clock ;;
+  comprex) clocks="wall cpu auto"; flag=--profile-clock ;;
+  family) clocks="auto wall cpu"; flag=--region-clock ;;
+  *) echo "compare.sh: unknown approach $approach" >&2; exit 2 ;;
+esac
+for clock in $clocks; do
+  "$knobs" "$approach" --spec "$work"/knobs.toml --workload "$workload" --store "$work"/crush.db \
+    --work-dir "$work"/crush -o "$work/model-$clock.json" ${flag:+$flag "$clock"} --json \
     > "$work/crush-$clock.json" 2>"$work/crush-$clock.log"
 done
 t1=$(date +%s)

@@ -6,15 +6,21 @@
 # with the CPU clock off, as by default (read for intervals of 100 us or more: never in this
 # loop), and read at every event (KNOBS_REGION_CPU_US=0).
 #
-#   bench/region-clock/probe_cost.sh [PAIRS] [REV]
+# RUNTIME `calltree`: the same for the family-based call tree (knobs_calltree.c), whose
+# enter/exit pairs are the function calls themselves.
+#
+#   bench/region-clock/probe_cost.sh [PAIRS] [REV] [runtime|calltree]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 pairs=${1:-2000000}
-# The commit before the one that brought the CPU clock in.
-rev=${2:-$(git log --format=%H -S KNOBS_REGION_CPU_US -- crates/runtime/c/knobs_runtime.c | tail -1)~1}
+source_file=crates/runtime/c/knobs_${3:-runtime}.c
+# The commit before the one that brought the CPU clock in (the last commit, before it is).
+first=$(git log --format=%H -S KNOBS_REGION_CPU_US -- "$source_file" | tail -1)
+rev=${2:-${first:+$first~1}}
+rev=${rev:-HEAD}
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-git show "$rev:crates/runtime/c/knobs_runtime.c" > "$work"/old.c
-cp crates/runtime/c/knobs_runtime.c "$work"/new.c
+git show "$rev:$source_file" > "$work"/old.c
+cp "$source_file" "$work"/new.c
 cat > "$work"/loop.c <<'C'
 #include <stdint.h>
 #include <stdio.h>
@@ -47,7 +53,7 @@ for v in old new; do
 done
 best() { # $1 exe, then env assignments
   local exe=$1; shift
-  for _ in 1 2 3 4 5; do env KNOBS_REGION_TIMES="$work/t" "$@" "$exe" "$pairs"; done | sort -g | head -1
+  for _ in 1 2 3 4 5; do env KNOBS_REGION_TIMES="$work/t" KNOBS_CALL_TREE="$work/t" "$@" "$exe" "$pairs"; done | sort -g | head -1
 }
 echo "load $(cut -d' ' -f1-3 /proc/loadavg); $pairs pairs; CPU ns per enter/exit pair, best of 5"
 echo "| runtime | CPU clock | ns/pair |"
@@ -56,5 +62,5 @@ echo "| $(git rev-parse --short "$rev") (before) | none | $(best "$work"/loop-ol
 echo "| current | off | $(best "$work"/loop-new KNOBS_REGION_CPU_US=off) |"
 echo "| current | default (intervals ≥ 100 µs) | $(best "$work"/loop-new) |"
 echo "| current | every event (KNOBS_REGION_CPU_US=0) | $(best "$work"/loop-new KNOBS_REGION_CPU_US=0) |"
-KNOBS_REGION_TIMES="$work"/t KNOBS_REGION_CPU_US=0 "$work"/loop-new 100000 >/dev/null
-echo "read cost the runtime measured at start (cpu_read_ns): $(grep cpu_read_ns "$work"/t | cut -f2) ns"
+KNOBS_REGION_TIMES="$work"/t KNOBS_CALL_TREE="$work"/t KNOBS_REGION_CPU_US=0 "$work"/loop-new 100000 >/dev/null
+echo "read cost the runtime measured at start (cpu_read_ns): $(grep cpu_read_ns "$work"/t | tr '\t' ' ' | cut -d' ' -f2) ns"

@@ -33,6 +33,9 @@ pub struct Options {
     pub seed: u64,
     /// Where the model JSON goes (default: `NAME.comprex.json` beside the spec).
     pub model_path: Option<PathBuf>,
+    /// The profiler samples this clock (default: as the spec's metric resolves,
+    /// [`pipeline::choose_profile_clock`]).
+    pub profile_clock: Option<instrumented::RegionClock>,
 }
 
 impl Default for Options {
@@ -49,6 +52,7 @@ impl Default for Options {
             overhead_fit: OverheadFit::Ratio,
             seed: 1,
             model_path: None,
+            profile_clock: None,
         }
     }
 }
@@ -68,6 +72,8 @@ pub struct Report {
     pub probes: Option<ProbeReport>,
     /// Configurations measured with the profiler (after folding unprobed methods).
     pub configurations: Vec<String>,
+    /// The clock the profiler sampled, and why.
+    pub profile_clock: Option<pipeline::ProfileClock>,
     pub measurement: Option<measure::campaign::CampaignReport>,
     pub overhead_correction: Option<CorrectionReport>,
     pub trivial_terms: usize,
@@ -198,6 +204,7 @@ pub fn run(
         granularity_table: Vec::new(),
         probes: None,
         configurations: Vec::new(),
+        profile_clock: None,
         measurement: None,
         overhead_correction: None,
         trivial_terms: 0,
@@ -299,7 +306,7 @@ pub fn run(
         .map(|c| spec.space.format_configuration(c))
         .collect();
 
-    let profiled = pipeline::instrument_methods(spec, settings, &method_level)?;
+    let mut profiled = pipeline::instrument_methods(spec, settings, &method_level)?;
     if !profiled.unprobed.is_empty() {
         report.notes.push(format!(
             "{} method regions got no probe ({}): their time counts as their callers', and \
@@ -310,6 +317,22 @@ pub fn run(
     }
     let store = session.store()?;
     measure::runner::kill_runs_on_interrupt();
+    let clock = pipeline::choose_profile_clock(
+        &store,
+        spec,
+        workload,
+        configurations,
+        options.seed,
+        options.profile_clock,
+    )?;
+    reporter.note(&clock.to_string());
+    // Every profiled run samples the chosen clock, and its profiles are stored apart from the
+    // other clock's (one variant per clock: a stored profile holds one clock's times).
+    let workload = &pipeline::sampled_by(workload, clock.clock);
+    if clock.clock == instrumented::RegionClock::Cpu {
+        profiled.variant.push_str("+cpu");
+    }
+    report.profile_clock = Some(clock);
     let measured = pipeline::measure_configurations(
         &store,
         settings,

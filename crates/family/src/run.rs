@@ -32,6 +32,9 @@ pub struct Options {
     pub all_probes: bool,
     pub probe_min_entries: u64,
     pub probe_min_ns: f64,
+    /// Read the call trees by this clock (default: as the spec's metric resolves,
+    /// `instrumented::region_clocks`).
+    pub region_clock: Option<instrumented::RegionClock>,
 }
 
 impl Default for Options {
@@ -42,6 +45,7 @@ impl Default for Options {
             all_probes: false,
             probe_min_entries: 1000,
             probe_min_ns: 100.0,
+            region_clock: None,
         }
     }
 }
@@ -75,6 +79,10 @@ pub struct Report {
     /// Per run: the native median and the seconds of instrumentation cost taken out beyond
     /// the runtime's own calibration.
     pub overhead_correction: Vec<NativeFit>,
+    /// The clock the call trees were read by, and why (`instrumented::region_clocks`, the
+    /// rule ConfigCrusher's region times are read by; trees without CPU times, e.g.
+    /// `KNOBS_REGION_CPU_US=off`, by the wall clock, and `why` says so).
+    pub call_tree_clock: Option<instrumented::RegionClocks>,
     #[serde(flatten)]
     pub output: Option<ModelOutput>,
     pub notes: Vec<String>,
@@ -143,6 +151,7 @@ pub fn run(
         measurement: None,
         native_measurement: None,
         overhead_correction: Vec::new(),
+        call_tree_clock: None,
         output: None,
         notes: Vec::new(),
     };
@@ -344,16 +353,33 @@ pub fn run(
             .run(&store, &configurations, &mut |e| reporter.measurement(e))?,
         )
     };
+    // The clock the call trees are read by, as ConfigCrusher's region times (the runtime
+    // records both); the native times, the time outside the trees and the model by it.
+    let clocks =
+        instrumented::region_clocks(&store, spec, workload, &variant, options.region_clock)?;
+    reporter.note(&clocks.to_string());
     let native_medians: BTreeMap<String, f64> = match &native {
         None => BTreeMap::new(),
-        Some(native) if native.failed.is_empty() => store
-            .summaries(
-                &instrumented::selection(spec, workload, ""),
-                spec.measure.metric.of_region_timers(),
-            )?
-            .into_iter()
-            .filter_map(|s| Some((s.configuration, s.summary?.median)))
-            .collect(),
+        Some(native) if native.failed.is_empty() => {
+            let native_selection = instrumented::selection(spec, workload, "");
+            let by = |metric| -> Result<BTreeMap<String, f64>, Error> {
+                Ok(store
+                    .summaries(&native_selection, metric)?
+                    .into_iter()
+                    .filter_map(|s| Some((s.configuration, s.summary?.median)))
+                    .collect())
+            };
+            let (wall, cpu) = (by(measure::Metric::Wall)?, by(measure::Metric::Cpu)?);
+            wall.into_iter()
+                .map(|(config, w)| {
+                    let t = match clocks.of(&config) {
+                        instrumented::RegionClock::Cpu => cpu.get(&config).copied().unwrap_or(w),
+                        instrumented::RegionClock::Wall => w,
+                    };
+                    (config, t)
+                })
+                .collect()
+        }
         Some(native) => {
             report.notes.push(format!(
                 "the native program did not run (`{}`: {}): the instrumentation's cost is taken out by the runtime's calibration alone, which underestimates it in programs with many calls",
@@ -364,7 +390,7 @@ pub fn run(
     };
     report.native_measurement = native;
 
-    let medians = instrumented::median_region_times(&store, spec, workload, &variant)?;
+    let medians = instrumented::median_region_times_by(&store, spec, workload, &variant, &clocks)?;
     let mut entries: BTreeMap<(String, String), u64> = BTreeMap::new();
     for (config, _, r) in store.region_times(&instrumented::selection(spec, workload, &variant))? {
         let e = entries.entry((config, r.region)).or_default();
@@ -374,16 +400,14 @@ pub fn run(
     // the model predicts what `knobs measure` measures. Not with the test clock: the trees
     // are then the program's counted work, and the runner's real wall time minus them is
     // meaningless (it would bring the machine's speed and load back into the model).
-    let outside = match spec.measure.metric.of_region_timers() {
-        _ if settings.test_clock => Default::default(),
-        measure::Metric::Wall => instrumented::time_outside_the_runtime(
-            &store,
-            spec,
-            workload,
-            &variant,
-            measure::Metric::Wall,
-        )?,
-        _ => Default::default(),
+    let time_metric = matches!(
+        spec.measure.metric,
+        measure::Metric::Wall | measure::Metric::Cpu | measure::Metric::Auto
+    );
+    let outside = if settings.test_clock || !time_metric {
+        Default::default()
+    } else {
+        instrumented::time_outside_the_region_timers(&store, spec, workload, &variant, &clocks)?
     };
     let mut runs = Vec::new();
     for c in &configurations {
@@ -455,10 +479,10 @@ pub fn run(
     }
     let mut file = ModelFile::compose(model::InfluenceModel::new(), regions);
     file.express_against_reference(&instrumented::reference_choices(&spec.space)?);
-    file.metric = Some(format!(
-        "{}, from the call trees of the variant simulator",
-        spec.measure.metric.of_region_timers().name()
-    ));
+    file.metric = Some(clocks.metric_text("the call trees of the variant simulator"));
+    file.provenance
+        .insert("region_clock".into(), clocks.clock.clone().into());
+    report.call_tree_clock = Some(clocks);
     report.output = Some(instrumented::save_model(
         &mut file,
         session,
@@ -480,10 +504,17 @@ fn read_call_tree(
 ) -> Result<Vec<RegionMeasurement>, String> {
     let tree = runtime::call_tree::CallTree::read(path).map_err(|e| e.to_string())?;
     let corrected = tree.corrected_self_seconds();
+    let corrected_cpu = tree.corrected_cpu_seconds();
     let mut out = Vec::with_capacity(tree.nodes.len() + 1);
     let mut overhead = tree.calibration;
+    // The visits and the calibration run on a CPU: their cost by either clock, and the CPU
+    // clock's reads besides.
+    let mut overhead_cpu = tree.calibration + tree.cpu_reads as f64 * tree.cpu_read_ns * 1e-9;
     for (k, node) in tree.nodes.iter().enumerate() {
         overhead += node.self_seconds - corrected[k];
+        if let Some(cpu) = &corrected_cpu {
+            overhead_cpu += node.cpu_seconds.unwrap_or(0.0) - cpu[k];
+        }
         let region = if k == 0 {
             instrumented::BASE.to_string()
         } else {
@@ -502,14 +533,14 @@ fn read_call_tree(
             region,
             seconds: corrected[k],
             entries: node.entries,
-            cpu_seconds: None,
+            cpu_seconds: corrected_cpu.as_ref().map(|cpu| cpu[k]),
         });
     }
     out.push(RegionMeasurement {
         region: OVERHEAD.into(),
         seconds: overhead,
         entries: 0,
-        cpu_seconds: None,
+        cpu_seconds: corrected_cpu.map(|_| overhead_cpu),
     });
     Ok(out)
 }

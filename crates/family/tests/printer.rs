@@ -108,6 +108,15 @@ fn one_run_gives_the_printer_drivers_model() {
     // On the test clock the native program is not the yardstick.
     assert!(report.native_measurement.is_none(), "{report:#?}");
     assert!(report.overhead_correction.is_empty(), "{report:#?}");
+    // The call tree reads the wall clock, and says so (the spec's metric is wall).
+    let clock = report
+        .call_tree_clock
+        .as_ref()
+        .expect("the clock is reported");
+    assert_eq!(
+        (clock.clock.as_str(), clock.why.as_str()),
+        ("wall", "wall (the spec's metric is wall)")
+    );
 
     // The paper's final model in units (its Base terms merged into the others): print takes
     // AutoScan 1, ColorScan 5, Logging 1 and Base 2 units, AutoScan and ColorScan each scan

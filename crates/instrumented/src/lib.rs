@@ -601,6 +601,19 @@ impl std::fmt::Display for RegionClocks {
     }
 }
 
+/// `auto`'s one clock for a model: the CPU clock when most of the `configurations` whose
+/// deciding runs were seen kept one CPU busy (`busy` of them, by `measure::store::auto_metric`),
+/// else the wall clock. One clock for every configuration: a region's terms compare its times
+/// across configurations, which one configuration read by the other clock would skew (a
+/// CPU-bound configuration whose runs all met a busy machine can look like one that waits).
+pub fn auto_clock(busy: usize, configurations: usize) -> RegionClock {
+    if 2 * busy > configurations {
+        RegionClock::Cpu
+    } else {
+        RegionClock::Wall
+    }
+}
+
 /// The clock the region timers' times of a variant are read by, per configuration: as the
 /// spec's metric says — `wall` (and any metric but `cpu`) the wall clock, `cpu` the CPU
 /// clock, `auto` the CPU clock when most configurations are CPU-bound by the rule the
@@ -640,11 +653,7 @@ pub fn region_clocks(
                 .filter(|run| run.auto_metric() == Metric::Cpu)
                 .count();
             let (_, why) = store.resolve_metric(&selection, Metric::Auto)?;
-            // One clock for the whole model: a region's terms compare its times across
-            // configurations, which one configuration read by the other clock would skew (a
-            // CPU-bound configuration whose runs all met a busy machine can look like one
-            // that waits).
-            if 2 * busy > deciding.len() {
+            if auto_clock(busy, deciding.len()) == RegionClock::Cpu {
                 (
                     configurations.clone(),
                     format!(

@@ -311,6 +311,14 @@ fn cpu_clock_counts_cpu_time() {
     assert_eq!((p.weight, p.missed), (0.001, 0));
     assert_eq!(samples(&p), (BTreeMap::from([(0, 60)]), 0));
     assert_eq!(p.times.region(1).entries, 1);
+    // The runtime's own test sleep: 60 periods passed in region 1, none charged to it.
+    assert_eq!(p.times.region(1).self_seconds, 0.0, "{p:?}");
+    secs(
+        p.times.wall,
+        0.120,
+        "the test clock's time, the sleep included",
+        &p,
+    );
     balanced(&p);
 
     // The real per-thread CPU timer: the sleep is not interrupted (exit 7 otherwise) and no

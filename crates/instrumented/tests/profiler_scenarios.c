@@ -4,8 +4,9 @@
    - With -DKNOBS_TEST_CLOCK, linked with the profiler's test-clock build (tests/profiler.rs):
      no time passes but through __knobs_test_sample, and a "millisecond" below is one call of
      one period. Busy work of n ms is n such calls under either clock (wall: n sampler
-     wake-ups; cpu: n periods of the calling thread's CPU time); a sleep of n ms is n calls
-     under the wall clock and none under the cpu clock (a sleeping thread uses no CPU). The
+     wake-ups; cpu: n periods of the calling thread's CPU time); a sleep of n ms is n calls of
+     __knobs_test_sleep(1), which the wall clock counts and the cpu clock does not (a
+     sleeping thread uses no CPU). The
      tests know the exact counts; nothing is printed.
    - Without it, linked with the real profiler (tests/profiler.rs's checks that load cannot
      break, examples/bench_cpu_attribution.rs, examples/bench_wall_attribution.rs): busy loops
@@ -39,8 +40,10 @@ static void periods(int n) {
 #define EXIT __knobs_method_exit
 #define WALL(ms) periods(ms)
 #define CPU(ms) periods(ms)
+void __knobs_test_sleep(uint32_t periods);
+/* The profiler decides: the wall clock counts a sleep, the CPU clock does not. */
 static void nap(int ms) {
-    if (!cpu_clock) periods(ms);
+    for (int k = 0; k < ms; k++) __knobs_test_sleep(1);
 }
 static void start(void) {
     const char *c = getenv("KNOBS_PROFILE_CLOCK");

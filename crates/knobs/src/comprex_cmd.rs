@@ -64,6 +64,13 @@ pub struct ComprexArgs {
     /// Seed choosing the configurations of the overhead correction.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// The clock the sampling profiler samples: `auto` (default) as the spec's metric
+    /// resolves (under `auto`: the CPU clock when most configurations keep one CPU busy, by
+    /// the stored runs of the program as the spec runs it, else by a first round of native
+    /// runs before profiling), or `wall` or `cpu` (`KNOBS_PROFILE_CLOCK`). A profile holds
+    /// one clock, so each clock's profiled runs are measured and stored apart.
+    #[arg(long, value_enum, default_value = "auto")]
+    profile_clock: crate::crush_cmd::RegionClockArg,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -104,6 +111,7 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
         },
         seed: args.seed,
         model_path: args.out,
+        profile_clock: args.profile_clock.forced(),
     };
     let report = comprex::run(&session, &options, &mut Progress::new())?;
     if args.session.json {
@@ -121,6 +129,9 @@ fn render(report: &Report, trivial_below: f64) -> Result<()> {
         return Ok(());
     }
     print_partitions(report);
+    if let Some(clock) = &report.profile_clock {
+        eprintln!("{clock}");
+    }
     if let Some(c) = &report.overhead_correction {
         eprintln!(
             "overhead correction (§V.A, {} configurations with and without the profiler, {} fit): profiled = {:.4} · native {} {:.4} s",

@@ -52,11 +52,23 @@ pub struct CrushArgs {
     dynamic_confirmation: bool,
 }
 
+/// A clock flag's values (`--region-clock`, `knobs comprex --profile-clock`).
 #[derive(Clone, Copy, ValueEnum)]
-enum RegionClockArg {
+pub(crate) enum RegionClockArg {
     Auto,
     Wall,
     Cpu,
+}
+
+impl RegionClockArg {
+    /// The clock asked for; `None` for `auto` (the approach chooses).
+    pub(crate) fn forced(self) -> Option<instrumented::RegionClock> {
+        match self {
+            RegionClockArg::Auto => None,
+            RegionClockArg::Wall => Some(instrumented::RegionClock::Wall),
+            RegionClockArg::Cpu => Some(instrumented::RegionClock::Cpu),
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -83,11 +95,7 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
         explain,
         model_path: args.out,
         allow_unsourced: args.allow_unsourced,
-        region_clock: match args.region_clock {
-            RegionClockArg::Auto => None,
-            RegionClockArg::Wall => Some(instrumented::RegionClock::Wall),
-            RegionClockArg::Cpu => Some(instrumented::RegionClock::Cpu),
-        },
+        region_clock: args.region_clock.forced(),
         confirm: args.dynamic_confirmation,
         ..Options::default()
     };

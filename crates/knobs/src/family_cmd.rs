@@ -34,6 +34,12 @@ pub struct FamilyArgs {
     /// Entries in the calibration run from which a function counts as hot.
     #[arg(long, default_value_t = 1000)]
     probe_min_entries: u64,
+    /// The clock the call trees are read by: `auto` (default) as the spec's metric resolves
+    /// (the CPU clock when most configurations keep one CPU busy under `auto`), or `wall` or
+    /// `cpu`. The runtime records both in every run, so a rerun with another clock reuses the
+    /// measurements.
+    #[arg(long, value_enum, default_value = "auto")]
+    region_clock: crate::crush_cmd::RegionClockArg,
 }
 
 pub fn family(args: FamilyArgs) -> Result<Outcome> {
@@ -44,6 +50,7 @@ pub fn family(args: FamilyArgs) -> Result<Outcome> {
         all_probes: args.all_probes,
         probe_min_entries: args.probe_min_entries,
         probe_min_ns: args.probe_min_ns,
+        region_clock: args.region_clock.forced(),
     };
     let report = family::run(&session, &options, &mut Progress::new())?;
     if args.session.json {
@@ -123,6 +130,9 @@ fn render(report: &Report) -> Result<()> {
             "overhead correction (§5.1): `{}` runs natively in {:.4} s; {:.4} s of instrumentation cost taken out beyond the runtime's calibration",
             f.configuration, f.native, f.removed
         );
+    }
+    if let Some(clock) = &report.call_tree_clock {
+        eprintln!("{clock}");
     }
     if let Some(output) = &report.output {
         crate::print_model_output(output)?;

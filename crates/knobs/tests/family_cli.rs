@@ -224,3 +224,57 @@ fn the_running_example_runs_once_and_names_what_it_cannot_see() {
         "{report}"
     );
 }
+
+/// The printer driver with the spec's `metric = "wall"` dropped (so `auto` applies) and,
+/// when `spin`, every nanosleep a busy loop on the thread's CPU clock (as
+/// bench/region-clock/compare.sh --spin does), rebuilt.
+fn printer_under_auto(spin: bool) -> tempfile::TempDir {
+    let dir = example("printer", &["main.c", "knobs.toml"], "printer");
+    let spec = dir.path().join("knobs.toml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    assert!(text.contains("metric = \"wall\"\n"));
+    std::fs::write(&spec, text.replace("metric = \"wall\"\n", "")).unwrap();
+    if spin {
+        let main = dir.path().join("main.c");
+        let source = std::fs::read_to_string(&main).unwrap().replacen(
+            "#include <time.h>\n",
+            "#include <time.h>\n#define nanosleep(ts, rem) ({ struct timespec s0_, s1_; \
+             double w_ = (double)(ts)->tv_sec * 1e9 + (double)(ts)->tv_nsec; \
+             clock_gettime(CLOCK_THREAD_CPUTIME_ID, &s0_); do \
+             clock_gettime(CLOCK_THREAD_CPUTIME_ID, &s1_); while ((double)(s1_.tv_sec - \
+             s0_.tv_sec) * 1e9 + (double)(s1_.tv_nsec - s0_.tv_nsec) < w_); 0; })\n",
+            1,
+        );
+        assert!(source.contains("define nanosleep"));
+        std::fs::write(&main, source).unwrap();
+        let status = std::process::Command::new("clang-19")
+            .args(["-O2", "-o", "printer", "main.c"])
+            .current_dir(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    dir
+}
+
+#[test]
+fn under_auto_the_call_trees_are_read_by_the_wall_clock_when_the_program_sleeps_and_the_cpu_clock_when_it_is_busy()
+ {
+    for (spin, clock) in [(false, "wall"), (true, "cpu")] {
+        let dir = printer_under_auto(spin);
+        let spec = dir.path().join("knobs.toml");
+        let report = family(&spec, &dir.path().join("family.db"));
+        assert_eq!(report["call_tree_clock"]["clock"], clock, "{report}");
+        assert!(
+            report["call_tree_clock"]["why"]
+                .as_str()
+                .unwrap()
+                .contains("(auto: "),
+            "{report}"
+        );
+        let model: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(report["model_path"].as_str().unwrap()).unwrap())
+                .unwrap();
+        assert_eq!(model["provenance"]["region_clock"], clock, "{model}");
+    }
+}

@@ -191,9 +191,9 @@ impl Metric {
         }
     }
 
-    /// The metric of the timers that read one clock, the wall clock by default (the sampling
-    /// profiler, the call tree): `auto` is wall time for them. The region timers record both
-    /// clocks and resolve `auto` per configuration (`instrumented::region_clocks`).
+    /// The metric of a timer that reads the wall clock unless told otherwise: `auto` is wall
+    /// time for it. The region timers, the call tree and Comprex's profiler resolve `auto`
+    /// themselves (`instrumented::region_clocks`, `comprex::pipeline::choose_profile_clock`).
     pub fn of_region_timers(self) -> Metric {
         match self {
             Metric::Auto => Metric::Wall,

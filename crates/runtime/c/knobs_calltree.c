@@ -26,13 +26,23 @@
  *     visit_overhead <seconds per enter/exit pair>
  *     calibration <seconds the calibration took, after `total`>
  *     other_threads <events ignored from threads other than the first>
- *     node <id> <parent id or -> <function id or -> <entries> <self seconds>
+ *     cpu_total <CPU seconds of the main thread from the runtime's start>   (CPU clock only)
+ *     cpu_reads <reads of the CPU clock>  cpu_read_ns <one read's cost>  cpu_interval_us <N>
+ *     node <id> <parent id or -> <function id or -> <entries> <self seconds> [<CPU self seconds>]
  * one node line per node, parents before children. Nothing is printed; _exit(), fatal
  * signals and exec lose the tree.
  *
+ * CPU clock (unless KNOBS_REGION_CPU_US=off): every interval is charged by the thread's CPU
+ * clock too, as the region timers do (docs/region-times.md): an interval shorter than
+ * KNOBS_REGION_CPU_US microseconds (default 100) is taken as on a CPU, a longer one reads
+ * CLOCK_THREAD_CPUTIME_ID (a system call) and gets the clock's advance since its last read less
+ * the short intervals since then and the read's calibrated cost, at most its wall time. So the
+ * clock is read at most once per 100 us of the thread's time, and a sleep or a wait for a CPU
+ * (always a long interval) is charged what the thread really ran.
+ *
  * Threads: only the thread that loaded the runtime (the main thread) is traced; events from
- * others are counted and ignored. Hot path: one clock_gettime, a hash probe per enter; the
- * tables grow by doubling (malloc).
+ * others are counted and ignored. Hot path: one clock_gettime, a compare and two adds, a hash
+ * probe per enter; the tables grow by doubling (malloc).
  *
  * Test clock: compiled with -DKNOBS_TEST_CLOCK (`runtime::call_tree::build_test_clock`), time
  * is a counter in nanoseconds that only the program advances (`void __knobs_test_work(uint64_t
@@ -40,7 +50,8 @@
  * ns, exit 7 + 9 ns), the calibration's visits included: a pair costs 24 ns, 12 of them (3 + 9)
  * in the caller and 12 (5 + 7) in the callee, the even split the reader's correction assumes,
  * so the tree, the calibration and its subtraction can be checked exactly whatever the machine
- * is doing. The normal build has none of it.
+ * is doing; `void __knobs_test_sleep(uint64_t ns)` advances it without the CPU clock (which is
+ * the test time less the sleeps, and costs nothing to read). The normal build has none of it.
  */
 #define _GNU_SOURCE
 #include <stdatomic.h>
@@ -56,6 +67,7 @@
 struct kc_node {
   uint32_t parent, func;
   uint64_t entries, self_ns;
+  uint64_t cpu_ns; /* self time by the thread's CPU clock (kc_charge_cpu) */
 };
 
 struct kc_frame {
@@ -73,12 +85,23 @@ struct kc_tree {
   uint32_t *open_node; /* per function: its innermost open node + 1 (0 = not open) */
   uint32_t funcs_cap;
   uint64_t last_ns;
+  int cpu;              /* charge the CPU clock too (the main tree, not the calibration's) */
+  uint64_t cpu_sync;    /* the thread's CPU clock (ns) at its last read */
+  uint64_t cpu_pending; /* ns of the intervals since then taken as on a CPU */
 };
 
 static struct kc_tree kc_main;
 static __thread int kc_is_main;
 static _Atomic uint64_t kc_other_threads;
-static uint64_t kc_start_ns;
+static uint64_t kc_start_ns, kc_start_cpu_ns;
+
+/* The CPU clock (KNOBS_REGION_CPU_US, as the region timers read it): intervals of at least
+ * kc_cpu_min_ns (default 100 us) read the thread's CPU clock, shorter ones are taken as on a
+ * CPU; kc_cpu_read_ns is one read's cost, taken out of the interval it ends. */
+static int kc_cpu_on;
+static uint64_t kc_cpu_min_ns = 100000;
+static uint64_t kc_cpu_read_ns;
+static uint64_t kc_cpu_reads;
 
 #ifdef KNOBS_TEST_CLOCK
 static _Atomic uint64_t kc_test_now;
@@ -88,12 +111,29 @@ KNOBS_API void __knobs_test_work(uint64_t ns) { atomic_fetch_add(&kc_test_now, n
 
 static uint64_t kc_now(void) { return atomic_load(&kc_test_now); }
 
+/* The program sleeping: wall time passes, CPU time does not. */
+static _Atomic uint64_t kc_test_slept;
+KNOBS_API void __knobs_test_sleep(uint64_t ns) {
+  atomic_fetch_add(&kc_test_slept, ns);
+  atomic_fetch_add(&kc_test_now, ns);
+}
+
+/* The test clock's CPU time: its time less its sleeps. */
+static uint64_t kc_cpu(void) { return atomic_load(&kc_test_now) - atomic_load(&kc_test_slept); }
+
 /* A visit's fixed virtual cost around its clock read. */
 #define KC_WORK(ns) __knobs_test_work(ns)
 #else
 static uint64_t kc_now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* The calling thread's CPU time: a system call on most VMs (~0.3-1.5 us). */
+static uint64_t kc_cpu(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
@@ -124,7 +164,7 @@ static void kc_init(struct kc_tree *t) {
   memset(t, 0, sizeof *t);
   t->cap = 256;
   t->nodes = kc_grow(NULL, t->cap * sizeof *t->nodes);
-  t->nodes[0] = (struct kc_node){NO_FUNC, NO_FUNC, 1, 0};
+  t->nodes[0] = (struct kc_node){NO_FUNC, NO_FUNC, 1, 0, 0};
   t->n = 1;
   t->table_cap = 1024;
   t->table = calloc(t->table_cap, sizeof *t->table);
@@ -146,7 +186,7 @@ static uint32_t kc_child(struct kc_tree *t, uint32_t parent, uint32_t func) {
     t->nodes = kc_grow(t->nodes, t->cap * sizeof *t->nodes);
   }
   uint32_t k = t->n++;
-  t->nodes[k] = (struct kc_node){parent, func, 0, 0};
+  t->nodes[k] = (struct kc_node){parent, func, 0, 0, 0};
   if ((uint64_t)t->n * 2 > t->table_cap) {
     t->table_cap *= 2;
     free(t->table);
@@ -172,11 +212,35 @@ static void kc_funcs(struct kc_tree *t, uint32_t func) {
   t->funcs_cap = cap;
 }
 
-/* Charges the time since the last event to the node on top of the stack. */
+/* A long interval's CPU time: the CPU clock's advance since its last read, less the short
+ * intervals since then (already charged as on a CPU) and the read's own cost, at most the
+ * interval's wall time. */
+static __attribute__((noinline, cold)) void kc_charge_cpu(struct kc_tree *t, struct kc_node *n,
+                                                           uint64_t d) {
+  uint64_t c = kc_cpu();
+  kc_cpu_reads++;
+  int64_t spent = (int64_t)(c - t->cpu_sync) - (int64_t)t->cpu_pending - (int64_t)kc_cpu_read_ns;
+  n->cpu_ns += spent < 0 ? 0 : (uint64_t)spent > d ? d : (uint64_t)spent;
+  t->cpu_sync = c;
+  t->cpu_pending = 0;
+}
+
+/* Charges the time since the last event to the node on top of the stack, by the wall clock
+ * and (the main tree, KNOBS_REGION_CPU_US not `off`) the CPU clock. */
 static void kc_charge(struct kc_tree *t, uint64_t now) {
   uint32_t top = t->depth ? t->stack[t->depth - 1].node : 0;
-  t->nodes[top].self_ns += now - t->last_ns;
+  uint64_t d = now - t->last_ns;
+  struct kc_node *n = &t->nodes[top];
+  n->self_ns += d;
   t->last_ns = now;
+  if (t->cpu) {
+    if (__builtin_expect(d < kc_cpu_min_ns, 1)) {
+      n->cpu_ns += d;
+      t->cpu_pending += d;
+    } else {
+      kc_charge_cpu(t, n, d);
+    }
+  }
 }
 
 static void kc_enter(struct kc_tree *t, uint32_t func, uint64_t now) {
@@ -246,6 +310,9 @@ KNOBS_API void __knobs_region_exit(uint32_t id) {
 static double kc_visit_overhead(void) {
   struct kc_tree scratch;
   kc_init(&scratch);
+  /* As the program's visits: the CPU clock's accounting included. */
+  scratch.cpu = kc_cpu_on;
+  scratch.cpu_sync = kc_cpu_on ? kc_cpu() : 0;
   enum { PAIRS = 2000, BATCHES = 5 };
   double best = 0;
   for (int b = 0; b < BATCHES; b++) {
@@ -265,10 +332,42 @@ static double kc_visit_overhead(void) {
   return best;
 }
 
+/* KNOBS_REGION_CPU_US: `off` (no CPU clock) or the shortest interval, in microseconds, that
+ * reads it (default 100); and one read's cost (the median of a few). */
+static void kc_cpu_start(void) {
+  const char *s = getenv("KNOBS_REGION_CPU_US");
+  if (s && !strcmp(s, "off"))
+    return;
+  if (s && *s) {
+    char *end;
+    unsigned long long us = strtoull(s, &end, 10);
+    if (!*end && us <= 10000000ull)
+      kc_cpu_min_ns = us * 1000ull;
+  }
+  enum { READS = 15 };
+  uint64_t cost[READS];
+  for (int k = 0; k < READS; k++) {
+    uint64_t a = kc_cpu();
+    cost[k] = kc_cpu() - a;
+  }
+  for (int i = 1; i < READS; i++) /* insertion sort: 15 values */
+    for (int j = i; j > 0 && cost[j - 1] > cost[j]; j--) {
+      uint64_t x = cost[j];
+      cost[j] = cost[j - 1];
+      cost[j - 1] = x;
+    }
+  kc_cpu_read_ns = cost[READS / 2];
+  kc_cpu_on = 1;
+}
+
 static __attribute__((constructor(101))) void kc_start(void) {
   kc_is_main = 1;
+  kc_cpu_start();
   kc_start_ns = kc_now();
+  kc_start_cpu_ns = kc_cpu_on ? kc_cpu() : 0;
   kc_init(&kc_main);
+  kc_main.cpu = kc_cpu_on;
+  kc_main.cpu_sync = kc_start_cpu_ns;
 }
 
 static __attribute__((destructor(101))) void kc_finish(void) {
@@ -279,7 +378,9 @@ static __attribute__((destructor(101))) void kc_finish(void) {
     return;
   uint64_t now = kc_now();
   kc_charge(&kc_main, now);
+  double cpu_total = kc_cpu_on ? (double)(kc_cpu() - kc_start_cpu_ns) * 1e-9 : 0;
   double total = (double)(now - kc_start_ns) * 1e-9;
+  uint64_t cpu_reads = kc_cpu_reads;
   double overhead = kc_visit_overhead();
   double calibration = (double)(kc_now() - now) * 1e-9;
   FILE *f = fopen(path, "w");
@@ -289,6 +390,10 @@ static __attribute__((destructor(101))) void kc_finish(void) {
           "knobs-call-tree 1\ntotal %.9f\nvisit_overhead %.12f\ncalibration %.9f\n"
           "other_threads %llu\n",
           total, overhead, calibration, (unsigned long long)atomic_load(&kc_other_threads));
+  if (kc_cpu_on)
+    fprintf(f, "cpu_total %.9f\ncpu_reads %llu\ncpu_read_ns %llu\ncpu_interval_us %llu\n", cpu_total,
+            (unsigned long long)cpu_reads, (unsigned long long)kc_cpu_read_ns,
+            (unsigned long long)(kc_cpu_min_ns / 1000));
   for (uint32_t k = 0; k < kc_main.n; k++) {
     const struct kc_node *n = &kc_main.nodes[k];
     fprintf(f, "node %u ", k);
@@ -296,7 +401,10 @@ static __attribute__((destructor(101))) void kc_finish(void) {
       fputs("- - ", f);
     else
       fprintf(f, "%u %u ", n->parent, n->func);
-    fprintf(f, "%llu %.9f\n", (unsigned long long)n->entries, (double)n->self_ns * 1e-9);
+    fprintf(f, "%llu %.9f", (unsigned long long)n->entries, (double)n->self_ns * 1e-9);
+    if (kc_cpu_on)
+      fprintf(f, " %.9f", (double)n->cpu_ns * 1e-9);
+    fputc('\n', f);
   }
   fclose(f);
 }

@@ -41,7 +41,10 @@
  *     void __knobs_test_sample(uint32_t periods);
  * wall: exactly one sampler wake-up covering `periods` periods (the same function the sampler
  * thread runs: one sample of every live registered thread, `weight` and `missed` as above);
- * cpu: the calling thread's timer expiring with `periods` - 1 overruns. The `wall` line is the
+ * cpu: the calling thread's timer expiring with `periods` - 1 overruns. And
+ *     void __knobs_test_sleep(uint32_t periods);
+ * the calling thread sleeping: wall as __knobs_test_sample, cpu nothing charged (a sleeping
+ * thread's CPU timer does not fire), the time passing either way. The `wall` line is the
  * test clock's time (the periods passed to it), so a test can check attribution exactly. The
  * normal build has no such symbol and is unchanged.
  *
@@ -448,6 +451,19 @@ KNOBS_API void __knobs_test_sample(uint32_t periods) {
         if (t)
             charge(t, periods);
     }
+    pthread_mutex_unlock(&kp_test_lock);
+}
+
+/* The calling thread sleeping `periods` periods on the test clock: time passes, so the wall
+ * sampler wakes once (and charges every live thread's innermost region, the sleeper's too),
+ * but the thread uses no CPU, so its CPU timer never fires and nothing is charged. */
+KNOBS_API void __knobs_test_sleep(uint32_t periods) {
+    if (!periods || atomic_load_explicit(&kp_state, memory_order_acquire) != KP_ENABLED)
+        return;
+    pthread_mutex_lock(&kp_test_lock);
+    atomic_fetch_add(&kp_test_ns, (uint64_t)periods * kp_period_ns);
+    if (kp_clock == KP_WALL)
+        wall_wake_up();
     pthread_mutex_unlock(&kp_test_lock);
 }
 #endif

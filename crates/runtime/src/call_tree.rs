@@ -49,6 +49,9 @@ pub struct CallNode {
     pub entries: u64,
     /// Seconds charged to this node itself (its callees' time excluded).
     pub self_seconds: f64,
+    /// Self time by the thread's CPU clock, in seconds; `None` when the runtime did not
+    /// read it (`KNOBS_REGION_CPU_US=off`, an older runtime).
+    pub cpu_seconds: Option<f64>,
 }
 
 /// What one run wrote.
@@ -64,6 +67,11 @@ pub struct CallTree {
     pub other_threads: u64,
     /// Node 0 is the root; parents come before their children.
     pub nodes: Vec<CallNode>,
+    /// The traced thread's CPU time from the runtime's start, when the CPU clock was read.
+    pub cpu_total: Option<f64>,
+    /// Reads of the CPU clock (long intervals only), and one read's calibrated cost (ns).
+    pub cpu_reads: u64,
+    pub cpu_read_ns: f64,
 }
 
 impl CallTree {
@@ -85,6 +93,9 @@ impl CallTree {
             calibration: 0.0,
             other_threads: 0,
             nodes: Vec::new(),
+            cpu_total: None,
+            cpu_reads: 0,
+            cpu_read_ns: 0.0,
         };
         for (i, line) in lines {
             let n = i + 1;
@@ -101,7 +112,13 @@ impl CallTree {
                 Some(&"visit_overhead") => tree.visit_overhead = number(1)?,
                 Some(&"calibration") => tree.calibration = number(1)?,
                 Some(&"other_threads") => tree.other_threads = number(1)? as u64,
-                Some(&"node") if fields.len() == 6 => {
+                Some(&"cpu_total") => tree.cpu_total = Some(number(1)?),
+                Some(&"cpu_reads") => tree.cpu_reads = number(1)? as u64,
+                Some(&"cpu_read_ns") => tree.cpu_read_ns = number(1)?,
+                Some(&"cpu_interval_us") => {
+                    number(1)?;
+                }
+                Some(&"node") if fields.len() == 6 || fields.len() == 7 => {
                     let id = number(1)? as usize;
                     if id != tree.nodes.len() {
                         return Err(bad(n, format!("node {id} out of order")));
@@ -125,6 +142,11 @@ impl CallTree {
                         function,
                         entries: number(4)? as u64,
                         self_seconds: number(5)?,
+                        cpu_seconds: if fields.len() == 7 {
+                            Some(number(6)?)
+                        } else {
+                            None
+                        },
                     });
                 }
                 _ => return Err(bad(n, format!("unexpected line `{line}`"))),
@@ -141,6 +163,20 @@ impl CallTree {
     /// a node loses half a pair per entry of its own and per entry of each child; never
     /// below zero.
     pub fn corrected_self_seconds(&self) -> Vec<f64> {
+        self.corrected(|n| n.self_seconds)
+    }
+
+    /// [`CallTree::corrected_self_seconds`] by the CPU clock (the visits run on a CPU, so
+    /// they cost it the same); `None` without CPU times.
+    pub fn corrected_cpu_seconds(&self) -> Option<Vec<f64>> {
+        self.cpu_total?;
+        if self.nodes.iter().any(|n| n.cpu_seconds.is_none()) {
+            return None;
+        }
+        Some(self.corrected(|n| n.cpu_seconds.unwrap_or(0.0)))
+    }
+
+    fn corrected(&self, seconds: impl Fn(&CallNode) -> f64) -> Vec<f64> {
         let half = self.visit_overhead / 2.0;
         let mut visits: Vec<f64> = self.nodes.iter().map(|n| n.entries as f64).collect();
         visits[0] = 0.0;
@@ -153,7 +189,7 @@ impl CallTree {
         self.nodes
             .iter()
             .zip(&charged)
-            .map(|(n, c)| (n.self_seconds - c * half).max(0.0))
+            .map(|(n, c)| (seconds(n) - c * half).max(0.0))
             .collect()
     }
 

@@ -146,3 +146,103 @@ fn one_node_per_calling_context_with_self_times_and_folded_recursion() {
     let corrected_sum: f64 = corrected.iter().map(|s| ns(*s)).sum();
     assert_eq!(corrected_sum, WORK, "{corrected:?}");
 }
+
+/// Busy work and sleeps on the test clock: ids 0 main, 1 busy, 2 sleeper.
+const SLEEPING_PROGRAM: &str = r#"
+#include <stdint.h>
+
+void __knobs_region_enter(uint32_t id);
+void __knobs_region_exit(uint32_t id);
+void __knobs_test_work(uint64_t ns);
+void __knobs_test_sleep(uint64_t ns);
+
+static void busy(void) { __knobs_region_enter(1); __knobs_test_work(200000); __knobs_region_exit(1); }
+
+static void sleeper(void) {
+    __knobs_region_enter(2);
+    __knobs_test_work(1000);
+    __knobs_test_sleep(500000);
+    __knobs_test_work(50000);
+    __knobs_region_exit(2);
+}
+
+int main(void) {
+    __knobs_region_enter(0);
+    __knobs_test_work(3000);
+    busy();
+    sleeper();
+    sleeper();
+    __knobs_region_exit(0);
+    return 0;
+}
+"#;
+
+fn run_sleeping(env: &[(&str, &str)]) -> CallTree {
+    let clang = Path::new("clang-19");
+    let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("runtime-call-tree");
+    let lib = runtime::call_tree::build_test_clock(clang, &cache).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("prog.c");
+    std::fs::write(&src, SLEEPING_PROGRAM).unwrap();
+    let exe = dir.path().join("prog");
+    let out = Command::new(clang)
+        .args(["-O1", "-Wall", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg(&lib)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let path = dir.path().join("tree.txt");
+    let out = Command::new(&exe)
+        .env(ENV_VAR, &path)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    CallTree::read(&path).unwrap()
+}
+
+#[test]
+fn the_cpu_clock_charges_what_the_thread_ran_and_not_its_sleeps() {
+    let tree = run_sleeping(&[]);
+    let sleeper = (0..tree.nodes.len())
+        .find(|k| tree.path(*k) == [0, 2])
+        .expect("main>sleeper");
+    // Every node's CPU self time is its wall self time less the sleeps in it (the sleeper's
+    // intervals are long, so they read the CPU clock; the others are all on a CPU).
+    for (k, n) in tree.nodes.iter().enumerate() {
+        let slept = if k == sleeper { 1_000_000.0 } else { 0.0 };
+        assert_eq!(
+            ns(n.cpu_seconds.expect("CPU times")),
+            ns(n.self_seconds) - slept,
+            "node {k}: {tree:?}"
+        );
+    }
+    assert_eq!(
+        ns(tree.cpu_total.unwrap()),
+        ns(tree.total) - 1_000_000.0,
+        "{tree:?}"
+    );
+    // Read for the long intervals only: busy's, and the two sleepers'.
+    assert_eq!(tree.cpu_reads, 3, "{tree:?}");
+    // The visits' correction is the same by either clock.
+    let wall = tree.corrected_self_seconds();
+    let cpu = tree.corrected_cpu_seconds().unwrap();
+    assert_eq!(ns(wall[sleeper]) - ns(cpu[sleeper]), 1_000_000.0);
+
+    // Intervals up to 10 ms are taken as on a CPU (the read's cost is what the threshold
+    // saves): the 0.5 ms sleeps then count.
+    let tree = run_sleeping(&[("KNOBS_REGION_CPU_US", "10000")]);
+    assert_eq!(tree.cpu_reads, 0, "{tree:?}");
+    for n in &tree.nodes {
+        assert_eq!(ns(n.cpu_seconds.unwrap()), ns(n.self_seconds), "{tree:?}");
+    }
+    // Off: no CPU times at all.
+    let tree = run_sleeping(&[("KNOBS_REGION_CPU_US", "off")]);
+    assert!(tree.cpu_total.is_none() && tree.corrected_cpu_seconds().is_none());
+    assert!(
+        tree.nodes.iter().all(|n| n.cpu_seconds.is_none()),
+        "{tree:?}"
+    );
+}

@@ -14,6 +14,9 @@
 //!    sampling profiler (`runtime::profiler`; its test clock with
 //!    `instrumented::Settings::test_clock`, for tests): self time is charged to the innermost
 //!    open region, everything else to the base;
+//!    [`choose_profile_clock`]: the profiler samples the wall clock or the threads' CPU
+//!    clocks, one for every configuration (`auto`: as ConfigCrusher reads region times,
+//!    decided from the program's own runs before profiling);
 //! 4. [`measure_configurations`]: the explored configurations are measured with the real
 //!    workload through the results store (repetitions, timeouts, resumable);
 //! 5. [`overhead_correction`] (optional, §V.A): k of them also natively, and a line from
@@ -23,12 +26,14 @@
 //!    global model; trivial terms and regions whose partition may be incomplete (§V.D) are
 //!    reported.
 
+mod clock;
 mod model;
 mod overhead;
 mod probes;
 mod profile;
 mod taint;
 
+pub use clock::{DECIDING_RUNS, ProfileClock, choose_profile_clock, sampled_by};
 pub use model::{build_model, build_model_corrected};
 pub use overhead::{OverheadCorrection, OverheadFit, choose, overhead_correction};
 pub use probes::{DroppedProbe, ProbeSelection, ProbeSettings, select_probes};

@@ -14,7 +14,8 @@ use std::collections::BTreeMap;
 
 /// Per configuration, the time the profiler cannot see
 /// ([`instrumented::time_outside_the_runtime`]); `None` when the metric is not the profiler's
-/// clock (wall time and the default wall clock, or cpu and `KNOBS_PROFILE_CLOCK=cpu`), and
+/// clock (wall time and the wall clock, or cpu and `KNOBS_PROFILE_CLOCK=cpu`; `auto` is the
+/// clock's), and
 /// with the profiler's test clock ([`Profiled::test_clock`]: the profiles are the program's
 /// counted samples, and the runner's real time minus them would bring the machine's speed
 /// and load back into the model).
@@ -31,18 +32,11 @@ pub(super) fn outside_the_profile(
     if profiled.test_clock {
         return Ok(None);
     }
-    let env = spec
-        .invocation_of(profiled.binary.clone(), config, workload)?
-        .env;
-    let cpu_clock = env
-        .iter()
-        .rev()
-        .find(|(k, _)| k == runtime::profiler::CLOCK_VAR)
-        .is_some_and(|(_, v)| v == "cpu");
-    let metric = spec.measure.metric.of_region_timers();
+    let clock = super::clock::sampled_clock(spec, workload, config)?;
+    let metric = super::clock::whole_run_metric(spec, clock);
     let matches = match metric {
-        measure::Metric::Wall => !cpu_clock,
-        measure::Metric::Cpu => cpu_clock,
+        measure::Metric::Wall => clock == instrumented::RegionClock::Wall,
+        measure::Metric::Cpu => clock == instrumented::RegionClock::Cpu,
         _ => false,
     };
     if !matches {
@@ -82,6 +76,10 @@ pub fn build_model_corrected(
     settings: &ModelSettings,
     correction: Option<&OverheadCorrection>,
 ) -> Result<ComprexModel, Error> {
+    let clock = match explored.exploration.configurations.first() {
+        Some(config) => super::clock::sampled_clock(spec, workload, config)?,
+        None => instrumented::RegionClock::Wall,
+    };
     let medians = instrumented::median_region_times(store, spec, workload, &profiled.variant)?;
     let outside = outside_the_profile(
         store,
@@ -127,9 +125,11 @@ pub fn build_model_corrected(
     let regions = explored.exploration.regions(explored.granularity);
     let mut model = crate::build_model(&valid, regions, &region_times, settings)?;
     model.file.system = Some(spec.name.clone());
-    model.file.metric = Some("wall time (s), from the sampling profiler".into());
+    let metric = super::clock::ProfileClock::metric_text(clock);
+    model.file.metric = Some(metric.into());
     let provenance = &mut model.file.provenance;
     provenance.insert("approach".into(), "comprex".into());
+    provenance.insert("profile_clock".into(), clock.name().into());
     provenance.insert("variant".into(), profiled.variant.clone().into());
     provenance.insert("workload".into(), workload.name.clone().into());
     provenance.insert(
@@ -141,9 +141,7 @@ pub fn build_model_corrected(
     }
     if let Some(c) = correction {
         provenance.insert("overhead_correction".into(), c.to_json());
-        model.file.metric = Some(
-            "wall time (s), from the sampling profiler, corrected for its overhead (§V.A)".into(),
-        );
+        model.file.metric = Some(format!("{metric}, corrected for its overhead (§V.A)"));
     }
     if !explored.fold.is_empty() {
         provenance.insert(

@@ -15,7 +15,7 @@ pub struct OverheadCorrection {
     pub fit: OverheadFit,
     pub line: runtime::profiler::Linear,
     /// Per configuration used: its text, the profiled build's median and the native
-    /// program's median (the spec's metric, seconds).
+    /// program's median (the spec's metric, seconds; `auto` as the profiler's clock).
     pub pairs: Vec<(String, f64, f64)>,
 }
 
@@ -112,12 +112,14 @@ pub fn overhead_correction(
     spec.prepare_workload(workload)?;
     let out = settings.work_dir.join("overhead-run.tsv");
     let rounds = (spec.measure.repetitions as usize).max(3);
-    let metric = spec.measure.metric.of_region_timers();
     let mut pairs = Vec::new();
     for config in choose(configurations, k, seed) {
         let text = spec.space.format_configuration(&config);
         let plain = spec.invocation_of(native.clone(), &config, workload)?;
         let mut with = spec.invocation_of(profiled.binary.clone(), &config, workload)?;
+        // Both programs by what the profiler samples: CPU time for its CPU clock.
+        let clock = super::clock::clock_in(&with.env).unwrap_or(instrumented::RegionClock::Wall);
+        let metric = super::clock::whole_run_metric(spec, clock);
         with.env
             .push((runtime::profiler::ENV_VAR.into(), out.display().to_string()));
         let (mut p, mut n) = (Vec::new(), Vec::new());
