@@ -108,6 +108,14 @@ fn error(args: &[&str]) -> String {
     error_in(args, None)
 }
 
+/// Writes the file `name` into a fresh temporary directory and runs knobs there expecting a
+/// bad-input error, as [`error_in`] does; the error line.
+fn error_on_file(name: &str, text: &str, args: &[&str]) -> String {
+    let dir = TempDir::new().unwrap();
+    fs::write(dir.path().join(name), text).unwrap();
+    error_in(args, Some(dir.path()))
+}
+
 fn s(p: &Path) -> &str {
     p.to_str().expect("UTF-8 path")
 }
@@ -532,12 +540,10 @@ fn check_and_count_print_json() {
 
 #[test]
 fn truncated_xml_names_file_and_line() {
-    let dir = TempDir::new().unwrap();
     // The file breaks off on line 4, inside the root element opened on line 2.
     let xml =
         "<?xml version=\"1.0\"?>\n<vm name=\"x\">\n  <binaryOptions>\n    <configurationOption>";
-    fs::write(dir.path().join("trunc.xml"), xml).unwrap();
-    let e = error_in(&["space", "count", "trunc.xml"], Some(dir.path()));
+    let e = error_on_file("trunc.xml", xml, &["space", "count", "trunc.xml"]);
     assert!(e.starts_with("knobs: error: trunc.xml:"), "{e}");
     assert!(
         e.starts_with("knobs: error: trunc.xml:4: "),
@@ -547,42 +553,40 @@ fn truncated_xml_names_file_and_line() {
 
 #[test]
 fn truncated_real_feature_model_is_an_error() {
-    let dir = TempDir::new().unwrap();
     let full = fs::read_to_string(x264()).unwrap();
     let cut: String = full.lines().take(10).collect::<Vec<_>>().join("\n");
-    fs::write(dir.path().join("FeatureModel.xml"), cut).unwrap();
-    let e = error_in(
+    let e = error_on_file(
+        "FeatureModel.xml",
+        &cut,
         &["space", "sample", "FeatureModel.xml", "-s", "pairwise"],
-        Some(dir.path()),
     );
     assert!(e.starts_with("knobs: error: FeatureModel.xml:"), "{e}");
 }
 
 #[test]
 fn mismatched_xml_tag_names_the_line() {
-    let dir = TempDir::new().unwrap();
-    fs::write(
-        dir.path().join("mis.xml"),
+    let e = error_on_file(
+        "mis.xml",
         "<?xml version=\"1.0\"?>\n<vm name=\"x\">\n<binaryOptions>\n</vm>\n",
-    )
-    .unwrap();
-    let e = error_in(&["space", "count", "mis.xml"], Some(dir.path()));
+        &["space", "count", "mis.xml"],
+    );
     assert!(e.starts_with("knobs: error: mis.xml:4: "), "{e}");
 }
 
 #[test]
 fn malformed_dimacs_names_the_line() {
-    let dir = TempDir::new().unwrap();
-    fs::write(
-        dir.path().join("bad.dimacs"),
+    let e = error_on_file(
+        "bad.dimacs",
         "c 1 a\nc 2 b\np cnf 2 2\n1 0\n-1 zz 0\n",
-    )
-    .unwrap();
-    let e = error_in(&["space", "count", "bad.dimacs"], Some(dir.path()));
+        &["space", "count", "bad.dimacs"],
+    );
     assert_eq!(e, "knobs: error: bad.dimacs:5: `zz` is not a literal");
 
-    fs::write(dir.path().join("big.cnf"), "p cnf 2 1\n\n1 3 0\n").unwrap();
-    let e = error_in(&["space", "show", "big.cnf"], Some(dir.path()));
+    let e = error_on_file(
+        "big.cnf",
+        "p cnf 2 1\n\n1 3 0\n",
+        &["space", "show", "big.cnf"],
+    );
     assert!(
         e.starts_with("knobs: error: big.cnf:3: literal 3 exceeds"),
         "{e}"
@@ -591,41 +595,32 @@ fn malformed_dimacs_names_the_line() {
 
 #[test]
 fn malformed_check_csv_names_the_line() {
-    let dir = TempDir::new().unwrap();
     let names = option_names(&xz()).join(",");
     let good = "1,2,4,1,1,0,0,1,0,0,1,0,1,0,0,0";
-    fs::write(
-        dir.path().join("short.csv"),
-        format!("{names}\n{good}\n{good}\n1,2,4\n"),
-    )
-    .unwrap();
-    let e = error_in(
+    let e = error_on_file(
+        "short.csv",
+        &format!("{names}\n{good}\n{good}\n1,2,4\n"),
         &["space", "check", s(&xz()), "--csv", "short.csv"],
-        Some(dir.path()),
     );
     assert_eq!(
         e,
         "knobs: error: short.csv:4: row has 3 fields but the header has 16"
     );
 
-    fs::write(
-        dir.path().join("nan.csv"),
-        format!("{names}\n{good}\n1,2,4,1,1,0,0,1,0,0,1,0,1,0,0,x\n"),
-    )
-    .unwrap();
-    let e = error_in(
+    let e = error_on_file(
+        "nan.csv",
+        &format!("{names}\n{good}\n1,2,4,1,1,0,0,1,0,0,1,0,1,0,0,x\n"),
         &["space", "check", s(&xz()), "--csv", "nan.csv"],
-        Some(dir.path()),
     );
     assert_eq!(
         e,
         "knobs: error: nan.csv:3: `x` is not a number (column `mf_bt4`)"
     );
 
-    fs::write(dir.path().join("cols.csv"), "extreme,level\n1,2\n").unwrap();
-    let e = error_in(
+    let e = error_on_file(
+        "cols.csv",
+        "extreme,level\n1,2\n",
         &["space", "check", s(&xz()), "--csv", "cols.csv"],
-        Some(dir.path()),
     );
     assert!(
         e.starts_with("knobs: error: cols.csv:1: no column for option"),
@@ -635,13 +630,11 @@ fn malformed_check_csv_names_the_line() {
 
 #[test]
 fn spec_constraint_with_unknown_option() {
-    let dir = TempDir::new().unwrap();
-    fs::write(
-        dir.path().join("unk.toml"),
+    let e = error_on_file(
+        "unk.toml",
         "name = \"u\"\nconstraints = [\"a | q\"]\n[[option]]\nname = \"a\"\n",
-    )
-    .unwrap();
-    let e = error_in(&["space", "count", "unk.toml"], Some(dir.path()));
+        &["space", "count", "unk.toml"],
+    );
     assert!(e.contains("unk.toml"), "{e}");
     assert!(e.contains("unknown option `q`"), "{e}");
     assert!(e.contains("constraints[1]"), "{e}");
@@ -649,13 +642,11 @@ fn spec_constraint_with_unknown_option() {
 
 #[test]
 fn spec_syntax_error_names_the_line() {
-    let dir = TempDir::new().unwrap();
-    fs::write(
-        dir.path().join("s.toml"),
+    let e = error_on_file(
+        "s.toml",
         "[[option]]\nname = \"a\"\nvalues = \"x\"\n",
-    )
-    .unwrap();
-    let e = error_in(&["space", "count", "s.toml"], Some(dir.path()));
+        &["space", "count", "s.toml"],
+    );
     assert!(e.starts_with("knobs: error: s.toml:3: "), "{e}");
 }
 
@@ -791,9 +782,7 @@ fn check_of_a_configuration_naming_an_unknown_option() {
 
 #[test]
 fn unknown_space_format() {
-    let dir = TempDir::new().unwrap();
-    fs::write(dir.path().join("space.yaml"), "a: 1\n").unwrap();
-    let e = error_in(&["space", "count", "space.yaml"], Some(dir.path()));
+    let e = error_on_file("space.yaml", "a: 1\n", &["space", "count", "space.yaml"]);
     assert!(
         e.contains("space.yaml") && e.contains("unknown space format"),
         "{e}"

@@ -51,7 +51,51 @@ fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
     path
 }
 
-/// Configuration → number of successful runs, read back through `knobs results export`.
+/// The store's runs as `knobs results export --format json EXTRA` gives them.
+fn exported_runs(store: &Path, extra: &[&str]) -> Vec<serde_json::Value> {
+    let out = knobs()
+        .args(["results", "export", "--format", "json"])
+        .args(extra)
+        .arg("--store")
+        .arg(store)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// `knobs measure --sample all` of each spec at once, all into `store`; each one's stderr,
+/// once it succeeded.
+fn measure_at_once(specs: &[&Path], store: &Path) -> Vec<String> {
+    let bin = assert_cmd::cargo::cargo_bin("knobs");
+    let children: Vec<_> = specs
+        .iter()
+        .map(|spec| {
+            StdCommand::new(&bin)
+                .args(["measure", "--sample", "all", "--spec"])
+                .arg(spec)
+                .arg("--store")
+                .arg(store)
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|child| {
+            let out = child.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert!(out.status.success(), "{stderr}");
+            stderr
+        })
+        .collect()
+}
+
 /// The store's reference configuration: measured in every round, so it may have more runs
 /// than the others.
 fn reference(store: &Path) -> String {
@@ -69,20 +113,10 @@ fn measured_but_the_reference(store: &Path) -> BTreeMap<String, usize> {
     by
 }
 
+/// Configuration → number of successful runs, read back through `knobs results export`.
 fn measured(store: &Path) -> BTreeMap<String, usize> {
-    let out = knobs()
-        .args(["results", "export", "--format", "json", "--store"])
-        .arg(store)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let runs: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     let mut by = BTreeMap::new();
-    for r in runs {
+    for r in exported_runs(store, &[]) {
         assert_eq!(r["status"], "ok", "{r}");
         *by.entry(r["configuration"].as_str().unwrap().to_string())
             .or_insert(0) += 1;
@@ -259,12 +293,7 @@ arg = ["case {value} in 0) exit 0;; 1) echo 'assertion failed: x > 0' >&2; kill 
         .stderr(predicates::str::contains("1 of 3 configurations measured"));
     assert!(start.elapsed() < Duration::from_secs(15));
     let store = dir.path().join("knobs.db");
-    let out = knobs()
-        .args(["results", "export", "--format", "json", "--store"])
-        .arg(&store)
-        .output()
-        .unwrap();
-    let runs: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = exported_runs(&store, &[]);
     let mut status: Vec<(&str, &str)> = runs
         .iter()
         .map(|r| {
@@ -429,37 +458,9 @@ fn two_processes_write_one_store_at_once() {
     let one = write(dir.path(), "one.toml", &fast);
     let two = write(dir.path(), "two.toml", &fast.replace("sleeper", "other"));
     let store = dir.path().join("shared.db");
-    let bin = assert_cmd::cargo::cargo_bin("knobs");
-    let children: Vec<_> = [&one, &two]
-        .iter()
-        .map(|spec| {
-            StdCommand::new(&bin)
-                .args(["measure", "--sample", "all", "--spec"])
-                .arg(spec)
-                .arg("--store")
-                .arg(&store)
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for child in children {
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    measure_at_once(&[&one, &two], &store);
     for system in ["sleeper", "other"] {
-        let out = knobs()
-            .args([
-                "results", "export", "--format", "json", "--system", system, "--store",
-            ])
-            .arg(&store)
-            .output()
-            .unwrap();
-        let runs: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+        let runs = exported_runs(&store, &["--system", system]);
         assert_eq!(runs.len(), 16 * 3, "{system}");
     }
     // Without --system the store has two specs, and says so.
@@ -935,34 +936,13 @@ fn concurrent_writers_of_one_spec_do_not_repeat_work() {
             .replace("repetitions = 2", "repetitions = 3"),
     );
     let store = dir.path().join("shared.db");
-    let bin = assert_cmd::cargo::cargo_bin("knobs");
-    let children: Vec<_> = (0..2)
-        .map(|_| {
-            StdCommand::new(&bin)
-                .args(["measure", "--sample", "all", "--spec"])
-                .arg(&spec)
-                .arg("--store")
-                .arg(&store)
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for child in children {
-        let out = child.wait_with_output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{stderr}");
+    for stderr in measure_at_once(&[&spec, &spec], &store) {
         assert!(
             stderr.contains("16 of 16 configurations measured"),
             "{stderr}"
         );
     }
-    let out = knobs()
-        .args(["results", "export", "--format", "json", "--store"])
-        .arg(&store)
-        .output()
-        .unwrap();
-    let runs: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = exported_runs(&store, &[]);
     assert!(runs.len() >= 16 * 3, "{}", runs.len());
     // Exactly the planned runs; the reference, measured in every round, may have more.
     let others = measured_but_the_reference(&store);
@@ -999,12 +979,7 @@ fn a_changed_workload_file_is_noticed() {
         stderr.contains("2 stored runs measured workload `w` when its files were different"),
         "{stderr}"
     );
-    let out = knobs()
-        .args(["results", "export", "--format", "json", "--store"])
-        .arg(dir.path().join("knobs.db"))
-        .output()
-        .unwrap();
-    let runs: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = exported_runs(&dir.path().join("knobs.db"), &[]);
     let digests: std::collections::BTreeSet<&str> =
         runs.iter().map(|r| r["inputs"].as_str().unwrap()).collect();
     assert_eq!(digests.len(), 2, "{runs:?}");

@@ -1,9 +1,145 @@
 //! What several CLI tests share.
 #![allow(dead_code)] // each test uses its own part
 
-use std::path::Path;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use measure::store::StoredRun;
+use measure::{Selection, Store};
+
+/// The knobs binary this package builds.
+pub fn knobs() -> assert_cmd::Command {
+    assert_cmd::Command::cargo_bin("knobs").unwrap()
+}
+
+/// What a knobs that succeeded wrote.
+pub struct Ran {
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+}
+
+impl Ran {
+    /// Stdout as the one JSON document `--json` prints.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.stdout).expect("stdout is one JSON document")
+    }
+}
+
+/// Runs `knobs ARGS SPEC`, asserting it succeeds (its stderr says why not).
+pub fn knobs_ok(args: &[&str], spec: &Path) -> Ran {
+    let out = knobs().args(args).arg(spec).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    Ran {
+        stdout: out.stdout,
+        stderr,
+    }
+}
+
+/// Starts `knobs ARGS SPEC` in the background, its output piped, for a test to kill or
+/// [`finish`].
+pub fn spawn_knobs(args: &[&str], spec: &Path) -> Child {
+    Command::new(assert_cmd::cargo::cargo_bin("knobs"))
+        .args(args)
+        .arg(spec)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits for a knobs from [`spawn_knobs`], asserting it succeeds.
+pub fn finish(child: Child) -> Ran {
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    Ran {
+        stdout: out.stdout,
+        stderr,
+    }
+}
+
+/// Writes `knobs.toml` in `dir`; its path.
+pub fn write_spec(dir: &Path, spec: &str) -> PathBuf {
+    let path = dir.join("knobs.toml");
+    std::fs::write(&path, spec).unwrap();
+    path
+}
+
+/// A C program (`main.c`) and its spec (`knobs.toml`) in `dir`; the spec's path.
+pub fn write_c_subject(dir: &Path, main_c: &str, spec: &str) -> PathBuf {
+    std::fs::write(dir.join("main.c"), main_c).unwrap();
+    write_spec(dir, spec)
+}
+
+/// A C program and its spec in a fresh temporary directory.
+pub fn c_subject(main_c: &str, spec: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_c_subject(dir.path(), main_c, spec);
+    (dir, path)
+}
+
+/// Copies `files` of `examples/NAME` into `to`.
+pub fn copy_example(name: &str, files: &[&str], to: &Path) {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name);
+    for f in files {
+        std::fs::copy(example.join(f), to.join(f)).unwrap();
+    }
+}
+
+/// Builds `main.c` in `dir` natively as `output` (`clang-19 -O2`), as the approaches that
+/// correct for their overhead run it.
+pub fn native_build(dir: &Path, output: &str) {
+    let status = Command::new("clang-19")
+        .args(["-O2", "-o", output, "main.c"])
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// The runs a store holds under `selection`.
+pub fn stored_runs(store: &Path, selection: &Selection) -> Vec<StoredRun> {
+    Store::open_existing(store)
+        .unwrap()
+        .runs(selection)
+        .unwrap()
+}
+
+/// Polls until `done` says so; a test that waits two minutes is stuck (a guard against
+/// hanging, not a timing assertion).
+pub fn wait_until<T>(what: &str, mut done: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(t) = done() {
+            return t;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "stuck waiting: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A Slurm spool directory's submissions: (directory, job id) of each that has one.
+pub fn submitted(spool: &Path) -> Vec<(PathBuf, String)> {
+    let Ok(entries) = std::fs::read_dir(spool) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let text = std::fs::read_to_string(e.path().join("submission.json")).ok()?;
+            let record: serde_json::Value = serde_json::from_str(&text).ok()?;
+            Some((e.path(), record["job"].as_str()?.to_string()))
+        })
+        .collect()
+}
 
 /// Runs git in `dir` with a fixed author, asserting it succeeds.
 pub fn git(dir: &Path, args: &[&str]) {
@@ -19,6 +155,21 @@ pub fn git(dir: &Path, args: &[&str]) {
         .output()
         .unwrap();
     assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+/// A new git repository `dir/prog` on branch `main`.
+pub fn new_repo(dir: &Path) -> PathBuf {
+    let repo = dir.join("prog");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    repo
+}
+
+/// Writes `file` in `repo` and commits it.
+pub fn commit_file(repo: &Path, file: &str, text: &str, message: &str) {
+    std::fs::write(repo.join(file), text).unwrap();
+    git(repo, &["add", file]);
+    git(repo, &["commit", "-q", "-m", message]);
 }
 
 /// A model file's terms as labels (`PACKED·MODE=2`; the intercept is ``).
