@@ -14,7 +14,6 @@ use std::path::Path;
 use assert_cmd::Command;
 
 mod common;
-use common::git;
 
 /// The program spins 5 million rounds, and `heavy` million more with the `heavy` argument.
 fn program(heavy: u32, comment: usize) -> String {
@@ -46,36 +45,30 @@ const ARGS: [&str; 13] = [
 /// A history of 40 commits (9 does not compile, `CHANGED_AT` makes `heavy` slower) and its
 /// spec; returns the spec's path.
 fn fixture(dir: &Path) -> std::path::PathBuf {
-    let repo = dir.join("prog");
-    std::fs::create_dir(&repo).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
+    let repo = common::new_repo(dir);
     for i in 0..40 {
         let text = if i == 9 {
             "int main(void) { return undeclared; }\n".to_string()
         } else {
             program(if i < CHANGED_AT { 5 } else { 100 }, i)
         };
-        std::fs::write(repo.join("prog.c"), text).unwrap();
-        git(&repo, &["add", "prog.c"]);
         let message = if i == CHANGED_AT {
             "heavy gets slower".to_string()
         } else {
             format!("revision {i}")
         };
-        git(&repo, &["commit", "-q", "-m", &message]);
+        common::commit_file(&repo, "prog.c", &text, &message);
     }
-    let spec = dir.join("knobs.toml");
-    std::fs::write(
-        &spec,
-        "name = \"prog\"\n\n[history]\nrepository = \"prog\"\nrange = \"main\"\n\
-         build = [[\"cc\", \"-O1\", \"-o\", \"prog\", \"prog.c\"]]\noutput = \"prog\"\n\n\
-         [run]\nargs = [\"{options}\"]\n\n[measure]\nrepetitions = 3\nmetric = \"cpu\"\n\n\
-         [[workload]]\nname = \"w\"\n\n\
-         [[option]]\nname = \"heavy\"\non = [\"heavy\"]\n\n[[option]]\nname = \"other\"\non = [\"other\"]\n\n\
-         [[option]]\nname = \"third\"\non = [\"third\"]\n\n[[option]]\nname = \"fourth\"\non = [\"fourth\"]\n",
+    common::write_spec(
+        dir,
+        &common::history_spec(
+            common::CC_BUILD,
+            "[measure]\nrepetitions = 3\nmetric = \"cpu\"\n\n\
+             [[workload]]\nname = \"w\"\n\n\
+             [[option]]\nname = \"heavy\"\non = [\"heavy\"]\n\n[[option]]\nname = \"other\"\non = [\"other\"]\n\n\
+             [[option]]\nname = \"third\"\non = [\"third\"]\n\n[[option]]\nname = \"fourth\"\non = [\"fourth\"]\n",
+        ),
     )
-    .unwrap();
-    spec
 }
 
 fn detect(spec: &Path, json: bool) -> std::process::Output {
@@ -218,12 +211,7 @@ fn learn_selects_a_commit_of_the_history() {
     let out = detect(&spec, true);
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     // The last commit is measured in every configuration of the sample.
-    let head = std::process::Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .current_dir(dir.path().join("prog"))
-        .output()
-        .unwrap();
-    let head = String::from_utf8(head.stdout).unwrap();
+    let head = common::git(&dir.path().join("prog"), &["rev-parse", "HEAD"]);
     let store = dir.path().join("knobs.db");
     let model = dir.path().join("m.json");
     let learn = |extra: &[&str]| {

@@ -333,15 +333,9 @@ fn the_nodes_run_the_build_of_a_commit_made_on_the_submit_host() {
     );
     let spec = common::write_spec(
         dir.path(),
-        r#"name = "built"
-[history]
-repository = "prog"
-range = "main"
-build = [["sh", "-c", "cp run.sh prog && chmod +x prog"]]
-output = "prog"
-[run]
-args = ["{options}"]
-[measure]
+        &common::history_spec(
+            r#"[["sh", "-c", "cp run.sh prog && chmod +x prog"]]"#,
+            r#"[measure]
 repetitions = 1
 warmup = 0
 [slurm]
@@ -352,6 +346,7 @@ name = "w"
 name = "a"
 on = ["-a"]
 "#,
+        ),
     );
     let stderr = knobs_ok(MEASURE_COMMIT_ON_SLURM, &spec).stderr;
     let building = stderr.find("building commit").expect("built here");
@@ -359,15 +354,7 @@ on = ["-a"]
         building < stderr.find("submitted Slurm job").unwrap(),
         "{stderr}"
     );
-    let commit = String::from_utf8(
-        StdCommand::new("git")
-            .args(["rev-parse", "main"])
-            .current_dir(&repo)
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let commit = common::git(&repo, &["rev-parse", "main"]);
     let at_commit = Selection {
         commit: commit.trim().to_string(),
         ..Selection::default()
@@ -429,15 +416,9 @@ fn history_builds_are_array_tasks_into_the_shared_cache() {
     }
     let spec = common::write_spec(
         dir.path(),
-        r#"name = "prog"
-[history]
-repository = "prog"
-range = "main"
-build = [["cc", "-O1", "-o", "prog", "prog.c"]]
-output = "prog"
-[run]
-args = ["{options}"]
-[measure]
+        &common::history_spec(
+            common::CC_BUILD,
+            r#"[measure]
 repetitions = 1
 warmup = 0
 [[workload]]
@@ -446,6 +427,7 @@ name = "w"
 name = "a"
 on = ["1"]
 "#,
+        ),
     );
     let build = || {
         knobs_ok(
@@ -534,15 +516,9 @@ fn counting_history(dir: &Path) -> PathBuf {
     }
     common::write_spec(
         dir,
-        r#"name = "prog"
-[history]
-repository = "prog"
-range = "main"
-build = [["cc", "-O1", "-o", "prog", "prog.c"]]
-output = "prog"
-[run]
-args = ["{options}"]
-[measure]
+        &common::history_spec(
+            common::CC_BUILD,
+            r#"[measure]
 repetitions = 1
 warmup = 0
 metric = "instructions"
@@ -560,19 +536,14 @@ on = ["other"]
 name = "third"
 on = ["third"]
 "#,
+        ),
     )
 }
 
 /// The runs stored at each commit of the history in `dir`.
 fn runs_of_history(dir: &Path) -> Vec<StoredRun> {
-    let out = StdCommand::new("git")
-        .args(["rev-list", "main"])
-        .current_dir(dir.join("prog"))
-        .output()
-        .unwrap();
     let store = Store::open_existing(&dir.join("knobs.db")).unwrap();
-    String::from_utf8(out.stdout)
-        .unwrap()
+    common::git(&dir.join("prog"), &["rev-list", "main"])
         .lines()
         .flat_map(|commit| {
             let at = Selection {

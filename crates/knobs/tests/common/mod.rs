@@ -141,8 +141,8 @@ pub fn submitted(spool: &Path) -> Vec<(PathBuf, String)> {
         .collect()
 }
 
-/// Runs git in `dir` with a fixed author, asserting it succeeds.
-pub fn git(dir: &Path, args: &[&str]) {
+/// Runs git in `dir` with a fixed author, asserting it succeeds; its stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args([
             "-c",
@@ -155,6 +155,7 @@ pub fn git(dir: &Path, args: &[&str]) {
         .output()
         .unwrap();
     assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
 }
 
 /// A new git repository `dir/prog` on branch `main`.
@@ -170,6 +171,26 @@ pub fn commit_file(repo: &Path, file: &str, text: &str, message: &str) {
     std::fs::write(repo.join(file), text).unwrap();
     git(repo, &["add", file]);
     git(repo, &["commit", "-q", "-m", message]);
+}
+
+/// The build of `prog` from `prog.c` with the system's C compiler, for [`history_spec`].
+pub const CC_BUILD: &str = r#"[["cc", "-O1", "-o", "prog", "prog.c"]]"#;
+
+/// A spec of the history of [`new_repo`]'s `main`: each commit built by the commands `build`
+/// into `prog`, run with the options' arguments; `rest` follows (the measuring, the
+/// workloads and the options).
+pub fn history_spec(build: &str, rest: &str) -> String {
+    format!(
+        r#"name = "prog"
+[history]
+repository = "prog"
+range = "main"
+build = {build}
+output = "prog"
+[run]
+args = ["{{options}}"]
+{rest}"#
+    )
 }
 
 /// A model file's terms as labels (`PACKED·MODE=2`; the intercept is ``).
