@@ -2,27 +2,19 @@
 //! strategies, `space check`, error reporting (exit status 2, one line on stderr), and the
 //! model commands (`from-subspaces`, `show`, `predict`, `subspaces`).
 
+mod common;
+
 use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Stdio;
 
-use assert_cmd::Command;
+use common::{datasets, describe, error, error_in, ok, run_knobs, s};
 use tempfile::TempDir;
 
 // ---------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------
-
-fn datasets() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/datasets");
-    assert!(
-        dir.exists(),
-        "shared datasets not found at {}",
-        dir.display()
-    );
-    dir
-}
 
 fn x264() -> PathBuf {
     let p = datasets().join("splconqueror/x264/FeatureModel.xml");
@@ -42,70 +34,8 @@ fn xz() -> PathBuf {
     p
 }
 
-fn knobs() -> Command {
-    Command::cargo_bin("knobs").expect("the knobs binary is built")
-}
-
-fn run(args: &[&str], dir: Option<&Path>) -> Output {
-    let mut cmd = knobs();
-    cmd.args(args);
-    if let Some(d) = dir {
-        cmd.current_dir(d);
-    }
-    cmd.output().expect("knobs runs")
-}
-
 fn text(bytes: &[u8]) -> String {
     String::from_utf8(bytes.to_vec()).expect("UTF-8 output")
-}
-
-fn describe(args: &[&str], out: &Output) -> String {
-    format!(
-        "knobs {}\nstatus: {:?}\nstdout:\n{}\nstderr:\n{}",
-        args.join(" "),
-        out.status.code(),
-        text(&out.stdout),
-        text(&out.stderr)
-    )
-}
-
-/// Runs knobs, asserts exit status 0 and no panic; returns (stdout, stderr).
-fn ok_in(args: &[&str], dir: Option<&Path>) -> (String, String) {
-    let out = run(args, dir);
-    assert_eq!(out.status.code(), Some(0), "{}", describe(args, &out));
-    let stderr = text(&out.stderr);
-    assert!(!stderr.contains("panicked"), "{}", describe(args, &out));
-    (text(&out.stdout), stderr)
-}
-
-fn ok(args: &[&str]) -> (String, String) {
-    ok_in(args, None)
-}
-
-/// Runs knobs expecting a bad-input error: exit status 2, exactly one line on stderr that
-/// starts with `knobs: error:`, no panic. Returns that line without the newline.
-fn error_in(args: &[&str], dir: Option<&Path>) -> String {
-    let out = run(args, dir);
-    let stderr = text(&out.stderr);
-    assert!(!stderr.contains("panicked"), "{}", describe(args, &out));
-    assert_eq!(out.status.code(), Some(2), "{}", describe(args, &out));
-    assert_eq!(
-        stderr.lines().count(),
-        1,
-        "expected one line on stderr\n{}",
-        describe(args, &out)
-    );
-    assert!(stderr.ends_with('\n'), "{}", describe(args, &out));
-    assert!(
-        stderr.starts_with("knobs: error: "),
-        "{}",
-        describe(args, &out)
-    );
-    stderr.trim_end().to_string()
-}
-
-fn error(args: &[&str]) -> String {
-    error_in(args, None)
 }
 
 /// Writes the file `name` into a fresh temporary directory and runs knobs there expecting a
@@ -114,10 +44,6 @@ fn error_on_file(name: &str, text: &str, args: &[&str]) -> String {
     let dir = TempDir::new().unwrap();
     fs::write(dir.path().join(name), text).unwrap();
     error_in(args, Some(dir.path()))
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("UTF-8 path")
 }
 
 /// A configuration CSV: header and rows, asserting that every row has the header's width.
@@ -409,7 +335,7 @@ fn check_names_the_broken_rules_of_an_invalid_configuration() {
         s(&space),
         "format,format_lzma,check_crc64,level=6,threads=2",
     ];
-    let out = run(&args, None);
+    let out = run_knobs(&args, None);
     assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
     let stdout = text(&out.stdout);
     assert!(stdout.starts_with("configuration: invalid: "), "{stdout}");
@@ -451,7 +377,7 @@ fn check_csv_gives_every_row_a_verdict() {
     fs::write(dir.path().join("mixed.csv"), csv).unwrap();
     let space = xz();
     let args = ["space", "check", s(&space), "--csv", "mixed.csv"];
-    let out = run(&args, Some(dir.path()));
+    let out = run_knobs(&args, Some(dir.path()));
     assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
     let stdout = text(&out.stdout);
     let lines: Vec<&str> = stdout.lines().collect();
@@ -468,7 +394,7 @@ fn check_and_count_print_json() {
     let space = xz();
     let config = "format,format_lzma,check_crc64,level=6,threads=2";
     let args = ["space", "check", s(&space), config, "--json"];
-    let out = run(&args, None);
+    let out = run_knobs(&args, None);
     assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", describe(&args, &out)));
@@ -495,7 +421,7 @@ fn check_and_count_print_json() {
         "{json}"
     );
     // The same rules as the text output names.
-    let text_out = text(&run(&args[..4], None).stdout);
+    let text_out = text(&run_knobs(&args[..4], None).stdout);
     assert_eq!(
         text_out.trim_end(),
         format!("configuration: invalid: {}", broken.join("; "))
@@ -509,7 +435,7 @@ fn check_and_count_print_json() {
         format!("{names}\n1,2,4,1,1,0,0,1,0,0,1,0,1,0,0,0\n1,2,4,1,1,1,0,1,0,0,1,0,1,0,0,0\n");
     fs::write(dir.path().join("mixed.csv"), csv).unwrap();
     let args = ["space", "check", s(&space), "--csv", "mixed.csv", "--json"];
-    let out = run(&args, Some(dir.path()));
+    let out = run_knobs(&args, Some(dir.path()));
     assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let rows = json["configurations"].as_array().unwrap();
@@ -939,7 +865,7 @@ fn from_subspaces_never_writes_an_unreadable_model() {
     let dir = TempDir::new().unwrap();
     for bad in ["nan", "inf"] {
         let args = ["model", "from-subspaces", "--options", "A", "0", bad];
-        let out = run(&args, None);
+        let out = run_knobs(&args, None);
         assert!(
             !text(&out.stderr).contains("panicked"),
             "{}",
@@ -951,7 +877,7 @@ fn from_subspaces_never_writes_an_unreadable_model() {
         assert_eq!(out.status.code(), Some(0), "{}", describe(&args, &out));
         let model = dir.path().join(format!("{bad}.json"));
         fs::write(&model, &out.stdout).unwrap();
-        let shown = run(&["model", "show", s(&model)], None);
+        let shown = run_knobs(&["model", "show", s(&model)], None);
         assert_eq!(
             shown.status.code(),
             Some(0),
@@ -1065,9 +991,9 @@ fn every_command_has_an_example() {
 #[test]
 fn usage_errors_exit_2() {
     // clap's own errors also use exit status 2 and do not panic.
-    let out = run(&["space", "sample", s(&xz())], None);
+    let out = run_knobs(&["space", "sample", s(&xz())], None);
     assert_eq!(out.status.code(), Some(2));
     assert!(!text(&out.stderr).contains("panicked"));
-    let out = run(&["frobnicate"], None);
+    let out = run_knobs(&["frobnicate"], None);
     assert_eq!(out.status.code(), Some(2));
 }

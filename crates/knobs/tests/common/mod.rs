@@ -2,7 +2,7 @@
 #![allow(dead_code)] // each test uses its own part
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -12,6 +12,84 @@ use measure::{Selection, Store};
 /// The knobs binary this package builds.
 pub fn knobs() -> assert_cmd::Command {
     assert_cmd::Command::cargo_bin("knobs").unwrap()
+}
+
+/// The shared datasets (`../shared/datasets` beside the workspace).
+pub fn datasets() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/datasets");
+    assert!(
+        dir.exists(),
+        "shared datasets not found at {}",
+        dir.display()
+    );
+    dir
+}
+
+/// A path as an argument of [`ok`] or [`error`].
+pub fn s(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 path")
+}
+
+/// Runs `knobs ARGS`, in `dir` if given.
+pub fn run_knobs(args: &[&str], dir: Option<&Path>) -> Output {
+    let mut cmd = knobs();
+    cmd.args(args);
+    if let Some(d) = dir {
+        cmd.current_dir(d);
+    }
+    cmd.output().expect("knobs runs")
+}
+
+/// A run of `knobs ARGS` for an assertion's message.
+pub fn describe(args: &[&str], out: &Output) -> String {
+    format!(
+        "knobs {}\nstatus: {:?}\nstdout:\n{}\nstderr:\n{}",
+        args.join(" "),
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Runs knobs in `dir`, asserting exit status 0 and no panic; returns (stdout, stderr).
+pub fn ok_in(args: &[&str], dir: Option<&Path>) -> (String, String) {
+    let out = run_knobs(args, dir);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(args, &out));
+    let stderr = String::from_utf8(out.stderr.clone()).expect("UTF-8 output");
+    assert!(!stderr.contains("panicked"), "{}", describe(args, &out));
+    (String::from_utf8(out.stdout).expect("UTF-8 output"), stderr)
+}
+
+/// [`ok_in`] in the current directory.
+pub fn ok(args: &[&str]) -> (String, String) {
+    ok_in(args, None)
+}
+
+/// Runs knobs in `dir` expecting a bad-input error: exit status 2, exactly one line on
+/// stderr that starts with `knobs: error:`, no panic. Returns that line without the newline.
+pub fn error_in(args: &[&str], dir: Option<&Path>) -> String {
+    let out = run_knobs(args, dir);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{}", describe(args, &out));
+    assert_eq!(out.status.code(), Some(2), "{}", describe(args, &out));
+    assert_eq!(
+        stderr.lines().count(),
+        1,
+        "expected one line on stderr\n{}",
+        describe(args, &out)
+    );
+    assert!(stderr.ends_with('\n'), "{}", describe(args, &out));
+    assert!(
+        stderr.starts_with("knobs: error: "),
+        "{}",
+        describe(args, &out)
+    );
+    stderr.trim_end().to_string()
+}
+
+/// [`error_in`] in the current directory.
+pub fn error(args: &[&str]) -> String {
+    error_in(args, None)
 }
 
 /// What a knobs that succeeded wrote.
