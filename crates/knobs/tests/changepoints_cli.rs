@@ -71,23 +71,20 @@ fn fixture(dir: &Path) -> std::path::PathBuf {
     )
 }
 
-fn detect(spec: &Path, json: bool) -> std::process::Output {
-    let mut cmd = Command::cargo_bin("knobs").unwrap();
+fn detect(spec: &Path, json: bool) -> common::Ran {
+    let mut cmd = common::knobs();
     cmd.args(ARGS).arg(spec);
     if json {
         cmd.arg("--json");
     }
-    let out = cmd.output().unwrap();
-    assert!(out.status.success(), "{out:?}");
-    out
+    common::succeeds(&mut cmd)
 }
 
 /// One detection on a fresh history: `Err` says what it found instead of the change.
 fn attempt() -> Result<(), String> {
     let dir = tempfile::tempdir().unwrap();
     let spec = fixture(dir.path());
-    let out = detect(&spec, true);
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = detect(&spec, true).json();
     let points = json["change_points"].as_array().unwrap().clone();
     let options = |c: &serde_json::Value| -> Vec<String> {
         c["options"]
@@ -136,7 +133,7 @@ fn attempt() -> Result<(), String> {
     );
     assert!(json["effort"]["runs"].as_u64().unwrap() > 0);
     // The same detection again: everything is read back from the store.
-    let again: serde_json::Value = serde_json::from_slice(&detect(&spec, true).stdout).unwrap();
+    let again = detect(&spec, true).json();
     assert_eq!(
         again["effort"]["runs"].as_u64(),
         Some(0),
@@ -145,7 +142,7 @@ fn attempt() -> Result<(), String> {
     );
     assert_eq!(again["change_points"], json["change_points"]);
     // The text names the option, the commit's subject and the effort.
-    let text = String::from_utf8(detect(&spec, false).stdout).unwrap();
+    let text = detect(&spec, false).text();
     assert!(
         text.contains(": heavy;") && text.contains(&subject),
         "{text}"
@@ -172,15 +169,12 @@ fn detect_finds_the_commit_and_option_that_changed_performance() {
 fn detect_takes_the_repetitions_from_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
     let spec = fixture(dir.path());
-    let out = Command::cargo_bin("knobs")
-        .unwrap()
-        .args(ARGS)
-        .arg(&spec)
-        .args(["--repetitions", "1", "--json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = common::succeeds(common::knobs().args(ARGS).arg(&spec).args([
+        "--repetitions",
+        "1",
+        "--json",
+    ]))
+    .json();
     let runs = json["effort"]["runs"].as_u64().unwrap();
     let measurements = json["measurements"].as_u64().unwrap();
     assert!(
@@ -208,8 +202,7 @@ fn detect_takes_the_repetitions_from_the_command_line() {
 fn learn_selects_a_commit_of_the_history() {
     let dir = tempfile::tempdir().unwrap();
     let spec = fixture(dir.path());
-    let out = detect(&spec, true);
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = detect(&spec, true).json();
     // The last commit is measured in every configuration of the sample.
     let head = common::git(&dir.path().join("prog"), &["rev-parse", "HEAD"]);
     let store = dir.path().join("knobs.db");

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 fn example() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     common::copy_example("dispatch", &["main.c", "knobs.toml"], dir.path());
-    common::native_build(dir.path(), "dispatch");
+    common::native_build(dir.path(), "dispatch", &[]);
     let spec = dir.path().join("knobs.toml");
     (dir, spec)
 }

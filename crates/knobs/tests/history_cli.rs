@@ -39,15 +39,11 @@ fn fixture(dir: &Path) -> PathBuf {
 }
 
 fn stdout(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap();
-    assert!(out.status.success(), "{out:?}");
-    String::from_utf8(out.stdout).unwrap()
+    common::succeeds(cmd).text()
 }
 
 fn stderr(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap();
-    assert!(out.status.success(), "{out:?}");
-    String::from_utf8(out.stderr).unwrap()
+    common::succeeds(cmd).stderr
 }
 
 fn status_of(spec: &Path, subject: &str) -> String {

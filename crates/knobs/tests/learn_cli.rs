@@ -107,8 +107,7 @@ fn tree_models_from_splconqueror_measurements() {
         "pairwise",
         "--out",
         s(&model),
-    ])
-    .0;
+    ]);
     let shown = ok(&["model", "show", s(&model)]).0;
     assert!(shown.contains("forest: 30 trees"), "{shown}");
     assert!(shown.contains("option importance"), "{shown}");
@@ -430,7 +429,7 @@ fn learn_and_evaluate_print_json() {
     // A model trained on every configuration: nothing left by default, all of them with --all.
     let full = dir.path().join("full.json");
     let apache = shared("deepperf/Apache.csv");
-    ok(&["learn", &apache, "--learner", "lasso", "--out", s(&full)]).0;
+    ok(&["learn", &apache, "--learner", "lasso", "--out", s(&full)]);
     let e = error(&["evaluate", s(&full), &apache]);
     assert!(e.contains("give --test or --all"), "{e}");
     let all = json_of(&["evaluate", s(&full), &apache, "--all", "--json"]);

@@ -1,16 +1,14 @@
 //! `knobs init`, `knobs measure` and `knobs results` on real programs (`sleep`, `sh`):
 //! resuming after SIGKILL, timeouts, crashes and bad input.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command as StdCommand;
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
-
-fn knobs() -> Command {
-    Command::cargo_bin("knobs").unwrap()
-}
+use common::{knobs, knobs_ok, succeeds};
 
 /// `sleep` with binary options that each add a known duration: a real program whose
 /// performance model is known (0.02 + 0.03·a + 0.06·b + 0.01·c seconds).
@@ -53,19 +51,15 @@ fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
 
 /// The store's runs as `knobs results export --format json EXTRA` gives them.
 fn exported_runs(store: &Path, extra: &[&str]) -> Vec<serde_json::Value> {
-    let out = knobs()
-        .args(["results", "export", "--format", "json"])
-        .args(extra)
-        .arg("--store")
-        .arg(store)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let runs = succeeds(
+        knobs()
+            .args(["results", "export", "--format", "json"])
+            .args(extra)
+            .arg("--store")
+            .arg(store),
+    )
+    .json();
+    serde_json::from_value(runs).unwrap()
 }
 
 /// `knobs measure --sample all` of each spec at once, all into `store`; each one's stderr,
@@ -549,19 +543,6 @@ fn xz_example_end_to_end_on_the_small_workload() {
         .stdout(predicates::str::contains("random:12"));
 }
 
-/// Stdout of a successful run, parsed as JSON.
-fn json_stdout(cmd: &mut Command) -> serde_json::Value {
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("{e}: {}", String::from_utf8_lossy(&out.stdout));
-    })
-}
-
 /// The sleeper with a shorter base time, measured once per configuration.
 fn fast_sleeper(dir: &Path) -> std::path::PathBuf {
     write(
@@ -578,11 +559,12 @@ fn measure_and_results_show_print_json() {
     let dir = tempfile::tempdir().unwrap();
     let spec = fast_sleeper(dir.path());
     let store = dir.path().join("knobs.db");
-    let report = json_stdout(
+    let report = succeeds(
         knobs()
             .args(["measure", "--sample", "all", "--json", "--spec"])
             .arg(&spec),
-    );
+    )
+    .json();
     assert_eq!(report["system"], "sleeper", "{report}");
     assert_eq!(report["workload"], "none", "{report}");
     assert_eq!(report["store"], store.to_str().unwrap(), "{report}");
@@ -595,21 +577,23 @@ fn measure_and_results_show_print_json() {
     assert_eq!(report["failed"].as_array().unwrap().len(), 0, "{report}");
     assert!(report["seconds"].as_f64().unwrap() > 0.0, "{report}");
     // Again: everything is in the store already.
-    let again = json_stdout(
+    let again = succeeds(
         knobs()
             .args(["measure", "--sample", "twise:1", "--json", "--spec"])
             .arg(&spec),
-    );
+    )
+    .json();
     assert_eq!(again["sample"], "twise:1", "{again}");
     assert_eq!(again["runs"], 0, "{again}");
     assert_eq!(again["reused"], again["configurations"], "{again}");
 
     // The summaries, with medians of the known model.
-    let shown = json_stdout(
+    let shown = succeeds(
         knobs()
             .args(["results", "show", "--json", "--spec"])
             .arg(&spec),
-    );
+    )
+    .json();
     assert_eq!(shown["system"], "sleeper", "{shown}");
     assert_eq!(shown["metric"], "wall", "{shown}");
     assert_eq!(shown["unit"], "wall_s", "{shown}");
@@ -649,11 +633,12 @@ fn measure_and_results_show_print_json() {
         "{text}"
     );
     // Another metric, by name.
-    let rss = json_stdout(
+    let rss = succeeds(
         knobs()
             .args(["results", "show", "--json", "--metric", "max_rss", "--spec"])
             .arg(&spec),
-    );
+    )
+    .json();
     assert_eq!(rss["metric"], "max_rss", "{rss}");
     assert_eq!(rss["unit"], "max_rss_kib", "{rss}");
     assert!(
@@ -1072,17 +1057,7 @@ fn metric_flag_counts_instructions_apart_from_the_timed_runs() {
 
 /// `knobs results export --format FORMAT` of the spec's store.
 fn exported(spec: &Path, format: &str) -> String {
-    let out = knobs()
-        .args(["results", "export", "--format", format, "--spec"])
-        .arg(spec)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    knobs_ok(&["results", "export", "--format", format, "--spec"], spec).text()
 }
 
 /// Under `metric = "auto"`, `results show` says per configuration which time it reads: CPU

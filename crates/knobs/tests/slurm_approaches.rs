@@ -303,7 +303,7 @@ fn family_measures_both_its_campaigns_on_the_cluster() {
     let _cluster = common::slurm_cluster();
     let dir = tempfile::tempdir().unwrap();
     common::copy_example("printer", &["main.c", "knobs.toml"], dir.path());
-    common::native_build(dir.path(), "printer");
+    common::native_build(dir.path(), "printer", &[]);
     let report = knobs_ok(
         &["family", "--backend", "slurm", "--json", "--spec"],
         &dir.path().join("knobs.toml"),

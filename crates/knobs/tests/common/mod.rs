@@ -101,19 +101,34 @@ pub struct Ran {
 impl Ran {
     /// Stdout as the one JSON document `--json` prints.
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.stdout).expect("stdout is one JSON document")
+        serde_json::from_slice(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not one JSON document: {e}: {}",
+                String::from_utf8_lossy(&self.stdout)
+            )
+        })
+    }
+
+    /// Stdout as text.
+    pub fn text(&self) -> String {
+        String::from_utf8(self.stdout.clone()).expect("UTF-8 output")
     }
 }
 
-/// Runs `knobs ARGS SPEC`, asserting it succeeds (its stderr says why not).
-pub fn knobs_ok(args: &[&str], spec: &Path) -> Ran {
-    let out = knobs().args(args).arg(spec).output().unwrap();
+/// Runs a knobs command, asserting it succeeds (its stderr says why not).
+pub fn succeeds(command: &mut assert_cmd::Command) -> Ran {
+    let out = command.output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");
     Ran {
         stdout: out.stdout,
         stderr,
     }
+}
+
+/// Runs `knobs ARGS SPEC`, asserting it succeeds.
+pub fn knobs_ok(args: &[&str], spec: &Path) -> Ran {
+    succeeds(knobs().args(args).arg(spec))
 }
 
 /// Starts `knobs ARGS SPEC` in the background, its output piped, for a test to kill or
@@ -169,11 +184,12 @@ pub fn copy_example(name: &str, files: &[&str], to: &Path) {
     }
 }
 
-/// Builds `main.c` in `dir` natively as `output` (`clang-19 -O2`), as the approaches that
-/// correct for their overhead run it.
-pub fn native_build(dir: &Path, output: &str) {
+/// Builds `main.c` in `dir` natively as `output` (`clang-19 -O2`, then `extra`), as the
+/// approaches that correct for their overhead run it.
+pub fn native_build(dir: &Path, output: &str, extra: &[&str]) {
     let status = Command::new("clang-19")
         .args(["-O2", "-o", output, "main.c"])
+        .args(extra)
         .current_dir(dir)
         .status()
         .unwrap();
