@@ -11,8 +11,6 @@
 
 use std::path::Path;
 
-use assert_cmd::Command;
-
 mod common;
 
 /// The program spins 5 million rounds, and `heavy` million more with the `heavy` argument.
@@ -181,8 +179,7 @@ fn detect_takes_the_repetitions_from_the_command_line() {
         runs > 0 && runs <= measurements,
         "{runs} runs for {measurements} measurements"
     );
-    let out = Command::cargo_bin("knobs")
-        .unwrap()
+    let out = common::knobs()
         .args(ARGS)
         .arg(&spec)
         .args(["--repetitions", "0"])
@@ -208,8 +205,7 @@ fn learn_selects_a_commit_of_the_history() {
     let store = dir.path().join("knobs.db");
     let model = dir.path().join("m.json");
     let learn = |extra: &[&str]| {
-        Command::cargo_bin("knobs")
-            .unwrap()
+        common::knobs()
             .arg("learn")
             .arg(&store)
             .args(["--learner", "stepwise", "-o"])
