@@ -5,6 +5,7 @@
 mod common;
 
 use std::fs;
+use std::path::Path;
 
 use common::{datasets, describe, error, ok, run_knobs, s};
 use tempfile::TempDir;
@@ -24,12 +25,11 @@ fn mape_of(out: &str) -> f64 {
         .unwrap_or_else(|| panic!("no MAPE in {out:?}"))
 }
 
-#[test]
-fn learn_predict_evaluate_on_a_dataset_csv() {
-    let dir = TempDir::new().unwrap();
-    let model = dir.path().join("x264.json");
+/// `knobs learn` of x264's dataset (a log-stepwise model of 80 random configurations) into
+/// `model`, with `extra` flags; its stdout.
+fn learn_x264(model: &Path, extra: &[&str]) -> String {
     let data = shared("deepperf/x264.csv");
-    let out = ok(&[
+    let args = [
         "learn",
         &data,
         "--learner",
@@ -39,9 +39,17 @@ fn learn_predict_evaluate_on_a_dataset_csv() {
         "--seed",
         "3",
         "--out",
-        s(&model),
-    ])
-    .0;
+        s(model),
+    ];
+    ok(&[&args[..], extra].concat()).0
+}
+
+#[test]
+fn learn_predict_evaluate_on_a_dataset_csv() {
+    let dir = TempDir::new().unwrap();
+    let model = dir.path().join("x264.json");
+    let data = shared("deepperf/x264.csv");
+    let out = learn_x264(&model, &[]);
     assert!(out.contains("from 80 of 1152 configurations"), "{out}");
     let json: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(&model).unwrap()).expect("the model file is JSON");
@@ -304,19 +312,8 @@ fn learn_and_evaluate_print_json() {
     let dir = TempDir::new().unwrap();
     let model = dir.path().join("x264.json");
     let data = shared("deepperf/x264.csv");
-    let learned = json_of(&[
-        "learn",
-        &data,
-        "--learner",
-        "stepwise:log",
-        "--sample",
-        "random:80",
-        "--seed",
-        "3",
-        "--out",
-        s(&model),
-        "--json",
-    ]);
+    let learned: serde_json::Value =
+        serde_json::from_str(&learn_x264(&model, &["--json"])).unwrap();
     assert_eq!(learned["training_configurations"], 80, "{learned}");
     assert_eq!(learned["configurations"], 1152, "{learned}");
     assert_eq!(learned["sample"], "random:80", "{learned}");
