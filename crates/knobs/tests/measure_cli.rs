@@ -81,12 +81,7 @@ fn measure_at_once(specs: &[&Path], store: &Path) -> Vec<String> {
         .collect();
     children
         .into_iter()
-        .map(|child| {
-            let out = child.wait_with_output().unwrap();
-            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-            assert!(out.status.success(), "{stderr}");
-            stderr
-        })
+        .map(|child| common::finish(child).stderr)
         .collect()
 }
 

@@ -115,15 +115,19 @@ impl Ran {
     }
 }
 
-/// Runs a knobs command, asserting it succeeds (its stderr says why not).
-pub fn succeeds(command: &mut assert_cmd::Command) -> Ran {
-    let out = command.output().unwrap();
+/// What a knobs that ended wrote, asserting it succeeded (its stderr says why not).
+fn succeeded(out: Output) -> Ran {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");
     Ran {
         stdout: out.stdout,
         stderr,
     }
+}
+
+/// Runs a knobs command, asserting it succeeds.
+pub fn succeeds(command: &mut assert_cmd::Command) -> Ran {
+    succeeded(command.output().unwrap())
 }
 
 /// Runs `knobs ARGS SPEC`, asserting it succeeds.
@@ -145,13 +149,7 @@ pub fn spawn_knobs(args: &[&str], spec: &Path) -> Child {
 
 /// Waits for a knobs from [`spawn_knobs`], asserting it succeeds.
 pub fn finish(child: Child) -> Ran {
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{stderr}");
-    Ran {
-        stdout: out.stdout,
-        stderr,
-    }
+    succeeded(child.wait_with_output().unwrap())
 }
 
 /// Writes `knobs.toml` in `dir`; its path.
