@@ -11,10 +11,7 @@
 
 use std::path::Path;
 
-use assert_cmd::Command;
-
 mod common;
-use common::git;
 
 /// The program spins 5 million rounds, and `heavy` million more with the `heavy` argument.
 fn program(heavy: u32, comment: usize) -> String {
@@ -46,55 +43,46 @@ const ARGS: [&str; 13] = [
 /// A history of 40 commits (9 does not compile, `CHANGED_AT` makes `heavy` slower) and its
 /// spec; returns the spec's path.
 fn fixture(dir: &Path) -> std::path::PathBuf {
-    let repo = dir.join("prog");
-    std::fs::create_dir(&repo).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
+    let repo = common::new_repo(dir);
     for i in 0..40 {
         let text = if i == 9 {
             "int main(void) { return undeclared; }\n".to_string()
         } else {
             program(if i < CHANGED_AT { 5 } else { 100 }, i)
         };
-        std::fs::write(repo.join("prog.c"), text).unwrap();
-        git(&repo, &["add", "prog.c"]);
         let message = if i == CHANGED_AT {
             "heavy gets slower".to_string()
         } else {
             format!("revision {i}")
         };
-        git(&repo, &["commit", "-q", "-m", &message]);
+        common::commit_file(&repo, "prog.c", &text, &message);
     }
-    let spec = dir.join("knobs.toml");
-    std::fs::write(
-        &spec,
-        "name = \"prog\"\n\n[history]\nrepository = \"prog\"\nrange = \"main\"\n\
-         build = [[\"cc\", \"-O1\", \"-o\", \"prog\", \"prog.c\"]]\noutput = \"prog\"\n\n\
-         [run]\nargs = [\"{options}\"]\n\n[measure]\nrepetitions = 3\nmetric = \"cpu\"\n\n\
-         [[workload]]\nname = \"w\"\n\n\
-         [[option]]\nname = \"heavy\"\non = [\"heavy\"]\n\n[[option]]\nname = \"other\"\non = [\"other\"]\n\n\
-         [[option]]\nname = \"third\"\non = [\"third\"]\n\n[[option]]\nname = \"fourth\"\non = [\"fourth\"]\n",
+    common::write_spec(
+        dir,
+        &common::history_spec(
+            common::CC_BUILD,
+            "[measure]\nrepetitions = 3\nmetric = \"cpu\"\n\n\
+             [[workload]]\nname = \"w\"\n\n\
+             [[option]]\nname = \"heavy\"\non = [\"heavy\"]\n\n[[option]]\nname = \"other\"\non = [\"other\"]\n\n\
+             [[option]]\nname = \"third\"\non = [\"third\"]\n\n[[option]]\nname = \"fourth\"\non = [\"fourth\"]\n",
+        ),
     )
-    .unwrap();
-    spec
 }
 
-fn detect(spec: &Path, json: bool) -> std::process::Output {
-    let mut cmd = Command::cargo_bin("knobs").unwrap();
+fn detect(spec: &Path, json: bool) -> common::Ran {
+    let mut cmd = common::knobs();
     cmd.args(ARGS).arg(spec);
     if json {
         cmd.arg("--json");
     }
-    let out = cmd.output().unwrap();
-    assert!(out.status.success(), "{out:?}");
-    out
+    common::succeeds(&mut cmd)
 }
 
 /// One detection on a fresh history: `Err` says what it found instead of the change.
 fn attempt() -> Result<(), String> {
     let dir = tempfile::tempdir().unwrap();
     let spec = fixture(dir.path());
-    let out = detect(&spec, true);
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = detect(&spec, true).json();
     let points = json["change_points"].as_array().unwrap().clone();
     let options = |c: &serde_json::Value| -> Vec<String> {
         c["options"]
@@ -143,7 +131,7 @@ fn attempt() -> Result<(), String> {
     );
     assert!(json["effort"]["runs"].as_u64().unwrap() > 0);
     // The same detection again: everything is read back from the store.
-    let again: serde_json::Value = serde_json::from_slice(&detect(&spec, true).stdout).unwrap();
+    let again = detect(&spec, true).json();
     assert_eq!(
         again["effort"]["runs"].as_u64(),
         Some(0),
@@ -152,7 +140,7 @@ fn attempt() -> Result<(), String> {
     );
     assert_eq!(again["change_points"], json["change_points"]);
     // The text names the option, the commit's subject and the effort.
-    let text = String::from_utf8(detect(&spec, false).stdout).unwrap();
+    let text = detect(&spec, false).text();
     assert!(
         text.contains(": heavy;") && text.contains(&subject),
         "{text}"
@@ -179,23 +167,19 @@ fn detect_finds_the_commit_and_option_that_changed_performance() {
 fn detect_takes_the_repetitions_from_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
     let spec = fixture(dir.path());
-    let out = Command::cargo_bin("knobs")
-        .unwrap()
-        .args(ARGS)
-        .arg(&spec)
-        .args(["--repetitions", "1", "--json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = common::succeeds(common::knobs().args(ARGS).arg(&spec).args([
+        "--repetitions",
+        "1",
+        "--json",
+    ]))
+    .json();
     let runs = json["effort"]["runs"].as_u64().unwrap();
     let measurements = json["measurements"].as_u64().unwrap();
     assert!(
         runs > 0 && runs <= measurements,
         "{runs} runs for {measurements} measurements"
     );
-    let out = Command::cargo_bin("knobs")
-        .unwrap()
+    let out = common::knobs()
         .args(ARGS)
         .arg(&spec)
         .args(["--repetitions", "0"])
@@ -215,20 +199,13 @@ fn detect_takes_the_repetitions_from_the_command_line() {
 fn learn_selects_a_commit_of_the_history() {
     let dir = tempfile::tempdir().unwrap();
     let spec = fixture(dir.path());
-    let out = detect(&spec, true);
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = detect(&spec, true).json();
     // The last commit is measured in every configuration of the sample.
-    let head = std::process::Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .current_dir(dir.path().join("prog"))
-        .output()
-        .unwrap();
-    let head = String::from_utf8(head.stdout).unwrap();
+    let head = common::git(&dir.path().join("prog"), &["rev-parse", "HEAD"]);
     let store = dir.path().join("knobs.db");
     let model = dir.path().join("m.json");
     let learn = |extra: &[&str]| {
-        Command::cargo_bin("knobs")
-            .unwrap()
+        common::knobs()
             .arg("learn")
             .arg(&store)
             .args(["--learner", "stepwise", "-o"])

@@ -2,27 +2,19 @@
 //! strategies, `space check`, error reporting (exit status 2, one line on stderr), and the
 //! model commands (`from-subspaces`, `show`, `predict`, `subspaces`).
 
+mod common;
+
 use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Stdio;
 
-use assert_cmd::Command;
+use common::{datasets, describe, error, error_in, ok, run_knobs, s};
 use tempfile::TempDir;
 
 // ---------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------
-
-fn datasets() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/datasets");
-    assert!(
-        dir.exists(),
-        "shared datasets not found at {}",
-        dir.display()
-    );
-    dir
-}
 
 fn x264() -> PathBuf {
     let p = datasets().join("splconqueror/x264/FeatureModel.xml");
@@ -42,74 +34,16 @@ fn xz() -> PathBuf {
     p
 }
 
-fn knobs() -> Command {
-    Command::cargo_bin("knobs").expect("the knobs binary is built")
-}
-
-fn run(args: &[&str], dir: Option<&Path>) -> Output {
-    let mut cmd = knobs();
-    cmd.args(args);
-    if let Some(d) = dir {
-        cmd.current_dir(d);
-    }
-    cmd.output().expect("knobs runs")
-}
-
 fn text(bytes: &[u8]) -> String {
     String::from_utf8(bytes.to_vec()).expect("UTF-8 output")
 }
 
-fn describe(args: &[&str], out: &Output) -> String {
-    format!(
-        "knobs {}\nstatus: {:?}\nstdout:\n{}\nstderr:\n{}",
-        args.join(" "),
-        out.status.code(),
-        text(&out.stdout),
-        text(&out.stderr)
-    )
-}
-
-/// Runs knobs, asserts exit status 0 and no panic; returns (stdout, stderr).
-fn ok_in(args: &[&str], dir: Option<&Path>) -> (String, String) {
-    let out = run(args, dir);
-    assert_eq!(out.status.code(), Some(0), "{}", describe(args, &out));
-    let stderr = text(&out.stderr);
-    assert!(!stderr.contains("panicked"), "{}", describe(args, &out));
-    (text(&out.stdout), stderr)
-}
-
-fn ok(args: &[&str]) -> (String, String) {
-    ok_in(args, None)
-}
-
-/// Runs knobs expecting a bad-input error: exit status 2, exactly one line on stderr that
-/// starts with `knobs: error:`, no panic. Returns that line without the newline.
-fn error_in(args: &[&str], dir: Option<&Path>) -> String {
-    let out = run(args, dir);
-    let stderr = text(&out.stderr);
-    assert!(!stderr.contains("panicked"), "{}", describe(args, &out));
-    assert_eq!(out.status.code(), Some(2), "{}", describe(args, &out));
-    assert_eq!(
-        stderr.lines().count(),
-        1,
-        "expected one line on stderr\n{}",
-        describe(args, &out)
-    );
-    assert!(stderr.ends_with('\n'), "{}", describe(args, &out));
-    assert!(
-        stderr.starts_with("knobs: error: "),
-        "{}",
-        describe(args, &out)
-    );
-    stderr.trim_end().to_string()
-}
-
-fn error(args: &[&str]) -> String {
-    error_in(args, None)
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("UTF-8 path")
+/// Writes the file `name` into a fresh temporary directory and runs knobs there expecting a
+/// bad-input error, as [`error_in`] does; the error line.
+fn error_on_file(name: &str, text: &str, args: &[&str]) -> String {
+    let dir = TempDir::new().unwrap();
+    fs::write(dir.path().join(name), text).unwrap();
+    error_in(args, Some(dir.path()))
 }
 
 /// A configuration CSV: header and rows, asserting that every row has the header's width.
@@ -401,7 +335,7 @@ fn check_names_the_broken_rules_of_an_invalid_configuration() {
         s(&space),
         "format,format_lzma,check_crc64,level=6,threads=2",
     ];
-    let out = run(&args, None);
+    let out = run_knobs(&args, None);
     assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
     let stdout = text(&out.stdout);
     assert!(stdout.starts_with("configuration: invalid: "), "{stdout}");
@@ -443,7 +377,7 @@ fn check_csv_gives_every_row_a_verdict() {
     fs::write(dir.path().join("mixed.csv"), csv).unwrap();
     let space = xz();
     let args = ["space", "check", s(&space), "--csv", "mixed.csv"];
-    let out = run(&args, Some(dir.path()));
+    let out = run_knobs(&args, Some(dir.path()));
     assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
     let stdout = text(&out.stdout);
     let lines: Vec<&str> = stdout.lines().collect();
@@ -460,7 +394,7 @@ fn check_and_count_print_json() {
     let space = xz();
     let config = "format,format_lzma,check_crc64,level=6,threads=2";
     let args = ["space", "check", s(&space), config, "--json"];
-    let out = run(&args, None);
+    let out = run_knobs(&args, None);
     assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", describe(&args, &out)));
@@ -487,7 +421,7 @@ fn check_and_count_print_json() {
         "{json}"
     );
     // The same rules as the text output names.
-    let text_out = text(&run(&args[..4], None).stdout);
+    let text_out = text(&run_knobs(&args[..4], None).stdout);
     assert_eq!(
         text_out.trim_end(),
         format!("configuration: invalid: {}", broken.join("; "))
@@ -501,7 +435,7 @@ fn check_and_count_print_json() {
         format!("{names}\n1,2,4,1,1,0,0,1,0,0,1,0,1,0,0,0\n1,2,4,1,1,1,0,1,0,0,1,0,1,0,0,0\n");
     fs::write(dir.path().join("mixed.csv"), csv).unwrap();
     let args = ["space", "check", s(&space), "--csv", "mixed.csv", "--json"];
-    let out = run(&args, Some(dir.path()));
+    let out = run_knobs(&args, Some(dir.path()));
     assert_eq!(out.status.code(), Some(1), "{}", describe(&args, &out));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let rows = json["configurations"].as_array().unwrap();
@@ -532,12 +466,10 @@ fn check_and_count_print_json() {
 
 #[test]
 fn truncated_xml_names_file_and_line() {
-    let dir = TempDir::new().unwrap();
     // The file breaks off on line 4, inside the root element opened on line 2.
     let xml =
         "<?xml version=\"1.0\"?>\n<vm name=\"x\">\n  <binaryOptions>\n    <configurationOption>";
-    fs::write(dir.path().join("trunc.xml"), xml).unwrap();
-    let e = error_in(&["space", "count", "trunc.xml"], Some(dir.path()));
+    let e = error_on_file("trunc.xml", xml, &["space", "count", "trunc.xml"]);
     assert!(e.starts_with("knobs: error: trunc.xml:"), "{e}");
     assert!(
         e.starts_with("knobs: error: trunc.xml:4: "),
@@ -547,42 +479,40 @@ fn truncated_xml_names_file_and_line() {
 
 #[test]
 fn truncated_real_feature_model_is_an_error() {
-    let dir = TempDir::new().unwrap();
     let full = fs::read_to_string(x264()).unwrap();
     let cut: String = full.lines().take(10).collect::<Vec<_>>().join("\n");
-    fs::write(dir.path().join("FeatureModel.xml"), cut).unwrap();
-    let e = error_in(
+    let e = error_on_file(
+        "FeatureModel.xml",
+        &cut,
         &["space", "sample", "FeatureModel.xml", "-s", "pairwise"],
-        Some(dir.path()),
     );
     assert!(e.starts_with("knobs: error: FeatureModel.xml:"), "{e}");
 }
 
 #[test]
 fn mismatched_xml_tag_names_the_line() {
-    let dir = TempDir::new().unwrap();
-    fs::write(
-        dir.path().join("mis.xml"),
+    let e = error_on_file(
+        "mis.xml",
         "<?xml version=\"1.0\"?>\n<vm name=\"x\">\n<binaryOptions>\n</vm>\n",
-    )
-    .unwrap();
-    let e = error_in(&["space", "count", "mis.xml"], Some(dir.path()));
+        &["space", "count", "mis.xml"],
+    );
     assert!(e.starts_with("knobs: error: mis.xml:4: "), "{e}");
 }
 
 #[test]
 fn malformed_dimacs_names_the_line() {
-    let dir = TempDir::new().unwrap();
-    fs::write(
-        dir.path().join("bad.dimacs"),
+    let e = error_on_file(
+        "bad.dimacs",
         "c 1 a\nc 2 b\np cnf 2 2\n1 0\n-1 zz 0\n",
-    )
-    .unwrap();
-    let e = error_in(&["space", "count", "bad.dimacs"], Some(dir.path()));
+        &["space", "count", "bad.dimacs"],
+    );
     assert_eq!(e, "knobs: error: bad.dimacs:5: `zz` is not a literal");
 
-    fs::write(dir.path().join("big.cnf"), "p cnf 2 1\n\n1 3 0\n").unwrap();
-    let e = error_in(&["space", "show", "big.cnf"], Some(dir.path()));
+    let e = error_on_file(
+        "big.cnf",
+        "p cnf 2 1\n\n1 3 0\n",
+        &["space", "show", "big.cnf"],
+    );
     assert!(
         e.starts_with("knobs: error: big.cnf:3: literal 3 exceeds"),
         "{e}"
@@ -591,41 +521,32 @@ fn malformed_dimacs_names_the_line() {
 
 #[test]
 fn malformed_check_csv_names_the_line() {
-    let dir = TempDir::new().unwrap();
     let names = option_names(&xz()).join(",");
     let good = "1,2,4,1,1,0,0,1,0,0,1,0,1,0,0,0";
-    fs::write(
-        dir.path().join("short.csv"),
-        format!("{names}\n{good}\n{good}\n1,2,4\n"),
-    )
-    .unwrap();
-    let e = error_in(
+    let e = error_on_file(
+        "short.csv",
+        &format!("{names}\n{good}\n{good}\n1,2,4\n"),
         &["space", "check", s(&xz()), "--csv", "short.csv"],
-        Some(dir.path()),
     );
     assert_eq!(
         e,
         "knobs: error: short.csv:4: row has 3 fields but the header has 16"
     );
 
-    fs::write(
-        dir.path().join("nan.csv"),
-        format!("{names}\n{good}\n1,2,4,1,1,0,0,1,0,0,1,0,1,0,0,x\n"),
-    )
-    .unwrap();
-    let e = error_in(
+    let e = error_on_file(
+        "nan.csv",
+        &format!("{names}\n{good}\n1,2,4,1,1,0,0,1,0,0,1,0,1,0,0,x\n"),
         &["space", "check", s(&xz()), "--csv", "nan.csv"],
-        Some(dir.path()),
     );
     assert_eq!(
         e,
         "knobs: error: nan.csv:3: `x` is not a number (column `mf_bt4`)"
     );
 
-    fs::write(dir.path().join("cols.csv"), "extreme,level\n1,2\n").unwrap();
-    let e = error_in(
+    let e = error_on_file(
+        "cols.csv",
+        "extreme,level\n1,2\n",
         &["space", "check", s(&xz()), "--csv", "cols.csv"],
-        Some(dir.path()),
     );
     assert!(
         e.starts_with("knobs: error: cols.csv:1: no column for option"),
@@ -635,13 +556,11 @@ fn malformed_check_csv_names_the_line() {
 
 #[test]
 fn spec_constraint_with_unknown_option() {
-    let dir = TempDir::new().unwrap();
-    fs::write(
-        dir.path().join("unk.toml"),
+    let e = error_on_file(
+        "unk.toml",
         "name = \"u\"\nconstraints = [\"a | q\"]\n[[option]]\nname = \"a\"\n",
-    )
-    .unwrap();
-    let e = error_in(&["space", "count", "unk.toml"], Some(dir.path()));
+        &["space", "count", "unk.toml"],
+    );
     assert!(e.contains("unk.toml"), "{e}");
     assert!(e.contains("unknown option `q`"), "{e}");
     assert!(e.contains("constraints[1]"), "{e}");
@@ -649,13 +568,11 @@ fn spec_constraint_with_unknown_option() {
 
 #[test]
 fn spec_syntax_error_names_the_line() {
-    let dir = TempDir::new().unwrap();
-    fs::write(
-        dir.path().join("s.toml"),
+    let e = error_on_file(
+        "s.toml",
         "[[option]]\nname = \"a\"\nvalues = \"x\"\n",
-    )
-    .unwrap();
-    let e = error_in(&["space", "count", "s.toml"], Some(dir.path()));
+        &["space", "count", "s.toml"],
+    );
     assert!(e.starts_with("knobs: error: s.toml:3: "), "{e}");
 }
 
@@ -791,9 +708,7 @@ fn check_of_a_configuration_naming_an_unknown_option() {
 
 #[test]
 fn unknown_space_format() {
-    let dir = TempDir::new().unwrap();
-    fs::write(dir.path().join("space.yaml"), "a: 1\n").unwrap();
-    let e = error_in(&["space", "count", "space.yaml"], Some(dir.path()));
+    let e = error_on_file("space.yaml", "a: 1\n", &["space", "count", "space.yaml"]);
     assert!(
         e.contains("space.yaml") && e.contains("unknown space format"),
         "{e}"
@@ -950,7 +865,7 @@ fn from_subspaces_never_writes_an_unreadable_model() {
     let dir = TempDir::new().unwrap();
     for bad in ["nan", "inf"] {
         let args = ["model", "from-subspaces", "--options", "A", "0", bad];
-        let out = run(&args, None);
+        let out = run_knobs(&args, None);
         assert!(
             !text(&out.stderr).contains("panicked"),
             "{}",
@@ -962,7 +877,7 @@ fn from_subspaces_never_writes_an_unreadable_model() {
         assert_eq!(out.status.code(), Some(0), "{}", describe(&args, &out));
         let model = dir.path().join(format!("{bad}.json"));
         fs::write(&model, &out.stdout).unwrap();
-        let shown = run(&["model", "show", s(&model)], None);
+        let shown = run_knobs(&["model", "show", s(&model)], None);
         assert_eq!(
             shown.status.code(),
             Some(0),
@@ -1076,9 +991,9 @@ fn every_command_has_an_example() {
 #[test]
 fn usage_errors_exit_2() {
     // clap's own errors also use exit status 2 and do not panic.
-    let out = run(&["space", "sample", s(&xz())], None);
+    let out = run_knobs(&["space", "sample", s(&xz())], None);
     assert_eq!(out.status.code(), Some(2));
     assert!(!text(&out.stderr).contains("panicked"));
-    let out = run(&["frobnicate"], None);
+    let out = run_knobs(&["frobnicate"], None);
     assert_eq!(out.status.code(), Some(2));
 }

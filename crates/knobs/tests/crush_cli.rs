@@ -4,13 +4,9 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
+use common::{c_subject, knobs, knobs_ok};
 use predicates::prelude::*;
 use predicates::str::contains;
-
-fn knobs() -> Command {
-    Command::cargo_bin("knobs").unwrap()
-}
 
 /// A copy of examples/running-example in a temporary directory, with a 4 ms time unit.
 fn running_example() -> (tempfile::TempDir, PathBuf) {
@@ -20,17 +16,7 @@ fn running_example() -> (tempfile::TempDir, PathBuf) {
     let spec = std::fs::read_to_string(example.join("knobs.toml"))
         .unwrap()
         .replace("FIG2_UNIT_MS = \"5\"", "FIG2_UNIT_MS = \"4\"");
-    let path = dir.path().join("knobs.toml");
-    std::fs::write(&path, spec).unwrap();
-    (dir, path)
-}
-
-/// A C program and its spec in a temporary directory.
-fn c_subject(main_c: &str, spec: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("main.c"), main_c).unwrap();
-    let path = dir.path().join("knobs.toml");
-    std::fs::write(&path, spec).unwrap();
+    let path = common::write_spec(dir.path(), &spec);
     (dir, path)
 }
 
@@ -292,14 +278,11 @@ fn crush_reports_bad_input_in_one_line() {
 #[test]
 fn comprex_models_the_papers_running_example() {
     let dir = tempfile::tempdir().unwrap();
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/comprex-example");
     // In a subdirectory, named relatively: the builds' paths must not depend on where
     // knobs was started (runs start in the spec's directory).
     let sub = dir.path().join("sub");
     std::fs::create_dir(&sub).unwrap();
-    for file in ["main.c", "knobs.toml"] {
-        std::fs::copy(example.join(file), sub.join(file)).unwrap();
-    }
+    common::copy_example("comprex-example", &["main.c", "knobs.toml"], &sub);
     let spec = sub.join("knobs.toml");
     knobs()
         .current_dir(dir.path())
@@ -530,13 +513,7 @@ name = "D"
 on = ["-d"]
 "#,
     );
-    let out = knobs()
-        .args(["crush", "--spec"])
-        .arg(&spec)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    knobs_ok(&["crush", "--spec"], &spec);
     // From the model file: `knobs crush` prints only the regions above 1 % of the largest
     // term, and the process's start-up, in the intercept, grows on a busy machine.
     let path = spec.with_file_name("alternatives.configcrusher.json");
@@ -620,18 +597,10 @@ on = ["-b"]
 
 #[test]
 fn fixed_settings_remove_interactions_of_code_that_never_runs_and_are_checked() {
-    let crush = |spec: &Path| {
-        knobs()
-            .args(["crush", "--spec"])
-            .arg(spec)
-            .output()
-            .unwrap()
-    };
+    let crush = |spec: &Path| knobs_ok(&["crush", "--spec"], spec).stderr;
     // Without fixed settings, A and B meet in the decompressor's state: 4 of 4.
     let (_d0, spec) = c_subject(FIXED_MAIN, &fixed_spec("\"{options}\"", ""));
-    let out = crush(&spec);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let stderr = crush(&spec);
     assert!(
         stderr.contains("configurations to measure: 4 of 4"),
         "{stderr}"
@@ -643,9 +612,7 @@ fn fixed_settings_remove_interactions_of_code_that_never_runs_and_are_checked() 
         FIXED_MAIN,
         &fixed_spec("\"{options}\"", "decompress = 0\noutname = 0"),
     );
-    let out = crush(&spec);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let stderr = crush(&spec);
     assert!(
         stderr.contains("configurations to measure: 2 of 4"),
         "{stderr}"
@@ -691,18 +658,7 @@ fn fixed_settings_remove_interactions_of_code_that_never_runs_and_are_checked() 
 fn crush_reports_json_and_stops_after_a_stage() {
     let (dir, spec) = running_example();
     let json = |args: &[&str]| -> serde_json::Value {
-        let out = knobs()
-            .args(["crush", "--json", "--spec"])
-            .arg(&spec)
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
+        knobs_ok(&[&["crush", "--json"], args, &["--spec"]].concat(), &spec).json()
     };
     let analysed = json(&["--stop-after", "analyse"]);
     assert_eq!(analysed["configurations"]["measured"], 8);
@@ -786,19 +742,17 @@ on = ["--dedup"]
     assert!(stderr.contains("--allow-unsourced"), "{stderr}");
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
 
-    let out = knobs()
-        .args([
+    let stderr = knobs_ok(
+        &[
             "crush",
             "--stop-after",
             "analyse",
             "--allow-unsourced",
             "--spec",
-        ])
-        .arg(&spec)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+        ],
+        &spec,
+    )
+    .stderr;
     assert!(
         stderr.contains("WARNING: options the analysis cannot see") && stderr.contains("dedup"),
         "{stderr}"

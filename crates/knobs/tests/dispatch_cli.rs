@@ -15,44 +15,19 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
-
-fn knobs() -> Command {
-    Command::cargo_bin("knobs").unwrap()
-}
-
 /// A copy of examples/dispatch in a temporary directory, with its native build (Comprex's
 /// overhead correction runs it).
 fn example() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/dispatch");
-    for f in ["main.c", "knobs.toml"] {
-        std::fs::copy(example.join(f), dir.path().join(f)).unwrap();
-    }
-    let status = std::process::Command::new("clang-19")
-        .args(["-O2", "-o", "dispatch", "main.c"])
-        .current_dir(dir.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    common::copy_example("dispatch", &["main.c", "knobs.toml"], dir.path());
+    common::native_build(dir.path(), "dispatch", &[]);
     let spec = dir.path().join("knobs.toml");
     (dir, spec)
 }
 
 /// Runs `knobs ARGS --json --spec SPEC` and returns its report.
 fn report(args: &[&str], spec: &Path) -> serde_json::Value {
-    let out = knobs()
-        .args(args)
-        .args(["--json", "--spec"])
-        .arg(spec)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    common::knobs_ok(&[args, &["--json", "--spec"]].concat(), spec).json()
 }
 
 fn model_file(model: &Path) -> serde_json::Value {

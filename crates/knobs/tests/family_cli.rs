@@ -11,46 +11,29 @@
 //! runner (`cargo run --release -p bench`, whose printer subject has family-based rows), not
 //! tested.
 
+mod common;
+
 use std::path::Path;
 
-use assert_cmd::Command;
-
-fn knobs() -> Command {
-    Command::cargo_bin("knobs").unwrap()
-}
+use common::{knobs, succeeds};
 
 /// An example directory copied to a temporary one, with its native build.
 fn example(name: &str, files: &[&str], program: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let example = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples")
-        .join(name);
-    for f in files {
-        std::fs::copy(example.join(f), dir.path().join(f)).unwrap();
-    }
-    let status = std::process::Command::new("clang-19")
-        .args(["-O2", "-o", program, "main.c"])
-        .current_dir(dir.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    common::copy_example(name, files, dir.path());
+    common::native_build(dir.path(), program, &[]);
     dir
 }
 
 fn family(spec: &Path, store: &Path) -> serde_json::Value {
-    let out = knobs()
-        .args(["family", "--json", "--spec"])
-        .arg(spec)
-        .arg("--store")
-        .arg(store)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    succeeds(
+        knobs()
+            .args(["family", "--json", "--spec"])
+            .arg(spec)
+            .arg("--store")
+            .arg(store),
+    )
+    .json()
 }
 
 /// The model's global terms by label (options sorted, `""` for the intercept).
@@ -136,18 +119,14 @@ fn one_run_gives_the_printer_drivers_model() {
 
     // Without --json: the model on stdout, naming the options; the rest on stderr. A rerun
     // resumes from the store.
-    let out = knobs()
-        .args(["family", "--spec"])
-        .arg(&spec)
-        .arg("--store")
-        .arg(dir.path().join("family.db"))
-        .output()
-        .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
+    let ran = succeeds(
+        knobs()
+            .args(["family", "--spec"])
+            .arg(&spec)
+            .arg("--store")
+            .arg(dir.path().join("family.db")),
     );
-    assert!(out.status.success(), "{stderr}");
+    let (stdout, stderr) = (ran.text(), ran.stderr);
     for option in ["Logging", "ColorScan", "AutoScan"] {
         assert!(stdout.contains(option), "{option} not in {stdout}");
     }
@@ -163,18 +142,13 @@ fn one_run_gives_the_printer_drivers_model() {
         .arg(&spec)
         .assert()
         .success();
-    let out = knobs()
-        .args(["evaluate", "--json"])
-        .arg(&model)
-        .arg(dir.path().join("knobs.db"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let evaluation: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let evaluation = succeeds(
+        knobs()
+            .args(["evaluate", "--json"])
+            .arg(&model)
+            .arg(dir.path().join("knobs.db")),
+    )
+    .json();
     let mape = evaluation["mape_unmeasured_percent"].as_f64();
     assert!(mape.is_some_and(f64::is_finite), "{evaluation}");
 }

@@ -4,9 +4,9 @@
 //! contradicts is dropped and the analysis redone, with a note naming it; the spec's own
 //! `[build.fixed]` and `infer_fixed = false` override the inference. Real clang-19, real runs.
 
-use std::path::{Path, PathBuf};
+mod common;
 
-use assert_cmd::Command;
+use std::path::{Path, PathBuf};
 
 /// `decompress` is never set by the workload (no `-d`); under it A and B interact. The real
 /// workload sets BIG, which the analysis workload does not: `big_input` looks fixed in the
@@ -78,12 +78,8 @@ on = ["-B"]
 
 /// The program (with `BIG_CHECK` 0 or 1) and a spec in a temporary directory.
 fn subject(big_check: bool, build_extra: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
     let program = PROGRAM.replace("BIG_CHECK", if big_check { "1" } else { "0" });
-    std::fs::write(dir.path().join("main.c"), program).unwrap();
-    let path = dir.path().join("knobs.toml");
-    std::fs::write(&path, spec(build_extra)).unwrap();
-    (dir, path)
+    common::c_subject(&program, &spec(build_extra))
 }
 
 fn crush(spec: &Path, extra: &[&str]) -> serde_json::Value {
@@ -92,22 +88,8 @@ fn crush(spec: &Path, extra: &[&str]) -> serde_json::Value {
 
 /// The report, and what `knobs crush` wrote on stderr.
 fn crush_with_stderr(spec: &Path, extra: &[&str]) -> (serde_json::Value, String) {
-    let out = Command::cargo_bin("knobs")
-        .unwrap()
-        .args(["crush", "--json", "--spec"])
-        .arg(spec)
-        .args(extra)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (
-        serde_json::from_slice(&out.stdout).unwrap(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let ran = common::knobs_ok(&[&["crush", "--json"], extra, &["--spec"]].concat(), spec);
+    (ran.json(), ran.stderr)
 }
 
 fn inferred(report: &serde_json::Value) -> Vec<(String, i64)> {

@@ -8,11 +8,7 @@ use std::time::{Duration, Instant};
 use assert_cmd::Command;
 
 mod common;
-use common::git;
-
-fn knobs() -> Command {
-    Command::cargo_bin("knobs").unwrap()
-}
+use common::knobs;
 
 /// The program spins `n` million rounds (`n` its argument, else 1); the slower commit spins
 /// 30 times as many. The spec measures CPU time: a millisecond's wall time on a loaded
@@ -21,46 +17,33 @@ const FAST: &str = "#include <stdlib.h>\nint main(int c, char **v) { volatile lo
 const BROKEN: &str = "int main(void) { return undeclared_variable; }\n";
 const SLOW: &str = "#include <stdlib.h>\nint main(int c, char **v) { volatile long s = 0; long n = (c > 1 ? atol(v[1]) : 1) * 30000000L; for (long i = 0; i < n; i++) s += i; return 0; }\n";
 
-fn spec_text(recipe: &str) -> String {
-    format!(
-        "name = \"prog\"\n\n[history]\nrepository = \"prog\"\nrange = \"main\"\nbuild = {recipe}\noutput = \"prog\"\n\n[run]\nargs = [\"{{options}}\"]\n\n[measure]\nrepetitions = 3\nmetric = \"cpu\"\n\n[[workload]]\nname = \"w\"\n\n[[option]]\nname = \"twice\"\non = [\"2\"]\n"
+fn spec_text(build: &str) -> String {
+    common::history_spec(
+        build,
+        "[measure]\nrepetitions = 3\nmetric = \"cpu\"\n\n[[workload]]\nname = \"w\"\n\n[[option]]\nname = \"twice\"\non = [\"2\"]\n",
     )
 }
 
 /// The repository (commits fast, broken, fixed, slower) and `knobs.toml` beside it.
 fn fixture(dir: &Path) -> PathBuf {
-    let repo = dir.join("prog");
-    std::fs::create_dir(&repo).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
+    let repo = common::new_repo(dir);
     for (text, message) in [
         (FAST, "fast"),
         (BROKEN, "broken"),
         (FAST, "fixed"),
         (SLOW, "slower"),
     ] {
-        std::fs::write(repo.join("prog.c"), text).unwrap();
-        git(&repo, &["add", "prog.c"]);
-        git(&repo, &["commit", "-q", "-m", message]);
+        common::commit_file(&repo, "prog.c", text, message);
     }
-    let spec = dir.join("knobs.toml");
-    std::fs::write(
-        &spec,
-        spec_text(r#"[["cc", "-O1", "-o", "prog", "prog.c"]]"#),
-    )
-    .unwrap();
-    spec
+    common::write_spec(dir, &spec_text(common::CC_BUILD))
 }
 
 fn stdout(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap();
-    assert!(out.status.success(), "{out:?}");
-    String::from_utf8(out.stdout).unwrap()
+    common::succeeds(cmd).text()
 }
 
 fn stderr(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap();
-    assert!(out.status.success(), "{out:?}");
-    String::from_utf8(out.stderr).unwrap()
+    common::succeeds(cmd).stderr
 }
 
 fn status_of(spec: &Path, subject: &str) -> String {
@@ -78,12 +61,9 @@ fn status_of(spec: &Path, subject: &str) -> String {
 
 /// A commit's full id.
 fn id(dir: &Path, rev: &str) -> String {
-    let out = StdCommand::new("git")
-        .args(["rev-parse", rev])
-        .current_dir(dir.join("prog"))
-        .output()
-        .unwrap();
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
+    common::git(&dir.join("prog"), &["rev-parse", rev])
+        .trim()
+        .to_string()
 }
 
 /// Per configuration, the median wall time stored for a commit (`knobs results show --json`).

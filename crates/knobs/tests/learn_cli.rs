@@ -2,76 +2,18 @@
 //! predict → evaluate on the published datasets, tree models through `model show` and
 //! `predict`, and bad input (exit status 2, one line on stderr).
 
+mod common;
+
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::path::Path;
 
-use assert_cmd::Command;
+use common::{datasets, describe, error, ok, run_knobs, s};
 use tempfile::TempDir;
-
-fn datasets() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/datasets");
-    assert!(
-        dir.exists(),
-        "shared datasets not found at {}",
-        dir.display()
-    );
-    dir
-}
 
 fn shared(rel: &str) -> String {
     let p = datasets().join(rel);
     assert!(p.exists(), "{} missing", p.display());
     p.to_str().expect("UTF-8 path").to_string()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("UTF-8 path")
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::cargo_bin("knobs")
-        .expect("the knobs binary is built")
-        .args(args)
-        .output()
-        .expect("knobs runs")
-}
-
-fn describe(args: &[&str], out: &Output) -> String {
-    format!(
-        "knobs {}\nstatus: {:?}\nstdout:\n{}\nstderr:\n{}",
-        args.join(" "),
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// Runs knobs expecting success; returns stdout.
-fn ok(args: &[&str]) -> String {
-    let out = run(args);
-    assert_eq!(out.status.code(), Some(0), "{}", describe(args, &out));
-    assert!(
-        !String::from_utf8_lossy(&out.stderr).contains("panicked"),
-        "{}",
-        describe(args, &out)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8 output")
-}
-
-/// Runs knobs expecting a bad-input error: exit status 2 and one line on stderr.
-fn error(args: &[&str]) -> String {
-    let out = run(args);
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    assert_eq!(out.status.code(), Some(2), "{}", describe(args, &out));
-    assert!(!stderr.contains("panicked"), "{}", describe(args, &out));
-    assert_eq!(stderr.lines().count(), 1, "{}", describe(args, &out));
-    assert!(
-        stderr.starts_with("knobs: error: "),
-        "{}",
-        describe(args, &out)
-    );
-    stderr.trim_end().to_string()
 }
 
 /// The number after `MAPE ` in `knobs evaluate` output.
@@ -83,12 +25,11 @@ fn mape_of(out: &str) -> f64 {
         .unwrap_or_else(|| panic!("no MAPE in {out:?}"))
 }
 
-#[test]
-fn learn_predict_evaluate_on_a_dataset_csv() {
-    let dir = TempDir::new().unwrap();
-    let model = dir.path().join("x264.json");
+/// `knobs learn` of x264's dataset (a log-stepwise model of 80 random configurations) into
+/// `model`, with `extra` flags; its stdout.
+fn learn_x264(model: &Path, extra: &[&str]) -> String {
     let data = shared("deepperf/x264.csv");
-    let out = ok(&[
+    let args = [
         "learn",
         &data,
         "--learner",
@@ -98,8 +39,17 @@ fn learn_predict_evaluate_on_a_dataset_csv() {
         "--seed",
         "3",
         "--out",
-        s(&model),
-    ]);
+        s(model),
+    ];
+    ok(&[&args[..], extra].concat()).0
+}
+
+#[test]
+fn learn_predict_evaluate_on_a_dataset_csv() {
+    let dir = TempDir::new().unwrap();
+    let model = dir.path().join("x264.json");
+    let data = shared("deepperf/x264.csv");
+    let out = learn_x264(&model, &[]);
     assert!(out.contains("from 80 of 1152 configurations"), "{out}");
     let json: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(&model).unwrap()).expect("the model file is JSON");
@@ -116,7 +66,7 @@ fn learn_predict_evaluate_on_a_dataset_csv() {
     );
 
     // Evaluate leaves the 80 training configurations out.
-    let out = ok(&["evaluate", s(&model), &data]);
+    let out = ok(&["evaluate", s(&model), &data]).0;
     assert!(
         out.contains("on 1072 configurations not used for training (of 1152)"),
         "{out}"
@@ -131,7 +81,7 @@ fn learn_predict_evaluate_on_a_dataset_csv() {
         text.lines().take(6).collect::<Vec<_>>().join("\n") + "\n",
     )
     .unwrap();
-    let out = ok(&["predict", s(&model), s(&configs)]);
+    let out = ok(&["predict", s(&model), s(&configs)]).0;
     let mut lines = out.lines();
     assert!(lines.next().unwrap().ends_with(",PERF,prediction"));
     for line in lines {
@@ -144,7 +94,7 @@ fn learn_predict_evaluate_on_a_dataset_csv() {
     }
 
     // --test: these five configurations, looked up in the dataset.
-    let out = ok(&["evaluate", s(&model), &data, "--test", s(&configs)]);
+    let out = ok(&["evaluate", s(&model), &data, "--test", s(&configs)]).0;
     assert!(out.contains("on the 5 configurations of"), "{out}");
 }
 
@@ -166,7 +116,7 @@ fn tree_models_from_splconqueror_measurements() {
         "--out",
         s(&model),
     ]);
-    let shown = ok(&["model", "show", s(&model)]);
+    let shown = ok(&["model", "show", s(&model)]).0;
     assert!(shown.contains("forest: 30 trees"), "{shown}");
     assert!(shown.contains("option importance"), "{shown}");
 
@@ -174,15 +124,16 @@ fn tree_models_from_splconqueror_measurements() {
     let configs = dir.path().join("sample.csv");
     let sample = ok(&[
         "space", "sample", &space, "--sample", "random:7", "--seed", "2",
-    ]);
+    ])
+    .0;
     fs::write(&configs, &sample).unwrap();
-    let out = ok(&["predict", s(&model), s(&configs)]);
+    let out = ok(&["predict", s(&model), s(&configs)]).0;
     assert_eq!(out.lines().count(), 8, "{out}");
     for line in out.lines().skip(1) {
         let p: f64 = line.rsplit(',').next().unwrap().parse().unwrap();
         assert!(p > 100.0 && p < 1500.0, "{line}");
     }
-    let out = ok(&["evaluate", s(&model), &data, "--space", &space]);
+    let out = ok(&["evaluate", s(&model), &data, "--space", &space]).0;
     assert!(
         out.contains("configurations not used for training"),
         "{out}"
@@ -196,7 +147,8 @@ fn tree_models_from_splconqueror_measurements() {
         &space,
         "--test",
         s(&configs),
-    ]);
+    ])
+    .0;
     assert!(out.contains("on the 7 configurations of"), "{out}");
 }
 
@@ -213,7 +165,8 @@ fn experiment_deepperf_prints_one_row_per_size() {
         "9",
         "--repetitions",
         "2",
-    ]);
+    ])
+    .0;
     let rows: Vec<Vec<&str>> = out
         .lines()
         .skip(2)
@@ -235,7 +188,8 @@ fn experiment_deepperf_prints_one_row_per_size() {
         "20,40",
         "--repetitions",
         "3",
-    ]);
+    ])
+    .0;
     assert_eq!(out.lines().count(), 4, "{out}");
 }
 
@@ -253,7 +207,8 @@ fn experiment_compare_strategies_and_learners() {
         "stepwise,cart",
         "--repetitions",
         "3",
-    ]);
+    ])
+    .0;
     let rows: Vec<Vec<&str>> = out
         .lines()
         .skip(2)
@@ -348,7 +303,7 @@ fn bad_input_is_one_line_and_exit_2() {
 
 /// Stdout of a `--json` run, parsed.
 fn json_of(args: &[&str]) -> serde_json::Value {
-    let out = ok(args);
+    let out = ok(args).0;
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("knobs {}: {e}: {out}", args.join(" ")))
 }
 
@@ -357,19 +312,8 @@ fn learn_and_evaluate_print_json() {
     let dir = TempDir::new().unwrap();
     let model = dir.path().join("x264.json");
     let data = shared("deepperf/x264.csv");
-    let learned = json_of(&[
-        "learn",
-        &data,
-        "--learner",
-        "stepwise:log",
-        "--sample",
-        "random:80",
-        "--seed",
-        "3",
-        "--out",
-        s(&model),
-        "--json",
-    ]);
+    let learned: serde_json::Value =
+        serde_json::from_str(&learn_x264(&model, &["--json"])).unwrap();
     assert_eq!(learned["training_configurations"], 80, "{learned}");
     assert_eq!(learned["configurations"], 1152, "{learned}");
     assert_eq!(learned["sample"], "random:80", "{learned}");
@@ -433,7 +377,7 @@ fn learn_and_evaluate_print_json() {
     assert_eq!(default["training_configurations"], 80, "{default}");
     let mape = default["mape_percent"].as_f64().unwrap();
     assert!(mape > 0.0 && mape < 10.0, "{default}");
-    let text = ok(&["evaluate", s(&model), &data]);
+    let text = ok(&["evaluate", s(&model), &data]).0;
     assert_eq!(
         format!("{:.2}", mape),
         format!("{:.2}", mape_of(&text)),
@@ -450,7 +394,7 @@ fn learn_and_evaluate_print_json() {
         "the counts differ by the training size"
     );
     assert_ne!(all["mape_percent"], default["mape_percent"], "{all}");
-    let text = ok(&["evaluate", s(&model), &data, "--all"]);
+    let text = ok(&["evaluate", s(&model), &data, "--all"]).0;
     assert!(
         text.contains("on all 1152 configurations (80 of them used for training)"),
         "{text}"
@@ -476,7 +420,7 @@ fn learn_and_evaluate_print_json() {
     assert_eq!(test["test"], s(&configs), "{test}");
     // --all and --test contradict each other.
     let args = ["evaluate", s(&model), &data, "--all", "--test", s(&configs)];
-    let out = run(&args);
+    let out = run_knobs(&args, None);
     assert_eq!(out.status.code(), Some(2), "{}", describe(&args, &out));
 
     // A model trained on every configuration: nothing left by default, all of them with --all.
@@ -510,7 +454,7 @@ fn experiments_print_json() {
     let rows = json["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 2, "{json}");
     // The same table as the text (same seed, same samples).
-    let text = ok(&args);
+    let text = ok(&args).0;
     for (row, line) in rows.iter().zip(text.lines().skip(2)) {
         let cells: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(row["size"].to_string(), cells[0], "{line}");

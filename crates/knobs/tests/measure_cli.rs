@@ -1,16 +1,14 @@
 //! `knobs init`, `knobs measure` and `knobs results` on real programs (`sleep`, `sh`):
 //! resuming after SIGKILL, timeouts, crashes and bad input.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command as StdCommand;
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
-
-fn knobs() -> Command {
-    Command::cargo_bin("knobs").unwrap()
-}
+use common::{knobs, knobs_ok, succeeds};
 
 /// `sleep` with binary options that each add a known duration: a real program whose
 /// performance model is known (0.02 + 0.03·a + 0.06·b + 0.01·c seconds).
@@ -51,7 +49,42 @@ fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
     path
 }
 
-/// Configuration → number of successful runs, read back through `knobs results export`.
+/// The store's runs as `knobs results export --format json EXTRA` gives them.
+fn exported_runs(store: &Path, extra: &[&str]) -> Vec<serde_json::Value> {
+    let runs = succeeds(
+        knobs()
+            .args(["results", "export", "--format", "json"])
+            .args(extra)
+            .arg("--store")
+            .arg(store),
+    )
+    .json();
+    serde_json::from_value(runs).unwrap()
+}
+
+/// `knobs measure --sample all` of each spec at once, all into `store`; each one's stderr,
+/// once it succeeded.
+fn measure_at_once(specs: &[&Path], store: &Path) -> Vec<String> {
+    let bin = assert_cmd::cargo::cargo_bin("knobs");
+    let children: Vec<_> = specs
+        .iter()
+        .map(|spec| {
+            StdCommand::new(&bin)
+                .args(["measure", "--sample", "all", "--spec"])
+                .arg(spec)
+                .arg("--store")
+                .arg(store)
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|child| common::finish(child).stderr)
+        .collect()
+}
+
 /// The store's reference configuration: measured in every round, so it may have more runs
 /// than the others.
 fn reference(store: &Path) -> String {
@@ -69,20 +102,10 @@ fn measured_but_the_reference(store: &Path) -> BTreeMap<String, usize> {
     by
 }
 
+/// Configuration → number of successful runs, read back through `knobs results export`.
 fn measured(store: &Path) -> BTreeMap<String, usize> {
-    let out = knobs()
-        .args(["results", "export", "--format", "json", "--store"])
-        .arg(store)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let runs: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     let mut by = BTreeMap::new();
-    for r in runs {
+    for r in exported_runs(store, &[]) {
         assert_eq!(r["status"], "ok", "{r}");
         *by.entry(r["configuration"].as_str().unwrap().to_string())
             .or_insert(0) += 1;
@@ -259,12 +282,7 @@ arg = ["case {value} in 0) exit 0;; 1) echo 'assertion failed: x > 0' >&2; kill 
         .stderr(predicates::str::contains("1 of 3 configurations measured"));
     assert!(start.elapsed() < Duration::from_secs(15));
     let store = dir.path().join("knobs.db");
-    let out = knobs()
-        .args(["results", "export", "--format", "json", "--store"])
-        .arg(&store)
-        .output()
-        .unwrap();
-    let runs: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = exported_runs(&store, &[]);
     let mut status: Vec<(&str, &str)> = runs
         .iter()
         .map(|r| {
@@ -429,37 +447,9 @@ fn two_processes_write_one_store_at_once() {
     let one = write(dir.path(), "one.toml", &fast);
     let two = write(dir.path(), "two.toml", &fast.replace("sleeper", "other"));
     let store = dir.path().join("shared.db");
-    let bin = assert_cmd::cargo::cargo_bin("knobs");
-    let children: Vec<_> = [&one, &two]
-        .iter()
-        .map(|spec| {
-            StdCommand::new(&bin)
-                .args(["measure", "--sample", "all", "--spec"])
-                .arg(spec)
-                .arg("--store")
-                .arg(&store)
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for child in children {
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    measure_at_once(&[&one, &two], &store);
     for system in ["sleeper", "other"] {
-        let out = knobs()
-            .args([
-                "results", "export", "--format", "json", "--system", system, "--store",
-            ])
-            .arg(&store)
-            .output()
-            .unwrap();
-        let runs: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+        let runs = exported_runs(&store, &["--system", system]);
         assert_eq!(runs.len(), 16 * 3, "{system}");
     }
     // Without --system the store has two specs, and says so.
@@ -548,19 +538,6 @@ fn xz_example_end_to_end_on_the_small_workload() {
         .stdout(predicates::str::contains("random:12"));
 }
 
-/// Stdout of a successful run, parsed as JSON.
-fn json_stdout(cmd: &mut Command) -> serde_json::Value {
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("{e}: {}", String::from_utf8_lossy(&out.stdout));
-    })
-}
-
 /// The sleeper with a shorter base time, measured once per configuration.
 fn fast_sleeper(dir: &Path) -> std::path::PathBuf {
     write(
@@ -577,11 +554,12 @@ fn measure_and_results_show_print_json() {
     let dir = tempfile::tempdir().unwrap();
     let spec = fast_sleeper(dir.path());
     let store = dir.path().join("knobs.db");
-    let report = json_stdout(
+    let report = succeeds(
         knobs()
             .args(["measure", "--sample", "all", "--json", "--spec"])
             .arg(&spec),
-    );
+    )
+    .json();
     assert_eq!(report["system"], "sleeper", "{report}");
     assert_eq!(report["workload"], "none", "{report}");
     assert_eq!(report["store"], store.to_str().unwrap(), "{report}");
@@ -594,21 +572,23 @@ fn measure_and_results_show_print_json() {
     assert_eq!(report["failed"].as_array().unwrap().len(), 0, "{report}");
     assert!(report["seconds"].as_f64().unwrap() > 0.0, "{report}");
     // Again: everything is in the store already.
-    let again = json_stdout(
+    let again = succeeds(
         knobs()
             .args(["measure", "--sample", "twise:1", "--json", "--spec"])
             .arg(&spec),
-    );
+    )
+    .json();
     assert_eq!(again["sample"], "twise:1", "{again}");
     assert_eq!(again["runs"], 0, "{again}");
     assert_eq!(again["reused"], again["configurations"], "{again}");
 
     // The summaries, with medians of the known model.
-    let shown = json_stdout(
+    let shown = succeeds(
         knobs()
             .args(["results", "show", "--json", "--spec"])
             .arg(&spec),
-    );
+    )
+    .json();
     assert_eq!(shown["system"], "sleeper", "{shown}");
     assert_eq!(shown["metric"], "wall", "{shown}");
     assert_eq!(shown["unit"], "wall_s", "{shown}");
@@ -648,11 +628,12 @@ fn measure_and_results_show_print_json() {
         "{text}"
     );
     // Another metric, by name.
-    let rss = json_stdout(
+    let rss = succeeds(
         knobs()
             .args(["results", "show", "--json", "--metric", "max_rss", "--spec"])
             .arg(&spec),
-    );
+    )
+    .json();
     assert_eq!(rss["metric"], "max_rss", "{rss}");
     assert_eq!(rss["unit"], "max_rss_kib", "{rss}");
     assert!(
@@ -935,34 +916,13 @@ fn concurrent_writers_of_one_spec_do_not_repeat_work() {
             .replace("repetitions = 2", "repetitions = 3"),
     );
     let store = dir.path().join("shared.db");
-    let bin = assert_cmd::cargo::cargo_bin("knobs");
-    let children: Vec<_> = (0..2)
-        .map(|_| {
-            StdCommand::new(&bin)
-                .args(["measure", "--sample", "all", "--spec"])
-                .arg(&spec)
-                .arg("--store")
-                .arg(&store)
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for child in children {
-        let out = child.wait_with_output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{stderr}");
+    for stderr in measure_at_once(&[&spec, &spec], &store) {
         assert!(
             stderr.contains("16 of 16 configurations measured"),
             "{stderr}"
         );
     }
-    let out = knobs()
-        .args(["results", "export", "--format", "json", "--store"])
-        .arg(&store)
-        .output()
-        .unwrap();
-    let runs: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = exported_runs(&store, &[]);
     assert!(runs.len() >= 16 * 3, "{}", runs.len());
     // Exactly the planned runs; the reference, measured in every round, may have more.
     let others = measured_but_the_reference(&store);
@@ -999,12 +959,7 @@ fn a_changed_workload_file_is_noticed() {
         stderr.contains("2 stored runs measured workload `w` when its files were different"),
         "{stderr}"
     );
-    let out = knobs()
-        .args(["results", "export", "--format", "json", "--store"])
-        .arg(dir.path().join("knobs.db"))
-        .output()
-        .unwrap();
-    let runs: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = exported_runs(&dir.path().join("knobs.db"), &[]);
     let digests: std::collections::BTreeSet<&str> =
         runs.iter().map(|r| r["inputs"].as_str().unwrap()).collect();
     assert_eq!(digests.len(), 2, "{runs:?}");
@@ -1097,17 +1052,7 @@ fn metric_flag_counts_instructions_apart_from_the_timed_runs() {
 
 /// `knobs results export --format FORMAT` of the spec's store.
 fn exported(spec: &Path, format: &str) -> String {
-    let out = knobs()
-        .args(["results", "export", "--format", format, "--spec"])
-        .arg(spec)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    knobs_ok(&["results", "export", "--format", format, "--spec"], spec).text()
 }
 
 /// Under `metric = "auto"`, `results show` says per configuration which time it reads: CPU

@@ -12,22 +12,16 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
+use common::{knobs_ok, stored_runs};
 use measure::campaign::Backend;
 use measure::slurm::{SlurmBackend, SlurmSettings};
-use measure::{Store, SystemSpec};
-
-fn knobs() -> Command {
-    Command::cargo_bin("knobs").unwrap()
-}
+use measure::{Selection, Store, SystemSpec};
 
 /// A program of three options whose regions do 1 + 2A + 3AB + 1.5C units of work (ms),
 /// counted on the test clock when built with `COUNTED`, slept otherwise; its spec, with two
 /// array tasks a round. With a `gate`, every run first waits until that file exists.
 fn subject(dir: &Path, counted: bool, gate: Option<&Path>) -> PathBuf {
-    std::fs::write(
-        dir.join("main.c"),
-        r#"#include <stdbool.h>
+    const MAIN_C: &str = r#"#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
@@ -67,9 +61,7 @@ int main(int argc, char **argv) {
     if (C) WORK(1.5);
     return 0;
 }
-"#,
-    )
-    .unwrap();
+"#;
     let defines = if counted {
         "defines = [\"COUNTED\"]\n"
     } else {
@@ -78,10 +70,10 @@ int main(int argc, char **argv) {
     let env = gate
         .map(|g| format!("env = {{ GATE = \"{}\" }}\n", g.display()))
         .unwrap_or_default();
-    let spec = dir.join("knobs.toml");
-    std::fs::write(
-        &spec,
-        format!(
+    common::write_c_subject(
+        dir,
+        MAIN_C,
+        &format!(
             r#"name = "regions"
 [build]
 sources = ["main.c"]
@@ -111,8 +103,6 @@ on = ["-C"]
 "#
         ),
     )
-    .unwrap();
-    spec
 }
 
 /// ConfigCrusher through the library, on the test clock, building in `dir/work`.
@@ -137,10 +127,21 @@ fn crush(dir: &Path, store: &str, backend: Backend) -> configcrusher::Report {
     report
 }
 
+/// The ids of the runs that have region times under `selection`.
+fn timed_runs(store: &Path, selection: &Selection) -> BTreeSet<i64> {
+    Store::open_existing(store)
+        .unwrap()
+        .region_times(selection)
+        .unwrap()
+        .into_iter()
+        .map(|(_, run, _)| run)
+        .collect()
+}
+
 /// Each configuration's distinct region times (region, seconds, entries) over its runs.
 fn region_times(
     store: &Path,
-    selection: &measure::Selection,
+    selection: &Selection,
 ) -> BTreeMap<String, BTreeSet<(String, u64, u64)>> {
     let mut by = BTreeMap::<String, BTreeSet<(String, u64, u64)>>::new();
     for (configuration, _, r) in Store::open_existing(store)
@@ -193,17 +194,8 @@ fn crush_on_slurm_stores_the_region_times_and_models_as_locally() {
         "the test clock's region times, here and on the cluster"
     );
     // Every run on the cluster came from a result file of an array task, with its times.
-    let runs = Store::open_existing(&dir.path().join("slurm.db"))
-        .unwrap()
-        .runs(&selection)
-        .unwrap();
-    let timed: BTreeSet<i64> = Store::open_existing(&dir.path().join("slurm.db"))
-        .unwrap()
-        .region_times(&selection)
-        .unwrap()
-        .into_iter()
-        .map(|(_, run, _)| run)
-        .collect();
+    let runs = stored_runs(&dir.path().join("slurm.db"), &selection);
+    let timed = timed_runs(&dir.path().join("slurm.db"), &selection);
     assert!(runs.len() >= 2 * local.compressed.len(), "{runs:?}");
     for run in &runs {
         assert!(run.is_ok() && timed.contains(&run.id), "{run:?}");
@@ -229,8 +221,8 @@ fn knobs_crush_takes_the_backend_flags_and_resumes_from_the_store() {
     let _cluster = common::slurm_cluster();
     let dir = tempfile::tempdir().unwrap();
     let spec = subject(dir.path(), false, None);
-    let out = knobs()
-        .args([
+    let ran = knobs_ok(
+        &[
             "crush",
             "--backend",
             "slurm",
@@ -238,60 +230,34 @@ fn knobs_crush_takes_the_backend_flags_and_resumes_from_the_store() {
             "1",
             "--json",
             "--spec",
-        ])
-        .arg(&spec)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+        ],
+        &spec,
+    );
+    let stderr = &ran.stderr;
     assert!(stderr.contains("submitted Slurm job"), "{stderr}");
     assert!(
         stderr.contains("(1 tasks"),
         "--tasks over the spec's 2: {stderr}"
     );
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = ran.json();
     let variant = report["variant"].as_str().unwrap();
     assert!(variant.starts_with("configcrusher:"), "{report}");
-    let store = Store::open_existing(&dir.path().join("knobs.db")).unwrap();
-    let all = measure::Selection {
+    let store = dir.path().join("knobs.db");
+    let all = Selection {
         variant: variant.to_string(),
         ..Default::default()
     };
-    let runs = store.runs(&all).unwrap();
-    let timed: BTreeSet<i64> = store
-        .region_times(&all)
-        .unwrap()
-        .into_iter()
-        .map(|(_, run, _)| run)
-        .collect();
+    let runs = stored_runs(&store, &all);
+    let timed = timed_runs(&store, &all);
     assert!(!runs.is_empty());
     for run in &runs {
         assert!(run.is_ok() && timed.contains(&run.id), "{run:?}");
         assert!(!run.node.is_empty() && run.source.is_some(), "{run:?}");
     }
     // Everything is in the store: a second run submits nothing.
-    let out = knobs()
-        .args(["crush", "--backend", "slurm", "--spec"])
-        .arg(&spec)
-        .output()
-        .unwrap();
-    let again = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{again}");
+    let again = knobs_ok(&["crush", "--backend", "slurm", "--spec"], &spec).stderr;
     assert!(!again.contains("submitted"), "{again}");
     assert!(again.contains("0 new runs"), "{again}");
-}
-
-/// The round's directories in the spool that have a job id.
-fn submitted(spool: &Path) -> usize {
-    std::fs::read_dir(spool).map_or(0, |entries| {
-        entries
-            .flatten()
-            .filter(|e| {
-                std::fs::read_to_string(e.path().join("submission.json"))
-                    .is_ok_and(|text| text.contains("\"job\":\""))
-            })
-            .count()
-    })
 }
 
 /// A `knobs crush` killed while its first round waits on the cluster: started again, it finds
@@ -302,44 +268,26 @@ fn a_crush_killed_while_waiting_resumes_its_round_with_the_region_times() {
     let dir = tempfile::tempdir().unwrap();
     let gate = dir.path().join("gate");
     let spec = subject(dir.path(), false, Some(&gate));
-    let crush = || {
-        std::process::Command::new(assert_cmd::cargo::cargo_bin("knobs"))
-            .args(["crush", "--backend", "slurm", "--json", "--spec"])
-            .arg(&spec)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
+    let crush = || common::spawn_knobs(&["crush", "--backend", "slurm", "--json", "--spec"], &spec);
     let mut first = crush();
-    let started = std::time::Instant::now();
-    while submitted(&dir.path().join("spool")) == 0 {
-        // A guard against hanging, not a timing assertion.
-        assert!(started.elapsed().as_secs() < 120, "no round submitted");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    common::wait_until("a round submitted", || {
+        common::submitted(&dir.path().join("spool")).pop()
+    });
     first.kill().unwrap(); // SIGKILL, while its runs wait at the gate
     first.wait().unwrap();
     let second = crush();
     std::fs::write(&gate, "").unwrap();
-    let out = second.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let ran = common::finish(second);
+    let stderr = &ran.stderr;
     assert!(stderr.contains("found round 1 again"), "{stderr}");
     assert_eq!(stderr.matches("submitted Slurm job").count(), 1, "{stderr}");
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let selection = measure::Selection {
-        variant: report["variant"].as_str().unwrap().to_string(),
+    let selection = Selection {
+        variant: ran.json()["variant"].as_str().unwrap().to_string(),
         ..Default::default()
     };
-    let store = Store::open_existing(&dir.path().join("knobs.db")).unwrap();
-    let runs = store.runs(&selection).unwrap();
-    let timed: BTreeSet<i64> = store
-        .region_times(&selection)
-        .unwrap()
-        .into_iter()
-        .map(|(_, run, _)| run)
-        .collect();
+    let store = dir.path().join("knobs.db");
+    let runs = stored_runs(&store, &selection);
+    let timed = timed_runs(&store, &selection);
     let rounds: BTreeSet<Option<i64>> = runs.iter().map(|r| r.round).collect();
     assert_eq!(rounds.len(), 2, "{runs:?}");
     for run in &runs {
@@ -354,37 +302,21 @@ fn a_crush_killed_while_waiting_resumes_its_round_with_the_region_times() {
 fn family_measures_both_its_campaigns_on_the_cluster() {
     let _cluster = common::slurm_cluster();
     let dir = tempfile::tempdir().unwrap();
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/printer");
-    for f in ["main.c", "knobs.toml"] {
-        std::fs::copy(example.join(f), dir.path().join(f)).unwrap();
-    }
-    let status = std::process::Command::new("clang-19")
-        .args(["-O2", "-o", "printer", "main.c"])
-        .current_dir(dir.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let out = knobs()
-        .args(["family", "--backend", "slurm", "--json", "--spec"])
-        .arg(dir.path().join("knobs.toml"))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let store = Store::open_existing(&dir.path().join("knobs.db")).unwrap();
+    common::copy_example("printer", &["main.c", "knobs.toml"], dir.path());
+    common::native_build(dir.path(), "printer", &[]);
+    let report = knobs_ok(
+        &["family", "--backend", "slurm", "--json", "--spec"],
+        &dir.path().join("knobs.toml"),
+    )
+    .json();
+    let store = dir.path().join("knobs.db");
     for (variant, timed) in [(report["variant"].as_str().unwrap(), true), ("", false)] {
-        let selection = measure::Selection {
+        let selection = Selection {
             variant: variant.to_string(),
             ..Default::default()
         };
-        let runs = store.runs(&selection).unwrap();
-        let with_times: BTreeSet<i64> = store
-            .region_times(&selection)
-            .unwrap()
-            .into_iter()
-            .map(|(_, run, _)| run)
-            .collect();
+        let runs = stored_runs(&store, &selection);
+        let with_times = timed_runs(&store, &selection);
         assert!(!runs.is_empty(), "no runs of `{variant}`");
         for run in &runs {
             assert!(run.is_ok(), "{run:?}");

@@ -11,24 +11,30 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command as StdCommand, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command as StdCommand, Stdio};
 
-use assert_cmd::Command;
+use common::{knobs, knobs_ok, submitted, wait_until};
 use measure::store::StoredRun;
 use measure::{Selection, Store};
 
-fn knobs() -> Command {
-    Command::cargo_bin("knobs").unwrap()
-}
+/// `knobs measure` on the cluster, the spec's path to follow.
+const MEASURE_ON_SLURM: &[&str] = &["measure", "--backend", "slurm", "--spec"];
+/// `knobs measure` of the `main` commit's build on the cluster, the spec's path to follow.
+const MEASURE_COMMIT_ON_SLURM: &[&str] = &[
+    "measure",
+    "--commit",
+    "main",
+    "--backend",
+    "slurm",
+    "--spec",
+];
 
 /// Four configurations of `sh`, each run waiting for `gate` to exist; one run each, no
 /// reference, two array tasks a round.
 fn gated_spec(dir: &Path, gate: &Path) -> PathBuf {
-    let spec = dir.join("knobs.toml");
-    std::fs::write(
-        &spec,
-        format!(
+    common::write_spec(
+        dir,
+        &format!(
             r#"name = "gated"
 [run]
 program = "sh"
@@ -53,39 +59,6 @@ on = ["B"]
             gate = gate.display()
         ),
     )
-    .unwrap();
-    spec
-}
-
-/// Polls until `done` says so; a test that waits two minutes is stuck (a guard against
-/// hanging, not a timing assertion).
-fn wait_until<T>(what: &str, mut done: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(t) = done() {
-            return t;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "stuck waiting: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// The spool directory's submissions: (directory, job id) of each that has one.
-fn submitted(spool: &Path) -> Vec<(PathBuf, String)> {
-    let Ok(entries) = std::fs::read_dir(spool) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| {
-            let text = std::fs::read_to_string(e.path().join("submission.json")).ok()?;
-            let record: serde_json::Value = serde_json::from_str(&text).ok()?;
-            Some((e.path(), record["job"].as_str()?.to_string()))
-        })
-        .collect()
 }
 
 fn squeue_state(job: &str) -> String {
@@ -109,10 +82,7 @@ fn share(dir: &Path, task: u32) -> Vec<String> {
 }
 
 fn runs(store: &Path) -> Vec<StoredRun> {
-    Store::open_existing(store)
-        .unwrap()
-        .runs(&Selection::default())
-        .unwrap()
+    common::stored_runs(store, &Selection::default())
 }
 
 fn by_configuration(runs: &[StoredRun]) -> BTreeMap<String, usize> {
@@ -131,23 +101,6 @@ fn every_configuration(n: usize) -> BTreeMap<String, usize> {
         .collect()
 }
 
-fn spawn_measure(spec: &Path) -> Child {
-    StdCommand::new(assert_cmd::cargo::cargo_bin("knobs"))
-        .args(["measure", "--backend", "slurm", "--spec"])
-        .arg(spec)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-fn finish(child: Child) -> String {
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{stderr}");
-    stderr
-}
-
 #[test]
 fn a_task_cancelled_mid_run_leaves_its_configurations_pending_and_they_are_measured_again() {
     let _cluster = common::slurm_cluster();
@@ -155,7 +108,7 @@ fn a_task_cancelled_mid_run_leaves_its_configurations_pending_and_they_are_measu
     let gate = dir.path().join("gate");
     let spec = gated_spec(dir.path(), &gate);
     let spool = dir.path().join("spool");
-    let child = spawn_measure(&spec);
+    let child = common::spawn_knobs(MEASURE_ON_SLURM, &spec);
     let (round_dir, job) = wait_until("the first round submitted", || submitted(&spool).pop());
     // Both tasks are running, their first runs waiting at the gate: cancel task 0.
     wait_until("the tasks running", || {
@@ -174,7 +127,7 @@ fn a_task_cancelled_mid_run_leaves_its_configurations_pending_and_they_are_measu
         squeue_state(&format!("{job}_0")).is_empty().then_some(())
     });
     std::fs::write(&gate, "").unwrap();
-    let stderr = finish(child);
+    let stderr = common::finish(child).stderr;
     assert!(
         stderr.contains("task 0 of Slurm job") && stderr.contains("pending again"),
         "{stderr}"
@@ -211,7 +164,7 @@ fn a_knobs_killed_while_waiting_resumes_its_job_without_submitting_it_again() {
     let spec = gated_spec(dir.path(), &gate);
     let spool = dir.path().join("spool");
     let store = dir.path().join("knobs.db");
-    let mut first = spawn_measure(&spec);
+    let mut first = common::spawn_knobs(MEASURE_ON_SLURM, &spec);
     let (_, job) = wait_until("the first round submitted", || submitted(&spool).pop());
     first.kill().unwrap(); // SIGKILL, while it waits
     first.wait().unwrap();
@@ -220,9 +173,9 @@ fn a_knobs_killed_while_waiting_resumes_its_job_without_submitting_it_again() {
         "nothing ran yet: the runs wait at the gate"
     );
     // Started again, knobs finds the job; the runs end when the gate opens.
-    let second = spawn_measure(&spec);
+    let second = common::spawn_knobs(MEASURE_ON_SLURM, &spec);
     std::fs::write(&gate, "").unwrap();
-    let stderr = finish(second);
+    let stderr = common::finish(second).stderr;
     assert!(
         stderr.contains(&format!("found round 1 again (Slurm job {job}")),
         "{stderr}"
@@ -233,32 +186,24 @@ fn a_knobs_killed_while_waiting_resumes_its_job_without_submitting_it_again() {
     assert!(after.iter().all(|r| r.round == Some(1)), "{after:?}");
     // Nothing left to do: a third run submits nothing; more repetitions submit one round,
     // which the claims of the killed knobs do not block.
-    let out = knobs()
-        .args(["measure", "--backend", "slurm", "--spec"])
-        .arg(&spec)
-        .output()
-        .unwrap();
-    let third = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{third}");
+    let third = knobs_ok(MEASURE_ON_SLURM, &spec).stderr;
     assert!(!third.contains("submitted"), "{third}");
     assert!(
         third.contains("(4 already in the store), 0 new runs"),
         "{third}"
     );
-    let out = knobs()
-        .args([
+    let fourth = knobs_ok(
+        &[
             "measure",
             "--backend",
             "slurm",
             "--repetitions",
             "2",
             "--spec",
-        ])
-        .arg(&spec)
-        .output()
-        .unwrap();
-    let fourth = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{fourth}");
+        ],
+        &spec,
+    )
+    .stderr;
     assert_eq!(fourth.matches("submitted Slurm job").count(), 1, "{fourth}");
     assert_eq!(by_configuration(&runs(&store)), every_configuration(2));
 }
@@ -269,11 +214,7 @@ fn bad_slurm_settings_are_one_line_errors() {
     let spec = gated_spec(dir.path(), &dir.path().join("gate"));
     let text = std::fs::read_to_string(&spec).unwrap();
     std::fs::write(&spec, text.replace("tasks = 2", "tasks = 2\nnodes = 3")).unwrap();
-    let out = knobs()
-        .args(["measure", "--backend", "slurm", "--spec"])
-        .arg(&spec)
-        .output()
-        .unwrap();
+    let out = knobs().args(MEASURE_ON_SLURM).arg(&spec).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
@@ -320,13 +261,7 @@ fn a_refused_submission_is_one_line_and_holds_nothing_back() {
         0
     );
     // The configurations it claimed are free again: the next attempt measures them all.
-    let out = knobs()
-        .args(["measure", "--backend", "slurm", "--spec"])
-        .arg(&spec)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    knobs_ok(MEASURE_ON_SLURM, &spec);
     assert_eq!(
         by_configuration(&runs(&dir.path().join("knobs.db"))),
         every_configuration(1)
@@ -339,9 +274,8 @@ fn a_refused_submission_is_one_line_and_holds_nothing_back() {
 fn instructions_are_counted_on_the_nodes() {
     let _cluster = common::slurm_cluster();
     let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("knobs.toml");
-    std::fs::write(
-        &spec,
+    let spec = common::write_spec(
+        dir.path(),
         r#"name = "counted"
 [run]
 program = "sh"
@@ -360,15 +294,8 @@ name = "long"
 on = ["3000"]
 off = ["1000"]
 "#,
-    )
-    .unwrap();
-    let out = knobs()
-        .args(["measure", "--backend", "slurm", "--spec"])
-        .arg(&spec)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    );
+    let stderr = knobs_ok(MEASURE_ON_SLURM, &spec).stderr;
     assert!(stderr.contains("submitted Slurm job"), "{stderr}");
     let runs = runs(&dir.path().join("knobs.db"));
     assert_eq!(
@@ -397,28 +324,18 @@ fn the_nodes_run_the_build_of_a_commit_made_on_the_submit_host() {
     let _cluster = common::slurm_cluster();
     let dir = tempfile::tempdir().unwrap();
     let ran_by = dir.path().join("ran-by");
-    let repo = dir.path().join("prog");
-    std::fs::create_dir(&repo).unwrap();
-    common::git(&repo, &["init", "-q", "-b", "main"]);
-    std::fs::write(
-        repo.join("run.sh"),
-        format!("#!/bin/sh\necho \"$0\" >> '{}'\n", ran_by.display()),
-    )
-    .unwrap();
-    common::git(&repo, &["add", "run.sh"]);
-    common::git(&repo, &["commit", "-q", "-m", "the program"]);
-    let spec = dir.path().join("knobs.toml");
-    std::fs::write(
-        &spec,
-        r#"name = "built"
-[history]
-repository = "prog"
-range = "main"
-build = [["sh", "-c", "cp run.sh prog && chmod +x prog"]]
-output = "prog"
-[run]
-args = ["{options}"]
-[measure]
+    let repo = common::new_repo(dir.path());
+    common::commit_file(
+        &repo,
+        "run.sh",
+        &format!("#!/bin/sh\necho \"$0\" >> '{}'\n", ran_by.display()),
+        "the program",
+    );
+    let spec = common::write_spec(
+        dir.path(),
+        &common::history_spec(
+            r#"[["sh", "-c", "cp run.sh prog && chmod +x prog"]]"#,
+            r#"[measure]
 repetitions = 1
 warmup = 0
 [slurm]
@@ -429,44 +346,20 @@ name = "w"
 name = "a"
 on = ["-a"]
 "#,
-    )
-    .unwrap();
-    let out = knobs()
-        .args([
-            "measure",
-            "--commit",
-            "main",
-            "--backend",
-            "slurm",
-            "--spec",
-        ])
-        .arg(&spec)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+        ),
+    );
+    let stderr = knobs_ok(MEASURE_COMMIT_ON_SLURM, &spec).stderr;
     let building = stderr.find("building commit").expect("built here");
     assert!(
         building < stderr.find("submitted Slurm job").unwrap(),
         "{stderr}"
     );
-    let commit = String::from_utf8(
-        StdCommand::new("git")
-            .args(["rev-parse", "main"])
-            .current_dir(&repo)
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let commit = common::git(&repo, &["rev-parse", "main"]);
     let at_commit = Selection {
         commit: commit.trim().to_string(),
         ..Selection::default()
     };
-    let runs = Store::open_existing(&dir.path().join("knobs.db"))
-        .unwrap()
-        .runs(&at_commit)
-        .unwrap();
+    let runs = common::stored_runs(&dir.path().join("knobs.db"), &at_commit);
     assert_eq!(runs.len(), 2, "{runs:?}");
     assert!(
         runs.iter().all(|r| r.is_ok() && r.source.is_some()),
@@ -488,8 +381,8 @@ on = ["-a"]
         );
     }
     // The cache's build is found again: measuring more builds nothing.
-    let out = knobs()
-        .args([
+    let again = knobs_ok(
+        &[
             "measure",
             "--commit",
             "main",
@@ -498,12 +391,10 @@ on = ["-a"]
             "--repetitions",
             "2",
             "--spec",
-        ])
-        .arg(&spec)
-        .output()
-        .unwrap();
-    let again = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{again}");
+        ],
+        &spec,
+    )
+    .stderr;
     assert!(!again.contains("building commit"), "{again}");
     assert_eq!(std::fs::read_to_string(&ran_by).unwrap().lines().count(), 4);
 }
@@ -515,30 +406,19 @@ on = ["-a"]
 fn history_builds_are_array_tasks_into_the_shared_cache() {
     let _cluster = common::slurm_cluster();
     let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("prog");
-    std::fs::create_dir(&repo).unwrap();
-    common::git(&repo, &["init", "-q", "-b", "main"]);
+    let repo = common::new_repo(dir.path());
     for (text, message) in [
         ("int main(void) { return 0; }\n", "builds"),
         ("int main(void) { return undeclared; }\n", "broken"),
         ("int main(void) { return 0; } /* again */\n", "fixed"),
     ] {
-        std::fs::write(repo.join("prog.c"), text).unwrap();
-        common::git(&repo, &["add", "prog.c"]);
-        common::git(&repo, &["commit", "-q", "-m", message]);
+        common::commit_file(&repo, "prog.c", text, message);
     }
-    let spec = dir.path().join("knobs.toml");
-    std::fs::write(
-        &spec,
-        r#"name = "prog"
-[history]
-repository = "prog"
-range = "main"
-build = [["cc", "-O1", "-o", "prog", "prog.c"]]
-output = "prog"
-[run]
-args = ["{options}"]
-[measure]
+    let spec = common::write_spec(
+        dir.path(),
+        &common::history_spec(
+            common::CC_BUILD,
+            r#"[measure]
 repetitions = 1
 warmup = 0
 [[workload]]
@@ -547,11 +427,11 @@ name = "w"
 name = "a"
 on = ["1"]
 "#,
-    )
-    .unwrap();
+        ),
+    );
     let build = || {
-        let out = knobs()
-            .args([
+        knobs_ok(
+            &[
                 "history",
                 "build",
                 "--all",
@@ -559,13 +439,10 @@ on = ["1"]
                 "slurm",
                 "--tasks",
                 "2",
-            ])
-            .arg(&spec)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{stderr}");
-        stderr
+            ],
+            &spec,
+        )
+        .stderr
     };
     let first = build();
     assert!(
@@ -611,20 +488,7 @@ on = ["1"]
         second.contains("2 built (2 from the cache), 1 failed"),
         "{second}"
     );
-    let out = knobs()
-        .args([
-            "measure",
-            "--commit",
-            "main",
-            "--backend",
-            "slurm",
-            "--spec",
-        ])
-        .arg(&spec)
-        .output()
-        .unwrap();
-    let measured = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{measured}");
+    let measured = knobs_ok(MEASURE_COMMIT_ON_SLURM, &spec).stderr;
     assert!(!measured.contains("building commit"), "{measured}");
 }
 
@@ -635,36 +499,26 @@ const HEAVY_FROM: usize = 6;
 /// counts to 100 000, and with `heavy` 200 000 more, 4 000 000 more from `HEAVY_FROM` on.
 /// Measured by instructions, so the change is the same on any machine and load.
 fn counting_history(dir: &Path) -> PathBuf {
-    let repo = dir.join("prog");
-    std::fs::create_dir(&repo).unwrap();
-    common::git(&repo, &["init", "-q", "-b", "main"]);
+    let repo = common::new_repo(dir);
     for i in 0..12 {
         let heavy = if i < HEAVY_FROM { 2 } else { 40 };
-        std::fs::write(
-            repo.join("prog.c"),
-            format!(
+        common::commit_file(
+            &repo,
+            "prog.c",
+            &format!(
                 "#include <string.h>\n/* revision {i} */\nint main(int c, char **v) {{ \
                  volatile long s = 0; long n = 100000L; for (int i = 1; i < c; i++) \
                  if (!strcmp(v[i], \"heavy\")) n += {heavy}00000L; \
                  for (long i = 0; i < n; i++) s += i; return 0; }}\n"
             ),
-        )
-        .unwrap();
-        common::git(&repo, &["add", "prog.c"]);
-        common::git(&repo, &["commit", "-q", "-m", &format!("revision {i}")]);
+            &format!("revision {i}"),
+        );
     }
-    let spec = dir.join("knobs.toml");
-    std::fs::write(
-        &spec,
-        r#"name = "prog"
-[history]
-repository = "prog"
-range = "main"
-build = [["cc", "-O1", "-o", "prog", "prog.c"]]
-output = "prog"
-[run]
-args = ["{options}"]
-[measure]
+    common::write_spec(
+        dir,
+        &common::history_spec(
+            common::CC_BUILD,
+            r#"[measure]
 repetitions = 1
 warmup = 0
 metric = "instructions"
@@ -682,21 +536,14 @@ on = ["other"]
 name = "third"
 on = ["third"]
 "#,
+        ),
     )
-    .unwrap();
-    spec
 }
 
 /// The runs stored at each commit of the history in `dir`.
 fn runs_of_history(dir: &Path) -> Vec<StoredRun> {
-    let out = StdCommand::new("git")
-        .args(["rev-list", "main"])
-        .current_dir(dir.join("prog"))
-        .output()
-        .unwrap();
     let store = Store::open_existing(&dir.join("knobs.db")).unwrap();
-    String::from_utf8(out.stdout)
-        .unwrap()
+    common::git(&dir.join("prog"), &["rev-list", "main"])
         .lines()
         .flat_map(|commit| {
             let at = Selection {
@@ -717,32 +564,29 @@ fn rounds_submitted(stderr: &str) -> usize {
         .count()
 }
 
+/// `knobs changepoints detect` on the cluster for the history above, the spec's path to follow.
+const DETECT_ON_SLURM: &[&str] = &[
+    "changepoints",
+    "detect",
+    "--backend",
+    "slurm",
+    "--threshold",
+    "50%",
+    "--initial-configurations",
+    "6",
+    "--commit-share",
+    "0.25",
+    "--measurements",
+    "12",
+    "--max-iterations",
+    "4",
+    "--json",
+    "--spec",
+];
+
 fn detect_on_slurm(spec: &Path) -> (serde_json::Value, String) {
-    let out = knobs()
-        .args([
-            "changepoints",
-            "detect",
-            "--backend",
-            "slurm",
-            "--threshold",
-            "50%",
-            "--initial-configurations",
-            "6",
-            "--commit-share",
-            "0.25",
-            "--measurements",
-            "12",
-            "--max-iterations",
-            "4",
-            "--json",
-            "--spec",
-        ])
-        .arg(spec)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{stderr}");
-    (serde_json::from_slice(&out.stdout).unwrap(), stderr)
+    let ran = knobs_ok(DETECT_ON_SLURM, spec);
+    (ran.json(), ran.stderr)
 }
 
 /// `knobs changepoints detect --backend slurm`: each batch of the search (the initial
@@ -833,24 +677,7 @@ fn a_killed_changepoints_detect_finds_its_job_array_again() {
     let dir = tempfile::tempdir().unwrap();
     let spec = counting_history(dir.path());
     let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("knobs"))
-        .args([
-            "changepoints",
-            "detect",
-            "--backend",
-            "slurm",
-            "--threshold",
-            "50%",
-            "--initial-configurations",
-            "6",
-            "--commit-share",
-            "0.25",
-            "--measurements",
-            "12",
-            "--max-iterations",
-            "4",
-            "--json",
-            "--spec",
-        ])
+        .args(DETECT_ON_SLURM)
         .arg(&spec)
         .stdout(Stdio::null())
         .stderr(Stdio::null())

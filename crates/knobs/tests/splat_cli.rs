@@ -10,31 +10,19 @@
 //! medians come to the slept units depends on the machine's load, and is the benchmark
 //! runner's (`cargo run --release -p bench`).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
-
-fn knobs() -> Command {
-    Command::cargo_bin("knobs").unwrap()
-}
+use common::{knobs, succeeds};
 
 /// examples/splat in a temporary directory, with both native builds.
 fn example() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/splat");
-    for f in ["main.c", "knobs.toml", "eager.toml"] {
-        std::fs::copy(example.join(f), dir.path().join(f)).unwrap();
-    }
-    for (out, define) in [("fig2", None), ("fig2-eager", Some("-DREAD_AT_START"))] {
-        let status = std::process::Command::new("clang-19")
-            .args(["-O2", "-o", out, "main.c"])
-            .args(define)
-            .current_dir(dir.path())
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
+    common::copy_example("splat", &["main.c", "knobs.toml", "eager.toml"], dir.path());
+    common::native_build(dir.path(), "fig2", &[]);
+    common::native_build(dir.path(), "fig2-eager", &["-DREAD_AT_START"]);
     dir
 }
 
@@ -52,31 +40,20 @@ fn splat(spec: &Path, delayed: bool) -> serde_json::Value {
     if delayed {
         cmd.arg("--delayed");
     }
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    succeeds(&mut cmd).json()
 }
 
 /// The medians in `store`, by configuration (one 0/1 per option, in the spec's order), as
 /// `knobs results export` gives them.
 fn medians(spec: &Path) -> BTreeMap<Vec<u8>, f64> {
-    let out = knobs()
-        .args(["results", "export", "--spec"])
-        .arg(spec)
-        .arg("--store")
-        .arg(store_of(spec))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = succeeds(
+        knobs()
+            .args(["results", "export", "--spec"])
+            .arg(spec)
+            .arg("--store")
+            .arg(store_of(spec)),
+    )
+    .text();
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some("A,B,C,D,wall_s"), "{text}");
     lines.map(|l| row_of(l, &text)).collect()
@@ -117,18 +94,7 @@ fn predictions(model: &Path, dir: &Path) -> BTreeMap<Vec<u8>, f64> {
         csv += &format!("{}\n", row.join(","));
     }
     std::fs::write(&configs, csv).unwrap();
-    let out = knobs()
-        .arg("predict")
-        .arg(model)
-        .arg(&configs)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = succeeds(knobs().arg("predict").arg(model).arg(&configs)).text();
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some("A,B,C,D,prediction"), "{text}");
     let predicted: BTreeMap<_, _> = lines.map(|l| row_of(l, &text)).collect();
@@ -243,18 +209,13 @@ fn splat_explores_distinct_paths_and_delayed_reads_see_through_start_up_copies()
         }
 
         // `knobs evaluate` reads the model, and knows which configurations it was built from.
-        let out = knobs()
-            .args(["evaluate", "--json", "--all"])
-            .arg(&model)
-            .arg(store_of(&spec))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let evaluated: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let evaluated = succeeds(
+            knobs()
+                .args(["evaluate", "--json", "--all"])
+                .arg(&model)
+                .arg(store_of(&spec)),
+        )
+        .json();
         assert_eq!(
             evaluated["training_configurations"],
             explored.len(),
