@@ -305,7 +305,7 @@ fn fetch_follows_a_url_repository_and_refuses_a_local_one() {
             .count(),
         4
     );
-    git(
+    common::git(
         &dir.path().join("prog"),
         &["commit", "-q", "--allow-empty", "-m", "later"],
     );
