@@ -570,18 +570,15 @@ pub fn build_model_with_clocks(
     }
     // What the region timers cannot see (the process starting and ending) is time outside
     // every region, by the same clock, so it goes to the base and the model predicts what
-    // `knobs measure` measures. Not with the test clock: the runtime's times are then the
-    // program's counted work, and the runner's real time minus them is meaningless (it would
-    // bring the machine's speed and load back into the model).
-    let time_metric = matches!(
-        spec.measure.metric,
-        measure::Metric::Wall | measure::Metric::Cpu | measure::Metric::Auto
-    );
-    let outside = if settings.test_clock || !time_metric {
-        Default::default()
-    } else {
-        instrumented::time_outside_the_region_timers(store, spec, workload, variant, &clocks)?
-    };
+    // `knobs measure` measures.
+    let outside = instrumented::time_outside_for_the_base(
+        store,
+        spec,
+        workload,
+        variant,
+        &clocks,
+        settings.test_clock,
+    )?;
     let base_time = configs
         .iter()
         .map(|(_, c)| mean(c, BASE) + outside.get(*c).copied().unwrap_or(0.0))

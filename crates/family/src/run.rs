@@ -397,18 +397,15 @@ pub fn run(
         *e = (*e).max(r.entries);
     }
     // What the call tree cannot see (the process starting and ending) goes to the base, so
-    // the model predicts what `knobs measure` measures. Not with the test clock: the trees
-    // are then the program's counted work, and the runner's real wall time minus them is
-    // meaningless (it would bring the machine's speed and load back into the model).
-    let time_metric = matches!(
-        spec.measure.metric,
-        measure::Metric::Wall | measure::Metric::Cpu | measure::Metric::Auto
-    );
-    let outside = if settings.test_clock || !time_metric {
-        Default::default()
-    } else {
-        instrumented::time_outside_the_region_timers(&store, spec, workload, &variant, &clocks)?
-    };
+    // the model predicts what `knobs measure` measures.
+    let outside = instrumented::time_outside_for_the_base(
+        &store,
+        spec,
+        workload,
+        &variant,
+        &clocks,
+        settings.test_clock,
+    )?;
     let mut runs = Vec::new();
     for c in &configurations {
         let text = spec.space.format_configuration(c);

@@ -784,29 +784,15 @@ pub fn time_outside_the_runtime(
     variant: &str,
     metric: measure::Metric,
 ) -> Result<std::collections::BTreeMap<String, f64>, Error> {
-    use std::collections::BTreeMap;
-    let selection = selection(spec, workload, variant);
-    let mut runtime_total: BTreeMap<i64, f64> = BTreeMap::new();
-    for (_, run, r) in store.region_times(&selection)? {
-        *runtime_total.entry(run).or_default() += r.seconds;
-    }
-    let mut per_config: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for run in store.runs(&selection)? {
-        if let (true, Some(total)) = (run.is_ok(), runtime_total.get(&run.id)) {
-            let measured = match metric {
-                measure::Metric::Cpu => run.user + run.system_time,
-                _ => run.wall,
-            };
-            per_config
-                .entry(run.configuration.clone())
-                .or_default()
-                .push((measured - total).max(0.0));
-        }
-    }
-    Ok(per_config
-        .into_iter()
-        .filter_map(|(c, v)| Some((c, stats::median(&v)?)))
-        .collect())
+    time_outside(
+        store,
+        &selection(spec, workload, variant),
+        |_, r| Some(r.seconds),
+        |run| match metric {
+            measure::Metric::Cpu => run.user + run.system_time,
+            _ => run.wall,
+        },
+    )
 }
 
 /// [`time_outside_the_runtime`] of the region timers, each configuration by its clock in
@@ -819,24 +805,59 @@ pub fn time_outside_the_region_timers(
     variant: &str,
     clocks: &RegionClocks,
 ) -> Result<std::collections::BTreeMap<String, f64>, Error> {
+    time_outside(
+        store,
+        &selection(spec, workload, variant),
+        |config, r| clocks.of(config).seconds(r),
+        |run| match clocks.of(&run.configuration) {
+            RegionClock::Cpu => run.user + run.system_time,
+            RegionClock::Wall => run.wall,
+        },
+    )
+}
+
+/// What a model adds to its base: [`time_outside_the_region_timers`] when the spec measures
+/// time. Nothing when the runs' region times are the test clock's counted work (the runner's
+/// real time minus them would bring the machine's speed and load back into the model) or the
+/// metric is not a time.
+pub fn time_outside_for_the_base(
+    store: &Store,
+    spec: &SystemSpec,
+    workload: &Workload,
+    variant: &str,
+    clocks: &RegionClocks,
+    test_clock: bool,
+) -> Result<std::collections::BTreeMap<String, f64>, Error> {
+    let time_metric = matches!(
+        spec.measure.metric,
+        measure::Metric::Wall | measure::Metric::Cpu | measure::Metric::Auto
+    );
+    if test_clock || !time_metric {
+        return Ok(Default::default());
+    }
+    time_outside_the_region_timers(store, spec, workload, variant, clocks)
+}
+
+/// Per configuration, the median over the selected runs of `measured` less what the runtime
+/// `charged` (its regions, base and probes) in that run.
+fn time_outside(
+    store: &Store,
+    selection: &measure::Selection,
+    charged: impl Fn(&str, &RegionMeasurement) -> Option<f64>,
+    measured: impl Fn(&measure::store::StoredRun) -> f64,
+) -> Result<std::collections::BTreeMap<String, f64>, Error> {
     use std::collections::BTreeMap;
-    let selection = selection(spec, workload, variant);
     let mut runtime_total: BTreeMap<i64, f64> = BTreeMap::new();
-    for (config, run, r) in store.region_times(&selection)? {
-        let clock = clocks.of(&config);
-        *runtime_total.entry(run).or_default() += clock.seconds(&r).unwrap_or(0.0);
+    for (config, run, r) in store.region_times(selection)? {
+        *runtime_total.entry(run).or_default() += charged(&config, &r).unwrap_or(0.0);
     }
     let mut per_config: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for run in store.runs(&selection)? {
+    for run in store.runs(selection)? {
         if let (true, Some(total)) = (run.is_ok(), runtime_total.get(&run.id)) {
-            let measured = match clocks.of(&run.configuration) {
-                RegionClock::Cpu => run.user + run.system_time,
-                RegionClock::Wall => run.wall,
-            };
             per_config
                 .entry(run.configuration.clone())
                 .or_default()
-                .push((measured - total).max(0.0));
+                .push((measured(&run) - total).max(0.0));
         }
     }
     Ok(per_config
