@@ -128,10 +128,8 @@ fn render(report: &Report, trivial_below: f64) -> Result<()> {
         print_granularity_table(report, first);
         return Ok(());
     }
+    // The profile's clock was said as it was chosen, before the profiled runs.
     print_partitions(report);
-    if let Some(clock) = &report.profile_clock {
-        eprintln!("{clock}");
-    }
     if let Some(c) = &report.overhead_correction {
         eprintln!(
             "overhead correction (§V.A, {} configurations with and without the profiler, {} fit): profiled = {:.4} · native {} {:.4} s",
