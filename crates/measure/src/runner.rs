@@ -203,11 +203,37 @@ fn run_with(inv: &Invocation, log: Option<&std::fs::File>) -> RunResult {
         .stdout(stdout)
         .stderr(stderr)
         .process_group(0);
-    // SAFETY: prctl is async-signal-safe. If knobs itself is killed (even by SIGKILL), the
-    // kernel kills the program too instead of leaving it running unobserved.
+    // The child tells the watchdog its group itself, before `exec`: a knobs killed between
+    // the spawn and telling the watchdog would otherwise leave the program's children
+    // running. (Waiting for the parent instead would deadlock: `spawn` returns only once
+    // the child has exec'd.)
+    let watchdog_fd = watchdog::start();
+    // SAFETY: prctl, getpid and send are async-signal-safe, and the line is formatted on the
+    // stack. If knobs itself is killed (even by SIGKILL), the kernel kills the program too
+    // instead of leaving it running unobserved.
     unsafe {
-        command.pre_exec(|| {
+        command.pre_exec(move || {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            if let Some(fd) = watchdog_fd {
+                let mut line = [0u8; 16];
+                let mut at = line.len() - 1;
+                line[at] = b'\n';
+                let mut pid = libc::getpid() as u32;
+                loop {
+                    at -= 1;
+                    line[at] = b'0' + (pid % 10) as u8;
+                    pid /= 10;
+                    if pid == 0 {
+                        break;
+                    }
+                }
+                libc::send(
+                    fd,
+                    line[at..].as_ptr().cast(),
+                    line.len() - at,
+                    libc::MSG_NOSIGNAL,
+                );
+            }
             Ok(())
         });
     }
@@ -400,7 +426,7 @@ mod watchdog {
     const SCRIPT: &str = "g=0; while IFS= read -r l; do g=$l; done; \
         if [ \"$g\" != 0 ]; then kill -9 -\"$g\" 2>/dev/null; fi";
 
-    fn start() -> Option<UnixStream> {
+    fn start_process() -> Option<UnixStream> {
         let (ours, theirs) = UnixStream::pair().ok()?;
         Command::new("/bin/sh")
             .args(["-c", SCRIPT])
@@ -413,11 +439,23 @@ mod watchdog {
         Some(ours)
     }
 
+    /// Starts the watchdog if it is not running yet (before a run's clock starts); the
+    /// descriptor a child writes its group to (`None`: no watchdog).
+    pub(super) fn start() -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        let mut input = INPUT.lock().unwrap_or_else(|e| e.into_inner());
+        input
+            .get_or_insert_with(start_process)
+            .as_ref()
+            .map(|s| s.as_raw_fd())
+    }
+
     /// Tells the watchdog (started on first use) which group is running (`0`: none).
     pub(super) fn running(pgid: libc::pid_t) {
         let mut input = INPUT.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(stream) = input.get_or_insert_with(start) {
-            let _ = writeln!(stream, "{pgid}");
+        if let Some(stream) = input.get_or_insert_with(start_process) {
+            // One write, so that a child's line (see `run_with`) never lands inside it.
+            let _ = stream.write_all(format!("{pgid}\n").as_bytes());
         }
     }
 }
