@@ -442,15 +442,26 @@ pub fn link(
     if let Some(b) = &spec.build {
         flags.extend(b.link.iter().cloned());
     }
-    llvm::link_instrumented(
+    // Linked under another name and renamed into place: runs of an earlier build (Slurm
+    // tasks of a resumed round) may be starting the binary while it is written.
+    let partial =
+        settings
+            .work_dir
+            .join(format!(".{}.{approach}.{}", spec.name, std::process::id()));
+    let linked = llvm::link_instrumented(
         &settings.clang,
         bitcode,
         &[runtime],
         &flags,
-        &binary,
+        &partial,
         optimise,
-    )?;
-    let bytes = std::fs::read(&binary).map_err(io(&binary))?;
+    );
+    if let Err(e) = linked {
+        let _ = std::fs::remove_file(&partial);
+        return Err(e.into());
+    }
+    let bytes = std::fs::read(&partial).map_err(io(&partial))?;
+    std::fs::rename(&partial, &binary).map_err(io(&binary))?;
     let digest = Sha256::digest(&bytes);
     let hash: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
     Ok((binary, format!("{approach}:{hash}")))
