@@ -9,6 +9,8 @@ use std::sync::OnceLock;
 
 use runtime::RegionTimes;
 
+mod common;
+
 const PROGRAM: &str = r#"
 #include <stdint.h>
 
@@ -46,25 +48,7 @@ int main(void) {
 
 fn program() -> &'static Path {
     static EXE: OnceLock<PathBuf> = OnceLock::new();
-    EXE.get_or_init(|| {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("runtime-cpu-clock");
-        std::fs::create_dir_all(&dir).unwrap();
-        let clang = Path::new("clang-19");
-        let lib = runtime::build_test_clock(clang, &dir).unwrap();
-        let src = dir.join("prog.c");
-        std::fs::write(&src, PROGRAM).unwrap();
-        let exe = dir.join(format!("prog-{}", std::process::id()));
-        let out = Command::new(clang)
-            .args(["-O2", "-Wall", "-Werror"])
-            .arg(&src)
-            .arg(&lib)
-            .arg("-o")
-            .arg(&exe)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        exe
-    })
+    EXE.get_or_init(|| common::test_clock_program("runtime-cpu-clock", PROGRAM))
 }
 
 /// A run's region times with `KNOBS_REGION_CPU_US` set to `cpu_us` (unset: `None`).
