@@ -58,17 +58,12 @@ fn output(mut command: Command, what: &str) -> Result<String, Error> {
 }
 
 /// Whether a repository string is a URL (`https://…`, `file://…`, `git@host:path`) rather
-/// than a local path.
-fn is_url(repository: &str) -> bool {
+/// than a local path: [`repository`] clones it, and the clone may lag behind it.
+pub(crate) fn is_url(repository: &str) -> bool {
     repository.contains("://")
         || repository
             .split_once(':')
             .is_some_and(|(host, _)| host.contains('@') && !host.contains('/'))
-}
-
-/// Whether `git_dir` is the clone [`repository`] made of a URL (and so may lag behind it).
-pub fn is_clone_of_url(repository: &str) -> bool {
-    is_url(repository)
 }
 
 /// Brings a clone made by [`repository`] up to date with its URL: every branch and tag,

@@ -121,7 +121,7 @@ impl History {
     /// Brings knobs' clone of a URL repository up to date; an error for a local repository,
     /// which is the user's and never changed by knobs.
     pub fn fetch(&self) -> Result<(), Error> {
-        if !git::is_clone_of_url(&self.spec.repository) {
+        if !git::is_url(&self.spec.repository) {
             return Err(Error::Git(format!(
                 "`{}` is a local repository: knobs reads it as it is (fetch in it yourself)",
                 self.spec.repository
@@ -135,7 +135,7 @@ impl History {
     /// fetched and `look_up` tried once more.
     fn fetching_when_missing<T>(&self, look_up: impl Fn() -> Result<T, Error>) -> Result<T, Error> {
         match look_up() {
-            Err(missing) if git::is_clone_of_url(&self.spec.repository) => {
+            Err(missing) if git::is_url(&self.spec.repository) => {
                 git::fetch(&self.git_dir, &self.spec.repository)
                     .map_err(|e| Error::Git(format!("{missing}; fetching it failed: {e}")))?;
                 look_up()
