@@ -9,7 +9,8 @@
 #   bench/measurement/aa.sh SPEC [--busy N] [--name NAME] [--metric M] [--workload W]
 #                                [--repetitions N]
 #
-# --metric measures with another metric than the spec's (a copy of the spec beside it, e.g.
+# The two stores are then read with other statistics than knobs' (statistic.sh, its own
+# file in docs/results/). --metric measures with another metric than the spec's (a copy of the spec beside it, e.g.
 # `instructions`, whose counts need only one repetition); --workload and --repetitions are
 # passed to `knobs measure`.
 set -euo pipefail
@@ -107,3 +108,4 @@ with open(out, "w") as f:
 """ + "\n".join(lines) + "\n")
 print(open(out).read())
 PY
+[ -n "$metric" ] || bench/measurement/statistic.sh "$work/a.db" "$work/b.db" "$name$suffix" >/dev/null

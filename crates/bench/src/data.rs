@@ -59,7 +59,7 @@ impl Data {
         })
     }
 
-    /// Σ of the performance column (Σ medians: the measurement time of these configurations).
+    /// Σ of the performance column (Σ values: the measurement time of these configurations).
     pub fn sum(&self) -> f64 {
         self.rows.iter().map(|(_, v)| v).sum()
     }
@@ -70,7 +70,7 @@ impl Data {
         self.metric.ends_with("_s")
     }
 
-    /// Σ medians when they are seconds: what measuring these configurations costs.
+    /// Σ values when they are seconds: what measuring these configurations costs.
     pub fn seconds(&self) -> Option<f64> {
         self.is_seconds().then(|| self.sum())
     }

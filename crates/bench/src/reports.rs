@@ -42,7 +42,8 @@ pub struct ShownConfiguration {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct ShownSummary {
-    pub median: f64,
+    /// The fastest-half mean of the runs: what a configuration is read as.
+    pub value: f64,
     /// Coefficient of variation over the runs (`None` with fewer than two, or a zero mean).
     pub cv: Option<f64>,
 }

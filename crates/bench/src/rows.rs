@@ -19,7 +19,9 @@ use crate::subjects::Source;
 /// The row format's version; bump it when a field changes meaning.
 /// 2: `mape_percent` is on the configurations the approach did not measure for every
 /// approach, `mape_all_percent` on all (schema 1: white-box `mape_percent` was on all).
-pub const SCHEMA: u32 = 3;
+/// 4: a configuration's measured value is the mean of its fastest half of runs (the median
+/// before), in the measurement seconds, the ground truth and the models alike.
+pub const SCHEMA: u32 = 4;
 
 /// Where the rows go, relative to the workspace root.
 pub const RESULTS_DIR: &str = "docs/results";
@@ -201,7 +203,7 @@ pub struct Row {
     /// Valid configurations of the space.
     pub total_configurations: Option<f64>,
     pub lower_bound: Option<f64>,
-    /// Σ over the configurations measured of their median (metric seconds).
+    /// Σ over the configurations measured of their value (fastest-half mean, metric seconds).
     pub measurement_seconds: Option<f64>,
     /// Wall time of the whole step (analysis, builds and measuring included).
     pub elapsed_seconds: f64,
@@ -618,7 +620,7 @@ fn across_subjects(newest: &Newest, cell: impl Fn(&Row) -> String) -> String {
 /// medians, and the approach's own analysis.
 fn cost(newest: &Newest) -> String {
     let mut out = String::from(
-        "Cost: configurations measured / Σ of their medians (s) / the approach's own analysis \
+        "Cost: configurations measured / Σ of their values (s) / the approach's own analysis \
          (s: static or dynamic taint analysis, exploration, learning).\n\n",
     );
     out.push_str(&across_subjects(newest, |r| {
@@ -645,7 +647,8 @@ pub fn summary(rows: &[Row], order: &[String], quick: bool) -> String {
          `docs/results/*.jsonl`, which hold every number, the exact commands, the commit, the \
          machine and the load. Do not edit by hand. What the numbers show: \
          `docs/results/README.md`.\n\n\
-         Measurement is Σ over the configurations an approach measured of their median (wall \
+         Measurement is Σ over the configurations an approach measured of their value (the \
+         mean of the fastest half of their runs; the median in rows of schema 3 and older; wall \
          time unless the spec says otherwise); analysis is the approach's own analysis as it \
          reports it (static taint analysis for ConfigCrusher, taint exploration for Comprex \
          and SPLat, learning for the black-box approaches); total is the whole step's wall \

@@ -656,7 +656,7 @@ impl<'a> SubjectRun<'a> {
 
     /// The run-to-run noise of a store's native measurements against the options' effect:
     /// the coefficients of variation of the configurations' runs (median and largest, in %)
-    /// and the span of their medians (fastest, slowest, and their ratio).
+    /// and the span of their values (fastest, slowest, and their ratio).
     fn noise(&mut self, store: &Path) -> Result<Value> {
         let mut args = vec![
             "results".into(),
@@ -678,9 +678,9 @@ impl<'a> SubjectRun<'a> {
             .iter()
             .filter_map(|s| s.cv.map(|cv| cv * 100.0))
             .collect();
-        let medians: Vec<f64> = summaries.iter().map(|s| s.median).collect();
-        let fastest = medians.iter().copied().reduce(f64::min);
-        let slowest = medians.iter().copied().reduce(f64::max);
+        let values: Vec<f64> = summaries.iter().map(|s| s.value).collect();
+        let fastest = values.iter().copied().reduce(f64::min);
+        let slowest = values.iter().copied().reduce(f64::max);
         Ok(serde_json::json!({
             "cv_median_percent": stats::median(&cvs),
             "cv_max_percent": cvs.iter().copied().reduce(f64::max),
@@ -732,7 +732,7 @@ impl<'a> SubjectRun<'a> {
         Ok(())
     }
 
-    /// The measured configurations' Σ medians and the model's error against the ground
+    /// The measured configurations' Σ values and the model's error against the ground
     /// truth and against the build's own runs; shared by the white-box approaches. With a
     /// profiler `correction` (Comprex's §V.A line), the own runs are compared as the model
     /// sees them, corrected, so that error is the model's alone and not the overhead's.
@@ -1055,7 +1055,7 @@ impl<'a> SubjectRun<'a> {
             let e = self.evaluate_both(&model, &truth_csv)?;
             learned.push((seed, model, e, learned_report, learn_seconds));
         }
-        // What each model was trained on, from its provenance, and their Σ medians.
+        // What each model was trained on, from its provenance, and their Σ values.
         let export = self.work.join(format!("{stem}-store.csv"));
         let measured = self.export(&store, None, &export)?;
         let by = measured.by_configuration();

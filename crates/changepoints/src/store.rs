@@ -311,7 +311,7 @@ impl Backend for StoreBackend<'_> {
                     .filter(|r| r.is_ok())
                     .map(|r| r.metric(metric))
                     .collect();
-                match measure::Summary::of(&values).map(|s| s.median) {
+                match measure::Summary::of(&values).map(|s| s.value) {
                     Some(value) => out.extend(
                         indices
                             .into_iter()

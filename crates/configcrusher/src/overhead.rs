@@ -48,12 +48,12 @@ pub fn overhead(
     let plain: std::collections::HashMap<String, f64> = store
         .summaries(&selection(""), metric)?
         .into_iter()
-        .filter_map(|s| Some((s.configuration, s.summary?.median)))
+        .filter_map(|s| Some((s.configuration, s.summary?.value)))
         .collect();
     let ratios: Vec<f64> = store
         .summaries(&selection(variant), metric)?
         .iter()
-        .filter_map(|s| Some(s.summary.as_ref()?.median / *plain.get(&s.configuration)?))
+        .filter_map(|s| Some(s.summary.as_ref()?.value / *plain.get(&s.configuration)?))
         .collect();
     Ok(Overhead {
         region_entries_per_run: entries as f64 / runs.len().max(1) as f64,

@@ -521,12 +521,13 @@ pub fn build_model_with_clocks(
     forced: Option<instrumented::RegionClock>,
 ) -> Result<(ModelFile, instrumented::RegionClocks), Error> {
     let clocks = instrumented::region_clocks(store, spec, workload, variant, forced)?;
-    let medians = instrumented::median_region_times_by(store, spec, workload, variant, &clocks)?;
+    let measured =
+        instrumented::region_times_per_configuration_by(store, spec, workload, variant, &clocks)?;
     let mut configs: Vec<(Configuration, &str)> = Vec::new();
-    for config in medians.keys() {
+    for config in measured.keys() {
         configs.push((spec.space.parse_configuration(config)?, config));
     }
-    let mean = |config: &str, region: &str| medians[config].get(region).copied().unwrap_or(0.0);
+    let mean = |config: &str, region: &str| measured[config].get(region).copied().unwrap_or(0.0);
 
     let program = &analysed.translation.program;
     let valid = ValidConfigurations::new(&spec.space)?;

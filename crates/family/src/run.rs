@@ -358,7 +358,7 @@ pub fn run(
     let clocks =
         instrumented::region_clocks(&store, spec, workload, &variant, options.region_clock)?;
     reporter.note(&clocks.to_string());
-    let native_medians: BTreeMap<String, f64> = match &native {
+    let native_times: BTreeMap<String, f64> = match &native {
         None => BTreeMap::new(),
         Some(native) if native.failed.is_empty() => {
             let native_selection = instrumented::selection(spec, workload, "");
@@ -366,7 +366,7 @@ pub fn run(
                 Ok(store
                     .summaries(&native_selection, metric)?
                     .into_iter()
-                    .filter_map(|s| Some((s.configuration, s.summary?.median)))
+                    .filter_map(|s| Some((s.configuration, s.summary?.value)))
                     .collect())
             };
             let (wall, cpu) = (by(measure::Metric::Wall)?, by(measure::Metric::Cpu)?);
@@ -390,7 +390,8 @@ pub fn run(
     };
     report.native_measurement = native;
 
-    let medians = instrumented::median_region_times_by(&store, spec, workload, &variant, &clocks)?;
+    let measured =
+        instrumented::region_times_per_configuration_by(&store, spec, workload, &variant, &clocks)?;
     let mut entries: BTreeMap<(String, String), u64> = BTreeMap::new();
     for (config, _, r) in store.region_times(&instrumented::selection(spec, workload, &variant))? {
         let e = entries.entry((config, r.region)).or_default();
@@ -409,7 +410,7 @@ pub fn run(
     let mut runs = Vec::new();
     for c in &configurations {
         let text = spec.space.format_configuration(c);
-        let regions = medians.get(&text).cloned().unwrap_or_default();
+        let regions = measured.get(&text).cloned().unwrap_or_default();
         let mut run = RunTimes {
             configuration: c.clone(),
             contexts: Vec::new(),
@@ -429,7 +430,7 @@ pub fn run(
                 }),
             }
         }
-        if let Some(&native) = native_medians.get(&text) {
+        if let Some(&native) = native_times.get(&text) {
             let removed = crate::model::fit_to_native(&mut run, native);
             report.overhead_correction.push(NativeFit {
                 configuration: text.clone(),

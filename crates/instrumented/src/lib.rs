@@ -6,7 +6,7 @@
 //! bitcode with a runtime library into a binary whose hash names the store *variant* of its
 //! measurements (a changed program is measured afresh, a rerun resumes); [`measure_instrumented`]
 //! runs it on configurations through `measure`'s campaign, storing each run's region times;
-//! [`median_region_times`] reads them back. [`Session`] bundles what an approach's `run` needs
+//! [`region_times_per_configuration`] reads them back. [`Session`] bundles what an approach's `run` needs
 //! (spec, workload, store, tools) and [`Reporter`] receives its progress.
 //!
 //! Architecture invariant: no approach's algorithms live here (regions, partitions, models
@@ -732,20 +732,24 @@ pub fn selection(spec: &SystemSpec, workload: &Workload, variant: &str) -> measu
     }
 }
 
-/// Per configuration (in the store's text form) of a variant's measurements, the median over
-/// its runs of each region's time, 0 in runs that did not enter the region. The median, not the mean: a run delayed
-/// by a busy machine should not move the model.
-pub fn median_region_times(
+/// Per configuration (in the store's text form) of a variant's measurements, each region's
+/// time: its mean over the configuration's fastest half of runs (by the time their regions
+/// add up to; at least one run), 0 in runs that did not enter the region. Read like every
+/// measurement ([`measure::Summary::value`]): noise only ever slows a run down, so the runs
+/// that saw least of it are the ones to read; whole runs, so that the regions still add up
+/// to what those runs took.
+pub fn region_times_per_configuration(
     store: &Store,
     spec: &SystemSpec,
     workload: &Workload,
     variant: &str,
 ) -> Result<std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>>, Error> {
-    median_region_times_by(store, spec, workload, variant, &RegionClocks::wall(""))
+    region_times_per_configuration_by(store, spec, workload, variant, &RegionClocks::wall(""))
 }
 
-/// [`median_region_times`], each configuration's times read by its clock in `clocks`.
-pub fn median_region_times_by(
+/// [`region_times_per_configuration`], each configuration's times read by its clock in
+/// `clocks`.
+pub fn region_times_per_configuration_by(
     store: &Store,
     spec: &SystemSpec,
     workload: &Workload,
@@ -754,24 +758,32 @@ pub fn median_region_times_by(
 ) -> Result<std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>>, Error> {
     use std::collections::BTreeMap;
     let times = store.region_times(&selection(spec, workload, variant))?;
-    let mut runs: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
-    let mut seconds: BTreeMap<(&str, &str), Vec<f64>> = BTreeMap::new();
+    // Per configuration, per run (in the store's order), each region's seconds.
+    let mut runs: BTreeMap<&str, BTreeMap<i64, BTreeMap<&str, f64>>> = BTreeMap::new();
     for (config, run, r) in &times {
-        let list = runs.entry(config).or_default();
-        if list.last() != Some(run) {
-            list.push(*run);
-        }
+        let regions = runs.entry(config).or_default().entry(*run).or_default();
         if let Some(s) = clocks.of(config).seconds(r) {
-            seconds.entry((config, &r.region)).or_default().push(s);
+            *regions.entry(&r.region).or_default() += s;
         }
     }
     let mut out: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
-    for ((config, region), mut values) in seconds {
-        values.resize(runs[config].len(), 0.0);
-        let median = stats::median(&values).unwrap_or(0.0);
-        out.entry(config.to_string())
-            .or_default()
-            .insert(region.to_string(), median);
+    for (config, by_run) in runs {
+        let mut ranked: Vec<(f64, &BTreeMap<&str, f64>)> = by_run
+            .values()
+            .map(|regions| (regions.values().sum::<f64>(), regions))
+            .collect();
+        ranked.sort_by(|a, b| a.0.total_cmp(&b.0));
+        ranked.truncate((by_run.len() / 2).max(1));
+        let kept = ranked.len() as f64;
+        let mut means: BTreeMap<String, f64> = BTreeMap::new();
+        for (_, regions) in &ranked {
+            for (region, s) in regions.iter() {
+                *means.entry(region.to_string()).or_default() += s / kept;
+            }
+        }
+        if !means.is_empty() {
+            out.insert(config.to_string(), means);
+        }
     }
     if out.is_empty() {
         return Err(Error::Invalid(format!(
@@ -781,8 +793,8 @@ pub fn median_region_times_by(
     Ok(out)
 }
 
-/// Per configuration (in the store's text form), the median over a variant's runs of the
-/// measured time (`metric`: wall, or user + system for cpu) minus the time the runtime
+/// Per configuration (in the store's text form), the mean over a variant's fastest half of
+/// runs ([`stats::fastest_half_mean`]) of the measured time (`metric`: wall, or user + system for cpu) minus the time the runtime
 /// charged to the base and the regions and its probes' own cost: what the runtime cannot
 /// see, the process starting before its constructor and ending after its destructor (xz:
 /// 6–10 ms per run, a quarter of a 30 ms run). It is time outside every region, so models
@@ -849,8 +861,8 @@ pub fn time_outside_for_the_base(
     time_outside_the_region_timers(store, spec, workload, variant, clocks)
 }
 
-/// Per configuration, the median over the selected runs of `measured` less what the runtime
-/// `charged` (its regions, base and probes) in that run.
+/// Per configuration, the fastest-half mean over the selected runs of `measured` less what
+/// the runtime `charged` (its regions, base and probes) in that run.
 fn time_outside(
     store: &Store,
     selection: &measure::Selection,
@@ -873,6 +885,6 @@ fn time_outside(
     }
     Ok(per_config
         .into_iter()
-        .filter_map(|(c, v)| Some((c, stats::median(&v)?)))
+        .filter_map(|(c, v)| Some((c, stats::fastest_half_mean(&v)?)))
         .collect())
 }

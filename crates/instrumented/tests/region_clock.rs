@@ -111,7 +111,8 @@ fn auto_reads_a_cpu_bound_configuration_by_cpu_time_and_a_sleeping_one_by_wall_t
         instrumented::region_clocks(&store, &spec, &workload, variant, forced).unwrap()
     };
     let medians = |variant: &str, clocks: &instrumented::RegionClocks| {
-        instrumented::median_region_times_by(&store, &spec, &workload, variant, clocks).unwrap()
+        instrumented::region_times_per_configuration_by(&store, &spec, &workload, variant, clocks)
+            .unwrap()
     };
 
     let chosen = clocks("test:busy", None);

@@ -328,7 +328,9 @@ impl From<MetricArg> for Metric {
 pub enum SortArg {
     /// By their text.
     Configuration,
-    /// Fastest (smallest median) first.
+    /// Fastest (smallest value: the fastest-half mean) first.
+    Value,
+    /// Smallest median first.
     Median,
     /// Noisiest (largest coefficient of variation) first.
     Cv,
@@ -337,7 +339,8 @@ pub enum SortArg {
 /// What `knobs results export` writes.
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ExportFormat {
-    /// The dataset layout: one column per option and the median of the metric.
+    /// The dataset layout: one column per option and the value of the metric (the mean of
+    /// the fastest half of the runs).
     Csv,
     /// Every run with all its fields.
     Json,
@@ -414,7 +417,7 @@ pub enum ResultsCommand {
         json: bool,
     },
     /// Export the measurements: `csv` is the dataset layout (one column per option and the
-    /// median of the metric), `json` every run with all its fields.
+    /// fastest-half mean of the metric), `json` every run with all its fields.
     #[command(after_help = "Example:\n  \
         knobs results export --spec examples/xz/knobs.toml -o xz.csv\n  \
         knobs results export --store examples/xz/knobs.db --format json -o runs.json")]
@@ -482,6 +485,7 @@ fn show(args: &StoreArgs, sort: SortArg, json: bool) -> Result<Outcome> {
 /// Orders summaries; configurations without a successful run go last.
 fn sort_summaries(summaries: &mut [ConfigurationSummary], sort: SortArg) {
     let key = |s: &ConfigurationSummary| match (sort, &s.summary) {
+        (SortArg::Value, Some(m)) => m.value,
         (SortArg::Median, Some(m)) => m.median,
         (SortArg::Cv, Some(m)) => -m.cv,
         _ => f64::INFINITY,
@@ -540,7 +544,8 @@ fn print_summaries(
     };
     writeln!(
         out,
-        "{:>10} {:>10} {:>10} {:>7} {:>8} {:>5} {:>6}{}  configuration",
+        "{:>10} {:>10} {:>10} {:>10} {:>7} {:>8} {:>5} {:>6}{}  configuration",
+        "value",
         "median",
         "mean",
         "sd",
@@ -559,7 +564,8 @@ fn print_summaries(
         match &s.summary {
             Some(m) => writeln!(
                 out,
-                "{:>10.4} {:>10.4} {:>10.4} {:>7.2} {:>8} {:>5} {:>6}{}  {shown}",
+                "{:>10.4} {:>10.4} {:>10.4} {:>10.4} {:>7.2} {:>8} {:>5} {:>6}{}  {shown}",
+                m.value,
                 m.median,
                 m.mean,
                 m.sd,
@@ -571,7 +577,8 @@ fn print_summaries(
             )?,
             None => writeln!(
                 out,
-                "{:>10} {:>10} {:>10} {:>7} {:>8} {:>5} {:>6}{}  {shown}",
+                "{:>10} {:>10} {:>10} {:>10} {:>7} {:>8} {:>5} {:>6}{}  {shown}",
+                "-",
                 "-",
                 "-",
                 "-",
@@ -586,11 +593,11 @@ fn print_summaries(
     Ok(())
 }
 
-/// The 95 % confidence interval's half-width relative to the mean, in percent (`-` for one
+/// The 95 % confidence interval's half-width relative to the value, in percent (`-` for one
 /// run, which says nothing about the noise).
 fn relative_interval(m: &measure::Summary) -> String {
-    if m.ci95.is_finite() && m.mean != 0.0 {
-        format!("{:.2}", 100.0 * m.ci95 / m.mean.abs())
+    if m.ci95.is_finite() && m.value != 0.0 {
+        format!("{:.2}", 100.0 * m.ci95 / m.value.abs())
     } else {
         "-".into()
     }

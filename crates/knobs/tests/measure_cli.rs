@@ -614,6 +614,8 @@ fn measure_and_results_show_print_json() {
             "{c}: expected about {expected}"
         );
         assert_eq!(c["summary"]["n"], 1, "{c}");
+        // One run: it is the value models learn, whatever the statistic.
+        assert_eq!(c["summary"]["value"].as_f64(), Some(median), "{c}");
     }
     // The text table says the same.
     let out = knobs()

@@ -1218,7 +1218,7 @@ impl Store {
     }
 
     /// The measurements as a dataset: the spec's space, and per configuration that has
-    /// successful runs the median of the metric. The selection must designate one spec and
+    /// successful runs its value of the metric (`Summary::value`). The selection must designate one spec and
     /// one workload (the only one measured, or the one named).
     pub fn dataset(&self, selection: &Selection, metric: Metric) -> Result<Dataset, Error> {
         self.dataset_with(selection, metric, Drift::None)
@@ -1272,7 +1272,7 @@ impl Store {
                     ))
                 })?;
             configurations.push(config);
-            performance.push(summary.median);
+            performance.push(summary.value);
         }
         Ok(Dataset {
             space: spec.space,
@@ -1455,7 +1455,12 @@ mod tests {
             .iter()
             .find(|s| s.configuration == "a,n=2")
             .unwrap();
-        assert_eq!(a2.summary.as_ref().unwrap().median, 2.0);
+        let a2 = a2.summary.as_ref().unwrap();
+        assert_eq!(
+            (a2.median, a2.value),
+            (2.0, 1.0),
+            "read as its fastest run of three"
+        );
         let failed = summaries
             .iter()
             .find(|s| s.configuration == "a,n=1")
@@ -1473,9 +1478,9 @@ mod tests {
             .iter()
             .position(|c| data.space.format_configuration(c) == "a,n=2")
             .unwrap();
-        assert_eq!(data.performance[i], 2.0);
+        assert_eq!(data.performance[i], 1.0);
         let cpu = store.dataset(&Selection::default(), Metric::Cpu).unwrap();
-        assert!(cpu.performance.contains(&1.01));
+        assert!(cpu.performance.contains(&0.51));
     }
 
     #[test]

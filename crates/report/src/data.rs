@@ -1,5 +1,5 @@
 //! What a report shows of a results store: each configuration's measurements and noise, the
-//! runs under other variants, and the medians across `[history]` commits.
+//! runs under other variants, and the values across `[history]` commits.
 
 use std::path::Path;
 
@@ -34,11 +34,11 @@ pub struct Measurements {
     /// Whether the metric is a time in seconds.
     pub seconds: bool,
     pub space: ConfigSpace,
-    /// By median, fastest first.
+    /// By value (the fastest-half mean of the runs), fastest first.
     pub configurations: Vec<Measured>,
     /// Other variants of the system with runs, and how many configurations each.
     pub variants: Vec<(String, usize)>,
-    /// Per `[history]` commit with runs (oldest first), each configuration's median.
+    /// Per `[history]` commit with runs (oldest first), each configuration's value.
     pub history: Vec<(String, Vec<(String, f64)>)>,
 }
 
@@ -56,17 +56,17 @@ impl Measurements {
         let (metric, why) = store.resolve_metric(&selection, metric)?;
         let summaries = store.summaries(&selection, metric)?;
         let mut configurations = measured(&spec.space, summaries)?;
-        configurations.sort_by(|a, b| a.summary.median.total_cmp(&b.summary.median));
+        configurations.sort_by(|a, b| a.summary.value.total_cmp(&b.summary.value));
         let variants = other_variants(store, &selection)?;
         let mut history = Vec::new();
         for commit in store.commits(&selection)? {
             let at = selection.clone().at_commit(&commit);
-            let medians = store
+            let values = store
                 .summaries(&at, metric)?
                 .into_iter()
-                .filter_map(|s| Some((s.configuration, s.summary?.median)))
+                .filter_map(|s| Some((s.configuration, s.summary?.value)))
                 .collect();
-            history.push((commit, medians));
+            history.push((commit, values));
         }
         Ok(Measurements {
             system: stored.system,

@@ -6,7 +6,7 @@
 //! measurements with each configuration's confidence interval, shows the per-region local
 //! models with their function, file and lines (and the source lines themselves when the
 //! files are at hand), the measurement noise of every configuration, and, for a store with
-//! `[history]` measurements, the medians across commits. It works for every approach's
+//! `[history]` measurements, the values across commits. It works for every approach's
 //! model file (black-box terms or trees, ConfigCrusher, Comprex, SPLat, family-based), for
 //! models alone, and for a store alone.
 //!

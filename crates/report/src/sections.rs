@@ -261,8 +261,8 @@ fn interactions(bars: &[Bar]) -> String {
     )
 }
 
-/// The model's prediction of each measured configuration against its median, with the
-/// median's 95 % interval; configurations the model was built from are hollow.
+/// The model's prediction of each measured configuration against its value, with the
+/// value's 95 % interval; configurations the model was built from are hollow.
 fn predicted_vs_measured(file: &ModelFile, m: &Measurements) -> String {
     let names = m.space.names();
     let Ok(bound) = file.bind(&names) else {
@@ -273,7 +273,7 @@ fn predicted_vs_measured(file: &ModelFile, m: &Measurements) -> String {
         m.seconds.then_some("time_s"),
         m.configurations
             .iter()
-            .map(|c| c.summary.median)
+            .map(|c| c.summary.value)
             .fold(0.0, f64::max),
     );
     let mut points = Vec::new();
@@ -281,20 +281,20 @@ fn predicted_vs_measured(file: &ModelFile, m: &Measurements) -> String {
     for c in &m.configurations {
         let predicted = bound.predict(&c.values);
         let trained = training.iter().any(|r| r == &c.values);
-        let error = (predicted - c.summary.median).abs() / c.summary.median.abs().max(1e-12);
+        let error = (predicted - c.summary.value).abs() / c.summary.value.abs().max(1e-12);
         errors.push(error);
         if !trained {
             unseen_errors.push(error);
         }
         points.push(Point {
-            x: c.summary.median * scale.factor,
+            x: c.summary.value * scale.factor,
             y: predicted * scale.factor,
             x_error: c.summary.ci95 * scale.factor,
             hollow: trained,
             text: format!(
                 "{}: measured {}, predicted {}",
                 shown_configuration(&c.configuration),
-                scale.show(c.summary.median, 3),
+                scale.show(c.summary.value, 3),
                 scale.show(predicted, 3)
             ),
         });
@@ -314,7 +314,7 @@ fn predicted_vs_measured(file: &ModelFile, m: &Measurements) -> String {
         "Predicted against measured",
         &points,
         (
-            &format!("measured median{unit}, with its 95 % interval"),
+            &format!("measured (fastest-half mean){unit}, with its 95 % interval"),
             &format!("predicted{unit}"),
         ),
     ));
@@ -459,7 +459,7 @@ fn source_lines(location: &model::SourceSpan, dirs: &[std::path::PathBuf]) -> Op
     Some(out)
 }
 
-/// Per option, the difference between the mean median of the configurations at its largest
+/// Per option, the difference between the mean value of the configurations at its largest
 /// value (selected) and at its smallest (not selected), from the measurements alone.
 fn measured_effects(m: &Measurements) -> Vec<Bar> {
     let scale = measurement_scale(m);
@@ -479,7 +479,7 @@ fn measured_effects(m: &Measurements) -> Vec<Bar> {
                 .configurations
                 .iter()
                 .filter(|c| c.values[i] == x)
-                .map(|c| c.summary.median)
+                .map(|c| c.summary.value)
                 .collect();
             at.iter().sum::<f64>() / at.len() as f64
         };
@@ -500,7 +500,7 @@ fn measurement_scale(m: &Measurements) -> Scale {
     let largest = m
         .configurations
         .iter()
-        .map(|c| c.summary.median)
+        .map(|c| c.summary.value)
         .fold(0.0, f64::max);
     Scale::for_metric(m.seconds.then_some("time_s"), largest)
 }
@@ -517,7 +517,7 @@ pub fn measurements(m: &Measurements) -> String {
     }
     let effects = measured_effects(m);
     if !effects.is_empty() {
-        out.push_str("<h3>Options by measured effect</h3><p class=\"meta\">The mean median of the configurations with the option at its largest value (selected) minus at its smallest (not selected): other options vary too, so this is a rough reading; a model separates them.</p>");
+        out.push_str("<h3>Options by measured effect</h3><p class=\"meta\">The mean of the configurations' values with the option at its largest value (selected) minus at its smallest (not selected): other options vary too, so this is a rough reading; a model separates them.</p>");
         out.push_str(BAR_LEGEND);
         out.push_str(&svg::bars(
             "measured-effects",
@@ -542,8 +542,8 @@ pub fn measurements(m: &Measurements) -> String {
         .take(10)
         .map(|c| {
             vec![
-                scale.show(c.summary.median, 3),
-                interval_text(c.summary.ci95, c.summary.mean),
+                scale.show(c.summary.value, 3),
+                interval_text(c.summary.ci95, c.summary.value),
                 format!("{:.1}", c.summary.cv * 100.0),
                 c.runs.to_string(),
                 format!(
@@ -554,7 +554,13 @@ pub fn measurements(m: &Measurements) -> String {
         })
         .collect();
     out.push_str(&table(
-        &["median", "±95 % CI", "cv %", "runs", "configuration"],
+        &[
+            "fastest-half mean",
+            "±95 % CI",
+            "cv %",
+            "runs",
+            "configuration",
+        ],
         &rows,
         &[0, 1, 2, 3],
     ));
@@ -562,7 +568,8 @@ pub fn measurements(m: &Measurements) -> String {
     out
 }
 
-/// Every configuration's mean with its 95 % confidence interval, fastest first.
+/// Every configuration's value (the mean of its fastest half of runs) with its 95 %
+/// confidence interval, fastest first.
 fn noise(m: &Measurements, scale: &Scale) -> String {
     let rows: Vec<Interval> = m
         .configurations
@@ -570,16 +577,16 @@ fn noise(m: &Measurements, scale: &Scale) -> String {
         .take(MOST_ROWS)
         .map(|c| Interval {
             label: shown_configuration(&c.configuration).to_string(),
-            centre: c.summary.mean * scale.factor,
-            low: (c.summary.mean - c.summary.ci95) * scale.factor,
-            high: (c.summary.mean + c.summary.ci95) * scale.factor,
-            text: interval_label(c.summary.mean, c.summary.ci95, scale),
+            centre: c.summary.value * scale.factor,
+            low: (c.summary.value - c.summary.ci95) * scale.factor,
+            high: (c.summary.value + c.summary.ci95) * scale.factor,
+            text: interval_label(c.summary.value, c.summary.ci95, scale),
         })
         .collect();
     let mut out = String::new();
     let _ = write!(
         out,
-        "<h3>Noise: each configuration's mean and 95 % confidence interval{}</h3>",
+        "<h3>Noise: each configuration's fastest-half mean and 95 % confidence interval{}</h3>",
         if scale.unit.is_empty() {
             String::new()
         } else {
@@ -595,38 +602,38 @@ fn noise(m: &Measurements, scale: &Scale) -> String {
     }
     out.push_str(&svg::intervals(
         "noise",
-        "Mean and 95 % confidence interval per configuration",
+        "Fastest-half mean and 95 % confidence interval per configuration",
         &rows,
         CHART_WIDTH,
     ));
     out
 }
 
-/// `mean 12.3 ms ± 0.4 ms`; one run has no interval.
-fn interval_label(mean: f64, ci95: f64, scale: &Scale) -> String {
+/// `12.3 ms ± 0.4 ms`; one run has no interval.
+fn interval_label(value: f64, ci95: f64, scale: &Scale) -> String {
     if ci95.is_finite() {
-        format!("mean {} ± {}", scale.show(mean, 3), scale.show(ci95, 3))
+        format!("{} ± {}", scale.show(value, 3), scale.show(ci95, 3))
     } else {
-        format!("{} (one run: no interval)", scale.show(mean, 3))
+        format!("{} (one run: no interval)", scale.show(value, 3))
     }
 }
 
-fn interval_text(ci95: f64, mean: f64) -> String {
-    if ci95.is_finite() && mean != 0.0 {
-        format!("{:.1} %", 100.0 * ci95 / mean.abs())
+fn interval_text(ci95: f64, value: f64) -> String {
+    if ci95.is_finite() && value != 0.0 {
+        format!("{:.1} %", 100.0 * ci95 / value.abs())
     } else {
         "–".into()
     }
 }
 
-/// The medians across `[history]` commits of the configurations measured at most commits.
+/// The values across `[history]` commits of the configurations measured at most commits.
 pub fn history(m: &Measurements) -> String {
     if m.history.len() < 2 {
         return String::new();
     }
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    for (_, medians) in &m.history {
-        for (c, _) in medians {
+    for (_, values) in &m.history {
+        for (c, _) in values {
             *counts.entry(c.as_str()).or_default() += 1;
         }
     }
@@ -645,8 +652,8 @@ pub fn history(m: &Measurements) -> String {
             let values = m
                 .history
                 .iter()
-                .map(|(_, medians)| {
-                    medians
+                .map(|(_, at_commit)| {
+                    at_commit
                         .iter()
                         .find(|(x, _)| x == c)
                         .map(|(_, v)| v * scale.factor)

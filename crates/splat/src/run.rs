@@ -74,7 +74,7 @@ pub struct PathReport {
     pub configuration: String,
     /// `name=value` in the order the path reached them.
     pub reached: Vec<String>,
-    /// The median measured time (absent until measured).
+    /// The measured time, the fastest-half mean of its runs (absent until measured).
     pub seconds: Option<f64>,
 }
 
@@ -238,21 +238,21 @@ pub fn run(
     report.measurement = Some(measured);
     let selection = instrumented::selection(spec, workload, "");
     let (metric, _) = store.resolve_metric(&selection, spec.measure.metric)?;
-    let medians: std::collections::BTreeMap<String, f64> = store
+    let measured_times: std::collections::BTreeMap<String, f64> = store
         .summaries(&selection, metric)?
         .into_iter()
-        .filter_map(|s| Some((s.configuration, s.summary?.median)))
+        .filter_map(|s| Some((s.configuration, s.summary?.value)))
         .collect();
     let mut times = Vec::with_capacity(report.paths.len());
     for path in &mut report.paths {
-        let median = *medians.get(&path.configuration).ok_or_else(|| {
+        let seconds = *measured_times.get(&path.configuration).ok_or_else(|| {
             Error::Invalid(format!(
                 "configuration `{}` has no successful run in the store",
                 path.configuration
             ))
         })?;
-        path.seconds = Some(median);
-        times.push(median);
+        path.seconds = Some(seconds);
+        times.push(seconds);
     }
 
     let mut file = table.model(&valid, &times)?;

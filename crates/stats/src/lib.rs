@@ -1,7 +1,8 @@
 //! `stats`: the one statistics module of the workspace.
 //!
 //! Every summary of numbers that more than one crate needs lives here, once: the mean,
-//! the median, the sample standard deviation, the coefficient of variation, the geometric
+//! the median, the mean of the fastest half (what a configuration's repeated timings are
+//! read as), a bootstrap confidence interval of any statistic, the sample standard deviation, the coefficient of variation, the geometric
 //! mean (of positive ratios, computed through logarithms), Student's t quantile for 95 %
 //! confidence intervals with the half-width of such an interval, and the mean absolute
 //! percentage error (MAPE) of predictions; [`paired`]: Wilcoxon's signed-rank test and Holm's
@@ -66,6 +67,56 @@ pub fn median(values: &[f64]) -> Option<f64> {
     } else {
         (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
     })
+}
+
+/// The mean of the smallest half of the values (at least one: the minimum of up to three);
+/// `None` when empty. Time on a shared machine has one-sided noise — another tenant, an
+/// interrupt or a descheduled virtual CPU only ever make a run slower — so the fastest runs
+/// are the ones that saw least of it, and their mean is steadier across sessions than the
+/// median or the mean (`docs/results/README.md` has the measurements), while still
+/// averaging over more than one run once there are four.
+pub fn fastest_half_mean(values: &[f64]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.truncate((values.len() / 2).max(1));
+    mean(&sorted)
+}
+
+/// The half-width of a 95 % percentile-bootstrap confidence interval of `statistic` over
+/// `values`: the larger distance from the statistic to the 2.5 % and 97.5 % quantiles of
+/// it over 1,000 resamples (drawn with a fixed seed, so the same values always give the
+/// same interval); `None` for fewer than two values, since one value says nothing about
+/// the spread. Unlike Student's t it assumes no distribution, which suits a statistic such
+/// as [`fastest_half_mean`] and skewed timings.
+pub fn bootstrap_ci95_half_width(
+    values: &[f64],
+    statistic: fn(&[f64]) -> Option<f64>,
+) -> Option<f64> {
+    const RESAMPLES: usize = 1000;
+    if values.len() < 2 {
+        return None;
+    }
+    let estimate = statistic(values)?;
+    // xorshift64*: enough for picking indices, and no dependency.
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = || {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    };
+    let mut resample = vec![0.0; values.len()];
+    let mut estimates = Vec::with_capacity(RESAMPLES);
+    for _ in 0..RESAMPLES {
+        for slot in resample.iter_mut() {
+            *slot = values[(next() % values.len() as u64) as usize];
+        }
+        estimates.push(statistic(&resample)?);
+    }
+    estimates.sort_by(f64::total_cmp);
+    let low = estimates[RESAMPLES * 25 / 1000];
+    let high = estimates[RESAMPLES * 975 / 1000 - 1];
+    Some((estimate - low).max(high - estimate))
 }
 
 /// The sample standard deviation (divisor n − 1); `None` for fewer than two values.
@@ -136,6 +187,35 @@ pub fn mape(predicted: &[f64], actual: &[f64]) -> Result<f64, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fastest_half_mean_by_hand() {
+        assert_eq!(fastest_half_mean(&[]), None);
+        assert_eq!(fastest_half_mean(&[5.0]), Some(5.0));
+        // Up to three values: the minimum.
+        assert_eq!(fastest_half_mean(&[3.0, 1.0, 2.0]), Some(1.0));
+        // Ten: the mean of the five smallest, whatever the five slow ones are.
+        let runs = [1.0, 9.0, 1.2, 30.0, 1.1, 0.9, 12.0, 1.3, 50.0, 70.0];
+        assert!((fastest_half_mean(&runs).unwrap() - 1.1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn bootstrap_interval_is_deterministic_and_tracks_the_spread() {
+        assert_eq!(bootstrap_ci95_half_width(&[1.0], median), None);
+        assert_eq!(
+            bootstrap_ci95_half_width(&[2.0; 6], fastest_half_mean),
+            Some(0.0)
+        );
+        let tight = [1.00, 1.01, 0.99, 1.00, 1.02, 0.98, 1.01, 1.00];
+        let wide = [1.0, 1.3, 0.8, 1.1, 1.5, 0.7, 1.2, 0.9];
+        let t = bootstrap_ci95_half_width(&tight, mean).unwrap();
+        let w = bootstrap_ci95_half_width(&wide, mean).unwrap();
+        assert_eq!(Some(t), bootstrap_ci95_half_width(&tight, mean));
+        assert!(t < 0.02 && w > 10.0 * t, "{t} {w}");
+        // Near Student's t for the mean of well-behaved values.
+        let student = ci95_half_width(&wide).unwrap();
+        assert!((w / student - 1.0).abs() < 0.35, "{w} {student}");
+    }
 
     #[test]
     fn mape_by_hand() {

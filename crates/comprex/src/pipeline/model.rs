@@ -80,7 +80,8 @@ pub fn build_model_corrected(
         Some(config) => super::clock::sampled_clock(spec, workload, config)?,
         None => instrumented::RegionClock::Wall,
     };
-    let medians = instrumented::median_region_times(store, spec, workload, &profiled.variant)?;
+    let measured =
+        instrumented::region_times_per_configuration(store, spec, workload, &profiled.variant)?;
     let outside = outside_the_profile(
         store,
         spec,
@@ -89,7 +90,7 @@ pub fn build_model_corrected(
         explored.exploration.configurations.first(),
     )?;
     let mut region_times = Vec::new();
-    for (config, mut regions) in medians {
+    for (config, mut regions) in measured {
         let configuration = spec.space.parse_configuration(&config)?;
         if let Some(extra) = outside.as_ref().and_then(|o| o.get(&config)) {
             *regions.entry(BASE.to_string()).or_default() += extra;
