@@ -328,6 +328,9 @@ fn approach_label(row: &Row) -> String {
         _ if key(row).contains('/') => blackbox_label(&key(row)),
         other => other.to_string(),
     };
+    if row.details.contains_key("again_of") {
+        return format!("{base} again");
+    }
     match row.details.get("extra_args").and_then(Value::as_array) {
         Some(args) => format!(
             "{base}, `{}`",
@@ -457,6 +460,15 @@ impl<'a> Newest<'a> {
             rows: newest,
             subjects,
         }
+    }
+
+    /// A subject's newest rows, by approach name.
+    fn of_subject(&self, subject: &str) -> Vec<&'a Row> {
+        self.rows
+            .iter()
+            .filter(|((s, _), _)| s == subject)
+            .map(|(_, r)| *r)
+            .collect()
     }
 
     fn get(&self, subject: &str, approach: &str) -> Option<&'a Row> {
@@ -972,6 +984,22 @@ fn overheads(out: &mut String, newest: &Newest, s: &str) {
             opt(r.detail_number("over_native_geometric_mean"))
         ));
     }
+    for r in newest.of_subject(s) {
+        if let (Status::Ok, Some(first), Some(drift)) = (
+            &r.status,
+            r.details.get("again_of").and_then(Value::as_str),
+            r.detail_number("mape_against_first_run_percent"),
+        ) {
+            lines.push(format!(
+                "{}: its model against the first run's (`{first}`), configuration by \
+                 configuration: {} % MAPE, the drift its own measurement carries between two \
+                 sessions (brute force again: {} %)",
+                approach_label(r),
+                number(drift),
+                opt(newest.get(s, "repeat").and_then(|r| r.mape_all_percent))
+            ));
+        }
+    }
     if let Some(r) = newest.get(s, "comprex").filter(|r| r.status == Status::Ok) {
         lines.push(format!(
             "Comprex: {} taint runs in {} s, {} s per run, {}× the native program on the same \
@@ -1177,6 +1205,43 @@ mod tests {
                 .count(),
             1
         );
+    }
+
+    #[test]
+    fn the_summary_gives_a_repeated_approach_its_drift() {
+        let dir = tempfile::tempdir().unwrap();
+        let row = |approach: &str, mape: f64, details: Value| Row {
+            schema: SCHEMA,
+            subject: "gzip".into(),
+            approach: approach.into(),
+            date: "2026-11-27T10:00:00Z".into(),
+            spec: "examples/gzip-whitebox/knobs.toml".into(),
+            configurations: Some(12.0),
+            total_configurations: Some(48.0),
+            mape_all_percent: Some(mape),
+            details: serde_json::from_value(details).unwrap(),
+            ..Row::default()
+        };
+        let f = dir.path().join("a.jsonl");
+        append(&f, &row("repeat", 9.0, serde_json::json!({}))).unwrap();
+        append(&f, &row("crush", 7.0, serde_json::json!({}))).unwrap();
+        let again = serde_json::json!({
+            "approach_kind": "crush",
+            "again_of": "crush",
+            "mape_against_first_run_percent": 4.25,
+        });
+        append(&f, &row("crush-again", 8.0, again)).unwrap();
+        let text =
+            std::fs::read_to_string(write_summary(dir.path(), &["gzip".into()], false).unwrap())
+                .unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("- ConfigCrusher again: "))
+            .expect(&text);
+        assert!(line.contains("first run's (`crush`)"), "{line}");
+        assert!(line.contains("4.25 % MAPE"), "{line}");
+        assert!(line.contains("(brute force again: 9 %)"), "{line}");
+        assert!(text.contains("| ConfigCrusher again |"), "{text}");
     }
 
     #[test]

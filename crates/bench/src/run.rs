@@ -108,6 +108,9 @@ pub struct SubjectRun<'a> {
     /// Each model's absolute percentage error per ground-truth configuration (in the
     /// ground truth's order), by step name: what the comparison pairs.
     errors: Vec<(String, Vec<f64>)>,
+    /// Each model's predictions of the ground truth's configurations (a mean over several
+    /// models), by step name: what a step run `again` is compared with.
+    predictions: HashMap<String, Vec<f64>>,
     /// When the current step must end (`Settings::step_timeout`).
     deadline: Option<Instant>,
     /// Configurations each finished step measured, by step name (for `random:as:STEP`).
@@ -161,6 +164,7 @@ impl<'a> SubjectRun<'a> {
             logs: 0,
             evaluate_has_all: None,
             errors: Vec::new(),
+            predictions: HashMap::new(),
             deadline: None,
             measured: HashMap::new(),
         })
@@ -423,9 +427,11 @@ impl<'a> SubjectRun<'a> {
         row.approach = name.clone();
         if approach == Approach::Blackbox {
             row.detail("approach_kind", approach.name());
-        } else if !step.args.is_empty() {
+        } else if !step.args.is_empty() || step.again_of.is_some() {
             row.detail("approach_kind", approach.name());
-            row.detail("extra_args", &step.args);
+            if !step.args.is_empty() {
+                row.detail("extra_args", &step.args);
+            }
         }
         let outcome = match approach {
             _ if self.settings.metric.is_some() && !approach.measures_native_runs() => {
@@ -447,7 +453,11 @@ impl<'a> SubjectRun<'a> {
             Approach::SplatDelayed => self.splat(&mut row, step, true),
             Approach::Family => self.family(&mut row, step),
             Approach::Repeat => self.repeat(&mut row),
-        };
+        }
+        .and_then(|()| match &step.again_of {
+            Some(first) => self.against_first_run(&mut row, first),
+            None => Ok(()),
+        });
         self.deadline = None;
         if let Err(e) = &outcome {
             row.status = Status::Failed;
@@ -1150,6 +1160,26 @@ impl<'a> SubjectRun<'a> {
         Ok(())
     }
 
+    /// A step run `again`: its model's predictions against those of the `first` run's model,
+    /// configuration by configuration — the drift the approach's own measurement carries
+    /// from one session to the next (the ground truth's is *brute force again*).
+    fn against_first_run(&mut self, row: &mut Row, first: &str) -> Result<()> {
+        let (Some(again), Some(before)) = (
+            self.predictions.get(&row.approach),
+            self.predictions.get(first),
+        ) else {
+            bail!("`{first}` has no model to compare with (run it in the same run)");
+        };
+        let errors: Vec<f64> = again
+            .iter()
+            .zip(before)
+            .map(|(a, b)| ((a - b) / b).abs() * 100.0)
+            .collect();
+        row.detail("again_of", first);
+        row.detail("mape_against_first_run_percent", stats::mean(&errors));
+        Ok(())
+    }
+
     /// The models' shape (terms, regions, trees; a mean over several) and their absolute
     /// percentage error on every ground-truth configuration (a mean over several models),
     /// kept for the comparison.
@@ -1158,6 +1188,7 @@ impl<'a> SubjectRun<'a> {
         let actual: Vec<f64> = self.truth()?.data.rows.iter().map(|(_, v)| *v).collect();
         let mut shapes = Vec::new();
         let mut sum = vec![0.0; actual.len()];
+        let mut predictions = vec![0.0; actual.len()];
         for model in models {
             shapes.push(ModelShape::read(model)?);
             let out =
@@ -1174,7 +1205,11 @@ impl<'a> SubjectRun<'a> {
             for ((s, p), a) in sum.iter_mut().zip(&predicted).zip(&actual) {
                 *s += ((p - a) / a).abs() * 100.0;
             }
+            for (mean, p) in predictions.iter_mut().zip(&predicted) {
+                *mean += p / models.len() as f64;
+            }
         }
+        self.predictions.insert(row.approach.clone(), predictions);
         let n = models.len().max(1) as f64;
         let mean = |f: fn(&ModelShape) -> f64| shapes.iter().map(f).sum::<f64>() / n;
         row.terms = Some(mean(|s| s.terms));

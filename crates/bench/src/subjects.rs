@@ -65,6 +65,11 @@ pub struct Extra {
     /// Flags added to the approach's command line.
     #[serde(default)]
     pub args: Vec<String>,
+    /// The approach as declared, run a second time (a session of its own): its model is
+    /// compared with the first run's, the drift its own measurement carries (what *brute
+    /// force again* is for the ground truth).
+    #[serde(default)]
+    pub again: bool,
 }
 
 /// One step of a subject's run: an approach, under its own name, with its extra flags.
@@ -73,6 +78,8 @@ pub struct Step {
     pub name: String,
     pub approach: Approach,
     pub args: Vec<String>,
+    /// The step this one repeats, whose model's predictions it is compared with.
+    pub again_of: Option<String>,
 }
 
 impl Step {
@@ -81,6 +88,7 @@ impl Step {
             name: approach.name().to_string(),
             approach,
             args: Vec::new(),
+            again_of: None,
         }
     }
 }
@@ -365,6 +373,15 @@ impl SubjectsFile {
                         e.name
                     );
                 }
+                if e.again && (!s.approaches.contains(&e.approach) || !e.args.is_empty()) {
+                    bail!(
+                        "subject `{}`: extra `{}`: `again` repeats a declared approach as it is \
+                         (declare `{}` and give no args)",
+                        s.name,
+                        e.name,
+                        e.approach.name()
+                    );
+                }
                 if e.name.parse::<Approach>().is_ok()
                     || s.extras.iter().filter(|o| o.name == e.name).count() > 1
                 {
@@ -415,6 +432,7 @@ impl Subject {
                             name: run.clone(),
                             approach: *a,
                             args: Vec::new(),
+                            again_of: None,
                         });
                     }
                 }
@@ -427,6 +445,7 @@ impl Subject {
                         name: e.name.clone(),
                         approach: e.approach,
                         args: e.args.clone(),
+                        again_of: e.again.then(|| e.approach.name().to_string()),
                     });
                 }
             }
@@ -550,6 +569,24 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn an_again_extra_repeats_a_declared_approach() {
+        let subject = |approaches: &str, extra: &str| {
+            SubjectsFile::parse(&format!(
+                "[[subject]]\nname = \"x\"\nspec = \"x\"\napproaches = [{approaches}]\n\
+                 [[subject.extra]]\nname = \"crush-again\"\napproach = \"crush\"\n{extra}"
+            ))
+        };
+        let file = subject("\"crush\"", "again = true\n").unwrap();
+        let plan = file.subjects[0].plan(None);
+        assert_eq!(plan[2].name, "crush-again");
+        assert_eq!(plan[2].again_of.as_deref(), Some("crush"));
+        assert_eq!(plan[1].again_of, None);
+        let undeclared = subject("\"comprex\"", "again = true\n").unwrap_err();
+        assert!(format!("{undeclared:#}").contains("repeats a declared approach"));
+        assert!(subject("\"crush\"", "again = true\nargs = [\"-x\"]\n").is_err());
     }
 
     #[test]
