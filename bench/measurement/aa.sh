@@ -7,12 +7,12 @@
 # on the cores during the second session. The result lands in docs/results/.
 #
 #   bench/measurement/aa.sh SPEC [--busy N] [--name NAME] [--metric M] [--workload W]
-#                                [--repetitions N]
+#                                [--repetitions N] [--warmup N]
 #
 # The two stores are then read with other statistics than knobs' (statistic.sh, its own
 # file in docs/results/). --metric measures with another metric than the spec's (a copy of the spec beside it, e.g.
-# `instructions`, whose counts need only one repetition); --workload and --repetitions are
-# passed to `knobs measure`.
+# `instructions`, whose counts need only one repetition); --workload, --repetitions and
+# --warmup are passed to `knobs measure`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 spec=${1:?usage: aa.sh SPEC [--busy N] [--name NAME] [--metric M] [--workload W] [--repetitions N]}; shift
@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
     --busy) busy=$2; shift ;;
     --name) name=$2; shift ;;
     --metric) metric=$2; shift ;;
-    --workload|--repetitions) extra+=("$1" "$2"); shift ;;
+    --workload|--repetitions|--warmup) extra+=("$1" "$2"); shift ;;
     *) echo "aa.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift

@@ -87,6 +87,9 @@ pub struct MeasureArgs {
     /// Recorded runs per configuration (overrides the spec).
     #[arg(long)]
     repetitions: Option<u32>,
+    /// Unrecorded warm-up rounds first (overrides the spec's `warmup`).
+    #[arg(long)]
+    warmup: Option<u32>,
     /// Repeat until the 95 % confidence interval is narrow enough (overrides the spec).
     #[arg(long)]
     adaptive: bool,
@@ -221,6 +224,9 @@ fn measure_settings(spec: &SystemSpec, args: &MeasureArgs) -> Result<measure::Me
         }
         settings.repetitions = r;
         settings.max_repetitions = settings.max_repetitions.max(r);
+    }
+    if let Some(w) = args.warmup {
+        settings.warmup = w;
     }
     settings.adaptive |= args.adaptive;
     if let Some(budget) = args.budget {

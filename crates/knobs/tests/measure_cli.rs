@@ -1012,6 +1012,30 @@ fn a_budget_ends_the_rounds_and_a_rerun_completes_them() {
     }
 }
 
+/// `--warmup N` runs N unrecorded rounds before the recorded ones, whatever the spec says.
+#[test]
+fn warmup_flag_runs_unrecorded_rounds_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = shell_spec(dir.path(), "echo run >> ran.log", 30.0).to_path_buf();
+    let store = dir.path().join("knobs.db");
+    knobs()
+        .args(["measure", "--warmup", "2", "--spec"])
+        .arg(&spec)
+        .assert()
+        .success();
+    let ran = std::fs::read_to_string(dir.path().join("ran.log")).unwrap();
+    assert_eq!(
+        ran.lines().count(),
+        2 * 3,
+        "2 configurations, 2 warm-up rounds and 1 recorded"
+    );
+    assert!(
+        measured(&store).values().all(|&n| n == 1),
+        "{:?}",
+        measured(&store)
+    );
+}
+
 /// `--metric instructions` counts instead of timing: the same count in every run, kept apart
 /// from the spec's timed runs, and what the store's export reads by default.
 #[test]
