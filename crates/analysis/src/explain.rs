@@ -365,9 +365,32 @@ impl<'a> Explainer<'a> {
                         _ => {}
                     }
                     push(Fact::Control(inst.block), Some(w), "stored under");
+                    let facts = &self.si.facts;
+                    // A small helper's write through a parameter is made at its call sites,
+                    // under their control and context (`static_taint::call_sites`).
+                    if facts.written_at_call_sites[w] {
+                        for &c in &self.si.call_graph.callers[p.func_of(w)] {
+                            push(
+                                Fact::Control(p.inst(c).block),
+                                Some(c),
+                                "stored at call site under",
+                            );
+                            push(
+                                Fact::Context(p.func_of(c)),
+                                Some(c),
+                                "stored in context at call site",
+                            );
+                            if let InstKind::Call { args, .. } = &p.inst(c).kind {
+                                for &a in args {
+                                    push(Fact::Value(a), Some(c), "argument at call site");
+                                }
+                            }
+                        }
+                        continue;
+                    }
                     // A function on the way out of the program stores without its context
-                    // (the solver's rule).
-                    if !self.si.facts.dying[p.func_of(w)] {
+                    // (the solver's rule), and so does a small helper into its own objects.
+                    if !facts.dying[p.func_of(w)] && !facts.written_without_context[w] {
                         push(Fact::Context(p.func_of(w)), Some(w), "stored in context");
                     }
                 }

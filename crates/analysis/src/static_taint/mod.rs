@@ -45,6 +45,7 @@
 
 mod bounded;
 mod call_graph;
+mod call_sites;
 mod cold;
 mod library;
 mod memory;
@@ -67,6 +68,7 @@ use crate::sources::ResolvedSources;
 use bounded::parameter_bounded;
 pub use call_graph::CallGraph;
 use call_graph::dying_functions;
+use call_sites::per_call_site_writes;
 use cold::cold_blocks;
 use library::LocalObjects;
 use memory::{CellReaders, cell_readers};
@@ -177,6 +179,12 @@ pub struct TaintFacts {
     /// Per function: its decisions depend on its parameters alone, so its call sites decide
     /// instead (`burn (n)`; see `static_taint::bounded`).
     pub bounded: IdVec<FuncId, bool>,
+    /// Per instruction: a small helper's write through a parameter, made at each of its call
+    /// sites with that site's control and context instead (`static_taint::call_sites`).
+    pub written_at_call_sites: IdVec<InstId, bool>,
+    /// Per instruction: a small helper's write into its own stack object, made without its
+    /// context.
+    pub written_without_context: IdVec<InstId, bool>,
 }
 
 impl StatementInfluence {
@@ -240,17 +248,25 @@ pub fn analyse_with(
     let dying = dying_functions(program, &call_graph);
     let local_definitions =
         crate::reaching::local_definitions(program, &pts, &call_graph, dominance);
+    let selectors = selector_stores(program, &call_graph);
+    let site_writes = per_call_site_writes(
+        program,
+        &pts,
+        &call_graph,
+        &param_pointer,
+        &selectors,
+        &dying,
+    );
     let ncells = pts.cells.len();
     let CellReaders {
         readers,
         groups,
         read_group,
         object_group,
-    } = cell_readers(program, &pts, &call_graph, &param_pointer);
+    } = cell_readers(program, &pts, &call_graph, &param_pointer, &site_writes);
 
     let nfuncs = program.functions.len();
     let local_objects = LocalObjects::new(program);
-    let selectors = selector_stores(program, &call_graph);
     let cold = cold_blocks(program, &program.ends_program());
     let label_base = sources
         .sources
@@ -292,6 +308,8 @@ pub fn analyse_with(
         selectors: &selectors,
         selector_taints: FxMap::default(),
         cold: &cold,
+        site_writes: &site_writes,
+        site_write_taints: FxMap::default(),
     };
     // A cell the spec names as where an option lives holds that option and nothing else:
     // what the program stores there (argument parsing, under decisions on argv and on
@@ -368,6 +386,7 @@ pub fn analyse_with(
             (call, t)
         })
         .collect();
+    solver.concrete_local_memory();
     let Solver {
         mut sets,
         value_taint,
@@ -455,6 +474,8 @@ pub fn analyse_with(
             local_definitions,
             dying,
             bounded,
+            written_at_call_sites: site_writes.deferred,
+            written_without_context: site_writes.local,
         },
     }
 }
