@@ -14,10 +14,11 @@
 //! the helper keep the union context as before.
 //!
 //! Bounded: functions of at most [`MAX_INSTRUCTIONS`] instructions that do not call
-//! themselves, one level deep (a site inside another such helper writes through that
+//! themselves and whose address is not taken (only direct calls of the program call them),
+//! one level deep (a site inside another such helper writes through that
 //! helper's parameter, whose points-to set is the union over its own sites).
 
-use ir::{FuncId, IdVec, InstId, InstKind, Program, ValueId};
+use ir::{FuncId, IdVec, InstId, InstKind, Program, ValueDef, ValueId};
 
 use super::call_graph::CallGraph;
 use super::is_copier;
@@ -25,8 +26,8 @@ use super::library::local_object;
 use super::params::ParameterPointers;
 use super::selectors::SelectorStores;
 use super::solver::Solver;
-use crate::options::{FxMap, SetId};
-use crate::pointsto::{PointsTo, fills_without_reading};
+use crate::options::{FxMap, FxSet, SetId};
+use crate::pointsto::{CellId, PointsTo, fills_without_reading};
 use crate::wrappers::MemoryCopy;
 
 /// The largest function whose writes through its parameters its call sites make.
@@ -62,10 +63,29 @@ pub(super) fn per_call_site_writes(
         writes: FxMap::default(),
         reads_params: FxMap::default(),
     };
+    // A function whose address is taken may be called from outside the program (a callback
+    // handed to the library), where no call site would make its writes.
+    let mut taken = IdVec::from_elem(false, program.functions.len());
+    let mut mark = |v: ValueId| {
+        if let ValueDef::Function(f) = program.value(v) {
+            taken[*f] = true;
+        }
+    };
+    for inst in &program.insts {
+        inst.kind.for_each_use(&mut mark);
+    }
+    for global in &program.globals {
+        for r in &global.initializer_refs {
+            mark(r.address);
+        }
+    }
+    // Helpers whose writes into their own stack objects may skip the context.
+    let mut candidates: Vec<(FuncId, Vec<InstId>)> = Vec::new();
     for (f, func) in program.functions.iter_enumerated() {
         if func.is_declaration
             || func.name == "main"
             || call_graph.callers[f].is_empty()
+            || taken[f]
             || selectors.stores.contains_key(&f)
             || dying[f]
             || pts.wrappers.copies(f).is_some()
@@ -137,16 +157,81 @@ pub(super) fn per_call_site_writes(
             out.deferred[i] = true;
         }
         if !escapes {
-            for i in local {
-                out.local[i] = true;
-            }
+            candidates.push((f, local));
         }
         out.writes.insert(f, writes);
         if reads_params != 0 {
             out.reads_params.insert(f, reads_params);
         }
     }
+    for f in own_stack_objects(program, pts, &candidates) {
+        let (_, local) = candidates
+            .iter()
+            .find(|(g, _)| *g == f)
+            .expect("a candidate");
+        for &i in local {
+            out.local[i] = true;
+        }
+    }
     out
+}
+
+/// Of the helpers with their writes into their own stack objects, those whose objects no
+/// other function may point to (points-to may merge objects beyond its budget, and an
+/// address may leave by ways the syntactic check does not see): only there may memory hold
+/// taint symbolic in the helper's parameters.
+fn own_stack_objects(
+    program: &Program,
+    pts: &PointsTo,
+    candidates: &[(FuncId, Vec<InstId>)],
+) -> Vec<FuncId> {
+    let mut owner: FxMap<CellId, FuncId> = FxMap::default();
+    let mut shared: FxSet<FuncId> = FxSet::default();
+    for (f, local) in candidates {
+        for &i in local {
+            let ptr = match &program.inst(i).kind {
+                InstKind::Store { ptr, .. } => *ptr,
+                InstKind::Call { args, .. } => args[0],
+                _ => continue,
+            };
+            for &c in pts.of(ptr) {
+                for &cell in pts.object_cells(c) {
+                    if let Some(g) = owner.insert(cell, *f)
+                        && g != *f
+                    {
+                        shared.insert(g);
+                        shared.insert(*f);
+                    }
+                }
+            }
+        }
+    }
+    if owner.is_empty() {
+        return Vec::new();
+    }
+    let mut seen: FxSet<(u32, FuncId)> = FxSet::default();
+    for (v, def) in program.values.iter_enumerated() {
+        let f = match def {
+            ValueDef::Inst(i) => program.func_of(*i),
+            ValueDef::Param { func, .. } => *func,
+            _ => continue,
+        };
+        if !seen.insert((pts.set_of(v), f)) {
+            continue;
+        }
+        for c in pts.of(v) {
+            if let Some(&g) = owner.get(c)
+                && g != f
+            {
+                shared.insert(g);
+            }
+        }
+    }
+    candidates
+        .iter()
+        .map(|(f, _)| *f)
+        .filter(|f| !shared.contains(f))
+        .collect()
 }
 
 impl SiteWrites {
@@ -167,7 +252,14 @@ impl SiteWrites {
 impl Solver<'_> {
     /// Makes the deferred writes of helper `g` at call `call` (in `f`, with arguments `args`),
     /// under `site`: the control and context this site gives the helper.
-    pub(super) fn write_at_site(&mut self, f: FuncId, g: FuncId, args: &[ValueId], site: SetId) {
+    pub(super) fn write_at_site(
+        &mut self,
+        f: FuncId,
+        call: InstId,
+        g: FuncId,
+        args: &[ValueId],
+        site: SetId,
+    ) {
         let site_writes = self.site_writes;
         let Some(writes) = site_writes.writes.get(&g) else {
             return;
@@ -197,7 +289,12 @@ impl Solver<'_> {
                     match self.pts.wrappers.copy_at(program, w, h) {
                         MemoryCopy::Block { src, .. } => {
                             let src = SiteWrites::at_site(self.param_pointer, src, args);
-                            self.copy_block(dst, src, scalar, Some((f, args)));
+                            // A caller is visited often: copy again only what changed.
+                            let key = self.site_copy_key(scalar, src, args);
+                            if self.site_copies.get(&(call, w)) != Some(&key) {
+                                self.site_copies.insert((call, w), key);
+                                self.copy_block(dst, src, scalar, Some((f, args)));
+                            }
                         }
                         _ => {
                             let mut s = scalar;
@@ -217,6 +314,32 @@ impl Solver<'_> {
                 _ => {}
             }
         }
+    }
+
+    /// Everything a block copy at a call site copies from: its scalar taint, the memory of
+    /// the source objects' cells, and when that memory holds parameter labels, what the
+    /// site's arguments substitute for them.
+    fn site_copy_key(&mut self, scalar: SetId, src: ValueId, args: &[ValueId]) -> Vec<SetId> {
+        let pts = self.pts;
+        let mut key = vec![scalar];
+        let mut labels = false;
+        for &c in pts.of(src) {
+            for &cell in pts.object_cells(c) {
+                let m = self.memory[cell];
+                labels |= !self.split(m).1.is_empty();
+                key.push(m);
+            }
+        }
+        if labels {
+            for &a in args {
+                key.push(self.value_taint[a]);
+                if !self.program.is_scalar(a) {
+                    let m = self.memory_behind(a);
+                    key.push(m);
+                }
+            }
+        }
+        key
     }
 
     /// What a write `i` of `f` writes, given its taint `s` symbolic in `f`'s parameters: the

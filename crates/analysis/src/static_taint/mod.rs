@@ -38,10 +38,16 @@
 //! - Indirect calls reach the functions whose addresses flow to the called pointer and that
 //!   take at most as many parameters as the call passes (variadic functions take fewer).
 //!
+//! - A small helper's stores and block copies through its parameters are made at each call
+//!   site, into what that site passes, with its control and arguments (`call_sites`): a
+//!   `reset (state)` called under A on one object and under B on another does not put A and B
+//!   into both.
+//!
 //! The solver's parts: `call_graph` (who calls whom, and the functions on the way out),
 //! `params` (values that point where a parameter does), `seeds` (what option sources put
 //! into the fixpoint), `memory` (cells, their groups and readers, reads and writes through
-//! pointers) and `solver` (the fixpoint itself).
+//! pointers), `call_sites` (small helpers' writes made per call site) and `solver` (the
+//! fixpoint itself).
 
 mod bounded;
 mod call_graph;
@@ -70,7 +76,7 @@ pub use call_graph::CallGraph;
 use call_graph::dying_functions;
 use call_sites::per_call_site_writes;
 use cold::cold_blocks;
-use library::LocalObjects;
+use library::{LibraryInput, LocalObjects};
 use memory::{CellReaders, cell_readers};
 use params::parameter_pointers;
 use seeds::seed_sources;
@@ -310,6 +316,7 @@ pub fn analyse_with(
         cold: &cold,
         site_writes: &site_writes,
         site_write_taints: FxMap::default(),
+        site_copies: FxMap::default(),
     };
     // A cell the spec names as where an option lives holds that option and nothing else:
     // what the program stores there (argument parsing, under decisions on argv and on
@@ -378,6 +385,9 @@ pub fn analyse_with(
         .map(|(call, input)| {
             let f = program.func_of(call);
             let (own, _) = solver.split(input.values);
+            // A small helper's own objects hold taint symbolic in its parameters.
+            let objects = solver.concrete(f, input.objects);
+            let input = LibraryInput { objects, ..input };
             let t = if solver.sets.is_subset(input.objects, solver.context[f]) {
                 own
             } else {

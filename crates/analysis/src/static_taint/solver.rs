@@ -84,6 +84,8 @@ pub(super) struct Solver<'a> {
     /// Per such helper: the taint of each of its deferred writes as its call sites last saw
     /// it (symbolic in its parameters); a change sends its callers round again.
     pub(super) site_write_taints: FxMap<FuncId, Vec<SetId>>,
+    /// Per call site and block copy of a small helper made there: what it copied last.
+    pub(super) site_copies: FxMap<(InstId, InstId), Vec<SetId>>,
 }
 
 impl Solver<'_> {
@@ -146,7 +148,7 @@ impl Solver<'_> {
 
     /// What a load through `a` (an argument of a call in `f`) reads, symbolic in `f`'s
     /// parameters when `a` points where one of them does.
-    fn memory_behind(&mut self, a: ValueId) -> SetId {
+    pub(super) fn memory_behind(&mut self, a: ValueId) -> SetId {
         match self.param_pointer.of(a) {
             Some(j) => self.sets.singleton(OptionId(
                 self.label_base + self.param_pointer.max_params + j,
@@ -475,7 +477,7 @@ impl Solver<'_> {
                                 } else {
                                     self.concrete(f, site)
                                 };
-                                self.write_at_site(f, g, args, site);
+                                self.write_at_site(f, i, g, args, site);
                                 let new = self.sets.union(old, site);
                                 if new != old {
                                     self.context[g] = new;
