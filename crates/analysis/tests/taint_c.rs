@@ -1029,3 +1029,28 @@ fn small_helpers_write_each_call_sites_object_with_that_sites_options() {
         );
     }
 }
+
+const TAKEN_HELPER: &str = r#"
+extern void work(int);
+int A, B;
+static void put(long *dst, long v) { *dst = v; }
+/* Its address is taken: something outside the program's calls may call it. */
+void (*hook)(long *, long) = put;
+static long na, nb;
+int main(void) {
+    if (A) put(&na, 2);
+    if (B) put(&nb, 3);
+    if (na) work(1);   /* w1 */
+    return 0;
+}
+"#;
+
+/// A helper whose address is taken keeps its stores in the helper (under every call site's
+/// context, into every object any site passes): a caller the program does not show would
+/// otherwise make none of them.
+#[test]
+fn a_helper_whose_address_is_taken_stores_under_every_call_sites_context() {
+    let sources = [global(0, "A"), global(1, "B")];
+    let (p, si) = run(TAKEN_HELPER, &sources);
+    assert_eq!(work_influence(&p, &si, TAKEN_HELPER, "w1"), set(&[0, 1]));
+}
