@@ -1028,6 +1028,23 @@ fn small_helpers_write_each_call_sites_object_with_that_sites_options() {
             si.sets.get(m)
         );
     }
+    // `--explain` follows the copy to the call site that made it: B by that site's control,
+    // C by the seed it passes.
+    let dominance = ProgramDominance::new(&p);
+    let explainer = analysis::explain::Explainer::new(&p, &dominance, &si);
+    let line = llvm::fixture::line_of(SMALL_HELPERS, "w2");
+    let calls = llvm::fixture::calls_to(&p, "work");
+    let (_, w2) = calls.iter().find(|(l, _)| *l == line).unwrap();
+    let fact = analysis::explain::Fact::Influence(*w2);
+    for (option, how) in [
+        (1, "stored at call site under"),
+        (2, "argument at call site"),
+    ] {
+        let chain = explainer.explain(fact, OptionId(option)).expect("a chain");
+        let hows: Vec<&str> = chain.iter().map(|l| l.how).collect();
+        assert!(hows.contains(&how), "option {option}: {hows:?}");
+    }
+    assert!(explainer.explain(fact, OptionId(0)).is_none());
 }
 
 const TAKEN_HELPER: &str = r#"

@@ -235,6 +235,31 @@ fn own_stack_objects(
 }
 
 impl SiteWrites {
+    /// Per deferred write: the parameter it writes through, and for a block copy the one it
+    /// copies from, if any (what `analysis::explain` needs to follow it to its call sites).
+    pub(super) fn parameters(
+        &self,
+        program: &Program,
+        pts: &PointsTo,
+        call_graph: &CallGraph,
+        param_pointer: &ParameterPointers,
+    ) -> FxMap<InstId, (usize, Option<usize>)> {
+        let mut out = FxMap::default();
+        for writes in self.writes.values() {
+            for &(w, k) in writes {
+                let src = match call_graph.targets_of(w) {
+                    [h] => match pts.wrappers.copy_at(program, w, *h) {
+                        MemoryCopy::Block { src, .. } => param_pointer.of(src).map(|j| j as usize),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                out.insert(w, (k, src));
+            }
+        }
+        out
+    }
+
     /// The value at a call site (with arguments `args`) that a helper's `v` stands for: the
     /// argument when `v` points where a parameter does.
     pub(super) fn at_site(

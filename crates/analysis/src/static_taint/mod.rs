@@ -185,9 +185,10 @@ pub struct TaintFacts {
     /// Per function: its decisions depend on its parameters alone, so its call sites decide
     /// instead (`burn (n)`; see `static_taint::bounded`).
     pub bounded: IdVec<FuncId, bool>,
-    /// Per instruction: a small helper's write through a parameter, made at each of its call
-    /// sites with that site's control and context instead (`static_taint::call_sites`).
-    pub written_at_call_sites: IdVec<InstId, bool>,
+    /// Small helpers' writes through a parameter, made at each of their call sites with that
+    /// site's control and context instead (`static_taint::call_sites`): the parameter written
+    /// through, and for a block copy the parameter it copies from, if any.
+    pub written_at_call_sites: FxMap<InstId, (usize, Option<usize>)>,
     /// Per instruction: a small helper's write into its own stack object, made without its
     /// context.
     pub written_without_context: IdVec<InstId, bool>,
@@ -397,6 +398,7 @@ pub fn analyse_with(
         })
         .collect();
     solver.concrete_local_memory();
+    let written_at_call_sites = site_writes.parameters(program, &pts, &call_graph, &param_pointer);
     let Solver {
         mut sets,
         value_taint,
@@ -484,7 +486,7 @@ pub fn analyse_with(
             local_definitions,
             dying,
             bounded,
-            written_at_call_sites: site_writes.deferred,
+            written_at_call_sites,
             written_without_context: site_writes.local,
         },
     }
