@@ -326,6 +326,58 @@ impl<'a> Explainer<'a> {
                 }
                 for w in writes {
                     let inst = p.inst(w);
+                    // A small helper's write through a parameter is made at its call sites,
+                    // into what each passes, under its control and context
+                    // (`static_taint::call_sites`).
+                    if let Some(&(k, src)) = self.si.facts.written_at_call_sites.get(&w) {
+                        for &site in &self.si.call_graph.callers[p.func_of(w)] {
+                            let InstKind::Call { args, .. } = &p.inst(site).kind else {
+                                continue;
+                            };
+                            let Some(&dst) = args.get(k) else { continue };
+                            let writes_cell = pts
+                                .of(dst)
+                                .iter()
+                                .any(|&d| d == c || pts.object_cells(d).contains(&c));
+                            if !writes_cell {
+                                continue;
+                            }
+                            let at = Some(site);
+                            push(
+                                Fact::Control(p.inst(site).block),
+                                at,
+                                "stored at call site under",
+                            );
+                            push(
+                                Fact::Context(p.func_of(site)),
+                                at,
+                                "stored in context at call site",
+                            );
+                            for &a in args {
+                                push(Fact::Value(a), at, "argument at call site");
+                            }
+                            match (&inst.kind, block_copy(p, self.si, w)) {
+                                (InstKind::Store { value, .. }, _) => {
+                                    push(Fact::Value(*value), Some(w), "stored value");
+                                }
+                                (_, Some((_, from))) => {
+                                    let from =
+                                        src.and_then(|j| args.get(j).copied()).unwrap_or(from);
+                                    for m in self.reads_objects(from) {
+                                        push(m, at, "copied at call site from");
+                                    }
+                                }
+                                (InstKind::Call { args: copied, .. }, None) => {
+                                    for &a in &copied[1..] {
+                                        push(Fact::Value(a), Some(w), "copied value");
+                                    }
+                                }
+                                _ => {}
+                            }
+                        }
+                        push(Fact::Control(inst.block), Some(w), "stored under");
+                        continue;
+                    }
                     match &inst.kind {
                         InstKind::Store { value, ptr } => {
                             push(Fact::Value(*value), Some(w), "stored value");
@@ -365,9 +417,10 @@ impl<'a> Explainer<'a> {
                         _ => {}
                     }
                     push(Fact::Control(inst.block), Some(w), "stored under");
+                    let facts = &self.si.facts;
                     // A function on the way out of the program stores without its context
-                    // (the solver's rule).
-                    if !self.si.facts.dying[p.func_of(w)] {
+                    // (the solver's rule), and so does a small helper into its own objects.
+                    if !facts.dying[p.func_of(w)] && !facts.written_without_context[w] {
                         push(Fact::Context(p.func_of(w)), Some(w), "stored in context");
                     }
                 }

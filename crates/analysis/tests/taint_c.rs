@@ -975,3 +975,99 @@ fn an_error_reporter_that_ends_the_program_is_set_aside() {
         si.set_aside
     );
 }
+
+const SMALL_HELPERS: &str = r#"
+#include <string.h>
+extern void work(int);
+int A, B, C;
+struct state { long seed; long total; };
+/* Fills a local state and copies it out, as xxHash's `XXH32_reset` does. */
+static void reset(struct state *s, long seed) {
+    struct state tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.seed = seed;
+    memcpy(s, &tmp, sizeof tmp);
+}
+static void put(long *dst, long v) { *dst = v; }
+static struct state sa, sb;
+static long na, nb;
+int main(void) {
+    if (A) reset(&sa, 1);
+    if (B) reset(&sb, C ? 3 : 1);
+    if (A) put(&na, 2);
+    if (B) put(&nb, C);
+    if (sa.seed) work(1);   /* w1 */
+    if (sb.seed) work(2);   /* w2 */
+    if (na) work(3);        /* w3 */
+    if (nb) work(4);        /* w4 */
+    return 0;
+}
+"#;
+
+/// A small helper called under A on one object and under B on another writes each site's
+/// object with that site's control and arguments (`static_taint::call_sites`), by a store
+/// through its parameter or a copy of a local it filled: A and B do not meet.
+#[test]
+fn small_helpers_write_each_call_sites_object_with_that_sites_options() {
+    let sources = [global(0, "A"), global(1, "B"), global(2, "C")];
+    let (p, si) = run(SMALL_HELPERS, &sources);
+    let w = |m: &str| work_influence(&p, &si, SMALL_HELPERS, m);
+    assert_eq!(w("w1"), set(&[0]), "reset under A");
+    assert_eq!(w("w2"), set(&[1, 2]), "reset under B with C's seed");
+    assert_eq!(w("w3"), set(&[0]), "put under A");
+    assert_eq!(w("w4"), set(&[1, 2]), "put under B of C");
+    // The helpers' own statements still run under both sites' control.
+    let reset = p.functions.iter().position(|f| f.name == "reset").unwrap();
+    let context = si.sets.get(si.context[ir::FuncId::from_u32(reset as u32)]);
+    assert!(context.contains(OptionId(0)) && context.contains(OptionId(1)));
+    // What the solver keeps is concrete: no parameter label in any cell.
+    for &m in &si.facts.memory {
+        assert!(
+            si.sets.get(m).iter().all(|o| o.0 < 3),
+            "{:?}",
+            si.sets.get(m)
+        );
+    }
+    // `--explain` follows the copy to the call site that made it: B by that site's control,
+    // C by the seed it passes.
+    let dominance = ProgramDominance::new(&p);
+    let explainer = analysis::explain::Explainer::new(&p, &dominance, &si);
+    let line = llvm::fixture::line_of(SMALL_HELPERS, "w2");
+    let calls = llvm::fixture::calls_to(&p, "work");
+    let (_, w2) = calls.iter().find(|(l, _)| *l == line).unwrap();
+    let fact = analysis::explain::Fact::Influence(*w2);
+    for (option, how) in [
+        (1, "stored at call site under"),
+        (2, "argument at call site"),
+    ] {
+        let chain = explainer.explain(fact, OptionId(option)).expect("a chain");
+        let hows: Vec<&str> = chain.iter().map(|l| l.how).collect();
+        assert!(hows.contains(&how), "option {option}: {hows:?}");
+    }
+    assert!(explainer.explain(fact, OptionId(0)).is_none());
+}
+
+const TAKEN_HELPER: &str = r#"
+extern void work(int);
+int A, B;
+static void put(long *dst, long v) { *dst = v; }
+/* Its address is taken: something outside the program's calls may call it. */
+void (*hook)(long *, long) = put;
+static long na, nb;
+int main(void) {
+    if (A) put(&na, 2);
+    if (B) put(&nb, 3);
+    if (na) work(1);   /* w1 */
+    return 0;
+}
+"#;
+
+/// A helper whose address is taken keeps its stores in the helper (under every call site's
+/// context, into every object any site passes): a caller the program does not show would
+/// otherwise make none of them.
+#[test]
+fn a_helper_whose_address_is_taken_stores_under_every_call_sites_context() {
+    let sources = [global(0, "A"), global(1, "B")];
+    let (p, si) = run(TAKEN_HELPER, &sources);
+    assert_eq!(work_influence(&p, &si, TAKEN_HELPER, "w1"), set(&[0, 1]));
+}

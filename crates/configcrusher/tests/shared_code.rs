@@ -390,3 +390,69 @@ fn dynamic_confirmation_keeps_branches_that_go_both_ways() {
     assert!(c.dropped.is_empty(), "{:?}", c.dropped);
     assert_eq!(c.branches_decided + c.branches_never_run, 0, "{c:?}");
 }
+
+const RESET: &str = r#"
+#include <stdlib.h>
+#include <string.h>
+__attribute__((annotate("knobs:option=A"))) int A;
+__attribute__((annotate("knobs:option=B"))) int B;
+__attribute__((annotate("knobs:option=C"))) int C;
+int level;
+struct state { long seed; long total; long pad[4]; };
+/* Fills a local state and copies it out, as xxHash's `XXH32_reset` does. */
+static void reset(struct state *s, long seed) {
+    struct state tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.seed = seed;
+    memcpy(s, &tmp, sizeof tmp);
+}
+static struct state sa, sb;
+PARSE
+int main(int argc, char **argv) {
+    parse(argc, argv);
+    WORK_MS(1);
+    if (A) reset(&sa, 1);
+    if (B) reset(&SECOND, C ? 3 : 1);
+    for (long i = 0; i < sa.seed; i++) WORK_MS(3);
+    for (long i = 0; i < sb.seed; i++) WORK_MS(2);
+    return 0;
+}
+"#;
+
+/// `reset (state, seed)` called under A on one object and under B (with a seed C chooses)
+/// on another: its copy into `*state` is made at each call site, into that site's object,
+/// with that site's options, so A stays apart from B and C.
+#[test]
+fn a_small_helper_writes_each_call_sites_object_with_that_sites_options() {
+    compresses_and_models(
+        &RESET.replace("PARSE", PARSE).replace("SECOND", "sb"),
+        &spec("reset", "C", false),
+        &[&["A"], &["B", "C"]],
+        4,
+        &binary_configurations(3, &[]),
+        |c| 0.001 + 0.003 * c[0] + 0.002 * c[1] * (1.0 + 2.0 * c[2]),
+    );
+}
+
+/// The same helper called under A and under B on the same object: the loop that object
+/// bounds still depends on both (and on C through B's seed).
+#[test]
+fn a_small_helper_called_on_one_object_under_two_options_still_joins_them() {
+    compresses_and_models(
+        &RESET.replace("PARSE", PARSE).replace("SECOND", "sa"),
+        &spec("reset-one", "C", false),
+        &[&["A", "B", "C"]],
+        8,
+        &binary_configurations(3, &[]),
+        |c| {
+            let seed = if c[1] == 1.0 {
+                if c[2] == 1.0 { 3.0 } else { 1.0 }
+            } else if c[0] == 1.0 {
+                1.0
+            } else {
+                0.0
+            };
+            0.001 + 0.003 * seed
+        },
+    );
+}

@@ -49,7 +49,7 @@ impl LocalObjects {
 }
 
 /// The alloca `ptr` points into, through field and index addresses and casts.
-fn local_object(program: &Program, mut ptr: ValueId) -> Option<ValueId> {
+pub(super) fn local_object(program: &Program, mut ptr: ValueId) -> Option<ValueId> {
     for _ in 0..64 {
         let ValueDef::Inst(i) = program.value(ptr) else {
             return None;

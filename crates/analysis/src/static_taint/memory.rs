@@ -5,6 +5,7 @@
 use ir::{FuncId, IdVec, InstKind, Program, ValueId};
 
 use super::call_graph::CallGraph;
+use super::call_sites::SiteWrites;
 use super::params::ParameterPointers;
 use super::solver::Solver;
 use crate::options::{FxMap, SetId};
@@ -27,6 +28,7 @@ pub(super) fn cell_readers(
     pts: &PointsTo,
     call_graph: &CallGraph,
     param_pointer: &ParameterPointers,
+    site_writes: &SiteWrites,
 ) -> CellReaders {
     let ncells = pts.cells.len();
     let mut readers: IdVec<CellId, Vec<FuncId>> = IdVec::with_default(ncells);
@@ -88,6 +90,22 @@ pub(super) fn cell_readers(
                     }
                     _ => {}
                 }
+                // A call site copying what it passes, for a small helper
+                // ([`super::call_sites`]), reads the whole objects.
+                if let InstKind::Call { args, .. } = &program.inst(i).kind {
+                    for &g in call_graph.targets_of(i) {
+                        let Some(&mask) = site_writes.reads_params.get(&g) else {
+                            continue;
+                        };
+                        for (j, &a) in args.iter().enumerate().take(64) {
+                            if mask & (1 << j) != 0 {
+                                let g = groups.group(pts, pts.set_of(a), true);
+                                object_group[a] = g;
+                                read(g, &groups);
+                            }
+                        }
+                    }
+                }
             }
         }
     }
@@ -107,12 +125,28 @@ impl Solver<'_> {
     /// A block copy (`memcpy(dst, src, n)`, struct assignment): each destination cell gets
     /// the source cells' memory, and the destination objects' fields the source objects'
     /// fields (the points-to phase created them), plus `scalar` (the taint of the pointers,
-    /// the size and the control).
-    pub(super) fn copy_block(&mut self, dst: ValueId, src: ValueId, scalar: SetId) {
+    /// the size and the control). With `at_site`, the copy of a small helper made at a call
+    /// site (in the function, with these arguments): the helper's own objects' memory is
+    /// symbolic in its parameters, replaced by the site's arguments ([`super::call_sites`]).
+    pub(super) fn copy_block(
+        &mut self,
+        dst: ValueId,
+        src: ValueId,
+        scalar: SetId,
+        at_site: Option<(FuncId, &[ValueId])>,
+    ) {
         let pts = self.pts;
+        let source = |solver: &mut Self, m: SetId| match at_site {
+            Some((f, args)) => {
+                let m = solver.substitute(m, args);
+                solver.concrete(f, m)
+            }
+            None => m,
+        };
         for &d in pts.of(dst) {
             for &s in pts.of(src) {
-                let t = self.sets.union(scalar, self.memory[s]);
+                let m = source(self, self.memory[s]);
+                let t = self.sets.union(scalar, m);
                 self.add_to_cell(d, t);
                 // Merged objects share their field cells: nothing to copy.
                 if pts.merged {
@@ -121,7 +155,8 @@ impl Solver<'_> {
                 for &sf in &pts.object_cells(s)[1..] {
                     let (structure, field) = pts.cell(sf).field.expect("a field cell");
                     if let Some(df) = pts.field_cell(d, structure, field) {
-                        let t = self.sets.union(scalar, self.memory[sf]);
+                        let m = source(self, self.memory[sf]);
+                        let t = self.sets.union(scalar, m);
                         self.add_to_cell(df, t);
                     }
                 }

@@ -38,13 +38,20 @@
 //! - Indirect calls reach the functions whose addresses flow to the called pointer and that
 //!   take at most as many parameters as the call passes (variadic functions take fewer).
 //!
+//! - A small helper's stores and block copies through its parameters are made at each call
+//!   site, into what that site passes, with its control and arguments (`call_sites`): a
+//!   `reset (state)` called under A on one object and under B on another does not put A and B
+//!   into both.
+//!
 //! The solver's parts: `call_graph` (who calls whom, and the functions on the way out),
 //! `params` (values that point where a parameter does), `seeds` (what option sources put
 //! into the fixpoint), `memory` (cells, their groups and readers, reads and writes through
-//! pointers) and `solver` (the fixpoint itself).
+//! pointers), `call_sites` (small helpers' writes made per call site) and `solver` (the
+//! fixpoint itself).
 
 mod bounded;
 mod call_graph;
+mod call_sites;
 mod cold;
 mod library;
 mod memory;
@@ -67,8 +74,9 @@ use crate::sources::ResolvedSources;
 use bounded::parameter_bounded;
 pub use call_graph::CallGraph;
 use call_graph::dying_functions;
+use call_sites::per_call_site_writes;
 use cold::cold_blocks;
-use library::LocalObjects;
+use library::{LibraryInput, LocalObjects};
 use memory::{CellReaders, cell_readers};
 use params::parameter_pointers;
 use seeds::seed_sources;
@@ -177,6 +185,13 @@ pub struct TaintFacts {
     /// Per function: its decisions depend on its parameters alone, so its call sites decide
     /// instead (`burn (n)`; see `static_taint::bounded`).
     pub bounded: IdVec<FuncId, bool>,
+    /// Small helpers' writes through a parameter, made at each of their call sites with that
+    /// site's control and context instead (`static_taint::call_sites`): the parameter written
+    /// through, and for a block copy the parameter it copies from, if any.
+    pub written_at_call_sites: FxMap<InstId, (usize, Option<usize>)>,
+    /// Per instruction: a small helper's write into its own stack object, made without its
+    /// context.
+    pub written_without_context: IdVec<InstId, bool>,
 }
 
 impl StatementInfluence {
@@ -240,17 +255,25 @@ pub fn analyse_with(
     let dying = dying_functions(program, &call_graph);
     let local_definitions =
         crate::reaching::local_definitions(program, &pts, &call_graph, dominance);
+    let selectors = selector_stores(program, &call_graph);
+    let site_writes = per_call_site_writes(
+        program,
+        &pts,
+        &call_graph,
+        &param_pointer,
+        &selectors,
+        &dying,
+    );
     let ncells = pts.cells.len();
     let CellReaders {
         readers,
         groups,
         read_group,
         object_group,
-    } = cell_readers(program, &pts, &call_graph, &param_pointer);
+    } = cell_readers(program, &pts, &call_graph, &param_pointer, &site_writes);
 
     let nfuncs = program.functions.len();
     let local_objects = LocalObjects::new(program);
-    let selectors = selector_stores(program, &call_graph);
     let cold = cold_blocks(program, &program.ends_program());
     let label_base = sources
         .sources
@@ -292,6 +315,9 @@ pub fn analyse_with(
         selectors: &selectors,
         selector_taints: FxMap::default(),
         cold: &cold,
+        site_writes: &site_writes,
+        site_write_taints: FxMap::default(),
+        site_copies: FxMap::default(),
     };
     // A cell the spec names as where an option lives holds that option and nothing else:
     // what the program stores there (argument parsing, under decisions on argv and on
@@ -360,6 +386,9 @@ pub fn analyse_with(
         .map(|(call, input)| {
             let f = program.func_of(call);
             let (own, _) = solver.split(input.values);
+            // A small helper's own objects hold taint symbolic in its parameters.
+            let objects = solver.concrete(f, input.objects);
+            let input = LibraryInput { objects, ..input };
             let t = if solver.sets.is_subset(input.objects, solver.context[f]) {
                 own
             } else {
@@ -368,6 +397,8 @@ pub fn analyse_with(
             (call, t)
         })
         .collect();
+    solver.concrete_local_memory();
+    let written_at_call_sites = site_writes.parameters(program, &pts, &call_graph, &param_pointer);
     let Solver {
         mut sets,
         value_taint,
@@ -455,6 +486,8 @@ pub fn analyse_with(
             local_definitions,
             dying,
             bounded,
+            written_at_call_sites,
+            written_without_context: site_writes.local,
         },
     }
 }

@@ -8,6 +8,7 @@ use ir::{BlockId, Callee, FuncId, IdVec, InstId, InstKind, Program, ValueId};
 use space::OptionId;
 
 use super::call_graph::CallGraph;
+use super::call_sites::SiteWrites;
 use super::is_copier;
 use super::library::{LibraryInput, LibraryParameters, LocalObjects};
 use super::memory::CellGroups;
@@ -78,6 +79,13 @@ pub(super) struct Solver<'a> {
     /// Per block: it runs only on the way to ending the program ([`super::cold`]); a call
     /// from there does not put its control into the callee's context.
     pub(super) cold: &'a IdVec<BlockId, bool>,
+    /// Writes of small helpers made at their call sites ([`super::call_sites`]).
+    pub(super) site_writes: &'a SiteWrites,
+    /// Per such helper: the taint of each of its deferred writes as its call sites last saw
+    /// it (symbolic in its parameters); a change sends its callers round again.
+    pub(super) site_write_taints: FxMap<FuncId, Vec<SetId>>,
+    /// Per call site and block copy of a small helper made there: what it copied last.
+    pub(super) site_copies: FxMap<(InstId, InstId), Vec<SetId>>,
 }
 
 impl Solver<'_> {
@@ -140,7 +148,7 @@ impl Solver<'_> {
 
     /// What a load through `a` (an argument of a call in `f`) reads, symbolic in `f`'s
     /// parameters when `a` points where one of them does.
-    fn memory_behind(&mut self, a: ValueId) -> SetId {
+    pub(super) fn memory_behind(&mut self, a: ValueId) -> SetId {
         match self.param_pointer.of(a) {
             Some(j) => self.sets.singleton(OptionId(
                 self.label_base + self.param_pointer.max_params + j,
@@ -151,7 +159,7 @@ impl Solver<'_> {
 
     /// A callee's return taint at a call site: each parameter label replaced by the
     /// argument's taint (symbolic in the caller's parameters).
-    fn substitute(&mut self, ret: SetId, args: &[ValueId]) -> SetId {
+    pub(super) fn substitute(&mut self, ret: SetId, args: &[ValueId]) -> SetId {
         let (mut out, labels) = self.split(ret);
         let max = self.param_pointer.max_params;
         for l in labels {
@@ -245,6 +253,13 @@ impl Solver<'_> {
                 for &i in &program.block(b).insts {
                     let inst = program.inst(i);
                     let mut t = lct;
+                    // A small helper's own stack objects are read only by the helper: what it
+                    // hands on gets a context where it goes ([`super::call_sites`]).
+                    let store_context = if self.site_writes.local[i] {
+                        lct
+                    } else {
+                        store_context
+                    };
                     match &inst.kind {
                         InstKind::Op { args, .. } => {
                             for &a in args {
@@ -299,10 +314,12 @@ impl Solver<'_> {
                         }
                         // A selector's store: its call sites make it ([`super::selectors`]).
                         InstKind::Store { .. } if self.selectors.deferred[i] => {}
+                        // A small helper's store through a parameter: its call sites make it.
+                        InstKind::Store { .. } if self.site_writes.deferred[i] => {}
                         InstKind::Store { value, ptr } => {
                             let mut s = self.sets.union(store_context, self.taint(*value));
                             s = self.sets.union(s, self.taint(*ptr));
-                            let s = self.concrete(f, s);
+                            let s = self.written_taint(f, i, s);
                             self.write(*ptr, s);
                         }
                         InstKind::FieldAddr { base, .. } => {
@@ -336,8 +353,10 @@ impl Solver<'_> {
                                                 scalar = self.sets.union(scalar, m);
                                             }
                                         }
-                                        let concrete = self.concrete(f, scalar);
-                                        self.copy_block(dst, src, concrete);
+                                        if !self.site_writes.deferred[i] {
+                                            let scalar = self.written_taint(f, i, scalar);
+                                            self.copy_block(dst, src, scalar, None);
+                                        }
                                         if callee.is_declaration {
                                             t = self.sets.union(t, scalar);
                                             // How many bytes are copied.
@@ -403,10 +422,11 @@ impl Solver<'_> {
                                         self.add_library_input(f, i, given, lct);
                                     }
                                     if is_copier(self.func_names[g])
+                                        && !self.site_writes.deferred[i]
                                         && let Some(&dst) = args.first()
                                     {
                                         let s = self.sets.union(input, store_context);
-                                        let s = self.concrete(f, s);
+                                        let s = self.written_taint(f, i, s);
                                         self.write(dst, s);
                                     }
                                     continue;
@@ -457,6 +477,7 @@ impl Solver<'_> {
                                 } else {
                                     self.concrete(f, site)
                                 };
+                                self.write_at_site(f, i, g, args, site);
                                 let new = self.sets.union(old, site);
                                 if new != old {
                                     self.context[g] = new;
@@ -503,6 +524,7 @@ impl Solver<'_> {
                 break;
             }
         }
+        self.site_writes_changed(f);
         let selectors = self.selectors;
         if let Some(stores) = selectors.stores.get(&f) {
             let taints: Vec<SetId> = stores
