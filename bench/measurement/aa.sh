@@ -108,4 +108,4 @@ with open(out, "w") as f:
 """ + "\n".join(lines) + "\n")
 print(open(out).read())
 PY
-[ -n "$metric" ] || bench/measurement/statistic.sh "$work/a.db" "$work/b.db" "$name$suffix" >/dev/null
+[ -n "${copy:-}" ] || bench/measurement/statistic.sh "$work/a.db" "$work/b.db" "$name$suffix" >/dev/null
