@@ -15,4 +15,4 @@ fi
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
-cargo test --workspace --locked
+cargo test --workspace --locked --no-fail-fast
