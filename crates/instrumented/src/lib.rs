@@ -372,10 +372,8 @@ pub fn taint_run(
 pub fn function_probe(program: &ir::Program, f: ir::FuncId, id: u32) -> Option<llvm::RegionProbe> {
     let func = program.func(f);
     let entry = func.entry()?;
-    let end = func
-        .blocks
-        .iter()
-        .flat_map(|&b| program.block(b).insts.iter().copied())
+    let end = program
+        .instructions_of(f)
         .filter(|&i| matches!(program.inst(i).kind, ir::InstKind::Return { .. }))
         .map(ir::ProgramPoint::Before)
         .collect();

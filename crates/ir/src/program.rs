@@ -299,6 +299,14 @@ impl Program {
         &self.blocks[b]
     }
 
+    /// A function's instructions, block by block in the function's order.
+    pub fn instructions_of(&self, f: FuncId) -> impl Iterator<Item = InstId> + '_ {
+        self.func(f)
+            .blocks
+            .iter()
+            .flat_map(|&b| self.block(b).insts.iter().copied())
+    }
+
     pub fn inst(&self, i: InstId) -> &Inst {
         &self.insts[i]
     }

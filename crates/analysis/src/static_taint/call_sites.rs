@@ -92,11 +92,7 @@ pub(super) fn per_call_site_writes(
         {
             continue;
         }
-        let insts: Vec<InstId> = func
-            .blocks
-            .iter()
-            .flat_map(|&b| program.block(b).insts.iter().copied())
-            .collect();
+        let insts: Vec<InstId> = program.instructions_of(f).collect();
         if insts.len() > MAX_INSTRUCTIONS
             || insts.iter().any(|&i| call_graph.targets_of(i).contains(&f))
         {

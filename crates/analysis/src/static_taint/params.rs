@@ -46,11 +46,7 @@ pub(super) fn parameter_pointers(program: &Program) -> ParameterPointers {
                 param[p] = k as u32;
             }
         }
-        let insts: Vec<ir::InstId> = func
-            .blocks
-            .iter()
-            .flat_map(|&b| program.block(b).insts.iter().copied())
-            .collect();
+        let insts: Vec<ir::InstId> = program.instructions_of(fi).collect();
         let derived = |kind: &InstKind| match kind {
             InstKind::IndexAddr { .. } => true,
             InstKind::Op { op, args } => *op == ir::OpKind::Cast && args.len() == 1,

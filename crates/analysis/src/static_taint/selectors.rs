@@ -40,11 +40,7 @@ pub(super) fn selector_stores(program: &Program, call_graph: &CallGraph) -> Sele
         if func.is_declaration || func.name == "main" || call_graph.callers[f].is_empty() {
             continue;
         }
-        let insts: Vec<InstId> = func
-            .blocks
-            .iter()
-            .flat_map(|&b| program.block(b).insts.iter().copied())
-            .collect();
+        let insts: Vec<InstId> = program.instructions_of(f).collect();
         if insts.len() > MAX_INSTRUCTIONS || !decides_on_a_parameter(program, f, &insts) {
             continue;
         }
