@@ -30,7 +30,7 @@
 //! Commands in [`NOT_RUN`] are not run (the test prints them); every other command in the
 //! tour is. Nothing here depends on the machine's speed: only the shape of the output and
 //! the deterministic counts are compared. The whole tour takes a few minutes, most of it
-//! measuring the 48 configurations of Debian's xz (3 rounds and a warm-up).
+//! measuring the 48 configurations of Debian's xz (3 rounds).
 
 use std::collections::BTreeSet;
 use std::fs::File;

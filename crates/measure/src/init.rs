@@ -173,7 +173,7 @@ pub fn starting_spec(command: &[String], dir: &Path, help: Option<&str>) -> Stri
     out.push_str(
         "[measure]\n\
          repetitions = 3                # recorded runs per configuration\n\
-         warmup = 1                     # unrecorded runs first\n\
+         warmup = 0                     # unrecorded rounds first\n\
          max_cv = 0.05                  # flag configurations noisier than this\n\
          metric = \"wall\"                # wall, user, system, cpu or max_rss\n\
          # adaptive = true              # repeat until the 95 % CI is within `ci` of the mean\n\
