@@ -1544,6 +1544,53 @@ mod tests {
         );
     }
 
+    /// A program whose work runs on a second thread while its main thread waits for it,
+    /// sharing its core with a busy loop: the worker's waits for the CPU count (the kernel
+    /// keeps them per thread), so `auto` reads its CPU time as it would a one-thread program's.
+    #[test]
+    fn auto_sees_the_waits_of_a_worker_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("worker.c");
+        std::fs::write(
+            &source,
+            "#include <pthread.h>\n\
+             static void *work(void *n) { volatile unsigned long x = 0;\n\
+               for (unsigned long i = 0; i < (unsigned long)n; i++) x += i; return 0; }\n\
+             int main(void) { pthread_t t;\n\
+               pthread_create(&t, 0, work, (void *)600000000UL);\n\
+               return pthread_join(t, 0); }\n",
+        )
+        .unwrap();
+        let built = std::process::Command::new("clang-19")
+            .args(["-O1", "-pthread", "-o"])
+            .arg(dir.path().join("worker"))
+            .arg(&source)
+            .output()
+            .expect("clang-19 runs");
+        assert!(built.status.success(), "{built:?}");
+        let mut busy = std::process::Command::new("taskset")
+            .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+            .spawn()
+            .expect("taskset runs");
+        let text = "name = \"t\"\n[run]\nprogram = \"taskset\"\n\
+            args = [\"-c\", \"0\", \"./worker\", \"{options}\"]\n\
+            [measure]\nrepetitions = 1\nwarmup = 0\n[[workload]]\nname = \"w\"\n\
+            [[option]]\nname = \"unused\"\non = [\"-u\"]\n";
+        let spec = SystemSpec::parse(text, &dir.path().join("knobs.toml")).unwrap();
+        let store = Store::open(&dir.path().join("r.db")).unwrap();
+        let report = measure_all(&spec, &store);
+        busy.kill().unwrap();
+        busy.wait().unwrap();
+        assert!(report.failed.is_empty(), "{:?}", report.failed);
+        let deciding = store.deciding_runs(&Selection::default()).unwrap();
+        let run = &deciding[""];
+        assert!(
+            run.cpu_wait_share() > 0.2,
+            "a worker sharing its core waits for it: {run:?}"
+        );
+        assert_eq!(run.auto_metric(), Metric::Cpu, "{run:?}");
+    }
+
     /// A program of two translation units built by clang 19 with `-g`, whose DWARF 5
     /// valgrind 3.19 cannot read, is counted (on a copy without debug information) instead of
     /// failing every configuration; the count is the same in every run.

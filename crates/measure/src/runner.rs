@@ -78,8 +78,9 @@ pub struct RunResult {
     /// CPU seconds in user and kernel mode (the program and the children it waited for).
     pub user: f64,
     pub system: f64,
-    /// Seconds the program was ready to run but waited for a CPU (the kernel's run delay of
-    /// its main process, `/proc/PID/schedstat`): a busy machine's share of its wall time.
+    /// Seconds the program was ready to run but waited for a CPU (the kernel's run delays of
+    /// its threads, `/proc/PID/task/*/schedstat`, summed): a busy machine's share of its
+    /// wall time. Not of the processes it starts.
     #[serde(default)]
     pub cpu_wait: f64,
     /// Peak resident set size in KiB.
@@ -131,13 +132,68 @@ struct Reaped {
     cpu_wait: f64,
 }
 
-/// Seconds a process waited on a run queue (the second field of `/proc/PID/schedstat`, in
-/// nanoseconds); 0 where the kernel does not keep it.
-fn run_delay(pid: libc::pid_t) -> f64 {
-    std::fs::read_to_string(format!("/proc/{pid}/schedstat"))
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map_or(0.0, |ns| ns as f64 * 1e-9)
+/// How often the run delays of a running program's threads are read.
+const THREAD_SAMPLE: Duration = Duration::from_millis(20);
+
+/// The run delays of a program's threads, read while it runs. The kernel keeps a run delay
+/// per thread, and a process's own `/proc/PID/schedstat` is its main thread's: a program
+/// whose work runs on another thread (the main one waiting for it) would show that thread's
+/// waits for a CPU as sleep. Threads are read every [`THREAD_SAMPLE`] and once more when the
+/// program has exited (before it is reaped, so its pid cannot have been reused); a thread
+/// that ends between two readings loses the waits since the last one.
+struct ThreadWaits {
+    pid: libc::pid_t,
+    stop: mpsc::Sender<()>,
+    sampler: std::thread::JoinHandle<std::collections::HashMap<u32, f64>>,
+}
+
+impl ThreadWaits {
+    fn sample(pid: libc::pid_t) -> ThreadWaits {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let sampler = std::thread::spawn(move || {
+            let mut seen = std::collections::HashMap::new();
+            loop {
+                read_thread_waits(pid, &mut seen);
+                if stopped.recv_timeout(THREAD_SAMPLE) != Err(mpsc::RecvTimeoutError::Timeout) {
+                    return seen;
+                }
+            }
+        });
+        ThreadWaits { pid, stop, sampler }
+    }
+
+    /// Seconds the program's threads waited on a run queue in all; call once the program
+    /// has exited and before it is reaped.
+    fn total(self) -> f64 {
+        let _ = self.stop.send(());
+        let mut seen = self.sampler.join().unwrap_or_default();
+        read_thread_waits(self.pid, &mut seen);
+        seen.values().sum()
+    }
+}
+
+/// Each thread of `pid`'s latest run delay (the second field of its `schedstat`, in
+/// nanoseconds) into `seen`, by thread id; nothing where the kernel does not keep it.
+fn read_thread_waits(pid: libc::pid_t, seen: &mut std::collections::HashMap<u32, f64>) {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return;
+    };
+    for task in tasks.flatten() {
+        let Some(tid) = task
+            .file_name()
+            .to_str()
+            .and_then(|t| t.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let delay = std::fs::read_to_string(task.path().join("schedstat"))
+            .ok()
+            .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok());
+        if let Some(ns) = delay {
+            let wait = seen.entry(tid).or_insert(0.0);
+            *wait = wait.max(ns as f64 * 1e-9);
+        }
+    }
 }
 
 /// Waits until `pid` has exited without reaping it, so that its `/proc` entry can still be
@@ -276,9 +332,10 @@ fn run_with(inv: &Invocation, log: Option<&std::fs::File>) -> RunResult {
         let mut status = 0;
         // SAFETY: rusage is plain old data; wait4 fills it.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let threads = ThreadWaits::sample(pid);
         wait_exited(pid);
         let at = Instant::now();
-        let cpu_wait = run_delay(pid);
+        let cpu_wait = threads.total();
         loop {
             // SAFETY: waiting for our own child; pointers are valid for the call.
             let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
