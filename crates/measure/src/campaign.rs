@@ -1502,6 +1502,21 @@ mod tests {
         assert!(long[0] > 2 * short[0], "{long:?} against {short:?}");
     }
 
+    /// The spec `text` (in `dir`) measured while a busy loop holds CPU 0, in a store in `dir`.
+    fn measure_beside_a_busy_loop_on_cpu0(text: &str, dir: &Path) -> Store {
+        let mut busy = std::process::Command::new("taskset")
+            .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+            .spawn()
+            .expect("taskset runs");
+        let spec = SystemSpec::parse(text, &dir.join("knobs.toml")).unwrap();
+        let store = Store::open(&dir.join("r.db")).unwrap();
+        let report = measure_all(&spec, &store);
+        busy.kill().unwrap();
+        busy.wait().unwrap();
+        assert!(report.failed.is_empty(), "{:?}", report.failed);
+        store
+    }
+
     /// A CPU-bound program that shares its core with a busy loop (both pinned to CPU 0) is
     /// on a CPU about half its wall time and waits for one the rest: `auto` reads its CPU
     /// time, however busy the machine (more load only lengthens the wait). A program that
@@ -1509,22 +1524,13 @@ mod tests {
     #[test]
     fn auto_tells_waiting_for_a_cpu_from_sleeping() {
         let dir = tempfile::tempdir().unwrap();
-        let mut busy = std::process::Command::new("taskset")
-            .args(["-c", "0", "sh", "-c", "while :; do :; done"])
-            .spawn()
-            .expect("taskset runs");
         let text = "name = \"s\"\n[run]\nprogram = \"taskset\"\n\
             args = [\"-c\", \"0\", \"sh\", \"-c\", \"{options}\"]\n\
             [measure]\nrepetitions = 1\nwarmup = 0\n[[workload]]\nname = \"w\"\n\
             [[option]]\nname = \"sleeps\"\n\
             on = [\"sleep 0.3\"]\n\
             off = [\"i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done\"]\n";
-        let spec = SystemSpec::parse(text, &dir.path().join("knobs.toml")).unwrap();
-        let store = Store::open(&dir.path().join("r.db")).unwrap();
-        let report = measure_all(&spec, &store);
-        busy.kill().unwrap();
-        busy.wait().unwrap();
-        assert!(report.failed.is_empty(), "{:?}", report.failed);
+        let store = measure_beside_a_busy_loop_on_cpu0(text, dir.path());
         let deciding = store.deciding_runs(&Selection::default()).unwrap();
         let computing = &deciding[""];
         assert!(
@@ -1568,20 +1574,11 @@ mod tests {
             .output()
             .expect("clang-19 runs");
         assert!(built.status.success(), "{built:?}");
-        let mut busy = std::process::Command::new("taskset")
-            .args(["-c", "0", "sh", "-c", "while :; do :; done"])
-            .spawn()
-            .expect("taskset runs");
         let text = "name = \"t\"\n[run]\nprogram = \"taskset\"\n\
             args = [\"-c\", \"0\", \"./worker\", \"{options}\"]\n\
             [measure]\nrepetitions = 1\nwarmup = 0\n[[workload]]\nname = \"w\"\n\
             [[option]]\nname = \"unused\"\non = [\"-u\"]\n";
-        let spec = SystemSpec::parse(text, &dir.path().join("knobs.toml")).unwrap();
-        let store = Store::open(&dir.path().join("r.db")).unwrap();
-        let report = measure_all(&spec, &store);
-        busy.kill().unwrap();
-        busy.wait().unwrap();
-        assert!(report.failed.is_empty(), "{:?}", report.failed);
+        let store = measure_beside_a_busy_loop_on_cpu0(text, dir.path());
         let deciding = store.deciding_runs(&Selection::default()).unwrap();
         let run = &deciding[""];
         assert!(
