@@ -25,13 +25,14 @@
 //! `main` called by the program, or calling `setjmp` (a `longjmp` could return into the
 //! parser), has no initialisation phase.
 
-use ir::{BlockId, DebugLoc, IdVec, InstId, InstKind, Program};
+use ir::{BlockId, DebugLoc, IdVec, InstId, InstKind, Program, ValueId};
 use space::OptionId;
 
 use super::call_graph::{CallGraph, address_taken};
 use crate::options::FxSet;
 use crate::pointsto::{CellId, PointsTo};
 use crate::reaching::ModifiedCells;
+use crate::wrappers::MemoryCopy;
 
 /// When a block's code may run relative to the initialisation phase.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -239,7 +240,9 @@ fn blocks_in_cycles(succs: &[Vec<u32>]) -> Vec<bool> {
 }
 
 /// The first instruction outside the initialisation that may write one of `cells` (in
-/// instruction order), if any: what makes an option's state not a load-time constant.
+/// instruction order), as the solver writes: stores, block copies (into the destination's
+/// cells and the fields the source has), and the library's copies into their first
+/// argument. What makes an option's state not a load-time constant.
 pub(super) fn written_after(
     program: &Program,
     pts: &PointsTo,
@@ -248,21 +251,35 @@ pub(super) fn written_after(
     cells: &[CellId],
 ) -> Option<InstId> {
     let hits = |c: &CellId| cells.contains(c);
+    let copy_hits = |dst: ValueId, src: ValueId| {
+        pts.of(dst).iter().any(|&d| {
+            hits(&d)
+                || (!pts.merged
+                    && pts.of(src).iter().any(|&s| {
+                        pts.object_cells(s)[1..].iter().any(|&sf| {
+                            let (structure, field) = pts.cell(sf).field.expect("a field cell");
+                            pts.field_cell(d, structure, field)
+                                .is_some_and(|c| hits(&c))
+                        })
+                    }))
+        })
+    };
     program.insts.iter_enumerated().find_map(|(i, inst)| {
         if phase[inst.block] == Phase::Initialisation {
             return None;
         }
         let writes = match &inst.kind {
             InstKind::Store { ptr, .. } => pts.of(*ptr).iter().any(hits),
-            // The library writes what the solver writes for it: a copy's destination.
             InstKind::Call { args, .. } => call_graph.targets_of(i).iter().any(|&g| {
-                program.func(g).is_declaration
-                    && super::is_copier(&program.func(g).name)
-                    && args.first().is_some_and(|&a| {
-                        pts.of(a)
-                            .iter()
-                            .any(|&c| pts.object_cells(c).iter().any(hits))
-                    })
+                match pts.wrappers.copy_at(program, i, g) {
+                    MemoryCopy::Block { dst, src } => copy_hits(dst, src),
+                    MemoryCopy::InWrapper => false,
+                    MemoryCopy::None => {
+                        program.func(g).is_declaration
+                            && super::is_copier(&program.func(g).name)
+                            && args.first().is_some_and(|&a| pts.of(a).iter().any(hits))
+                    }
+                }
             }),
             _ => false,
         };
