@@ -83,15 +83,15 @@ fn location(program: &Program, ptr: ValueId) -> Option<Location> {
 
 /// The cells each function may write, itself or through the functions it calls; calls of
 /// external functions write what their pointer arguments reach (whole objects).
-struct ModifiedCells {
-    cells: IdVec<FuncId, FxSet<CellId>>,
+pub(crate) struct ModifiedCells {
+    pub cells: IdVec<FuncId, FxSet<CellId>>,
     /// Calls an external function (which may write the library's own globals).
-    calls_external: IdVec<FuncId, bool>,
+    pub calls_external: IdVec<FuncId, bool>,
 }
 
 impl ModifiedCells {
     /// Only the cells in `tracked` are recorded (the locations loads ask about).
-    fn new(
+    pub(crate) fn new(
         program: &Program,
         pts: &PointsTo,
         call_graph: &CallGraph,

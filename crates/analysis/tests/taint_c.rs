@@ -771,7 +771,8 @@ int main(int argc, char **argv) {
 "#;
 
 /// An option's global read in the function that parsed it holds the option: the stores of
-/// the parsing loop are how it arrives (bzip2's `-s` caps the block size right after it).
+/// the parsing loop are how it arrives (bzip2's `-s` caps the block size right after it),
+/// and what `-s` then stores there is followed.
 #[test]
 fn an_option_read_where_it_was_parsed_keeps_its_option() {
     let sources = [global(0, "small"), global(1, "level")];
@@ -782,15 +783,108 @@ fn an_option_read_where_it_was_parsed_keeps_its_option() {
         capped = capped.union(si.of(d.inst));
     }
     assert_eq!(capped, set(&[0, 1]), "the decisions that cap the level");
-    // What -s then does to the level's cell is not followed (an option's cell holds only its
-    // option, so that argument parsing does not mix every option into every other): the spec
-    // lists the level's cell as a source of -s too (examples/bzip2).
+    // The parsing loop's stores add nothing (it decides on argv alone); the cap adds -s.
     assert_eq!(
         work_influence(&p, &si, PARSED_THEN_READ, "/* w1 */"),
-        set(&[1])
+        set(&[0, 1])
     );
+    assert_eq!(si.load_time.constant, vec![OptionId(0), OptionId(1)]);
     assert!(si.relevant_options().contains(OptionId(0)));
     assert!(si.relevant_options().contains(OptionId(1)));
+}
+
+const GETOPT: &str = r#"
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+extern void work(int);
+int a_opt, b_opt, level = 1;
+long window;        /* computed from the level while parsing */
+static void compress(char *name) {
+    /* -b rewrites the name in place: argv's strings, which the parser read */
+    if (b_opt) name[0] = 'x';
+    for (long i = 0; i < window; i += 1000) work(1);   /* w1 */
+}
+int main(int argc, char **argv) {
+    int c;
+    while ((c = getopt(argc, argv, "abl:")) != -1) {
+        switch (c) {
+        case 'a': a_opt = 1; break;
+        case 'b': b_opt = 1; break;
+        case 'l': level = atoi(optarg); window = level * 1000L; break;
+        }
+    }
+    if (a_opt) work(2);   /* w2 */
+    if (optind == argc) compress(argv[0]);
+    for (int k = optind; k < argc; k++) compress(argv[k]);
+    return 0;
+}
+"#;
+
+/// getopt parsing into globals: the parser reads argv before anything writes it, so its
+/// stores carry no option of the code that later writes argv's strings, and what it
+/// computes from an option (`window`) holds that option alone.
+#[test]
+fn state_set_while_parsing_is_a_load_time_constant() {
+    let sources = [global(0, "a_opt"), global(1, "b_opt"), global(2, "level")];
+    let (p, si) = run(GETOPT, &sources);
+    assert_eq!(work_influence(&p, &si, GETOPT, "/* w1 */"), set(&[2]));
+    assert_eq!(work_influence(&p, &si, GETOPT, "/* w2 */"), set(&[0]));
+    let lt = &si.load_time;
+    assert_eq!(lt.constant, vec![OptionId(0), OptionId(1), OptionId(2)]);
+    assert!(lt.rewritten.is_empty());
+    assert!(
+        lt.main_blocks.0 > 0 && lt.main_blocks.0 < lt.main_blocks.1,
+        "{lt:?}"
+    );
+    let end = lt.end.expect("the initialisation's last line").line;
+    assert_eq!(end, llvm::fixture::line_of(GETOPT, "window = level"));
+}
+
+const REWRITTEN: &str = r#"
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+extern void work(int);
+int a_opt, b_opt, level = 3;
+static void compress(const char *name) {
+    if (b_opt) level = 1;    /* -b forces the fastest level for the rest of the run */
+    for (int i = 0; i < level; i++) work(1);   /* w1 */
+    (void)name;
+}
+int main(int argc, char **argv) {
+    int c;
+    while ((c = getopt(argc, argv, "abl:")) != -1) {
+        switch (c) {
+        case 'a': a_opt = 1; break;
+        case 'b': b_opt = 1; break;
+        case 'l': level = atoi(optarg); break;
+        }
+    }
+    if (a_opt) work(2);   /* w2 */
+    if (optind == argc) compress("-");
+    for (int k = optind; k < argc; k++) compress(argv[k]);
+    return 0;
+}
+"#;
+
+/// An option's global written again after the initialisation, under another option, is not
+/// a load-time constant: its readers see both options.
+#[test]
+fn an_option_written_after_parsing_keeps_what_is_written() {
+    let sources = [global(0, "a_opt"), global(1, "b_opt"), global(2, "level")];
+    let (p, si) = run(REWRITTEN, &sources);
+    assert_eq!(work_influence(&p, &si, REWRITTEN, "/* w1 */"), set(&[1, 2]));
+    assert_eq!(work_influence(&p, &si, REWRITTEN, "/* w2 */"), set(&[0]));
+    let lt = &si.load_time;
+    assert_eq!(lt.constant, vec![OptionId(0), OptionId(1)]);
+    assert_eq!(lt.rewritten.len(), 1);
+    let (o, i) = lt.rewritten[0];
+    assert_eq!(o, OptionId(2));
+    assert_eq!(
+        p.inst(i).loc.line,
+        llvm::fixture::line_of(REWRITTEN, "forces the fastest")
+    );
 }
 
 #[test]

@@ -133,6 +133,32 @@ pub struct AnalysisReport {
     /// The program exceeded points-to's per-object budget: stack and heap objects were
     /// analysed as one (much coarser).
     pub points_to_merged: bool,
+    /// The initialisation phase and the options whose state it alone writes.
+    pub load_time: LoadTimeReport,
+}
+
+/// What the analysis treated as load-time constants (`analysis::static_taint::LoadTime`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LoadTimeReport {
+    /// The blocks of `main` in the initialisation, and all its blocks (`[0, 0]`: the
+    /// program has no initialisation phase).
+    pub main_blocks: [usize; 2],
+    /// Functions called only during the initialisation.
+    pub init_functions: usize,
+    /// The initialisation's last source line in `main`.
+    pub end: Option<String>,
+    /// Options whose state only the initialisation writes: load-time constants.
+    pub constant: Vec<String>,
+    /// Options whose state code after the initialisation may write (ordinary memory), each
+    /// with one such write.
+    pub rewritten: Vec<RewrittenOption>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RewrittenOption {
+    pub option: String,
+    /// Where: file:line in function.
+    pub at: String,
 }
 
 /// What the analysis set aside as cold: decisions on paths that end the program.
@@ -421,6 +447,7 @@ fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
             confirmation: analysed.confirmation.clone(),
             memory_cells: points_to.cells.len(),
             points_to_merged: points_to.merged,
+            load_time: load_time(spec, analysed),
         },
         fixed,
         regions: RegionCount {
@@ -446,6 +473,31 @@ fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
         region_clock: None,
         output: None,
         notes,
+    }
+}
+
+/// The analysis's load-time constants, by option name.
+fn load_time(spec: &measure::SystemSpec, analysed: &Analysed) -> LoadTimeReport {
+    let lt = &analysed.influence.load_time;
+    let program = analysed.program();
+    let name = |o: space::OptionId| spec.space.option(o).name.clone();
+    LoadTimeReport {
+        main_blocks: [lt.main_blocks.0, lt.main_blocks.1],
+        init_functions: lt.init_functions,
+        end: lt.end.map(|l| program.describe_loc(l)),
+        constant: lt.constant.iter().map(|&o| name(o)).collect(),
+        rewritten: lt
+            .rewritten
+            .iter()
+            .map(|&(o, i)| RewrittenOption {
+                option: name(o),
+                at: format!(
+                    "{} in {}",
+                    program.describe_loc(program.inst(i).loc),
+                    program.func(program.func_of(i)).name
+                ),
+            })
+            .collect(),
     }
 }
 
@@ -571,6 +623,30 @@ impl Report {
                 } else {
                     ""
                 }
+            ));
+        }
+        let lt = &a.load_time;
+        if lt.main_blocks[0] == 0 {
+            lines.push(
+                "load-time constants: none (no initialisation phase: no `main` that sets an \
+                 option's state before its work)"
+                    .to_string(),
+            );
+        } else {
+            let rewritten: Vec<String> = lt
+                .rewritten
+                .iter()
+                .map(|r| format!("{} ({})", r.option, r.at))
+                .collect();
+            lines.push(format!(
+                "load-time constants (written only by the initialisation: {} of {} blocks of \
+                 main, to {}, and {} functions called only there): {}; written after it: {}",
+                lt.main_blocks[0],
+                lt.main_blocks[1],
+                lt.end.as_deref().unwrap_or("?"),
+                lt.init_functions,
+                list(&lt.constant),
+                list(&rewritten),
             ));
         }
         if !a.unsourced.is_empty() {

@@ -456,3 +456,110 @@ fn a_small_helper_called_on_one_object_under_two_options_still_joins_them() {
         },
     );
 }
+
+/// getopt parsing into globals, as C programs parse their switches: the parsing loop decides
+/// on argv's strings, which the work later rewrites under B (`compress` marks the name it
+/// was given, as gzip edits file names in place).
+const GETOPT: &str = r#"
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+__attribute__((annotate("knobs:option=A"))) int A;
+__attribute__((annotate("knobs:option=B"))) int B;
+__attribute__((annotate("knobs:option=C"))) int C;
+__attribute__((annotate("knobs:option=level"))) int level = 1;
+static long window;   /* computed from the level while parsing */
+static void compress(char *name) {
+    REWRITE
+    WORK_MS(1);
+    for (long i = 0; i < window; i += 1000) WORK_MS(2);
+    if (A) WORK_MS(3);
+    if (B) WORK_MS(4);
+    if (C) WORK_MS(5);
+    if (B) name[0] = 'x';
+}
+int main(int argc, char **argv) {
+    int c;
+    while ((c = getopt(argc, argv, "abcl:")) != -1) {
+        switch (c) {
+        case 'a': A = 1; break;
+        case 'b': B = 1; break;
+        case 'c': C = 1; break;
+        case 'l': level = atoi(optarg); window = level * 1000L; break;
+        }
+    }
+    if (optind == argc) compress(argv[0]);
+    for (int k = optind; k < argc; k++) compress(argv[k]);
+    return 0;
+}
+"#;
+
+fn getopt_spec(name: &str) -> String {
+    format!(
+        r#"
+name = "{name}"
+[build]
+sources = ["prog.c"]
+[run]
+program = "./prog"
+args = ["{{options}}"]
+[measure]
+repetitions = 1
+[[workload]]
+name = "none"
+[[option]]
+name = "A"
+on = ["-a"]
+[[option]]
+name = "B"
+on = ["-b"]
+[[option]]
+name = "C"
+on = ["-c"]
+[[option]]
+name = "level"
+values = [1, 2, 3]
+arg = ["-l{{value}}"]
+"#
+    )
+}
+
+/// What the parser stores (the options, and the window it computes from the level) is a
+/// load-time constant: the parsing loop's decisions on argv do not carry B, whose code
+/// writes argv's strings later, into every option. Three configurations cover them.
+#[test]
+fn state_set_while_parsing_options_holds_only_its_options() {
+    let analysed = compresses_and_models(
+        &GETOPT.replace("REWRITE", ""),
+        &getopt_spec("getopt"),
+        &[&["A"], &["B"], &["C"], &["level"]],
+        3,
+        &binary_configurations(3, &[1.0, 2.0, 3.0]),
+        |c| 0.001 + 0.002 * c[3] + 0.003 * c[0] + 0.004 * c[1] + 0.005 * c[2],
+    );
+    let lt = &analysed.influence.load_time;
+    assert_eq!(lt.constant.len(), 4, "{lt:?}");
+    assert!(lt.rewritten.is_empty(), "{lt:?}");
+}
+
+/// The level written again in the work under B is not a load-time constant: the loop it
+/// bounds depends on B too, and the cover measures every level with and without B.
+#[test]
+fn an_option_written_again_after_parsing_stays_joined() {
+    let analysed = compresses_and_models(
+        &GETOPT
+            .replace("REWRITE", "if (B) level = 1;")
+            .replace("i < window; i += 1000", "i < level; i++"),
+        &getopt_spec("getopt-rewritten"),
+        &[&["A"], &["B", "level"], &["C"]],
+        6,
+        &binary_configurations(3, &[1.0, 2.0, 3.0]),
+        |c| {
+            let level = if c[1] == 1.0 { 1.0 } else { c[3] };
+            0.001 + 0.002 * level + 0.003 * c[0] + 0.004 * c[1] + 0.005 * c[2]
+        },
+    );
+    let lt = &analysed.influence.load_time;
+    assert_eq!(lt.rewritten.len(), 1, "{lt:?}");
+    assert_eq!(lt.constant.len(), 3, "{lt:?}");
+}

@@ -67,3 +67,23 @@ pub(crate) fn dying_functions(program: &Program, call_graph: &CallGraph) -> IdVe
     }
     dying
 }
+
+/// Per function: its address is used other than to call it (stored, passed, in a global's
+/// initializer), so it may be called from outside the program's call sites.
+pub(super) fn address_taken(program: &Program) -> IdVec<FuncId, bool> {
+    let mut taken = IdVec::from_elem(false, program.functions.len());
+    let mut mark = |v: ir::ValueId| {
+        if let ir::ValueDef::Function(f) = program.value(v) {
+            taken[*f] = true;
+        }
+    };
+    for inst in &program.insts {
+        inst.kind.for_each_use(&mut mark);
+    }
+    for global in &program.globals {
+        for r in &global.initializer_refs {
+            mark(r.address);
+        }
+    }
+    taken
+}

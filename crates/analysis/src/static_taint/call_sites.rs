@@ -20,7 +20,7 @@
 
 use ir::{FuncId, IdVec, InstId, InstKind, Program, ValueDef, ValueId};
 
-use super::call_graph::CallGraph;
+use super::call_graph::{CallGraph, address_taken};
 use super::is_copier;
 use super::library::local_object;
 use super::params::ParameterPointers;
@@ -65,20 +65,7 @@ pub(super) fn per_call_site_writes(
     };
     // A function whose address is taken may be called from outside the program (a callback
     // handed to the library), where no call site would make its writes.
-    let mut taken = IdVec::from_elem(false, program.functions.len());
-    let mut mark = |v: ValueId| {
-        if let ValueDef::Function(f) = program.value(v) {
-            taken[*f] = true;
-        }
-    };
-    for inst in &program.insts {
-        inst.kind.for_each_use(&mut mark);
-    }
-    for global in &program.globals {
-        for r in &global.initializer_refs {
-            mark(r.address);
-        }
-    }
+    let taken = address_taken(program);
     // Helpers whose writes into their own stack objects may skip the context.
     let mut candidates: Vec<(FuncId, Vec<InstId>)> = Vec::new();
     for (f, func) in program.functions.iter_enumerated() {
@@ -346,7 +333,7 @@ impl Solver<'_> {
         let mut labels = false;
         for &c in pts.of(src) {
             for &cell in pts.object_cells(c) {
-                let m = self.memory[cell];
+                let m = self.cell_memory(cell);
                 labels |= !self.split(m).1.is_empty();
                 key.push(m);
             }

@@ -6,6 +6,7 @@ use ir::{FuncId, IdVec, InstKind, Program, ValueId};
 
 use super::call_graph::CallGraph;
 use super::call_sites::SiteWrites;
+use super::load_time::Phase;
 use super::params::ParameterPointers;
 use super::solver::Solver;
 use crate::options::{FxMap, SetId};
@@ -145,9 +146,9 @@ impl Solver<'_> {
         };
         for &d in pts.of(dst) {
             for &s in pts.of(src) {
-                let m = source(self, self.memory[s]);
+                let m = source(self, self.cell_memory(s));
                 let t = self.sets.union(scalar, m);
-                self.add_to_cell(d, t);
+                self.store_cell(d, t);
                 // Merged objects share their field cells: nothing to copy.
                 if pts.merged {
                     continue;
@@ -155,12 +156,32 @@ impl Solver<'_> {
                 for &sf in &pts.object_cells(s)[1..] {
                     let (structure, field) = pts.cell(sf).field.expect("a field cell");
                     if let Some(df) = pts.field_cell(d, structure, field) {
-                        let m = source(self, self.memory[sf]);
+                        let m = source(self, self.cell_memory(sf));
                         let t = self.sets.union(scalar, m);
-                        self.add_to_cell(df, t);
+                        self.store_cell(df, t);
                     }
                 }
             }
+        }
+    }
+
+    /// What code of the current phase reads in cell `c`: during the initialisation, only what
+    /// may be written before its end ([`super::load_time`]).
+    #[inline]
+    pub(super) fn cell_memory(&self, c: CellId) -> SetId {
+        if self.phase == Phase::Initialisation {
+            self.init_memory[c]
+        } else {
+            self.memory[c]
+        }
+    }
+
+    #[inline]
+    fn group_memory(&self, g: u32) -> SetId {
+        if self.phase == Phase::Initialisation {
+            self.groups.init_union[g as usize]
+        } else {
+            self.groups.union[g as usize]
         }
     }
 
@@ -171,11 +192,11 @@ impl Solver<'_> {
             NO_GROUP => {
                 let mut t = SetId::EMPTY;
                 for &c in self.pts.of(ptr) {
-                    t = self.sets.union(t, self.memory[c]);
+                    t = self.sets.union(t, self.cell_memory(c));
                 }
                 t
             }
-            g => self.groups.union[g as usize],
+            g => self.group_memory(g),
         }
     }
 
@@ -187,12 +208,12 @@ impl Solver<'_> {
                 let mut t = SetId::EMPTY;
                 for &c in self.pts.of(ptr) {
                     for &f in self.pts.object_cells(c) {
-                        t = self.sets.union(t, self.memory[f]);
+                        t = self.sets.union(t, self.cell_memory(f));
                     }
                 }
                 t
             }
-            g => self.groups.union[g as usize],
+            g => self.group_memory(g),
         }
     }
 
@@ -203,21 +224,33 @@ impl Solver<'_> {
             return;
         }
         let set = self.pts.set_of(ptr);
-        let done = self.written.get(&set).copied().unwrap_or(SetId::EMPTY);
+        let key = (set, self.phase == Phase::After);
+        let done = self.written.get(&key).copied().unwrap_or(SetId::EMPTY);
         let all = self.sets.union(done, s);
         if all == done {
             return;
         }
-        self.written.insert(set, all);
+        self.written.insert(key, all);
         for &c in self.pts.set(set) {
-            self.add_to_cell(c, s);
+            self.store_cell(c, s);
         }
     }
 
+    /// Adds `s` to cell `c` as code of the current phase writes it: code that may run in the
+    /// initialisation writes what its reads see too.
     #[inline]
-    pub(super) fn add_to_cell(&mut self, c: CellId, s: SetId) {
-        if self.pinned[c] {
-            return;
+    pub(super) fn store_cell(&mut self, c: CellId, s: SetId) {
+        if self.phase != Phase::After {
+            let old = self.init_memory[c];
+            let new = self.sets.union(old, s);
+            if new != old {
+                self.init_memory[c] = new;
+                for k in 0..self.groups.groups_of[c].len() {
+                    let g = self.groups.groups_of[c][k] as usize;
+                    self.groups.init_union[g] = self.sets.union(self.groups.init_union[g], new);
+                }
+                self.wake_readers(c);
+            }
         }
         let old = self.memory[c];
         let new = self.sets.union(old, s);
@@ -250,6 +283,8 @@ pub(super) struct CellGroups {
     index: FxMap<(u32, bool), u32>,
     pub cells: Vec<Vec<CellId>>,
     pub union: Vec<SetId>,
+    /// The union of the cells' memory as the initialisation sees it.
+    pub init_union: Vec<SetId>,
     /// For each cell, the groups it is in.
     pub groups_of: IdVec<CellId, Vec<u32>>,
 }
@@ -260,6 +295,7 @@ impl CellGroups {
             index: FxMap::default(),
             cells: Vec::new(),
             union: Vec::new(),
+            init_union: Vec::new(),
             groups_of: IdVec::with_default(ncells),
         }
     }
@@ -286,6 +322,7 @@ impl CellGroups {
         }
         self.cells.push(cells);
         self.union.push(SetId::EMPTY);
+        self.init_union.push(SetId::EMPTY);
         self.index.insert((set, objects), g);
         g
     }

@@ -43,17 +43,24 @@
 //!   `reset (state)` called under A on one object and under B on another does not put A and B
 //!   into both.
 //!
+//! - The run has an initialisation phase (`load_time`: `main` up to its last write of an
+//!   option's state, and what only that part calls), whose reads see only what may be written
+//!   before its end: the argument parser's decisions on argv do not carry the options of code
+//!   that later writes argv's strings, and an option's cell only the initialisation writes is
+//!   a load-time constant. A cell written after it holds everything stored there.
+//!
 //! The solver's parts: `call_graph` (who calls whom, and the functions on the way out),
 //! `params` (values that point where a parameter does), `seeds` (what option sources put
 //! into the fixpoint), `memory` (cells, their groups and readers, reads and writes through
-//! pointers), `call_sites` (small helpers' writes made per call site) and `solver` (the
-//! fixpoint itself).
+//! pointers, the initialisation's memory apart), `call_sites` (small helpers' writes made
+//! per call site), `load_time` (the phases) and `solver` (the fixpoint itself).
 
 mod bounded;
 mod call_graph;
 mod call_sites;
 mod cold;
 mod library;
+mod load_time;
 mod memory;
 mod params;
 mod seeds;
@@ -77,6 +84,8 @@ use call_graph::dying_functions;
 use call_sites::per_call_site_writes;
 use cold::cold_blocks;
 use library::{LibraryInput, LocalObjects};
+pub use load_time::LoadTime;
+use load_time::{load_time_constants, phases};
 use memory::{CellReaders, cell_readers};
 use params::parameter_pointers;
 use seeds::seed_sources;
@@ -156,6 +165,9 @@ pub struct StatementInfluence {
     /// Number of memory cells and worklist steps, for benchmarks.
     pub cells: usize,
     pub function_visits: usize,
+    /// The initialisation phase and the options whose state it alone writes
+    /// (`static_taint::load_time`).
+    pub load_time: LoadTime,
     /// The solver's final facts, kept so that [`crate::explain`] can say why an option
     /// reaches an instruction.
     pub facts: TaintFacts,
@@ -265,6 +277,31 @@ pub fn analyse_with(
         &dying,
     );
     let ncells = pts.cells.len();
+    // Each option's cells: where its sources' seeds write it.
+    let mut option_cells: Vec<(OptionId, Vec<CellId>)> = Vec::new();
+    for &(ptr, s) in &seed_writes {
+        for o in sets.get(s).iter() {
+            let k = match option_cells.iter().position(|(x, _)| *x == o) {
+                Some(k) => k,
+                None => {
+                    option_cells.push((o, Vec::new()));
+                    option_cells.len() - 1
+                }
+            };
+            option_cells[k].1.extend(pts.of(ptr).iter().copied());
+        }
+    }
+    for (_, cells) in &mut option_cells {
+        cells.sort_unstable();
+        cells.dedup();
+    }
+    option_cells.sort_by_key(|(o, _)| *o);
+    let source_cells: crate::options::FxSet<CellId> = option_cells
+        .iter()
+        .flat_map(|(_, cells)| cells.iter().copied())
+        .collect();
+    let phases = phases(program, &pts, &call_graph, &source_cells);
+    let load_time = load_time_constants(program, &pts, &call_graph, &phases, &option_cells);
     let CellReaders {
         readers,
         groups,
@@ -288,7 +325,10 @@ pub fn analyse_with(
         call_graph: &call_graph,
         sets,
         memory: IdVec::from_elem(SetId::EMPTY, ncells),
-        pinned: IdVec::from_elem(false, ncells),
+        source_cell: IdVec::from_elem(false, ncells),
+        init_memory: IdVec::from_elem(SetId::EMPTY, ncells),
+        phases: &phases.block,
+        phase: load_time::Phase::Any,
         ends_program: dying.clone(),
         groups,
         read_group,
@@ -319,18 +359,15 @@ pub fn analyse_with(
         site_write_taints: FxMap::default(),
         site_copies: FxMap::default(),
     };
-    // A cell the spec names as where an option lives holds that option and nothing else:
-    // what the program stores there (argument parsing, under decisions on argv and on
-    // strings that a flow-insensitive analysis mixes with everything) is how the option gets
-    // there, not an influence of its own. Without this, every option global of a program
-    // that parses its arguments in one loop carries every option.
+    // A cell the spec names as where an option lives holds that option, and what the
+    // program stores there: argument parsing stores under decisions on argv alone, which the
+    // initialisation reads before anything else writes it (`load_time`), so those stores
+    // add nothing, and a store after it under another option adds that option.
     for &(ptr, s) in &seed_writes {
         solver.write(ptr, s);
     }
-    for &(ptr, _) in &seed_writes {
-        for &c in pts.of(ptr) {
-            solver.pinned[c] = true;
-        }
+    for &c in &source_cells {
+        solver.source_cell[c] = true;
     }
     let seeded_values: Vec<(ValueId, SetId)> = solver
         .value_taint
@@ -476,6 +513,7 @@ pub fn analyse_with(
         call_graph,
         cells: ncells,
         function_visits: visits,
+        load_time,
         facts: TaintFacts {
             points_to: pts,
             memory,

@@ -11,6 +11,7 @@ use super::call_graph::CallGraph;
 use super::call_sites::SiteWrites;
 use super::is_copier;
 use super::library::{LibraryInput, LibraryParameters, LocalObjects};
+use super::load_time::Phase;
 use super::memory::CellGroups;
 use super::params::ParameterPointers;
 use super::selectors::SelectorStores;
@@ -30,8 +31,15 @@ pub(super) struct Solver<'a> {
     /// Taint of the contents of each cell.
     pub(super) memory: IdVec<CellId, SetId>,
     /// The cells an option source names (a global, a struct field, what a source call
-    /// returns): they hold exactly their options (see [`super::analyse_with`]).
-    pub(super) pinned: IdVec<CellId, bool>,
+    /// returns), seeded with their options (see [`super::analyse_with`]).
+    pub(super) source_cell: IdVec<CellId, bool>,
+    /// Taint of each cell as code of the initialisation reads it: only what code that may
+    /// run then writes ([`super::load_time`]).
+    pub(super) init_memory: IdVec<CellId, SetId>,
+    /// Per block: when it runs relative to the initialisation.
+    pub(super) phases: &'a IdVec<BlockId, Phase>,
+    /// The phase of the code being visited: which memory it reads and writes.
+    pub(super) phase: Phase,
     /// Per function: it runs only on the way out of the program
     /// ([`super::call_graph::dying_functions`]).
     pub(super) ends_program: IdVec<FuncId, bool>,
@@ -40,8 +48,9 @@ pub(super) struct Solver<'a> {
     /// through each argument (`NO_GROUP`: none).
     pub(super) read_group: IdVec<ValueId, u32>,
     pub(super) object_group: IdVec<ValueId, u32>,
-    /// What was written through each points-to set already (every cell of it holds it).
-    pub(super) written: FxMap<u32, SetId>,
+    /// What was written through each points-to set already (every cell of it holds it), by
+    /// code of the initialisation or either phase (`false`) and by code after it (`true`).
+    pub(super) written: FxMap<(u32, bool), SetId>,
     /// Data taint per value, symbolic in the parameters of the value's function: parameter
     /// `k` is the label option `label_base + k` (see [`Solver::concrete`]).
     pub(super) value_taint: IdVec<ValueId, SetId>,
@@ -235,6 +244,7 @@ impl Solver<'_> {
             let mut changed = false;
             for &local in dom.dom.reverse_post_order() {
                 let b = func.blocks[local as usize];
+                self.phase = self.phases[b];
                 let mut lct = self.block_taint[b];
                 for &a in &dom.control_deps[local as usize] {
                     let d = self.decision_taint(func.blocks[a as usize]);
@@ -284,7 +294,7 @@ impl Solver<'_> {
                         }
                         InstKind::Load { ptr }
                             if self.local_definitions.of(i).is_some()
-                                && !self.pts.of(*ptr).iter().any(|&c| self.pinned[c]) =>
+                                && !self.pts.of(*ptr).iter().any(|&c| self.source_cell[c]) =>
                         {
                             // A global this function set before (`ifd = open (…)`): what
                             // those stores stored, under their control, and nothing else. Not
@@ -524,6 +534,8 @@ impl Solver<'_> {
                 break;
             }
         }
+        // Functions other than main run in one phase.
+        self.phase = func.blocks.first().map_or(Phase::Any, |&b| self.phases[b]);
         self.site_writes_changed(f);
         let selectors = self.selectors;
         if let Some(stores) = selectors.stores.get(&f) {
