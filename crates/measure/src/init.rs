@@ -175,7 +175,7 @@ pub fn starting_spec(command: &[String], dir: &Path, help: Option<&str>) -> Stri
          repetitions = 3                # recorded runs per configuration\n\
          warmup = 0                     # unrecorded rounds first\n\
          max_cv = 0.05                  # flag configurations noisier than this\n\
-         metric = \"wall\"                # wall, user, system, cpu or max_rss\n\
+         metric = \"auto\"                # auto (CPU time if CPU-bound, else wall), wall, cpu, ...\n\
          # adaptive = true              # repeat until the 95 % CI is within `ci` of the mean\n\
          # ci = 0.02\n\
          # max_repetitions = 10\n\n",
