@@ -1552,18 +1552,25 @@ mod tests {
 
     /// A program whose work runs on a second thread while its main thread waits for it,
     /// sharing its core with a busy loop: the worker's waits for the CPU count (the kernel
-    /// keeps them per thread), so `auto` reads its CPU time as it would a one-thread program's.
+    /// keeps them per thread), so `auto` reads its CPU time as it would a one-thread
+    /// program's. With two workers (`-p`) on that one core, the threads take turns: on a
+    /// CPU about as long as the wall time, but waiting for it twice as long, which is threads
+    /// in parallel (wall time), as on a machine with a core for each.
     #[test]
-    fn auto_sees_the_waits_of_a_worker_thread() {
+    fn auto_sees_the_waits_of_worker_threads() {
         let dir = tempfile::tempdir().unwrap();
         let source = dir.path().join("worker.c");
         std::fs::write(
             &source,
             "#include <pthread.h>\n\
+             #include <string.h>\n\
              static void *work(void *n) { volatile unsigned long x = 0;\n\
                for (unsigned long i = 0; i < (unsigned long)n; i++) x += i; return 0; }\n\
-             int main(void) { pthread_t t;\n\
+             int main(int argc, char **argv) { pthread_t t, u;\n\
+               int two = argc > 1 && !strcmp(argv[1], \"-p\");\n\
                pthread_create(&t, 0, work, (void *)600000000UL);\n\
+               if (two) pthread_create(&u, 0, work, (void *)600000000UL);\n\
+               if (two) pthread_join(u, 0);\n\
                return pthread_join(t, 0); }\n",
         )
         .unwrap();
@@ -1577,15 +1584,18 @@ mod tests {
         let text = "name = \"t\"\n[run]\nprogram = \"taskset\"\n\
             args = [\"-c\", \"0\", \"./worker\", \"{options}\"]\n\
             [measure]\nrepetitions = 1\nwarmup = 0\n[[workload]]\nname = \"w\"\n\
-            [[option]]\nname = \"unused\"\non = [\"-u\"]\n";
+            [[option]]\nname = \"parallel\"\non = [\"-p\"]\n";
         let store = measure_beside_a_busy_loop_on_cpu0(text, dir.path());
         let deciding = store.deciding_runs(&Selection::default()).unwrap();
-        let run = &deciding[""];
+        let one = &deciding[""];
         assert!(
-            run.cpu_wait_share() > 0.2,
-            "a worker sharing its core waits for it: {run:?}"
+            one.cpu_wait_share() > 0.2,
+            "a worker sharing its core waits for it: {one:?}"
         );
-        assert_eq!(run.auto_metric(), Metric::Cpu, "{run:?}");
+        assert_eq!(one.auto_metric(), Metric::Cpu, "{one:?}");
+        let two = &deciding["parallel"];
+        assert!(two.cpu_demand() > 1.5, "{two:?}");
+        assert_eq!(two.auto_metric(), Metric::Wall, "{two:?}");
     }
 
     /// A program of two translation units built by clang 19 with `-g`, whose DWARF 5

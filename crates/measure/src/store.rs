@@ -170,8 +170,10 @@ pub const CPU_BOUND: (f64, f64) = (0.8, 1.1);
 
 /// What `metric = "auto"` reads for a configuration whose deciding run used `cpu` seconds
 /// of user + system time and waited `cpu_wait` seconds for a CPU in `wall` seconds: CPU
-/// time when it was on a CPU or waiting for one nearly all the time, and on no more than one
-/// at once ([`CPU_BOUND`]); wall time otherwise. CPU time leaves out the time a run waits
+/// time when it was on a CPU or waiting for one nearly all the time, and wanted no more than
+/// one at once ([`CPU_BOUND`]: the bounds apply to `cpu + cpu_wait`, so that threads in
+/// parallel on a loaded machine, where they take turns, still count as parallel); wall time
+/// otherwise. CPU time leaves out the time a run waits
 /// for a CPU another program holds, so it is far steadier on a shared machine; it would miss
 /// sleeps, I/O waits and a second thread's work, which is why such configurations keep wall
 /// time. On a quiet machine both are the same for the first kind, so the model reads one
@@ -179,7 +181,8 @@ pub const CPU_BOUND: (f64, f64) = (0.8, 1.1);
 pub fn auto_metric(cpu: f64, cpu_wait: f64, wall: f64) -> Metric {
     let (lo, hi) = CPU_BOUND;
     let wall = wall.max(1e-9);
-    if cpu / wall <= hi && (cpu + cpu_wait) / wall >= lo {
+    let demand = (cpu + cpu_wait) / wall;
+    if (lo..=hi).contains(&demand) {
         Metric::Cpu
     } else {
         Metric::Wall
@@ -280,6 +283,11 @@ impl StoredRun {
             self.cpu_wait.unwrap_or(0.0),
             self.wall,
         )
+    }
+
+    /// How many CPUs it was on or waiting for, on average over its wall time.
+    pub fn cpu_demand(&self) -> f64 {
+        self.cpu_share() + self.cpu_wait_share()
     }
 
     /// The share of its wall time it waited for a CPU.
@@ -1030,11 +1038,15 @@ impl Store {
         let low = firsts.values().min_by(|a, b| share(a).total_cmp(&share(b)));
         let high = firsts.values().max_by(|a, b| share(a).total_cmp(&share(b)));
         let (low, high) = (low.expect("one"), high.expect("one"));
-        let odd = if share(high) > hi {
+        let parallel = firsts
+            .values()
+            .max_by(|a, b| a.cpu_demand().total_cmp(&b.cpu_demand()))
+            .expect("one");
+        let odd = if parallel.cpu_demand() > hi {
             format!(
-                "`{}` used {:.2} CPUs: threads in parallel",
-                high.configuration,
-                share(high)
+                "`{}` ran on or waited for {:.2} CPUs at once: threads in parallel",
+                parallel.configuration,
+                parallel.cpu_demand()
             )
         } else {
             let off = firsts
