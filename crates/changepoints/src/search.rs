@@ -129,8 +129,14 @@ pub struct Detection {
     pub first_commit: usize,
     pub features: Vec<String>,
     pub change_points: Vec<ChangePoint>,
-    /// The final cache's associations (the unit of the paper's evaluation).
+    /// The associations found (the unit of the paper's evaluation): the final cache's when
+    /// it settled, its confirmed ones ([`SolutionCache::confirmed`]) when a limit stopped
+    /// the search first.
     pub associations: Vec<Association>,
+    /// Associations the cache held when a limit stopped the search but had not confirmed
+    /// (seen in one iteration only, or not again since): left out of `associations` and
+    /// `change_points`.
+    pub unconfirmed: Vec<Association>,
     pub iterations: Vec<Iteration>,
     pub measurements: usize,
     /// Batches of measurements asked of the backend: the initial sample, one per acquisition
@@ -350,6 +356,7 @@ pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detectio
     let mut iterations = Vec::new();
     let mut models = Vec::new();
     let stopped;
+    let mut settled = false;
     let mut i = 0;
     loop {
         let began = Instant::now();
@@ -398,6 +405,7 @@ pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detectio
         });
         i += 1;
         if cache.is_settled(&settings.cache) {
+            settled = true;
             stopped = format!(
                 "the solution cache settled (unchanged for {} iterations, every association confirmed)",
                 settings.cache.k
@@ -497,14 +505,31 @@ pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detectio
         // configurations' first commits) depend on none of each other: one batch.
         state.measure_wanted()?;
     }
-    let associations: Vec<Association> = cache.associations().map(|(a, _)| a.clone()).collect();
-    let change_points = summarise(&cache, &mut state, &features, &valid, settings)?;
+    // A settled cache is confirmed throughout; one cut off by a limit reports what it has
+    // confirmed and names the rest.
+    let reported: Vec<(Association, f64)> = cache
+        .confirmed(&settings.cache)
+        .map(|(a, w)| (a.clone(), w))
+        .collect();
+    let unconfirmed: Vec<Association> = if settled {
+        Vec::new()
+    } else {
+        cache
+            .associations()
+            .map(|(a, _)| a)
+            .filter(|a| !reported.iter().any(|(r, _)| r == *a))
+            .cloned()
+            .collect()
+    };
+    let associations: Vec<Association> = reported.iter().map(|(a, _)| a.clone()).collect();
+    let change_points = summarise(&reported, &mut state, &features, &valid, settings)?;
     let detection = Detection {
         commits,
         first_commit: 0,
         features: features.names().to_vec(),
         change_points,
         associations,
+        unconfirmed,
         iterations,
         measurements: state.measurements,
         batches: state.batches,
@@ -529,7 +554,7 @@ impl Detection {
             c.before_commit += first;
             c.after_commit += first;
         }
-        for a in &mut self.associations {
+        for a in self.associations.iter_mut().chain(&mut self.unconfirmed) {
             a.commit += first;
         }
         for i in &mut self.iterations {
@@ -549,16 +574,17 @@ impl Detection {
     }
 }
 
-/// The cache's associations grouped by commit, with the size and direction of each change.
+/// The associations (and their cache weights) grouped by commit, with the size and
+/// direction of each change.
 fn summarise(
-    cache: &SolutionCache,
+    associations: &[(Association, f64)],
     state: &mut State,
     features: &Features,
     valid: &ValidConfigurations,
     settings: &Settings,
 ) -> Result<Vec<ChangePoint>, Error> {
     let mut by_commit: BTreeMap<usize, (Vec<usize>, bool, f64)> = BTreeMap::new();
-    for (a, w) in cache.associations() {
+    for (a, w) in associations {
         let entry = by_commit
             .entry(a.commit)
             .or_insert((Vec::new(), false, 0.0));
@@ -566,7 +592,7 @@ fn summarise(
             Affects::All => entry.1 = true,
             Affects::Feature(f) => entry.0.push(f),
         }
-        entry.2 = entry.2.max(w);
+        entry.2 = entry.2.max(*w);
     }
     let window = settings.cache.tolerance.max(1);
     let commits = state.backend.commits();
