@@ -102,8 +102,8 @@ impl SolutionCache {
 
     /// The associations that pass the stopping rule's test of each one: weight above
     /// `increase`, so in the latest candidate solution and in an earlier one that has not
-    /// evaporated. A search cut off by a limit reports these: an association seen once, or
-    /// not again since, is one the search would still drop more often than keep.
+    /// evaporated. A search cut off by its measurement limit reports these: the others are
+    /// undecided, seen once or not again since.
     pub fn confirmed<'a>(
         &'a self,
         settings: &'a CacheSettings,

@@ -333,11 +333,11 @@ fn a_batch_measured_commit_by_commit_is_the_search_measured_one_by_one() {
     );
 }
 
-/// Cut off by the measurement limit before its cache settles, the search reports only the
+/// Cut off by its measurement limit before its cache settles, the search reports only the
 /// associations of its latest candidate solution that an earlier one had too, and names
 /// the rest; left to stop by itself on the same system, it leaves nothing out.
 #[test]
-fn a_search_cut_off_by_its_limit_reports_only_confirmed_associations() {
+fn a_search_cut_off_by_its_measurement_limit_reports_only_confirmed_associations() {
     let system = SyntheticSystem::generate(&SyntheticSettings {
         options: 8,
         commits: 600,

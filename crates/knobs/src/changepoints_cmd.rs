@@ -557,7 +557,7 @@ pub fn render(d: &Detection) -> String {
             .collect();
         let _ = writeln!(
             out,
-            "  left out, not confirmed when the search stopped (seen in one iteration, or not again since): {}",
+            "  left out, not confirmed when the measurement limit stopped the search (seen in one iteration, or not again since): {}",
             listed.join(", ")
         );
     }
