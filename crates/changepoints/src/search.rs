@@ -506,18 +506,22 @@ pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detectio
         state.measure_wanted()?;
     }
     // Cut off by the measurement budget, the search reports what its cache has confirmed
-    // and names the rest: those it would still test, and mostly drop, with more
-    // measurements. A settled cache is confirmed throughout. At the iteration limit the
-    // whole cache stands: after that many iterations an association that is not confirmed
-    // is mostly one that keeps coming back without settling (lrzip's replay loses true
-    // change points to the filter there; docs/guide/changepoints.md).
+    // and names the rest, which it would still have tested with more measurements. A
+    // settled cache is confirmed throughout. At the iteration limit the whole cache stands:
+    // after that many iterations an association that is not confirmed is mostly one that
+    // keeps coming back without settling (lrzip's replay loses true change points to the
+    // filter there; docs/guide/changepoints.md).
     let confirmed: BTreeSet<&Association> =
         cache.confirmed(&settings.cache).map(|(a, _)| a).collect();
-    let (reported, unconfirmed): (Vec<(Association, f64)>, Vec<(Association, f64)>) = cache
-        .associations()
-        .map(|(a, w)| (a.clone(), w))
-        .partition(|(a, _)| !budget_spent || confirmed.contains(a));
-    let unconfirmed: Vec<Association> = unconfirmed.into_iter().map(|(a, _)| a).collect();
+    let mut reported: Vec<(Association, f64)> = Vec::new();
+    let mut unconfirmed: Vec<Association> = Vec::new();
+    for (a, w) in cache.associations() {
+        if !budget_spent || confirmed.contains(a) {
+            reported.push((a.clone(), w));
+        } else {
+            unconfirmed.push(a.clone());
+        }
+    }
     let associations: Vec<Association> = reported.iter().map(|(a, _)| a.clone()).collect();
     let change_points = summarise(&reported, &mut state, &features, &valid, settings)?;
     let detection = Detection {
