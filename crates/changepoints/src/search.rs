@@ -508,9 +508,9 @@ pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detectio
     // Cut off by the measurement budget, the search reports what its cache has confirmed
     // and names the rest, which it would still have tested with more measurements. A
     // settled cache is confirmed throughout. At the iteration limit the whole cache stands:
-    // after that many iterations an association that is not confirmed is mostly one that
-    // keeps coming back without settling (lrzip's replay loses true change points to the
-    // filter there; docs/guide/changepoints.md).
+    // after that many iterations an association that is not confirmed may be one that keeps
+    // coming back without settling (lrzip's replay loses true change points to the filter
+    // there; docs/guide/changepoints.md).
     let confirmed: BTreeSet<&Association> =
         cache.confirmed(&settings.cache).map(|(a, _)| a).collect();
     let mut reported: Vec<(Association, f64)> = Vec::new();
