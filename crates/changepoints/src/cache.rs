@@ -50,6 +50,10 @@ pub struct SolutionCache {
     stable: usize,
 }
 
+fn is_confirmed(weight: f64, settings: &CacheSettings) -> bool {
+    weight > settings.increase * (1.0 + 1e-9)
+}
+
 impl SolutionCache {
     /// Takes in one iteration's candidate solution; returns how many associations were
     /// dropped. Weights evaporate first and the candidate's associations gain `increase`
@@ -89,16 +93,23 @@ impl SolutionCache {
     }
 
     /// §3.5's stopping rule: no association dropped (or added) for `k` iterations in a row
-    /// and every weight
-    /// above `increase` (each cached association is in the latest candidate solution and was
-    /// in an earlier one too).
+    /// and every cached association confirmed.
     pub fn is_settled(&self, settings: &CacheSettings) -> bool {
         self.stable >= settings.k
             && !self.weights.is_empty()
-            && self
-                .weights
-                .values()
-                .all(|w| *w > settings.increase * (1.0 + 1e-9))
+            && self.weights.values().all(|w| is_confirmed(*w, settings))
+    }
+
+    /// The associations that pass the stopping rule's test of each one: weight above
+    /// `increase`, so in the latest candidate solution and in an earlier one that has not
+    /// evaporated. A search cut off by its measurement limit reports these: the others are
+    /// undecided, seen once or not again since.
+    pub fn confirmed<'a>(
+        &'a self,
+        settings: &'a CacheSettings,
+    ) -> impl Iterator<Item = (&'a Association, f64)> + 'a {
+        self.associations()
+            .filter(move |(_, w)| is_confirmed(*w, settings))
     }
 
     pub fn associations(&self) -> impl Iterator<Item = (&Association, f64)> {
@@ -111,5 +122,61 @@ impl SolutionCache {
 
     pub fn is_empty(&self) -> bool {
         self.weights.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::association::Affects;
+
+    fn at(commit: usize, option: usize) -> Association {
+        Association {
+            commit,
+            affects: Affects::Feature(option),
+        }
+    }
+
+    fn confirmed(cache: &SolutionCache, settings: &CacheSettings) -> Vec<Association> {
+        cache.confirmed(settings).map(|(a, _)| a.clone()).collect()
+    }
+
+    #[test]
+    fn an_association_is_confirmed_when_seen_now_and_before() {
+        let settings = CacheSettings::default();
+        let mut cache = SolutionCache::default();
+        // Seen once: cached, not confirmed.
+        cache.update(&[at(100, 1), at(500, 2)], &settings);
+        assert_eq!(cache.len(), 2);
+        assert!(confirmed(&cache, &settings).is_empty());
+        // Seen again, two commits off (within the tolerance): confirmed under its first
+        // commit; the other, not seen again, is not.
+        cache.update(&[at(102, 1), at(800, 3)], &settings);
+        assert_eq!(confirmed(&cache, &settings), vec![at(100, 1)]);
+        // Missed in the latest iteration: no longer confirmed, though still cached.
+        cache.update(&[at(800, 3)], &settings);
+        assert_eq!(confirmed(&cache, &settings), vec![at(800, 3)]);
+        assert!(cache.associations().any(|(a, _)| *a == at(100, 1)));
+        // Seen again after a gap of one iteration: confirmed again (0.3² · 1.3 + 1 > 1).
+        cache.update(&[at(100, 1), at(800, 3)], &settings);
+        assert_eq!(confirmed(&cache, &settings), vec![at(100, 1), at(800, 3)]);
+    }
+
+    #[test]
+    fn a_settled_cache_is_confirmed_throughout() {
+        let settings = CacheSettings::default();
+        let mut cache = SolutionCache::default();
+        let solution = [at(100, 1), at(500, 2)];
+        for _ in 0..=settings.k {
+            assert!(!cache.is_settled(&settings));
+            cache.update(&solution, &settings);
+        }
+        assert!(cache.is_settled(&settings));
+        assert_eq!(confirmed(&cache, &settings), solution.to_vec());
+        // One new association unsettles it and is the one not confirmed.
+        cache.update(&[at(100, 1), at(500, 2), at(900, 4)], &settings);
+        assert!(!cache.is_settled(&settings));
+        assert_eq!(cache.len(), 3);
+        assert_eq!(confirmed(&cache, &settings), solution.to_vec());
     }
 }

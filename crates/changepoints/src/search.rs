@@ -129,8 +129,14 @@ pub struct Detection {
     pub first_commit: usize,
     pub features: Vec<String>,
     pub change_points: Vec<ChangePoint>,
-    /// The final cache's associations (the unit of the paper's evaluation).
+    /// The associations found (the unit of the paper's evaluation): the final cache's, or
+    /// its confirmed ones ([`SolutionCache::confirmed`]) when the measurement limit cut the
+    /// search off.
     pub associations: Vec<Association>,
+    /// Associations the cache held when the measurement limit cut the search off but had
+    /// not confirmed (seen in one iteration only, or not again since): left out of
+    /// `associations` and `change_points`.
+    pub unconfirmed: Vec<Association>,
     pub iterations: Vec<Iteration>,
     pub measurements: usize,
     /// Batches of measurements asked of the backend: the initial sample, one per acquisition
@@ -350,6 +356,7 @@ pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detectio
     let mut iterations = Vec::new();
     let mut models = Vec::new();
     let stopped;
+    let mut budget_spent = false;
     let mut i = 0;
     loop {
         let began = Instant::now();
@@ -409,6 +416,7 @@ pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detectio
             break;
         }
         if state.measurements >= settings.max_measurements {
+            budget_spent = true;
             stopped = format!("the measurement limit ({})", settings.max_measurements);
             break;
         }
@@ -497,14 +505,32 @@ pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detectio
         // configurations' first commits) depend on none of each other: one batch.
         state.measure_wanted()?;
     }
-    let associations: Vec<Association> = cache.associations().map(|(a, _)| a.clone()).collect();
-    let change_points = summarise(&cache, &mut state, &features, &valid, settings)?;
+    // Cut off by the measurement budget, the search reports what its cache has confirmed
+    // and names the rest, which it would still have tested with more measurements. A
+    // settled cache is confirmed throughout. At the iteration limit the whole cache stands:
+    // after that many iterations an association that is not confirmed may be one that keeps
+    // coming back without settling (lrzip's replay loses true change points to the filter
+    // there; docs/guide/changepoints.md).
+    let confirmed: BTreeSet<&Association> =
+        cache.confirmed(&settings.cache).map(|(a, _)| a).collect();
+    let mut reported: Vec<(Association, f64)> = Vec::new();
+    let mut unconfirmed: Vec<Association> = Vec::new();
+    for (a, w) in cache.associations() {
+        if !budget_spent || confirmed.contains(a) {
+            reported.push((a.clone(), w));
+        } else {
+            unconfirmed.push(a.clone());
+        }
+    }
+    let associations: Vec<Association> = reported.iter().map(|(a, _)| a.clone()).collect();
+    let change_points = summarise(&reported, &mut state, &features, &valid, settings)?;
     let detection = Detection {
         commits,
         first_commit: 0,
         features: features.names().to_vec(),
         change_points,
         associations,
+        unconfirmed,
         iterations,
         measurements: state.measurements,
         batches: state.batches,
@@ -529,7 +555,7 @@ impl Detection {
             c.before_commit += first;
             c.after_commit += first;
         }
-        for a in &mut self.associations {
+        for a in self.associations.iter_mut().chain(&mut self.unconfirmed) {
             a.commit += first;
         }
         for i in &mut self.iterations {
@@ -549,16 +575,17 @@ impl Detection {
     }
 }
 
-/// The cache's associations grouped by commit, with the size and direction of each change.
+/// The associations (and their cache weights) grouped by commit, with the size and
+/// direction of each change.
 fn summarise(
-    cache: &SolutionCache,
+    associations: &[(Association, f64)],
     state: &mut State,
     features: &Features,
     valid: &ValidConfigurations,
     settings: &Settings,
 ) -> Result<Vec<ChangePoint>, Error> {
     let mut by_commit: BTreeMap<usize, (Vec<usize>, bool, f64)> = BTreeMap::new();
-    for (a, w) in cache.associations() {
+    for (a, w) in associations {
         let entry = by_commit
             .entry(a.commit)
             .or_insert((Vec::new(), false, 0.0));
@@ -566,7 +593,7 @@ fn summarise(
             Affects::All => entry.1 = true,
             Affects::Feature(f) => entry.0.push(f),
         }
-        entry.2 = entry.2.max(w);
+        entry.2 = entry.2.max(*w);
     }
     let window = settings.cache.tolerance.max(1);
     let commits = state.backend.commits();

@@ -332,3 +332,63 @@ fn a_batch_measured_commit_by_commit_is_the_search_measured_one_by_one() {
         "batches of one request"
     );
 }
+
+/// Cut off by its measurement limit before its cache settles, the search reports only the
+/// associations of its latest candidate solution that an earlier one had too, and names
+/// the rest; left to stop by itself on the same system, it leaves nothing out.
+#[test]
+fn a_search_cut_off_by_its_measurement_limit_reports_only_confirmed_associations() {
+    let system = SyntheticSystem::generate(&SyntheticSettings {
+        options: 8,
+        commits: 600,
+        change_points: 2,
+        p_interaction: 0.7,
+        seed: 3,
+        ..SyntheticSettings::default()
+    })
+    .unwrap();
+    let settings = Settings {
+        threshold: Threshold::Relative(0.01),
+        initial_configurations: 16,
+        max_measurements: 16 * 20 + 150,
+        ..Settings::default()
+    };
+    let mut backend = SyntheticBackend::new(system.clone(), 1);
+    let d = detect(&mut backend, &settings).unwrap();
+    assert!(d.stopped.contains("measurement limit"), "{}", d.stopped);
+    let near = |a: &changepoints::Association, b: &changepoints::Association| {
+        a.affects == b.affects && a.commit.abs_diff(b.commit) <= settings.cache.tolerance
+    };
+    let (last, earlier) = d.iterations.split_last().unwrap();
+    for a in &d.associations {
+        assert!(
+            last.candidate_solution.iter().any(|c| near(a, c)),
+            "{a:?} not seen last"
+        );
+        assert!(
+            earlier
+                .iter()
+                .any(|i| i.candidate_solution.iter().any(|c| near(a, c))),
+            "{a:?} seen only last"
+        );
+    }
+    assert!(
+        !d.unconfirmed.is_empty(),
+        "nothing left out: pick a harder cut"
+    );
+    assert!(d.unconfirmed.iter().all(|u| !d.associations.contains(u)));
+    let reported: Vec<usize> = d.associations.iter().map(|a| a.commit).collect();
+    assert!(d.change_points.iter().all(|c| reported.contains(&c.commit)));
+
+    let mut backend = SyntheticBackend::new(system, 1);
+    let free = detect(
+        &mut backend,
+        &Settings {
+            max_measurements: usize::MAX,
+            ..settings.clone()
+        },
+    )
+    .unwrap();
+    assert!(free.stopped.contains("settled"), "{}", free.stopped);
+    assert!(free.unconfirmed.is_empty());
+}

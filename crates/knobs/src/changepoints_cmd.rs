@@ -546,6 +546,21 @@ pub fn render(d: &Detection) -> String {
         d.stopped,
         d.seconds
     );
+    if !d.unconfirmed.is_empty() {
+        let listed: Vec<String> = d
+            .unconfirmed
+            .iter()
+            .map(|a| match &a.affects {
+                changepoints::Affects::All => format!("{} (all configurations)", a.commit),
+                changepoints::Affects::Feature(f) => format!("{} ({})", a.commit, d.features[*f]),
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "  left out, not confirmed when the measurement limit stopped the search (seen in one iteration, or not again since): {}",
+            listed.join(", ")
+        );
+    }
     for c in &d.change_points {
         let options = options_text(&c.option_groups);
         let what = match (c.all_configurations, options.is_empty()) {

@@ -237,3 +237,58 @@ fn learn_selects_a_commit_of_the_history() {
         "{err}"
     );
 }
+
+/// Cut off by `--max-measurements` before its cache settles, a synthetic search's text
+/// names the associations it left out unconfirmed, and its JSON lists them apart from the
+/// associations it reports.
+#[test]
+fn a_search_cut_off_by_the_measurement_limit_names_what_it_left_out() {
+    let args = [
+        "changepoints",
+        "synthetic",
+        "--options",
+        "16",
+        "--commits",
+        "1000",
+        "--change-points",
+        "2",
+        "--p-interaction",
+        "0.7",
+        "--system-seed",
+        "2",
+        "--seed",
+        "2",
+        "--measurements",
+        "100",
+        "--initial-configurations",
+        "32",
+        "--commit-share",
+        "0.03",
+        "--threshold",
+        "1%",
+        "--max-measurements",
+        "1337",
+    ];
+    let json = common::succeeds(common::knobs().args(args).arg("--json")).json();
+    assert!(
+        json["stopped"]
+            .as_str()
+            .unwrap()
+            .contains("measurement limit"),
+        "{}",
+        json["stopped"]
+    );
+    let unconfirmed = json["unconfirmed"].as_array().unwrap();
+    assert!(!unconfirmed.is_empty(), "nothing left out: {json}");
+    let reported = json["associations"].as_array().unwrap();
+    assert!(unconfirmed.iter().all(|u| !reported.contains(u)));
+    let (text, _) = common::ok(&args);
+    let line = text
+        .lines()
+        .find(|l| l.contains("left out, not confirmed"))
+        .unwrap_or_else(|| panic!("no left-out line in {text}"));
+    for u in unconfirmed {
+        let commit = u["commit"].as_u64().unwrap().to_string();
+        assert!(line.contains(&commit), "{commit} not in {line}");
+    }
+}
