@@ -494,34 +494,9 @@ int main(int argc, char **argv) {
 }
 "#;
 
+/// `spec` with the level given as getopt's `-lN`.
 fn getopt_spec(name: &str) -> String {
-    format!(
-        r#"
-name = "{name}"
-[build]
-sources = ["prog.c"]
-[run]
-program = "./prog"
-args = ["{{options}}"]
-[measure]
-repetitions = 1
-[[workload]]
-name = "none"
-[[option]]
-name = "A"
-on = ["-a"]
-[[option]]
-name = "B"
-on = ["-b"]
-[[option]]
-name = "C"
-on = ["-c"]
-[[option]]
-name = "level"
-values = [1, 2, 3]
-arg = ["-l{{value}}"]
-"#
-    )
+    spec(name, "C", true).replace("--level={value}", "-l{value}")
 }
 
 /// What the parser stores (the options, and the window it computes from the level) is a
