@@ -50,6 +50,15 @@ pub struct AssociationSettings {
     /// noisy measurement, a change of an interaction sampled once) passes eq. 7 as the
     /// intercept alone.
     pub all_share: f64,
+    /// Nor when one option splits the configurations that show the change from those that
+    /// do not: at least `all_share` of the configurations with it show the change and fewer
+    /// than this share of those without it do. The commit is then associated with that
+    /// option instead. Cross-validation picks the empty model when the likelihood at the
+    /// commit varies with the gaps around it more than with the option (a few configurations
+    /// measured close to the commit carry most of it), and the intercept alone then passes
+    /// eq. 7; the paper's change of every configuration is one that the configurations
+    /// without any one option show too.
+    pub split_without_share: f64,
     /// Read the shares from a least-squares refit on the features the LASSO kept (a
     /// relaxed LASSO). Shrinkage moves a change of some configurations into the intercept,
     /// which the intercept rule would then read as a change of all; the refit gives the
@@ -67,6 +76,7 @@ impl Default for AssociationSettings {
             positive: true,
             intercept_rule: true,
             all_share: 0.5,
+            split_without_share: 0.25,
             refit: false,
         }
     }
@@ -87,16 +97,18 @@ pub struct CandidateModel {
 }
 
 /// The associations of one candidate commit. `rows` are the configurations' features,
-/// `y` their likelihood at the commit, `changed` the share of configurations that show a
-/// change there.
+/// `y` their likelihood at the commit, `changed` per configuration whether it shows a
+/// change there (`None`: not measured on both sides).
 pub fn associate(
     commit: usize,
     rows: &[Vec<f64>],
     y: &[f64],
-    changed: f64,
+    changed: &[Option<bool>],
     settings: &AssociationSettings,
     rng: &mut ChaCha8Rng,
 ) -> (Vec<Association>, CandidateModel) {
+    let split = splitting_feature(rows, changed);
+    let changed = changed_share(changed.iter());
     let n = rows.first().map_or(0, Vec::len);
     let columns: Vec<Vec<f64>> = (0..n)
         .map(|f| rows.iter().map(|r| r[f]).collect())
@@ -141,6 +153,16 @@ pub fn associate(
                     if changed < settings.all_share {
                         continue;
                     }
+                    if let Some(split) = split.as_ref().filter(|s| s.is_clear(settings)) {
+                        let a = Association {
+                            commit,
+                            affects: Affects::Feature(split.feature),
+                        };
+                        if !out.contains(&a) {
+                            out.push(a);
+                        }
+                        continue;
+                    }
                     Affects::All
                 } else {
                     Affects::Feature(f)
@@ -158,6 +180,74 @@ pub fn associate(
         changed,
     };
     (out, model)
+}
+
+/// Of the configurations measured on both sides of the commit, the share that shows a
+/// change there.
+fn changed_share<'a>(changed: impl Iterator<Item = &'a Option<bool>>) -> f64 {
+    let (mut both_sides, mut yes) = (0usize, 0usize);
+    for c in changed.flatten() {
+        both_sides += 1;
+        yes += usize::from(*c);
+    }
+    if both_sides == 0 {
+        0.0
+    } else {
+        yes as f64 / both_sides as f64
+    }
+}
+
+/// The feature that best splits the changed configurations from the unchanged ones.
+#[derive(Clone, Debug, PartialEq)]
+struct Split {
+    feature: usize,
+    /// Share of the configurations with the feature that changed.
+    with: f64,
+    /// Share of the configurations without it that changed.
+    without: f64,
+}
+
+impl Split {
+    fn is_clear(&self, settings: &AssociationSettings) -> bool {
+        self.with >= settings.all_share && self.without < settings.split_without_share
+    }
+}
+
+/// The feature whose configurations changed most more often than the others (the largest
+/// `with − without`), among those with measured configurations on both sides of the split.
+fn splitting_feature(rows: &[Vec<f64>], changed: &[Option<bool>]) -> Option<Split> {
+    let n = rows.first().map_or(0, Vec::len);
+    let mut best: Option<Split> = None;
+    for feature in 0..n {
+        let share = |has: bool| {
+            changed_share(
+                rows.iter()
+                    .zip(changed)
+                    .filter(|(r, _)| (r[feature] > 0.5) == has)
+                    .map(|(_, c)| c),
+            )
+        };
+        let measured = |has: bool| {
+            rows.iter()
+                .zip(changed)
+                .any(|(r, c)| (r[feature] > 0.5) == has && c.is_some())
+        };
+        if !measured(true) || !measured(false) {
+            continue;
+        }
+        let split = Split {
+            feature,
+            with: share(true),
+            without: share(false),
+        };
+        if best
+            .as_ref()
+            .is_none_or(|b| split.with - split.without > b.with - b.without)
+        {
+            best = Some(split);
+        }
+    }
+    best
 }
 
 /// λ with the smallest cross-validated squared error.
@@ -222,8 +312,15 @@ mod tests {
             y.push(if row[2] == 1.0 { 0.05 } else { 0.0 } + 0.001 * f64::from(i % 3));
             rows.push(row);
         }
-        let (found, model) =
-            associate(7, &rows, &y, 0.5, &AssociationSettings::default(), &mut rng);
+        let changed: Vec<Option<bool>> = rows.iter().map(|r| Some(r[2] == 1.0)).collect();
+        let (found, model) = associate(
+            7,
+            &rows,
+            &y,
+            &changed,
+            &AssociationSettings::default(),
+            &mut rng,
+        );
         assert_eq!(
             found,
             vec![Association {
@@ -241,7 +338,15 @@ mod tests {
             .map(|i| (0..4).map(|b| f64::from((i >> b) & 1)).collect())
             .collect();
         let y: Vec<f64> = (0..16).map(|i| 0.05 + 0.0001 * f64::from(i % 2)).collect();
-        let (found, _) = associate(9, &rows, &y, 1.0, &AssociationSettings::default(), &mut rng);
+        let changed = vec![Some(true); 16];
+        let (found, _) = associate(
+            9,
+            &rows,
+            &y,
+            &changed,
+            &AssociationSettings::default(),
+            &mut rng,
+        );
         assert_eq!(
             found,
             vec![Association {
@@ -249,5 +354,90 @@ mod tests {
                 affects: Affects::All
             }]
         );
+    }
+
+    /// 16 configurations of 4 features, and a likelihood at the commit that no feature
+    /// explains: the LASSO keeps the intercept alone.
+    fn flat_likelihood() -> (Vec<Vec<f64>>, Vec<f64>) {
+        let rows = (0..16u32)
+            .map(|i| (0..4).map(|b| f64::from((i >> b) & 1)).collect())
+            .collect();
+        let y = (0..16).map(|i| 0.05 + 0.0001 * f64::from(i % 2)).collect();
+        (rows, y)
+    }
+
+    #[test]
+    fn the_intercept_alone_is_the_option_that_splits_the_changed_configurations() {
+        // Every configuration with feature 1 shows the change, none without it (one of
+        // them not measured on both sides).
+        let (rows, y) = flat_likelihood();
+        let mut changed: Vec<Option<bool>> = rows.iter().map(|r| Some(r[1] == 1.0)).collect();
+        changed[0] = None;
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let settings = AssociationSettings::default();
+        let (found, model) = associate(9, &rows, &y, &changed, &settings, &mut rng);
+        assert_eq!(model.coefficients[1], 0.0, "{model:?}");
+        assert_eq!(
+            found,
+            vec![Association {
+                commit: 9,
+                affects: Affects::Feature(1)
+            }]
+        );
+    }
+
+    #[test]
+    fn a_change_that_configurations_without_any_one_option_show_is_all() {
+        // A quarter of the configurations (features 0 and 1 both off) show no change: no
+        // single option splits the rest off, so the change stays one of all.
+        let (rows, y) = flat_likelihood();
+        let changed: Vec<Option<bool>> = (0..16).map(|i| Some(i % 4 != 0)).collect();
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let (found, _) = associate(
+            9,
+            &rows,
+            &y,
+            &changed,
+            &AssociationSettings::default(),
+            &mut rng,
+        );
+        assert_eq!(
+            found,
+            vec![Association {
+                commit: 9,
+                affects: Affects::All
+            }]
+        );
+    }
+
+    #[test]
+    fn the_split_compares_measured_configurations_only() {
+        let rows: Vec<Vec<f64>> = (0..8u32)
+            .map(|i| (0..3).map(|b| f64::from((i >> b) & 1)).collect())
+            .collect();
+        // Feature 2 on: changed; off: unchanged or not measured on both sides.
+        let changed: Vec<Option<bool>> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                if r[2] == 1.0 {
+                    Some(true)
+                } else if i % 2 == 0 {
+                    None
+                } else {
+                    Some(false)
+                }
+            })
+            .collect();
+        let split = splitting_feature(&rows, &changed).expect("a split");
+        assert_eq!(
+            split,
+            Split {
+                feature: 2,
+                with: 1.0,
+                without: 0.0
+            }
+        );
+        assert_eq!(splitting_feature(&rows, &[None; 8]), None);
     }
 }

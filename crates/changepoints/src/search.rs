@@ -279,27 +279,25 @@ fn gap_around(history: &BTreeMap<usize, f64>, v: usize, commits: usize) -> usize
     after - before
 }
 
-/// Of the configurations measured on both sides of commit `v`, the share whose nearest
-/// measurements around it (`a < v ≤ b`) differ by the threshold: those that show a change
-/// at `v`, as far as their measurements tell.
-fn changed_share(sample: &[SampledConfiguration], v: usize, threshold: Threshold) -> f64 {
-    let mut both_sides = 0usize;
-    let mut changed = 0usize;
-    for s in sample {
-        let before = s.history.range(..v).next_back();
-        let after = s.history.range(v..).next();
-        if let (Some((_, a)), Some((_, b))) = (before, after) {
-            both_sides += 1;
-            if threshold.differs(*a, *b) {
-                changed += 1;
+/// Per configuration whether its nearest measurements around commit `v` (`a < v ≤ b`)
+/// differ by the threshold: whether it shows a change at `v`, as far as its measurements
+/// tell; `None` when it is not measured on both sides.
+fn changed_at(
+    sample: &[SampledConfiguration],
+    v: usize,
+    threshold: Threshold,
+) -> Vec<Option<bool>> {
+    sample
+        .iter()
+        .map(|s| {
+            let before = s.history.range(..v).next_back();
+            let after = s.history.range(v..).next();
+            match (before, after) {
+                (Some((_, a)), Some((_, b))) => Some(threshold.differs(*a, *b)),
+                _ => None,
             }
-        }
-    }
-    if both_sides == 0 {
-        0.0
-    } else {
-        changed as f64 / both_sides as f64
-    }
+        })
+        .collect()
 }
 
 /// Commits for a new configuration: the first and last, and `count` more at random.
@@ -387,9 +385,9 @@ pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detectio
         models.clear();
         for &v in &candidates {
             let y: Vec<f64> = likelihoods.iter().map(|p| p[v]).collect();
-            let changed = changed_share(&state.sample, v, settings.threshold);
+            let changed = changed_at(&state.sample, v, settings.threshold);
             let (found, model) =
-                association::associate(v, &rows, &y, changed, &settings.association, &mut rng);
+                association::associate(v, &rows, &y, &changed, &settings.association, &mut rng);
             candidate_solution.extend(found);
             models.push(model);
         }
