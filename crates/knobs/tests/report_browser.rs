@@ -184,8 +184,9 @@ fn reports_render_in_chromium() {
         .replace("repetitions = 3", "repetitions = 2")
         .replace("args = [\"input.txt\"]", "args = [\"small.txt\"]");
     std::fs::write(xz.join("knobs.toml"), spec).unwrap();
-    // The small workload's text, as its `prepare` writes it (a fresh clone has none yet).
-    let text: String = (1..=2000u64)
+    // Ten times the example's small text, so that the options' effects stand clear of the
+    // noise of a loaded machine and the stepwise model keeps terms.
+    let text: String = (1..=20_000u64)
         .map(|i| format!("{} lorem ipsum\n", i * 7919 % 100_003))
         .collect();
     std::fs::write(xz.join("small.txt"), &text).unwrap();

@@ -172,8 +172,8 @@ pub const CPU_BOUND: (f64, f64) = (0.8, 1.1);
 /// of user + system time and waited `cpu_wait` seconds for a CPU in `wall` seconds: CPU
 /// time when it was on a CPU or waiting for one nearly all the time, and wanted no more than
 /// one at once ([`CPU_BOUND`]: the bounds apply to `cpu + cpu_wait`, so that threads in
-/// parallel on a loaded machine, where they take turns, still count as parallel); wall time
-/// otherwise. CPU time leaves out the time a run waits
+/// parallel on a loaded machine, where they take turns, still count as parallel), and slept
+/// no longer than it was on a CPU; wall time otherwise. CPU time leaves out the time a run waits
 /// for a CPU another program holds, so it is far steadier on a shared machine; it would miss
 /// sleeps, I/O waits and a second thread's work, which is why such configurations keep wall
 /// time. On a quiet machine both are the same for the first kind, so the model reads one
@@ -182,7 +182,11 @@ pub fn auto_metric(cpu: f64, cpu_wait: f64, wall: f64) -> Metric {
     let (lo, hi) = CPU_BOUND;
     let wall = wall.max(1e-9);
     let demand = (cpu + cpu_wait) / wall;
-    if (lo..=hi).contains(&demand) {
+    // Time neither on a CPU nor waiting for one: sleeps and I/O. On a saturated machine a
+    // short sleeper's wall time is mostly waits for a CPU after it wakes, so it must also
+    // have slept no longer than it computed.
+    let slept = (wall - cpu - cpu_wait).max(0.0);
+    if (lo..=hi).contains(&demand) && slept <= cpu {
         Metric::Cpu
     } else {
         Metric::Wall
@@ -1302,6 +1306,21 @@ impl Store {
 mod tests {
     use super::*;
     use crate::runner::Outcome;
+
+    /// `auto` by a run's seconds on a CPU, waiting for one, and in all.
+    #[test]
+    fn auto_reads_cpu_time_only_for_one_busy_cpu() {
+        // Alone, and sharing its core: on a CPU or waiting for one all the time.
+        assert_eq!(auto_metric(0.50, 0.0, 0.51), Metric::Cpu);
+        assert_eq!(auto_metric(0.30, 0.60, 0.92), Metric::Cpu);
+        // Asleep most of the time.
+        assert_eq!(auto_metric(0.01, 0.0, 0.30), Metric::Wall);
+        // A short sleep on a saturated machine, then waiting long for a CPU: 85 % on a CPU
+        // or waiting, but it slept 24 times as long as it computed.
+        assert_eq!(auto_metric(0.002, 0.27, 0.32), Metric::Wall);
+        // Two threads taking turns on one CPU: one CPU's worth of work, two CPUs' demand.
+        assert_eq!(auto_metric(1.0, 0.6, 1.0), Metric::Wall);
+    }
 
     fn result(wall: f64, outcome: Outcome) -> RunResult {
         RunResult {
