@@ -334,10 +334,7 @@ mod tests {
     #[test]
     fn a_change_of_every_configuration_is_the_intercept() {
         let mut rng = ChaCha8Rng::seed_from_u64(3);
-        let rows: Vec<Vec<f64>> = (0..16u32)
-            .map(|i| (0..4).map(|b| f64::from((i >> b) & 1)).collect())
-            .collect();
-        let y: Vec<f64> = (0..16).map(|i| 0.05 + 0.0001 * f64::from(i % 2)).collect();
+        let (rows, y) = flat_likelihood();
         let changed = vec![Some(true); 16];
         let (found, _) = associate(
             9,
