@@ -333,17 +333,7 @@ mod tests {
 
     #[test]
     fn a_change_of_every_configuration_is_the_intercept() {
-        let mut rng = ChaCha8Rng::seed_from_u64(3);
-        let (rows, y) = flat_likelihood();
-        let changed = vec![Some(true); 16];
-        let (found, _) = associate(
-            9,
-            &rows,
-            &y,
-            &changed,
-            &AssociationSettings::default(),
-            &mut rng,
-        );
+        let found = associated_on_flat_likelihood(&[Some(true); 16]);
         assert_eq!(
             found,
             vec![Association {
@@ -361,6 +351,22 @@ mod tests {
             .collect();
         let y = (0..16).map(|i| 0.05 + 0.0001 * f64::from(i % 2)).collect();
         (rows, y)
+    }
+
+    /// What commit 9 is associated with on [`flat_likelihood`], given which configurations
+    /// changed there.
+    fn associated_on_flat_likelihood(changed: &[Option<bool>]) -> Vec<Association> {
+        let (rows, y) = flat_likelihood();
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        associate(
+            9,
+            &rows,
+            &y,
+            changed,
+            &AssociationSettings::default(),
+            &mut rng,
+        )
+        .0
     }
 
     #[test]
@@ -387,17 +393,8 @@ mod tests {
     fn a_change_that_configurations_without_any_one_option_show_is_all() {
         // A quarter of the configurations (features 0 and 1 both off) show no change: no
         // single option splits the rest off, so the change stays one of all.
-        let (rows, y) = flat_likelihood();
         let changed: Vec<Option<bool>> = (0..16).map(|i| Some(i % 4 != 0)).collect();
-        let mut rng = ChaCha8Rng::seed_from_u64(3);
-        let (found, _) = associate(
-            9,
-            &rows,
-            &y,
-            &changed,
-            &AssociationSettings::default(),
-            &mut rng,
-        );
+        let found = associated_on_flat_likelihood(&changed);
         assert_eq!(
             found,
             vec![Association {
