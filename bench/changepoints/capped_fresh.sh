@@ -50,7 +50,8 @@ while read -r setting cap; do
     python3 - "$work/$name.capped.json" > "$work/$name.whole.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-pair = lambda a: [a["commit"], -1 if a["affects"] == "All" else a["affects"]["Feature"]]
+pair = lambda a: ([a["commit"]] if a["affects"] == "Unattributed"
+                  else [a["commit"], -1 if a["affects"] == "All" else a["affects"]["Feature"]])
 print(json.dumps({"associations": [pair(a) for a in d["associations"] + d["unconfirmed"]]}))
 PY
     "$knobs" changepoints score "$work/$name.system.json" "$work/$name.whole.json" > "$work/$name.wholescore.json"

@@ -55,6 +55,8 @@ for seed in range(1, int(seeds) + 1):
     def what(c):
         groups = c["option_groups"]  # alternatives within, an interaction across
         opts = " & ".join(("(%s)" if len(g) > 1 and len(groups) > 1 else "%s") % " or ".join(g) for g in groups)
+        if c.get("unattributed"):
+            return "some configurations, which no option explains"
         return ("all configurations" + (f" and {opts}" if opts else "")) if c["all_configurations"] else opts
     rows.append({"seed": seed, "found": found, "false": [c["commit"] for c in cps if c["commit"] not in used],
                  "change_points": [{"commit": c["commit"], "what": what(c), "weight": c["weight"]} for c in cps],

@@ -48,10 +48,25 @@ pub fn truth(system: &SyntheticSystem) -> Vec<Association> {
     out
 }
 
+/// Precision, recall and F1 of `found` against `truth`, an association matching one with
+/// the same option within `tolerance` commits. A change that no option explains
+/// ([`Affects::Unattributed`]) claims no option: within `tolerance` of a true change it
+/// counts neither way (the commit is right, its options unsaid), elsewhere it is false.
 pub fn score(truth: &[Association], found: &[Association], tolerance: usize) -> Score {
     let near = |a: &Association, b: &Association| {
         a.affects == b.affects && a.commit.abs_diff(b.commit) <= tolerance
     };
+    let found: Vec<Association> = found
+        .iter()
+        .filter(|f| {
+            f.affects != Affects::Unattributed
+                || !truth
+                    .iter()
+                    .any(|t| t.commit.abs_diff(f.commit) <= tolerance)
+        })
+        .cloned()
+        .collect();
+    let found = &found[..];
     let correct = found
         .iter()
         .filter(|f| truth.iter().any(|t| near(f, t)))
@@ -211,6 +226,19 @@ mod tests {
             commit,
             affects: f.map_or(Affects::All, Affects::Feature),
         }
+    }
+
+    #[test]
+    fn a_change_no_option_explains_is_false_only_away_from_true_changes() {
+        let truth = vec![a(100, Some(1))];
+        let unattributed = |commit| Association {
+            commit,
+            affects: Affects::Unattributed,
+        };
+        let s = score(&truth, &[a(100, Some(1)), unattributed(103)], TOLERANCE);
+        assert_eq!((s.precision, s.recall, s.found), (1.0, 1.0, 1));
+        let s = score(&truth, &[a(100, Some(1)), unattributed(300)], TOLERANCE);
+        assert_eq!((s.precision, s.recall, s.found), (0.5, 1.0, 2));
     }
 
     #[test]

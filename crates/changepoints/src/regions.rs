@@ -194,7 +194,7 @@ fn change_point_regions(
         notes.push("no sampled configuration selects the change's options".to_string());
     }
     match contrast {
-        None if cp.all_configurations => notes.push(
+        None if cp.all_configurations || cp.unattributed => notes.push(
             "no contrast: the change concerns all configurations and no sampled configuration \
              was measured unchanged, so every function that moved in all profiled ones reads \
              `every configuration`"
@@ -365,7 +365,7 @@ fn pick_configurations(
             .then(a.cmp(b))
     };
     with.sort_by(larger);
-    if cp.all_configurations {
+    if cp.all_configurations || cp.unattributed {
         // The quietest configuration is the contrast, not one that shows the change.
         let quietest = with
             .iter()

@@ -101,7 +101,7 @@ pub struct Iteration {
 pub struct ChangePoint {
     pub commit: usize,
     pub info: CommitInfo,
-    /// Feature names; empty with `all_configurations`.
+    /// Feature names; empty with `all_configurations` or `unattributed`.
     pub options: Vec<String>,
     /// The options read as the paper reads them: each inner list holds alternatives (no
     /// measurable configuration selects two of them, so they are separate changes of one
@@ -109,6 +109,8 @@ pub struct ChangePoint {
     /// of each). `[["lzma", "none"]]` is "lzma or none", not `lzma & none`.
     pub option_groups: Vec<Vec<String>>,
     pub all_configurations: bool,
+    /// Some configurations changed here, which no option explains ([`Affects::Unattributed`]).
+    pub unattributed: bool,
     /// The cache weights of its associations (confidence).
     pub weight: f64,
     /// Median relative change from `before_commit` to `after_commit` (just outside the
@@ -582,16 +584,17 @@ fn summarise(
     valid: &ValidConfigurations,
     settings: &Settings,
 ) -> Result<Vec<ChangePoint>, Error> {
-    let mut by_commit: BTreeMap<usize, (Vec<usize>, bool, f64)> = BTreeMap::new();
+    let mut by_commit: BTreeMap<usize, (Vec<usize>, bool, bool, f64)> = BTreeMap::new();
     for (a, w) in associations {
         let entry = by_commit
             .entry(a.commit)
-            .or_insert((Vec::new(), false, 0.0));
+            .or_insert((Vec::new(), false, false, 0.0));
         match a.affects {
             Affects::All => entry.1 = true,
             Affects::Feature(f) => entry.0.push(f),
+            Affects::Unattributed => entry.2 = true,
         }
-        entry.2 = entry.2.max(*w);
+        entry.3 = entry.3.max(*w);
     }
     let window = settings.cache.tolerance.max(1);
     let commits = state.backend.commits();
@@ -599,7 +602,8 @@ fn summarise(
     // associated options, measured just outside the commit's tolerance window; every
     // change point's measurements in one batch.
     let mut compared = Vec::new();
-    for (commit, (feats, all, weight)) in by_commit {
+    for (commit, (feats, all, unattributed, weight)) in by_commit {
+        let unattributed = unattributed && !all && feats.is_empty();
         let before_commit = commit.saturating_sub(window + 1);
         let after_commit = (commit + window).min(commits - 1);
         // Configurations with the associated options, one of each group of alternatives
@@ -615,11 +619,11 @@ fn summarise(
         for &at in &matching {
             state.want(at, &[before_commit, after_commit]);
         }
-        compared.push((commit, feats, all, weight, groups, matching));
+        compared.push((commit, feats, all, unattributed, weight, groups, matching));
     }
     state.measure_wanted()?;
     let mut out = Vec::new();
-    for (commit, feats, all, weight, groups, matching) in compared {
+    for (commit, feats, all, unattributed, weight, groups, matching) in compared {
         let before_commit = commit.saturating_sub(window + 1);
         let after_commit = (commit + window).min(commits - 1);
         let mut changes = Vec::new();
@@ -645,6 +649,7 @@ fn summarise(
                 .map(|g| g.iter().map(|f| features.name(*f).to_string()).collect())
                 .collect(),
             all_configurations: all,
+            unattributed,
             weight,
             relative_change,
             before_commit,

@@ -38,7 +38,8 @@ pub enum ChangepointsCommand {
     /// recall, iterations and measurement effort per setting.
     Grid(GridArgs),
     /// Score associations found by another tool against a synthetic system: JSON with
-    /// `associations` as [commit, option] pairs (option −1: all configurations).
+    /// `associations` as [commit, option] pairs (option −1: all configurations; a commit
+    /// alone: a change no option explains).
     Score(ScoreArgs),
 }
 
@@ -297,19 +298,18 @@ fn score(args: ScoreArgs) -> Result<Outcome> {
     })?;
     let mut associations = Vec::new();
     for a in &found.associations {
-        let (Some(commit), Some(option)) = (a.first(), a.get(1)) else {
-            bail!(
-                "{}: an association needs a commit and an option",
+        let affects = match a[..] {
+            [_] => changepoints::Affects::Unattributed,
+            [_, option, ..] if option < 0.0 => changepoints::Affects::All,
+            [_, option, ..] => changepoints::Affects::Feature(option as usize),
+            [] => bail!(
+                "{}: an association needs a commit (and an option, unless no option explains it)",
                 args.found.display()
-            );
+            ),
         };
         associations.push(changepoints::Association {
-            commit: *commit as usize,
-            affects: if *option < 0.0 {
-                changepoints::Affects::All
-            } else {
-                changepoints::Affects::Feature(*option as usize)
-            },
+            commit: a[0] as usize,
+            affects,
         });
     }
     let score = evaluation::score(&evaluation::truth(&system), &associations, TOLERANCE);
@@ -527,6 +527,9 @@ fn write_plot(detection: &Detection, path: Option<&std::path::Path>) -> Result<(
 }
 
 /// The change points and the effort, as text.
+/// How a change that no option explains is named ([`changepoints::Affects::Unattributed`]).
+const UNATTRIBUTED: &str = "some configurations, which no option explains";
+
 pub fn render(d: &Detection) -> String {
     use std::fmt::Write;
     let mut out = String::new();
@@ -553,6 +556,9 @@ pub fn render(d: &Detection) -> String {
             .map(|a| match &a.affects {
                 changepoints::Affects::All => format!("{} (all configurations)", a.commit),
                 changepoints::Affects::Feature(f) => format!("{} ({})", a.commit, d.features[*f]),
+                changepoints::Affects::Unattributed => {
+                    format!("{} ({UNATTRIBUTED})", a.commit)
+                }
             })
             .collect();
         let _ = writeln!(
@@ -566,6 +572,7 @@ pub fn render(d: &Detection) -> String {
         let what = match (c.all_configurations, options.is_empty()) {
             (true, true) => "all configurations".to_string(),
             (true, false) => format!("all configurations and {options}"),
+            (false, _) if c.unattributed => UNATTRIBUTED.to_string(),
             (false, _) => options,
         };
         let change = match c.relative_change {
