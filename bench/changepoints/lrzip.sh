@@ -38,6 +38,7 @@ done
 day=$(date -u +%F)
 suffix=""
 if [ ${#flags[@]} -gt 0 ]; then suffix="-$(echo "${flags[*]}" | tr -c 'a-zA-Z0-9.' '-' | tr -s '-' | sed 's/^-//; s/-$//')"; fi
+if [ "$seeds" != 5 ]; then suffix="-seeds-$seeds$suffix"; fi
 out="$here/docs/results/changepoints-lrzip-replay-$day-$commit$suffix"
 python3 - "$work" "$out" "$commit" "$day" "$seeds" "bench/changepoints/lrzip.sh REF_REPO $seeds${flags:+ -- ${flags[*]}}" <<'PY'
 import json, os, platform, statistics, sys
@@ -77,7 +78,14 @@ for r in rows:
              f"{', '.join(map(str, missed)) or '-'} | {len(r['false'])} ({', '.join(map(str, r['false'])) or '-'}) | "
              f"{r['measurements']} | {r['configurations']} | {r['iterations']} |")
 L += ["", f"Median found {statistics.median(len(r['found']) for r in rows)} of {len(truth)}, "
-      f"median false {statistics.median(len(r['false']) for r in rows)}.", "", "Change points per seed:", ""]
+      f"median false {statistics.median(len(r['false']) for r in rows)}.", "",
+      "Commit by commit: the seeds that find each true change point, where, and what they associate it with.", "",
+      "| true commit | seeds | detected at | associated with |", "|---|---|---|---|"]
+for t in truth:
+    hits = [(r["seed"], r["found"][t]) for r in rows if t in r["found"]]
+    whats = sorted({c["what"] for r in rows for c in r["change_points"] if t in r["found"] and c["commit"] == r["found"][t]})
+    L.append(f"| {t} | {len(hits)} of {len(rows)} | {', '.join(str(c) for _, c in hits) or '-'} | {'; '.join(whats) or '-'} |")
+L += ["", "Change points per seed:", ""]
 for r in rows:
     L.append(f"- seed {r['seed']}: " + "; ".join(f"{c['commit']} {c['what']} (weight {c['weight']:.2f})" for c in r["change_points"]))
 open(out + ".md", "w").write("\n".join(L) + "\n")
