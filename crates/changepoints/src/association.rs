@@ -121,9 +121,8 @@ pub fn associate(
     settings: &AssociationSettings,
     rng: &mut ChaCha8Rng,
 ) -> (Vec<Association>, CandidateModel) {
-    let changed_by = changed;
     let split = splitting_feature(rows, changed);
-    let changed = changed_share(changed.iter());
+    let share_changed = changed_share(changed.iter());
     let n = rows.first().map_or(0, Vec::len);
     let columns: Vec<Vec<f64>> = (0..n)
         .map(|f| rows.iter().map(|r| r[f]).collect())
@@ -166,8 +165,8 @@ pub fn associate(
         for (f, share) in shares.iter().enumerate() {
             if *share > threshold {
                 let affects = if f == n {
-                    if changed < settings.all_share {
-                        unexplained = changed >= settings.some_share;
+                    if share_changed < settings.all_share {
+                        unexplained = share_changed >= settings.some_share;
                         continue;
                     }
                     if let Some(split) = split.as_ref().filter(|s| s.is_clear(settings)) {
@@ -189,7 +188,7 @@ pub fn associate(
         }
     }
     if let Some(split) = split.as_ref().filter(|s| s.is_clear(settings)) {
-        explain_by_split(commit, &mut out, split, rows, changed_by, settings);
+        explain_by_split(commit, &mut out, split, rows, changed, settings);
     }
     if unexplained && out.is_empty() {
         out.push(Association {
@@ -203,7 +202,7 @@ pub fn associate(
         coefficients,
         threshold,
         lambda,
-        changed,
+        changed: share_changed,
     };
     (out, model)
 }
