@@ -85,6 +85,10 @@ struct Propagation<'p> {
     program: &'p Program,
     fixed: HashMap<GlobalId, i64>,
     fixed_values: HashMap<InstId, Option<i64>>,
+    /// Functions no run entered, and the instructions that never run because of them: a call
+    /// of one and the rest of its block.
+    never_entered: HashSet<FuncId>,
+    never_run: HashSet<InstId>,
     values: IdVec<ValueId, Lattice>,
     returns: IdVec<FuncId, Lattice>,
     reachable_blocks: IdVec<BlockId, bool>,
@@ -98,7 +102,27 @@ struct Propagation<'p> {
 }
 
 impl<'p> Propagation<'p> {
-    fn new(program: &'p Program, fixed: &[FixedGlobal], fixed_values: &[FixedValue]) -> Self {
+    fn new(
+        program: &'p Program,
+        fixed: &[FixedGlobal],
+        fixed_values: &[FixedValue],
+        never_entered: &[FuncId],
+    ) -> Self {
+        let never_entered: HashSet<FuncId> = never_entered.iter().copied().collect();
+        let mut never_run = HashSet::new();
+        if !never_entered.is_empty() {
+            for block in program.blocks.iter() {
+                let stop = block.insts.iter().position(|&i| {
+                    matches!(
+                        program.inst(i).kind,
+                        InstKind::Call { callee: Callee::Direct(f), .. } if never_entered.contains(&f)
+                    )
+                });
+                if let Some(k) = stop {
+                    never_run.extend(block.insts[k..].iter().copied());
+                }
+            }
+        }
         let mut users: IdVec<ValueId, Vec<InstId>> = IdVec::with_default(program.values.len());
         let mut callers: IdVec<FuncId, Vec<InstId>> = IdVec::with_default(program.functions.len());
         for (id, inst) in program.insts.iter_enumerated() {
@@ -124,6 +148,8 @@ impl<'p> Propagation<'p> {
             program,
             fixed: fixed.iter().map(|f| (f.global, f.value)).collect(),
             fixed_values: fixed_values.iter().map(|f| (f.inst, f.value)).collect(),
+            never_entered,
+            never_run,
             values,
             returns: IdVec::from_elem(Lattice::Unknown, program.functions.len()),
             reachable_blocks: IdVec::from_elem(false, program.blocks.len()),
@@ -165,6 +191,9 @@ impl<'p> Propagation<'p> {
     }
 
     fn reach_function(&mut self, f: FuncId) {
+        if self.never_entered.contains(&f) {
+            return;
+        }
         if std::mem::replace(&mut self.reachable_functions[f], true) {
             return;
         }
@@ -233,6 +262,10 @@ impl<'p> Propagation<'p> {
     }
 
     fn visit(&mut self, i: InstId) {
+        if self.never_run.contains(&i) {
+            // Defines nothing and takes no edge.
+            return;
+        }
         let program = self.program;
         let inst = program.inst(i);
         let block = inst.block;
@@ -385,16 +418,19 @@ impl<'p> Propagation<'p> {
 /// The program as `fixed` leaves it (see the module documentation). With no fixed globals,
 /// nothing is decided and nothing is unreachable that was reachable before.
 pub fn specialise(program: &Program, fixed: &[FixedGlobal]) -> Specialised {
-    specialise_with(program, fixed, &[])
+    specialise_with(program, fixed, &[], &[])
 }
 
-/// [`specialise`] with instructions known to give one value too (`fixed_values`).
+/// [`specialise`] with instructions known to give one value too (`fixed_values`), and
+/// functions no run entered (`never_entered`: a call of one never returns, so the rest of its
+/// block never runs either). Neither is checked at run time.
 pub fn specialise_with(
     program: &Program,
     fixed: &[FixedGlobal],
     fixed_values: &[FixedValue],
+    never_entered: &[FuncId],
 ) -> Specialised {
-    let mut propagation = Propagation::new(program, fixed, fixed_values);
+    let mut propagation = Propagation::new(program, fixed, fixed_values, never_entered);
     propagation.run();
     let p = &propagation;
     let mut out = program.clone();
@@ -424,6 +460,14 @@ pub fn specialise_with(
                 continue;
             }
             for &i in insts {
+                if p.never_run.contains(&i) {
+                    out.insts[i].kind = if program.inst(i).kind.is_terminator() {
+                        InstKind::Unreachable
+                    } else {
+                        inert()
+                    };
+                    continue;
+                }
                 let inst = program.inst(i);
                 let constant = inst
                     .result

@@ -181,7 +181,7 @@ fn observed_conditions_decide_their_branches() {
             value: None,
         },
     ];
-    let s = specialise_with(&p, &[], &values);
+    let s = specialise_with(&p, &[], &values, &[]);
     s.program.verify().unwrap();
     let si = taint(&s.program);
     assert_eq!(work(&s.program, &si, "w1"), set(&[0]));
@@ -189,4 +189,30 @@ fn observed_conditions_decide_their_branches() {
     assert_eq!(s.dead_functions, 1, "unpack");
     assert!(s.decided >= 2, "{} decided", s.decided);
     assert!(s.folded_loads.is_empty());
+}
+
+/// A function no run entered (`configcrusher`'s dynamic confirmation observes entries) is
+/// code that never runs: what it writes (`state`, under `noname`) reaches nothing, and its
+/// call ends the block it is in.
+#[test]
+fn a_function_no_run_entered_writes_nothing() {
+    let p = llvm::fixture::compile("gzip_like.c", GZIP_LIKE)
+        .translation
+        .program;
+    let before = taint(&p);
+    assert_eq!(work(&p, &before, "w2"), set(&[1]), "state written under noname");
+    let unpack = p.function_named("unpack").expect("unpack is defined");
+    let s = specialise_with(&p, &[], &[], &[unpack]);
+    s.program.verify().unwrap();
+    let si = taint(&s.program);
+    assert_eq!(work(&s.program, &si, "w1"), set(&[0]));
+    assert_eq!(work(&s.program, &si, "w2"), set(&[]));
+    assert_eq!(s.dead_functions, 1, "unpack");
+    let treat = p.function_named("treat").expect("treat is defined");
+    let call_ends_block = s.program.insts.iter_enumerated().any(|(i, inst)| {
+        matches!(inst.kind, ir::InstKind::Unreachable)
+            && !matches!(p.inst(i).kind, ir::InstKind::Unreachable)
+            && p.func_of(i) == treat
+    });
+    assert!(call_ends_block, "the block calling unpack ends there");
 }

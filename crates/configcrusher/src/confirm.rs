@@ -3,14 +3,16 @@
 //! decision that decides something on the workload the model is of.
 //!
 //! The program is built observing the condition of every conditional branch the static
-//! analysis found tainted (`llvm::instrument_observing`, the fixed settings' observation
-//! runtime) and run on the measured workload in every configuration of the static cover,
-//! so every combination of every static interaction runs. A branch that went one way in
-//! every run (a status every option's validation derives, `if (ret != OK)`, that is always
-//! OK) decides nothing there, and one that never ran reaches nothing: the program is
-//! specialised with those conditions as constants, as fixed settings specialise it
-//! (`analysis::specialise_with`), and analysed again. Options that met only through such
-//! branches no longer interact.
+//! analysis found tainted and the entry of every function (`llvm::instrument_observing`,
+//! the fixed settings' observation runtime) and run on the measured workload in every
+//! configuration of the static cover, so every combination of every static interaction
+//! runs. A branch that went one way in every run (a status every option's validation
+//! derives, `if (ret != OK)`, that is always OK) decides nothing there, one that never ran
+//! reaches nothing, and a function no run entered (a compressor's decompression context,
+//! whose copies points-to cannot keep apart from the compression context's) writes nothing
+//! the runs read: the program is specialised with those conditions as constants and those
+//! functions as never called, as fixed settings specialise it (`analysis::specialise_with`),
+//! and analysed again. Options that met only through such code no longer interact.
 //!
 //! The measured workload, not the small analysis one: a compressor's multi-block path, its
 //! buffer-full branches, run only on inputs as large as the measured ones. This is an
@@ -43,6 +45,9 @@ pub struct Confirmation {
     pub branches_observed: usize,
     pub branches_decided: usize,
     pub branches_never_run: usize,
+    /// Functions observed (every defined one), and those no run entered (by name).
+    pub functions_observed: usize,
+    pub functions_never_entered: Vec<String>,
     /// The maximal interactions of the static analysis alone, and how many configurations
     /// would have covered them.
     pub static_interactions: Vec<Vec<String>>,
@@ -60,8 +65,11 @@ pub struct Outcomes {
     /// How many of them went one way, and never ran.
     pub decided: usize,
     pub never: usize,
-    /// Branches observed.
+    /// Defined functions no run entered.
+    pub never_entered: Vec<ir::FuncId>,
+    /// Branches observed, and functions.
     pub observed: usize,
+    pub functions: usize,
     pub seconds: f64,
 }
 
@@ -99,21 +107,28 @@ pub fn branch_outcomes(
         fixed: Vec::new(),
         decided: 0,
         never: 0,
+        never_entered: Vec::new(),
         observed: 0,
+        functions: 0,
         seconds: 0.0,
     };
-    if conditions.is_empty() {
-        return Ok(outcomes);
-    }
+    // Every function the program may run: one no run enters is code the workload never runs.
+    let functions: Vec<ir::FuncId> = program
+        .functions
+        .iter_enumerated()
+        .filter(|(_, f)| !f.is_declaration)
+        .map(|(k, _)| k)
+        .collect();
     let dir = settings.work_dir.join("confirm");
     std::fs::create_dir_all(&dir)
         .map_err(|e| Error::Invalid(format!("dynamic confirmation: {}: {e}", dir.display())))?;
     let bitcode = dir.join("program.branches.bc");
-    let checks = llvm::instrument_observing(
+    let llvm::Observing { checks, entries } = llvm::instrument_observing(
         &built.ssa,
         program,
         &built.translation.positions,
         &conditions,
+        &functions,
         &bitcode,
     )?;
     let library = settings.region_timer_runtime()?;
@@ -129,7 +144,7 @@ pub fn branch_outcomes(
     spec.prepare_workload(workload)?;
     let started = Instant::now();
     // Per check: the one value every run saw (`None`: more than one), if any ran it.
-    let mut seen: Vec<Option<Option<i64>>> = vec![None; conditions.len()];
+    let mut seen: Vec<Option<Option<i64>>> = vec![None; conditions.len() + functions.len()];
     let out = dir.join("branches.times");
     for config in configurations {
         let times = instrumented::infer::observe_run(spec, &binary, config, workload, &out)
@@ -154,6 +169,7 @@ pub fn branch_outcomes(
     }
     outcomes.seconds = started.elapsed().as_secs_f64();
     outcomes.observed = checks.len();
+    outcomes.functions = entries.len();
     for check in &checks {
         let value = match seen[check.id as usize] {
             None => {
@@ -171,5 +187,10 @@ pub fn branch_outcomes(
             value,
         });
     }
+    outcomes.never_entered = entries
+        .iter()
+        .filter(|(_, id)| seen[*id as usize].is_none())
+        .map(|(f, _)| *f)
+        .collect();
     Ok(outcomes)
 }

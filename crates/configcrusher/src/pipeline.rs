@@ -158,11 +158,12 @@ pub fn analyse(
             workload,
             &static_cover.configurations,
         )?;
-        if !outcomes.fixed.is_empty() {
+        if !outcomes.fixed.is_empty() || !outcomes.never_entered.is_empty() {
             specialised = Some(analysis::specialise_with(
                 &built.translation.program,
                 &fixed,
                 &outcomes.fixed,
+                &outcomes.never_entered,
             ));
             influence = analyse_program(&specialised);
         }
@@ -189,6 +190,12 @@ pub fn analyse(
             branches_observed: outcomes.observed,
             branches_decided: outcomes.decided,
             branches_never_run: outcomes.never,
+            functions_observed: outcomes.functions,
+            functions_never_entered: outcomes
+                .never_entered
+                .iter()
+                .map(|&f| built.translation.program.func(f).name.clone())
+                .collect(),
             static_interactions: names(&static_cover.maximal),
             static_configurations: static_cover.configurations.len(),
             dropped: names(&dropped),

@@ -599,6 +599,7 @@ impl Report {
             lines.push(format!(
                 "dynamic confirmation: {} runs of workload `{}` (the static cover) in {:.1} s \
                  observed {} tainted branches: {} went one way in every run, {} never ran; \
+                 {} of {} functions never entered{}; \
                  static interactions {} ({} configurations); dropped: {}",
                 c.runs,
                 c.workload,
@@ -606,6 +607,22 @@ impl Report {
                 c.branches_observed,
                 c.branches_decided,
                 c.branches_never_run,
+                c.functions_never_entered.len(),
+                c.functions_observed,
+                if c.functions_never_entered.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " ({}{})",
+                        c.functions_never_entered
+                            .iter()
+                            .take(5)
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        if c.functions_never_entered.len() > 5 { ", …" } else { "" }
+                    )
+                },
                 sets(&c.static_interactions),
                 c.static_configurations,
                 sets(&c.dropped),

@@ -391,6 +391,70 @@ fn dynamic_confirmation_keeps_branches_that_go_both_ways() {
     assert_eq!(c.branches_decided + c.branches_never_run, 0, "{c:?}");
 }
 
+const NEVER_CALLED: &str = r#"
+#include <stdlib.h>
+#include <string.h>
+__attribute__((annotate("knobs:option=A"))) int A;
+__attribute__((annotate("knobs:option=B"))) int B;
+__attribute__((annotate("knobs:option=C"))) int C;
+int level;
+int size;
+/* The other mode of the program (a decompressor's): it adds B into the size A chose, but
+   only a command line of more than 64 words calls it, and no branch on an option leads
+   there, so no observed branch rules it out. */
+static void other_mode(void) {
+    size = size + B;
+}
+PARSE
+int main(int argc, char **argv) {
+    parse(argc, argv);
+    WORK_MS(1);
+    size = A ? 2 : 1;
+    if (argc > 64)
+        other_mode();
+    for (int k = 0; k < size; k++)
+        WORK_MS(3);
+    if (B) WORK_MS(2);
+    if (C) WORK_MS(5);
+    return 0;
+}
+"#;
+
+/// A and B meet statically only through what a function writes that no run enters (the
+/// loop on `size`, which goes both ways): dynamic confirmation sees that no run entered it,
+/// drops {A, B} and measures 2 configurations; without it, 4. Both models are exact.
+#[test]
+fn dynamic_confirmation_drops_what_a_function_no_run_enters_writes() {
+    let program = NEVER_CALLED.replace("PARSE", PARSE);
+    let model = |c: &[f64]| 0.004 + 0.003 * c[0] + 0.002 * c[1] + 0.005 * c[2];
+    let all = binary_configurations(3, &[]);
+    let without = compresses_and_models(
+        &program,
+        &spec("never_called", "C", false),
+        &[&["A", "B"], &["C"]],
+        4,
+        &all,
+        model,
+    );
+    assert!(without.confirmation.is_none());
+    let with = compresses_and_models_with(
+        &confirming(),
+        &program,
+        &spec("never_called", "C", false),
+        &[&["A"], &["B"], &["C"]],
+        2,
+        &all,
+        model,
+    );
+    let c = with.confirmation.expect("a confirmation report");
+    assert_eq!(c.dropped, vec![vec!["A".to_string(), "B".to_string()]]);
+    assert!(
+        c.functions_never_entered.contains(&"other_mode".to_string()),
+        "{c:?}"
+    );
+    assert!(!c.functions_never_entered.contains(&"main".to_string()));
+}
+
 const RESET: &str = r#"
 #include <stdlib.h>
 #include <string.h>

@@ -106,8 +106,10 @@ pub fn infer_fixed(
         program,
         &built.translation.positions,
         &loads,
+        &[],
         &bitcode,
-    )?;
+    )?
+    .checks;
     let library = settings.region_timer_runtime()?;
     let (binary, _) = crate::link(
         spec,

@@ -105,6 +105,7 @@ pub fn instrument_with_checks(
         positions,
         probes,
         checks,
+        &[],
         false,
         output,
     )
@@ -114,14 +115,16 @@ pub fn instrument_with_checks(
 /// A build that observes values (run it with `runtime::OBSERVE_ENV` set): a value check
 /// after each of `loads` (loads, or other non-phi instructions such as a branch's `icmp`)
 /// that gives an integer of at most 64 bits (check id = its index in `loads`), no regions.
-/// Others are skipped. Returns the checked instructions.
+/// Others are skipped. Each function of `entries` gets a check of the constant 0 where it
+/// starts (ids after those of `loads`, in order): whether any run entered it.
 pub fn instrument_observing(
     ssa_bitcode: &Path,
     program: &Program,
     positions: &LlvmPositions,
     loads: &[ir::InstId],
+    entries: &[FuncId],
     output: &Path,
-) -> Result<Vec<ValueCheck>, Error> {
+) -> Result<Observing, Error> {
     let checks: Vec<ValueCheck> = loads
         .iter()
         .enumerate()
@@ -131,19 +134,42 @@ pub fn instrument_observing(
             expected: 0,
         })
         .collect();
-    let (_, kept) =
-        instrument_checked(ssa_bitcode, program, positions, &[], &checks, true, output)?;
-    Ok(kept)
+    let entries: Vec<(FuncId, u32)> = entries
+        .iter()
+        .enumerate()
+        .map(|(k, &f)| (f, (loads.len() + k) as u32))
+        .collect();
+    let (_, checks) = instrument_checked(
+        ssa_bitcode,
+        program,
+        positions,
+        &[],
+        &checks,
+        &entries,
+        true,
+        output,
+    )?;
+    Ok(Observing { checks, entries })
+}
+
+/// What an observing build reports: the value checks inserted, and the check id of each
+/// observed function entry.
+pub struct Observing {
+    pub checks: Vec<ValueCheck>,
+    pub entries: Vec<(FuncId, u32)>,
 }
 
 /// [`instrument_with_checks`]; with `lenient`, a check whose load is not an integer load is
-/// left out instead of failing. Returns the checks inserted.
+/// left out instead of failing. `entries`: a check of the constant 0 where each function
+/// starts, under the id given. Returns the checks inserted.
+#[allow(clippy::too_many_arguments)]
 fn instrument_checked(
     ssa_bitcode: &Path,
     program: &Program,
     positions: &LlvmPositions,
     probes: &[RegionProbe],
     checks: &[ValueCheck],
+    entries: &[(FuncId, u32)],
     lenient: bool,
     output: &Path,
 ) -> Result<(InstrumentStats, Vec<ValueCheck>), Error> {
@@ -279,6 +305,23 @@ fn instrument_checked(
         check_sites.push((inst, width, check));
     }
     let inserted: Vec<ValueCheck> = check_sites.iter().map(|(_, _, c)| **c).collect();
+    // Where each observed function starts: before its entry block's first instruction that
+    // is not an `alloca` (those stay together at the top).
+    let mut entry_sites: Vec<(LLVMValueRef, u32)> = Vec::new();
+    for &(f, id) in entries {
+        let Some(entry) = program.func(f).entry() else {
+            continue;
+        };
+        let blocks = layout_of(f)?;
+        let local = program.block(entry).local as usize;
+        let first = blocks[local].1.iter().copied().find(|&i| {
+            // SAFETY: `i` is an instruction of the live module loaded above (the handle rule).
+            unsafe { c::LLVMGetInstructionOpcode(i) != LLVMOpcode::LLVMAlloca }
+        });
+        if let Some(first) = first {
+            entry_sites.push((first, id));
+        }
+    }
 
     let mut stats = InstrumentStats::default();
     // SAFETY: `ctx` is the live context of the live module `m` (the handle rule); the types
@@ -402,7 +445,7 @@ fn instrument_checked(
     }
     // Checks last, each right after its load: before any region call placed after it, and
     // without moving the debug locations region calls took from their neighbours.
-    if !check_sites.is_empty() {
+    if !check_sites.is_empty() || !entry_sites.is_empty() {
         // SAFETY: `ctx` and `m` are live (the handle rule): the types are the context's,
         // `params` a live local array of the three parameter types passed, and the check
         // function is added under a NUL-terminated name only when `m` has none. Each load
@@ -411,6 +454,8 @@ fn instrument_checked(
         // sign extension takes the loaded integer (narrower than 64 bits) to `i64`; the
         // call passes an `i32`, an `i64` and an `i64` constant to the
         // `void (i32, i64, i64)` function of that type, from a live local array of three.
+        // An entry site is an instruction of `m` too (resolved above, before any change),
+        // so the builder can be positioned before it; its call passes three constants.
         unsafe {
             let i64t = c::LLVMInt64TypeInContext(ctx);
             let mut params = [i32t, i64t, i64t];
@@ -451,6 +496,27 @@ fn instrument_checked(
                     llvm_sys::debuginfo::LLVMInstructionSetDebugLoc(call, loc);
                 }
                 stats.value_checks += 1;
+            }
+            for &(first, id) in &entry_sites {
+                c::LLVMPositionBuilderBefore(builder, first);
+                let loc = nearest_debug_loc(first);
+                c::LLVMSetCurrentDebugLocation2(builder, loc);
+                let mut args = [
+                    c::LLVMConstInt(i32t, u64::from(id), 0),
+                    c::LLVMConstInt(i64t, 0, 1),
+                    c::LLVMConstInt(i64t, 0, 1),
+                ];
+                let call = c::LLVMBuildCall2(
+                    builder,
+                    check_type,
+                    check_fn,
+                    args.as_mut_ptr(),
+                    3,
+                    c"".as_ptr(),
+                );
+                if !loc.is_null() {
+                    llvm_sys::debuginfo::LLVMInstructionSetDebugLoc(call, loc);
+                }
             }
         }
     }

@@ -30,7 +30,7 @@ pub mod translate;
 pub use compile::{CompileOptions, compile_c};
 
 pub use instrument::{
-    InstrumentStats, RegionProbe, ValueCheck, instrument, instrument_observing,
+    InstrumentStats, Observing, RegionProbe, ValueCheck, instrument, instrument_observing,
     instrument_with_checks, link_instrumented,
 };
 pub use taint_pass::{TaintStats, instrument_taint};
