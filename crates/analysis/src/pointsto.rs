@@ -239,6 +239,9 @@ struct Solver<'p> {
     /// The struct types each root is known to be an object of (empty: not known), which
     /// filter field accesses at its start (see [`Solver::field_target`]).
     root_types: Vec<Vec<StructId>>,
+    /// Roots that hold no struct: what `main`'s parameters point to (C gives `main` an
+    /// argument count and pointers to strings), so no struct field access lands there.
+    strings_only: Vec<bool>,
     /// The root cell of each global, function, stack slot and allocation site.
     root_of_value: FxMap<ValueId, CellId>,
     root_of_call: FxMap<InstId, CellId>,
@@ -308,6 +311,7 @@ fn solve_with(program: &Program, merge: bool, budget: Option<usize>) -> Option<P
         root_refs: Vec::new(),
         copied_to: Vec::new(),
         root_types: Vec::new(),
+        strings_only: Vec::new(),
         root_of_value: FxMap::default(),
         root_of_call: FxMap::default(),
         pts: vec![CellSet::default(); nvalues + nfuncs],
@@ -448,6 +452,9 @@ impl<'p> Solver<'p> {
             _ => Vec::new(),
         };
         self.root_types.push(types);
+        let main = self.program.function_named("main");
+        self.strings_only
+            .push(matches!(root, Root::Outside(f, _) if Some(f) == main));
         let c = self.new_cell(r, None);
         if root == Root::Merged {
             self.merged_root = Some(c);
@@ -490,6 +497,9 @@ impl<'p> Solver<'p> {
     /// knows its type, and the type of the access tells the objects apart again.
     fn field_target(&mut self, c: CellId, structure: StructId, field: u32) -> Option<CellId> {
         let cell = self.cells[c];
+        if self.strings_only[cell.root as usize] {
+            return None;
+        }
         if cell.field.is_none() {
             let types = &self.root_types[cell.root as usize];
             if !types.is_empty()

@@ -1165,3 +1165,66 @@ fn a_helper_whose_address_is_taken_stores_under_every_call_sites_context() {
     let (p, si) = run(TAKEN_HELPER, &sources);
     assert_eq!(work_influence(&p, &si, TAKEN_HELPER, "w1"), set(&[0, 1]));
 }
+
+const ARGV_AS_STRUCT: &str = r#"
+#include <stdlib.h>
+#include <string.h>
+extern void work(int);
+struct cfg { int level; int other; };
+static struct cfg state;
+int main(int argc, char **argv) {
+    void *p = argc > 2 ? (void *)argv[1] : (void *)&state;
+    struct cfg *c = p;
+    if (c->level > 5) work(1);          /* w1 */
+    if (strlen(argv[0]) > 3) work(2);   /* w2 */
+    return 0;
+}
+"#;
+
+/// What `main`'s parameters point to holds strings, never a struct: a pointer that may point
+/// there or to a struct (points-to merges them through a `void *`) does not make the
+/// struct's option field part of argv, so a library call reading argv (`strlen`) does not
+/// read the option.
+#[test]
+fn main_arguments_hold_no_struct_fields() {
+    let field = OptionSource {
+        option: OptionId(0),
+        kind: SourceKind::StructField {
+            structure: "cfg".into(),
+            field: FieldRef::Name("level".into()),
+        },
+    };
+    let (p, si) = run(ARGV_AS_STRUCT, &[field]);
+    assert_eq!(work_influence(&p, &si, ARGV_AS_STRUCT, "w1"), set(&[0]));
+    assert_eq!(work_influence(&p, &si, ARGV_AS_STRUCT, "w2"), set(&[]));
+}
+
+const UNPLACED: &str = r#"
+extern void work(int);
+struct cfg { int level; int other; };
+/* Set by code the analysis does not see (a library's callback, a plugin): points-to finds
+   no object for it. */
+struct cfg *current;
+int main(void) {
+    if (current->level > 5) work(1);    /* w1 */
+    if (current->other > 5) work(2);    /* w2 */
+    return 0;
+}
+"#;
+
+/// An option's struct field reached through a pointer that points-to finds no object for is
+/// still read where it is loaded: the spec says the option lives there, and dropping it would
+/// report the option irrelevant without saying why.
+#[test]
+fn an_option_field_points_to_cannot_place_is_still_read() {
+    let field = OptionSource {
+        option: OptionId(0),
+        kind: SourceKind::StructField {
+            structure: "cfg".into(),
+            field: FieldRef::Name("level".into()),
+        },
+    };
+    let (p, si) = run(UNPLACED, &[field]);
+    assert_eq!(work_influence(&p, &si, UNPLACED, "w1"), set(&[0]));
+    assert_eq!(work_influence(&p, &si, UNPLACED, "w2"), set(&[]));
+}

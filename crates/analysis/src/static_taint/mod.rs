@@ -326,6 +326,7 @@ pub fn analyse_with(
         sets,
         memory: IdVec::from_elem(SetId::EMPTY, ncells),
         source_cell: IdVec::from_elem(false, ncells),
+        unplaced_sources: FxMap::default(),
         init_memory: IdVec::from_elem(SetId::EMPTY, ncells),
         phases: &phases.block,
         phase: load_time::Phase::Any,
@@ -368,6 +369,11 @@ pub fn analyse_with(
     }
     for &c in &source_cells {
         solver.source_cell[c] = true;
+    }
+    for &(ptr, s) in seed_writes.iter().filter(|(ptr, _)| pts.of(*ptr).is_empty()) {
+        let old = solver.unplaced_sources.get(&ptr).copied().unwrap_or(SetId::EMPTY);
+        let new = solver.sets.union(old, s);
+        solver.unplaced_sources.insert(ptr, new);
     }
     let seeded_values: Vec<(ValueId, SetId)> = solver
         .value_taint

@@ -33,6 +33,9 @@ pub(super) struct Solver<'a> {
     /// The cells an option source names (a global, a struct field, what a source call
     /// returns), seeded with their options (see [`super::analyse_with`]).
     pub(super) source_cell: IdVec<CellId, bool>,
+    /// Addresses of an option's struct field that points-to found no object for: a load
+    /// through one reads the option all the same (the spec says it lives there).
+    pub(super) unplaced_sources: FxMap<ValueId, SetId>,
     /// Taint of each cell as code of the initialisation reads it: only what code that may
     /// run then writes ([`super::load_time`]).
     pub(super) init_memory: IdVec<CellId, SetId>,
@@ -291,6 +294,10 @@ impl Solver<'_> {
                                 let d = self.decision_taint(from);
                                 t = self.sets.union(t, d);
                             }
+                        }
+                        InstKind::Load { ptr } if self.unplaced_sources.contains_key(ptr) => {
+                            t = self.sets.union(t, self.taint(*ptr));
+                            t = self.sets.union(t, self.unplaced_sources[ptr]);
                         }
                         InstKind::Load { ptr }
                             if self.local_definitions.of(i).is_some()
