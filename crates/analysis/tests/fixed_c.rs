@@ -200,7 +200,11 @@ fn a_function_no_run_entered_writes_nothing() {
         .translation
         .program;
     let before = taint(&p);
-    assert_eq!(work(&p, &before, "w2"), set(&[1]), "state written under noname");
+    assert_eq!(
+        work(&p, &before, "w2"),
+        set(&[1]),
+        "state written under noname"
+    );
     let unpack = p.function_named("unpack").expect("unpack is defined");
     let s = specialise_with(&p, &[], &[], &[unpack]);
     s.program.verify().unwrap();

@@ -620,7 +620,11 @@ impl Report {
                             .cloned()
                             .collect::<Vec<_>>()
                             .join(", "),
-                        if c.functions_never_entered.len() > 5 { ", …" } else { "" }
+                        if c.functions_never_entered.len() > 5 {
+                            ", …"
+                        } else {
+                            ""
+                        }
                     )
                 },
                 sets(&c.static_interactions),

@@ -449,7 +449,8 @@ fn dynamic_confirmation_drops_what_a_function_no_run_enters_writes() {
     let c = with.confirmation.expect("a confirmation report");
     assert_eq!(c.dropped, vec![vec!["A".to_string(), "B".to_string()]]);
     assert!(
-        c.functions_never_entered.contains(&"other_mode".to_string()),
+        c.functions_never_entered
+            .contains(&"other_mode".to_string()),
         "{c:?}"
     );
     assert!(!c.functions_never_entered.contains(&"main".to_string()));

@@ -370,8 +370,15 @@ pub fn analyse_with(
     for &c in &source_cells {
         solver.source_cell[c] = true;
     }
-    for &(ptr, s) in seed_writes.iter().filter(|(ptr, _)| pts.of(*ptr).is_empty()) {
-        let old = solver.unplaced_sources.get(&ptr).copied().unwrap_or(SetId::EMPTY);
+    for &(ptr, s) in seed_writes
+        .iter()
+        .filter(|(ptr, _)| pts.of(*ptr).is_empty())
+    {
+        let old = solver
+            .unplaced_sources
+            .get(&ptr)
+            .copied()
+            .unwrap_or(SetId::EMPTY);
         let new = solver.sets.union(old, s);
         solver.unplaced_sources.insert(ptr, new);
     }
