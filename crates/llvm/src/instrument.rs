@@ -465,6 +465,21 @@ fn instrument_checked(
             if check_fn.is_null() {
                 check_fn = c::LLVMAddFunction(m, name.as_ptr(), check_type);
             }
+            // The call `check (id, value, expected)` where the builder is, at `loc`.
+            let build_check = |id, value, expected, loc: llvm_sys::prelude::LLVMMetadataRef| {
+                let mut args = [id, value, expected];
+                let call = c::LLVMBuildCall2(
+                    builder,
+                    check_type,
+                    check_fn,
+                    args.as_mut_ptr(),
+                    3,
+                    c"".as_ptr(),
+                );
+                if !loc.is_null() {
+                    llvm_sys::debuginfo::LLVMInstructionSetDebugLoc(call, loc);
+                }
+            };
             for &(load, width, check) in &check_sites {
                 let next = c::LLVMGetNextInstruction(load); // a load never ends a block
                 c::LLVMPositionBuilderBefore(builder, next);
@@ -479,44 +494,20 @@ fn instrument_checked(
                 } else {
                     load
                 };
-                let mut args = [
+                build_check(
                     c::LLVMConstInt(i32t, u64::from(check.id), 0),
                     value,
                     c::LLVMConstInt(i64t, check.expected as u64, 1),
-                ];
-                let call = c::LLVMBuildCall2(
-                    builder,
-                    check_type,
-                    check_fn,
-                    args.as_mut_ptr(),
-                    3,
-                    c"".as_ptr(),
+                    loc,
                 );
-                if !loc.is_null() {
-                    llvm_sys::debuginfo::LLVMInstructionSetDebugLoc(call, loc);
-                }
                 stats.value_checks += 1;
             }
             for &(first, id) in &entry_sites {
                 c::LLVMPositionBuilderBefore(builder, first);
                 let loc = nearest_debug_loc(first);
                 c::LLVMSetCurrentDebugLocation2(builder, loc);
-                let mut args = [
-                    c::LLVMConstInt(i32t, u64::from(id), 0),
-                    c::LLVMConstInt(i64t, 0, 1),
-                    c::LLVMConstInt(i64t, 0, 1),
-                ];
-                let call = c::LLVMBuildCall2(
-                    builder,
-                    check_type,
-                    check_fn,
-                    args.as_mut_ptr(),
-                    3,
-                    c"".as_ptr(),
-                );
-                if !loc.is_null() {
-                    llvm_sys::debuginfo::LLVMInstructionSetDebugLoc(call, loc);
-                }
+                let zero = c::LLVMConstInt(i64t, 0, 1);
+                build_check(c::LLVMConstInt(i32t, u64::from(id), 0), zero, zero, loc);
             }
         }
     }
