@@ -19,6 +19,16 @@ fn global(k: u32, name: &str) -> OptionSource {
     }
 }
 
+fn struct_field(k: u32, structure: &str, field: &str) -> OptionSource {
+    OptionSource {
+        option: OptionId(k),
+        kind: SourceKind::StructField {
+            structure: structure.into(),
+            field: FieldRef::Name(field.into()),
+        },
+    }
+}
+
 fn run(source: &str, sources: &[OptionSource]) -> (Program, StatementInfluence) {
     let c = llvm::fixture::compile("prog.c", source);
     let p = c.translation.program;
@@ -1187,13 +1197,7 @@ int main(int argc, char **argv) {
 /// read the option.
 #[test]
 fn main_arguments_hold_no_struct_fields() {
-    let field = OptionSource {
-        option: OptionId(0),
-        kind: SourceKind::StructField {
-            structure: "cfg".into(),
-            field: FieldRef::Name("level".into()),
-        },
-    };
+    let field = struct_field(0, "cfg", "level");
     let (p, si) = run(ARGV_AS_STRUCT, &[field]);
     assert_eq!(work_influence(&p, &si, ARGV_AS_STRUCT, "w1"), set(&[0]));
     assert_eq!(work_influence(&p, &si, ARGV_AS_STRUCT, "w2"), set(&[]));
@@ -1217,13 +1221,7 @@ int main(void) {
 /// report the option irrelevant without saying why.
 #[test]
 fn an_option_field_points_to_cannot_place_is_still_read() {
-    let field = OptionSource {
-        option: OptionId(0),
-        kind: SourceKind::StructField {
-            structure: "cfg".into(),
-            field: FieldRef::Name("level".into()),
-        },
-    };
+    let field = struct_field(0, "cfg", "level");
     let (p, si) = run(UNPLACED, &[field]);
     assert_eq!(work_influence(&p, &si, UNPLACED, "w1"), set(&[0]));
     assert_eq!(work_influence(&p, &si, UNPLACED, "w2"), set(&[]));
