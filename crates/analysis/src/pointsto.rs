@@ -386,6 +386,11 @@ fn solve_with(program: &Program, merge: bool, budget: Option<usize>) -> Option<P
         if !f.is_declaration && !s.called[k] && outside_may_call {
             for (j, &p) in f.params.iter().enumerate() {
                 let outside = s.new_root(Root::Outside(k, j as u32));
+                // Not when every object is merged into one: that one holds structs too.
+                let root = s.cells[outside].root as usize;
+                if main == Some(k) && matches!(s.roots[root], Root::Outside(..)) {
+                    s.strings_only[root] = true;
+                }
                 let refs = &mut s.root_refs[s.cells[outside].root as usize];
                 if !refs.contains(&outside) {
                     refs.push(outside);
@@ -452,9 +457,7 @@ impl<'p> Solver<'p> {
             _ => Vec::new(),
         };
         self.root_types.push(types);
-        let main = self.program.function_named("main");
-        self.strings_only
-            .push(matches!(root, Root::Outside(f, _) if Some(f) == main));
+        self.strings_only.push(false);
         let c = self.new_cell(r, None);
         if root == Root::Merged {
             self.merged_root = Some(c);
