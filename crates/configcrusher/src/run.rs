@@ -522,6 +522,15 @@ fn set_aside(spec: &measure::SystemSpec, analysed: &Analysed) -> SetAside {
     }
 }
 
+/// ` (a, b, c, …)`: the first `shown` of `names`, or nothing when there are none.
+fn first_names(names: &[String], shown: usize) -> String {
+    if names.is_empty() {
+        return String::new();
+    }
+    let more = if names.len() > shown { ", …" } else { "" };
+    format!(" ({}{more})", names[..names.len().min(shown)].join(", "))
+}
+
 impl Report {
     /// The analysis in a few lines, as a person reads it.
     pub fn summary_lines(&self) -> Vec<String> {
@@ -609,24 +618,7 @@ impl Report {
                 c.branches_never_run,
                 c.functions_never_entered.len(),
                 c.functions_observed,
-                if c.functions_never_entered.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        " ({}{})",
-                        c.functions_never_entered
-                            .iter()
-                            .take(5)
-                            .cloned()
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        if c.functions_never_entered.len() > 5 {
-                            ", …"
-                        } else {
-                            ""
-                        }
-                    )
-                },
+                first_names(&c.functions_never_entered, 5),
                 sets(&c.static_interactions),
                 c.static_configurations,
                 sets(&c.dropped),
