@@ -45,9 +45,10 @@ pub struct CrushArgs {
     /// with another clock reuses the measurements.
     #[arg(long, value_enum, default_value = "auto")]
     region_clock: RegionClockArg,
-    /// Keep an interaction only where its options meet in a branch that went both ways on
-    /// the measured workload (observed in runs of the static cover's configurations): fewer
-    /// configurations, on an assumption the report states with what it dropped.
+    /// Keep an interaction only where its options meet in a branch that went both ways, in
+    /// functions that ran, on the measured workload (branches and function entries observed
+    /// in runs of the static cover's configurations): fewer configurations, on an assumption
+    /// the report states with what it dropped.
     #[arg(long)]
     dynamic_confirmation: bool,
 }
