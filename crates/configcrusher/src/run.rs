@@ -49,8 +49,8 @@ pub struct Options {
     /// metric resolves, `instrumented::region_clocks`).
     pub region_clock: Option<instrumented::RegionClock>,
     /// Dynamic confirmation ([`crate::confirm`]): keep an interaction only where its options
-    /// meet in a branch that went both ways, in functions that ran, on the measured workload in the static cover's
-    /// configurations (an assumption the report names).
+    /// meet in a branch that went both ways, in functions that ran, on the measured workload
+    /// in the static cover's configurations (an assumption the report names).
     pub confirm: bool,
     /// The workload dynamic confirmation observes (default: the spec's measurement
     /// workload; [`run`] gives it the session's): the one the model is of.
