@@ -237,10 +237,7 @@ impl<'a> Explainer<'a> {
                                 {
                                     for (k, &a) in args.iter().enumerate() {
                                         push(Fact::Value(a), Some(*i), "external call argument");
-                                        if crate::pointsto::fills_without_reading(
-                                            &p.func(g).name,
-                                            k,
-                                        ) {
+                                        if crate::pointsto::ignores_contents(&p.func(g).name, k) {
                                             continue;
                                         }
                                         for m in self.reads_objects(a) {

@@ -19,6 +19,7 @@ pub mod pointsto;
 pub mod reaching;
 pub mod sources;
 pub mod static_taint;
+pub mod views;
 pub mod wrappers;
 
 pub use fixed::{FixedGlobal, FixedValue, FoldedLoad, Specialised, specialise, specialise_with};

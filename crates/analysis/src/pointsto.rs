@@ -11,7 +11,9 @@
 //! field) accessed through a field address `&p->f`. Field cells are keyed by the root, not by
 //! the enclosing field, so `a.inner.x` is the cell (a, Inner, x) however deep `inner` is:
 //! the number of cells stays finite with nested and recursive structs, at the price of
-//! merging the same struct type embedded twice in one object.
+//! merging the same struct type embedded twice in one object. Struct types that share an
+//! initial sequence key those fields alike where the solution shows one object viewed as
+//! both ([`crate::views`]), which takes a few solves.
 //!
 //! Each pointer-holding thing — a value, a function's return value, a cell's contents — has a
 //! set of cells it may point to, solved as the least fixpoint of inclusion constraints with
@@ -29,6 +31,7 @@
 use ir::{Callee, FuncId, GlobalId, IdVec, InstId, InstKind, Program, StructId, ValueDef, ValueId};
 
 use crate::options::{FxMap, FxSet};
+use crate::views::Views;
 use crate::wrappers::{MemoryCopy, Wrappers};
 
 /// Allocation functions: their result is a fresh heap object per call site.
@@ -65,6 +68,24 @@ const FILLS_WITHOUT_READING: &[(&str, usize)] = &[
 pub(crate) fn fills_without_reading(name: &str, arg: usize) -> bool {
     let name = libc_name(name);
     FILLS_WITHOUT_READING.contains(&(name, arg))
+}
+
+/// Library functions that write out a buffer argument (its position) of a length they are
+/// given: their work and their result follow the length, whatever the bytes are.
+const WRITES_OUT_COUNTED: &[(&str, usize)] = &[
+    ("fwrite", 0),
+    ("fwrite_unlocked", 0),
+    ("write", 1),
+    ("pwrite", 1),
+    ("pwrite64", 1),
+    ("send", 1),
+];
+
+/// Whether what external function `name` finds behind its argument `arg` decides neither
+/// its work nor its result: it fills the buffer ([`fills_without_reading`]) or writes out a
+/// given number of its bytes.
+pub(crate) fn ignores_contents(name: &str, arg: usize) -> bool {
+    fills_without_reading(name, arg) || WRITES_OUT_COUNTED.contains(&(libc_name(name), arg))
 }
 
 /// An external function whose result points into its first argument.
@@ -132,6 +153,8 @@ pub struct PointsTo {
     merged_root: u32,
     /// The program's allocation, deallocation and copy wrappers, as the solver used them.
     pub wrappers: Wrappers,
+    /// The struct views the solution contains, which key struct fields in memory.
+    views: Views,
 }
 
 impl PointsTo {
@@ -162,8 +185,13 @@ impl PointsTo {
         &self.root_cells[self.cells[c].root as usize]
     }
 
+    /// The key of field `field` of `structure` in memory (see [`crate::views`]).
+    pub fn field_key(&self, structure: StructId, field: u32) -> (StructId, u32) {
+        self.views.field_key(structure, field)
+    }
+
     /// The cell of field `(structure, field)` of the object `c` belongs to, if it exists; the
-    /// field is keyed as [`Program::field_key`] keys it (as cells are).
+    /// field is keyed as [`PointsTo::field_key`] keys it (as cells are).
     pub fn field_cell(&self, c: CellId, structure: StructId, field: u32) -> Option<CellId> {
         let root = if self.merged {
             self.merged_root
@@ -270,6 +298,10 @@ struct Solver<'p> {
     /// Points-to facts added so far, and how many are allowed (`None`: no limit).
     facts: usize,
     budget: Option<usize>,
+    /// The keys of struct fields in memory.
+    views: Views,
+    /// Each cell and a struct type it is accessed as (or known to be an object of).
+    accessed_as: FxSet<(CellId, StructId)>,
 }
 
 /// The budget of per-object points-to: facts (a node pointing to a cell) per program value.
@@ -291,11 +323,27 @@ pub fn solve(program: &Program) -> PointsTo {
 
 /// [`solve`] with the budget of per-object points-to given as a number of facts.
 pub fn solve_within(program: &Program, budget: usize) -> PointsTo {
-    solve_with(program, false, Some(budget))
-        .unwrap_or_else(|| solve_with(program, true, None).expect("no budget, so no early stop"))
+    // Struct views start apart and join where a solution shows them meet (see
+    // [`crate::views`]); each join can only add cells and facts, so this ends.
+    let mut views = Views::separate(program);
+    loop {
+        let (pts, groups) = solve_with(program, &views, false, Some(budget)).unwrap_or_else(|| {
+            solve_with(program, &views, true, None).expect("no budget, so no early stop")
+        });
+        if !views.join(program, &groups) {
+            return pts;
+        }
+    }
 }
 
-fn solve_with(program: &Program, merge: bool, budget: Option<usize>) -> Option<PointsTo> {
+/// The solution with these struct views, and the groups of struct types it saw meet (see
+/// [`Views::join`]); `None` when the budget ran out.
+fn solve_with(
+    program: &Program,
+    views: &Views,
+    merge: bool,
+    budget: Option<usize>,
+) -> Option<(PointsTo, Vec<Vec<StructId>>)> {
     let nvalues = program.values.len();
     let nfuncs = program.functions.len();
     let mut s = Solver {
@@ -333,6 +381,8 @@ fn solve_with(program: &Program, merge: bool, budget: Option<usize>) -> Option<P
         merged_root: None,
         facts: 0,
         budget,
+        views: views.clone(),
+        accessed_as: FxSet::default(),
     };
     if merge {
         s.new_root(Root::Merged);
@@ -404,7 +454,8 @@ fn solve_with(program: &Program, merge: bool, budget: Option<usize>) -> Option<P
     if !s.run() {
         return None;
     }
-    Some(s.finish())
+    let groups = s.views_met();
+    Some((s.finish(), groups))
 }
 
 impl<'p> Solver<'p> {
@@ -456,9 +507,12 @@ impl<'p> Solver<'p> {
             Root::Heap(call) => self.allocated_types(call),
             _ => Vec::new(),
         };
+        let c = self.new_cell(r, None);
+        for &t in &types {
+            self.accessed_as.insert((c, t));
+        }
         self.root_types.push(types);
         self.strings_only.push(false);
-        let c = self.new_cell(r, None);
         if root == Root::Merged {
             self.merged_root = Some(c);
         }
@@ -469,7 +523,7 @@ impl<'p> Solver<'p> {
     /// with what every cell of its object holds, and copied on into the objects its object is
     /// block-copied into.
     fn field_cell(&mut self, c: CellId, structure: StructId, field: u32) -> CellId {
-        let (structure, field) = self.program.field_key(structure, field);
+        let (structure, field) = self.views.field_key(structure, field);
         let root = match self.merged_root {
             Some(m) => self.cells[m].root,
             None => self.cells[c].root,
@@ -513,6 +567,7 @@ impl<'p> Solver<'p> {
                 return None;
             }
         }
+        self.accessed_as.insert((c, structure));
         Some(if field == 0 {
             c
         } else {
@@ -1004,6 +1059,31 @@ impl<'p> Solver<'p> {
         true
     }
 
+    /// The groups of struct types seen at one place: those a cell is accessed as, and those
+    /// of both ends of each block copy (the copy moves fields between their views).
+    fn views_met(&self) -> Vec<Vec<StructId>> {
+        let mut at: FxMap<CellId, Vec<StructId>> = FxMap::default();
+        for &(c, t) in &self.accessed_as {
+            at.entry(c).or_default().push(t);
+        }
+        let mut groups: Vec<Vec<StructId>> = Vec::new();
+        for &(d, s) in &self.copy_pairs {
+            let mut g: Vec<StructId> = at.get(&d).into_iter().flatten().copied().collect();
+            g.extend(at.get(&s).into_iter().flatten().copied());
+            if g.len() > 1 {
+                groups.push(g);
+            }
+        }
+        groups.extend(at.into_values().filter(|g| g.len() > 1));
+        for g in &mut groups {
+            g.sort_unstable();
+            g.dedup();
+        }
+        groups.sort_unstable();
+        groups.dedup();
+        groups
+    }
+
     fn finish(self) -> PointsTo {
         let merged_root = self.merged_root.map_or(u32::MAX, |c| self.cells[c].root);
         let mut sets: Vec<Vec<CellId>> = vec![Vec::new()];
@@ -1047,6 +1127,7 @@ impl<'p> Solver<'p> {
             merged: self.merge,
             merged_root,
             wrappers: self.wrappers,
+            views: self.views,
         }
     }
 }

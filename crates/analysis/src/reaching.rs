@@ -57,7 +57,7 @@ fn object(program: &Program, ptr: ValueId) -> Option<Object> {
     }
 }
 
-fn location(program: &Program, ptr: ValueId) -> Option<Location> {
+fn location(program: &Program, pts: &PointsTo, ptr: ValueId) -> Option<Location> {
     if let Some(o) = object(program, ptr) {
         return Some((o, None));
     }
@@ -72,7 +72,7 @@ fn location(program: &Program, ptr: ValueId) -> Option<Location> {
                 if *field == 0 {
                     Some((o, None))
                 } else {
-                    Some((o, Some(program.field_key(*structure, *field))))
+                    Some((o, Some(pts.field_key(*structure, *field))))
                 }
             }
             _ => None,
@@ -203,7 +203,7 @@ pub fn local_definitions(
     let mut tracked: FxSet<CellId> = FxSet::default();
     for inst in &program.insts {
         if let InstKind::Load { ptr } = &inst.kind
-            && let Some(loc) = location(program, *ptr)
+            && let Some(loc) = location(program, pts, *ptr)
         {
             tracked.extend(location_cells(pts, program, loc));
         }
@@ -219,7 +219,7 @@ pub fn local_definitions(
         for &b in &func.blocks {
             for &i in &program.block(b).insts {
                 if let InstKind::Load { ptr } = &program.inst(i).kind
-                    && let Some(l) = location(program, *ptr)
+                    && let Some(l) = location(program, pts, *ptr)
                     && !locations.contains(&l)
                 {
                     locations.push(l);
@@ -257,7 +257,7 @@ pub fn local_definitions(
             };
             // The state after instruction `i`.
             let step = |i: InstId, state: &mut Reaching| match &program.inst(i).kind {
-                InstKind::Store { ptr, .. } if location(program, *ptr) == Some(loc) => {
+                InstKind::Store { ptr, .. } if location(program, pts, *ptr) == Some(loc) => {
                     *state = Reaching::Stores(vec![i]);
                 }
                 _ if clobbers(i) => *state = Reaching::Outside,
@@ -304,7 +304,7 @@ pub fn local_definitions(
                 let mut state = at_start(local, &at_end);
                 for &i in &program.block(b).insts {
                     if let InstKind::Load { ptr } = &program.inst(i).kind
-                        && location(program, *ptr) == Some(loc)
+                        && location(program, pts, *ptr) == Some(loc)
                         && let Reaching::Stores(stores) = &state
                     {
                         defs.insert(i, stores.clone());

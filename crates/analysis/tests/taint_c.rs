@@ -1226,3 +1226,75 @@ fn an_option_field_points_to_cannot_place_is_still_read() {
     assert_eq!(work_influence(&p, &si, UNPLACED, "w1"), set(&[0]));
     assert_eq!(work_influence(&p, &si, UNPLACED, "w2"), set(&[]));
 }
+
+const VIEWS: &str = r#"
+#include <stdlib.h>
+extern void work(int);
+int a_opt, b_opt, c_opt;
+/* Two struct types that merely start alike, both in one object (LZ4's frame context holds
+   its frame description and a checksum state, each starting with unsigned fields). */
+struct info { unsigned size; unsigned mode; unsigned sum; };
+struct state { unsigned total; unsigned large; unsigned v1; };
+struct ctx { struct info info; long pad; struct state st; };
+static void update(struct state *s, unsigned n) { s->total += n; s->large = n > 100; }
+/* A generic view of objects that start with the same fields (liblzma's filter coders). */
+struct base { int kind; int level; };
+struct derived { int kind; int level; int extra; };
+static void set_level(void *p) { struct base *b = p; b->level = c_opt; }
+int main(int argc, char **argv) {
+    struct ctx *c = malloc(sizeof *c);
+    c->info.mode = a_opt;
+    if (b_opt) update(&c->st, argc);
+    if (c->info.mode) work(1);   /* w1 */
+    if (c->st.large) work(2);    /* w2 */
+    struct derived *d = malloc(sizeof *d);
+    d->extra = argc;
+    set_level(d);
+    if (d->level) work(3);       /* w3 */
+    return 0;
+}
+"#;
+
+/// Struct types that share an initial sequence are one memory only where the program views
+/// one object as both: a checksum state beside a frame description in one object keeps its
+/// fields apart from the description's, and a generic view of an object still reads what
+/// was written through it.
+#[test]
+fn struct_types_that_start_alike_share_fields_only_where_one_object_is_viewed_as_both() {
+    let sources = [global(0, "a_opt"), global(1, "b_opt"), global(2, "c_opt")];
+    let (p, si) = run(VIEWS, &sources);
+    assert!(!si.facts.points_to.merged);
+    assert_eq!(work_influence(&p, &si, VIEWS, "w1"), set(&[0]));
+    assert_eq!(work_influence(&p, &si, VIEWS, "w2"), set(&[1]));
+    assert_eq!(work_influence(&p, &si, VIEWS, "w3"), set(&[2]));
+}
+
+const WRITTEN_OUT: &str = r#"
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+extern void work(int);
+int fill, count;
+int main(void) {
+    char buf[64];
+    memset(buf, 0, sizeof buf);
+    if (fill) buf[3] = 'x';
+    size_t n = count ? 32 : 16;
+    fwrite(buf, 1, n, stdout);                   /* at-fwrite */
+    if (write(1, buf, 8) != 8) work(1);          /* at-write */
+    if (strlen(buf) > 2) work(2);                /* at-strlen */
+    return 0;
+}
+"#;
+
+/// Writing out a buffer takes as long as its length, whatever its bytes: the bytes' options
+/// are no decision of `fwrite` or `write`, while `strlen`'s work follows the bytes.
+#[test]
+fn a_written_out_buffer_decides_by_its_length_not_its_bytes() {
+    let sources = [global(0, "fill"), global(1, "count")];
+    let (p, si) = run(WRITTEN_OUT, &sources);
+    assert_eq!(decision_on(&p, &si, WRITTEN_OUT, "at-fwrite"), set(&[1]));
+    assert_eq!(decision_on(&p, &si, WRITTEN_OUT, "at-write"), set(&[]));
+    assert_eq!(work_influence(&p, &si, WRITTEN_OUT, "at-write"), set(&[]));
+    assert_eq!(decision_on(&p, &si, WRITTEN_OUT, "at-strlen"), set(&[0]));
+}

@@ -14,10 +14,11 @@ pub struct StructType {
     pub name: String,
     /// Field names where debug information gives them; empty strings otherwise.
     pub fields: Vec<String>,
-    /// Per field, the struct whose same field this one is: C code views one object through
-    /// several struct types that share a common initial sequence (liblzma's generic
-    /// `lzma_filter_coder` over its `lzma_filter_encoder` tables), so memory analyses key a
-    /// field by the first struct with the same field types up to it. Itself by default.
+    /// Per field, the first struct with the same field types up to it (itself by default):
+    /// C code views one object through several struct types that share a common initial
+    /// sequence (liblzma's generic `lzma_filter_coder` over its `lzma_filter_encoder`
+    /// tables), and such views may access the field as one. Points-to keys a field by it
+    /// only among the types it finds one object viewed as (`analysis::views`).
     pub common: Vec<StructId>,
     /// The struct type of its first field (through arrays), which is at the same address.
     pub first_field: Option<StructId>,
@@ -155,8 +156,8 @@ impl Program {
         self.add_value(ValueDef::Undef)
     }
 
-    /// The key of field `field` of `structure` in memory: the same field of the first struct
-    /// with the same initial sequence of field types (see [`StructType::common`]).
+    /// The same field of the first struct with the same initial sequence of field types (see
+    /// [`StructType::common`]): where any view of an object may find this field.
     pub fn field_key(&self, structure: StructId, field: u32) -> (StructId, u32) {
         let common = self.structs[structure]
             .common

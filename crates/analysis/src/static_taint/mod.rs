@@ -33,8 +33,9 @@
 //!   writes them all (weak updates). A load through a plain pointer into a struct reads its
 //!   root cell (field 0), not the other fields: not seen is a field read as bytes through a
 //!   `char *` into the struct (type punning). External functions that read through their
-//!   arguments (`write`, `strcmp`, …) read the whole objects, fields included; block copies
-//!   (`memcpy`, struct assignment) copy field by field.
+//!   arguments (`strcmp`, `strlen`, …) read the whole objects, fields included; those that
+//!   write out a counted buffer (`fwrite`, `write`) decide by the count, not the bytes;
+//!   block copies (`memcpy`, struct assignment) copy field by field.
 //! - Indirect calls reach the functions whose addresses flow to the called pointer and that
 //!   take at most as many parameters as the call passes (variadic functions take fewer).
 //!

@@ -394,22 +394,18 @@ impl Solver<'_> {
                                 if callee.is_declaration {
                                     let mut input = SetId::EMPTY;
                                     let mut given = LibraryInput::default();
-                                    let fills = |k: usize| {
-                                        crate::pointsto::fills_without_reading(
-                                            self.func_names[g],
-                                            k,
-                                        )
+                                    let contents_ignored = |k: usize| {
+                                        crate::pointsto::ignores_contents(self.func_names[g], k)
                                     };
                                     for (k, &a) in args.iter().enumerate() {
                                         let v = self.taint(a);
                                         input = self.sets.union(input, v);
-                                        let m = if fills(k) {
-                                            SetId::EMPTY
-                                        } else {
-                                            self.read_objects(a)
-                                        };
-                                        input = self.sets.union(input, m);
                                         given.values = self.sets.union(given.values, v);
+                                        if contents_ignored(k) {
+                                            continue;
+                                        }
+                                        let m = self.read_objects(a);
+                                        input = self.sets.union(input, m);
                                         match self.local_objects.stores_into(program, a) {
                                             Some(stores) => {
                                                 for &st in stores {
