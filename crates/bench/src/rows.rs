@@ -518,9 +518,10 @@ fn p_value(p: f64) -> String {
 }
 
 /// The headline table's columns: (approach key, heading).
-const HEADLINE: [(&str, &str); 11] = [
+const HEADLINE: [(&str, &str); 12] = [
     ("repeat", "brute force again"),
     ("crush", "ConfigCrusher"),
+    ("crush-confirmed", "ConfigCrusher, confirmed"),
     ("comprex", "Comprex"),
     ("splat", "SPLat"),
     ("splat-delayed", "SPLat-delayed"),
