@@ -1067,6 +1067,21 @@ impl<'p> Solver<'p> {
             at.entry(c).or_default().push(t);
         }
         let mut groups: Vec<Vec<StructId>> = Vec::new();
+        // A global's initializer stores addresses in fields of nested structs whose cells are
+        // not known here: every struct type of those and every one it is accessed as, at any
+        // of its cells, is one group (a dispatch table read through another view).
+        for (r, root) in self.roots.iter().enumerate() {
+            let Root::Global(g) = *root else { continue };
+            let refs = &self.program.globals[g].initializer_refs;
+            if refs.iter().all(|i| i.field.is_none()) {
+                continue;
+            }
+            let mut g: Vec<StructId> = refs.iter().filter_map(|i| i.field.map(|f| f.0)).collect();
+            for c in &self.root_cells[r] {
+                g.extend(at.get(c).into_iter().flatten().copied());
+            }
+            groups.push(g);
+        }
         for &(d, s) in &self.copy_pairs {
             let mut g: Vec<StructId> = at.get(&d).into_iter().flatten().copied().collect();
             g.extend(at.get(&s).into_iter().flatten().copied());
