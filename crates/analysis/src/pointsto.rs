@@ -324,7 +324,7 @@ pub fn solve(program: &Program) -> PointsTo {
 /// [`solve`] with the budget of per-object points-to given as a number of facts.
 pub fn solve_within(program: &Program, budget: usize) -> PointsTo {
     // Struct views start apart and join where a solution shows them meet (see
-    // [`crate::views`]); each join can only add cells and facts, so this ends.
+    // [`crate::views`]); a round that solves again has joined two classes, so this ends.
     let mut views = Views::separate(program);
     loop {
         let (pts, groups) = solve_with(program, &views, false, Some(budget)).unwrap_or_else(|| {
