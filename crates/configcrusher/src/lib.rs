@@ -25,8 +25,8 @@ mod run;
 pub use compress::{Compression, compress};
 pub use confirm::Confirmation;
 pub use pipeline::{
-    Analysed, Instrumented, analyse, build_model, build_model_with_clocks, instrument,
-    measure_configurations,
+    Analysed, Instrumented, NativeCorrection, analyse, build_model, build_model_with_clocks,
+    instrument, measure_configurations, native_correction,
 };
 pub use regions::{Region, RegionPlan, identify_regions, optimise_influence};
 pub use run::{

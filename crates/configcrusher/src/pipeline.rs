@@ -20,6 +20,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use serde::Serialize;
+
 use analysis::{OptionSet, StatementInfluence};
 use instrumented::{BASE, Settings};
 use ir::ProgramDominance;
@@ -503,6 +505,145 @@ pub fn measure_configurations(
     })
 }
 
+/// The instrumented build against the program as the spec runs it, in every measured
+/// configuration: the region timers cost little, but the build they sit in is one
+/// whole-program module compiled by knobs, not the program's own build, and it runs some
+/// code slower or faster than the native program (gzip's `--rsyncable` path 1.16× at `-1`,
+/// its `-9` 1.01×). Each configuration's region times are scaled to its native time.
+#[derive(Clone, Debug, Serialize)]
+pub struct NativeCorrection {
+    /// Per measured configuration: the instrumented build's time (its regions and the time
+    /// outside them) and the native program's, by the clock its region times are read by.
+    pub pairs: Vec<instrumented::native::Pair>,
+    /// Instrumented over native time, the median over the configurations.
+    pub ratio: f64,
+    /// The native program's runs, stored as `knobs measure` stores them.
+    pub measurement: CampaignReport,
+}
+
+impl NativeCorrection {
+    /// Native over instrumented time of a measured configuration (store text).
+    fn factor(&self, configuration: &str) -> Option<f64> {
+        self.pairs
+            .iter()
+            .find(|p| p.configuration == configuration)
+            .map(|p| p.native / p.instrumented)
+    }
+}
+
+impl std::fmt::Display for NativeCorrection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (lo, hi) = self
+            .pairs
+            .iter()
+            .map(|p| p.instrumented / p.native)
+            .fold((f64::INFINITY, 0.0f64), |(lo, hi), r| {
+                (lo.min(r), hi.max(r))
+            });
+        write!(
+            f,
+            "native correction: the instrumented build took {:.3}× the native program's time \
+             (median over the {} measured configurations, {lo:.3}–{hi:.3}×); each \
+             configuration's region times are scaled to its native time",
+            self.ratio,
+            self.pairs.len()
+        )
+    }
+}
+
+/// Measures the native program (as the spec runs it, stored like `knobs measure`'s runs) in
+/// the measured `configurations` and pairs each with the instrumented build's time by the
+/// clock its region times are read by. The inner error says why there is no correction: the
+/// test clock (a count of the program's work, not the machine's time), a metric that is not
+/// time, a native run that failed.
+#[allow(clippy::too_many_arguments)]
+pub fn native_correction(
+    store: &Store,
+    settings: &Settings,
+    spec: &SystemSpec,
+    workload: &Workload,
+    instrumented: &Instrumented,
+    configurations: &[Configuration],
+    forced: Option<instrumented::RegionClock>,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<Result<NativeCorrection, String>, Error> {
+    use measure::Metric;
+    if settings.test_clock {
+        return Ok(Err(
+            "the region timers' test clock counts the program's work, not the machine's time"
+                .into(),
+        ));
+    }
+    if !matches!(
+        spec.measure.metric,
+        Metric::Auto | Metric::Wall | Metric::Cpu
+    ) {
+        return Ok(Err(format!(
+            "the spec's metric `{}` is not what the region timers read",
+            spec.measure.metric.name()
+        )));
+    }
+    let measurement = measure::campaign::Campaign {
+        retry_failed: settings.retry_failed,
+        backend: settings.backend.clone(),
+        ..measure::campaign::Campaign::new(spec, workload)
+    }
+    .run(store, configurations, on_event)?;
+    if let Some((config, why)) = measurement.failed.first() {
+        return Ok(Err(format!(
+            "the native program failed in {} configurations, the first `{config}`: {why}",
+            measurement.failed.len()
+        )));
+    }
+    let variant = &instrumented.variant;
+    let clocks = ::instrumented::region_clocks(store, spec, workload, variant, forced)?;
+    let measured =
+        ::instrumented::region_times_per_configuration_by(store, spec, workload, variant, &clocks)?;
+    let outside =
+        ::instrumented::time_outside_for_the_base(store, spec, workload, variant, &clocks, false)?;
+    let native = ::instrumented::selection(spec, workload, "");
+    let by = |metric| -> Result<std::collections::BTreeMap<String, f64>, Error> {
+        Ok(store
+            .summaries(&native, metric)?
+            .into_iter()
+            .filter_map(|s| Some((s.configuration, s.summary?.value)))
+            .collect())
+    };
+    let (wall, cpu) = (by(Metric::Wall)?, by(Metric::Cpu)?);
+    let mut pairs = Vec::new();
+    for config in configurations {
+        let text = spec.space.format_configuration(config);
+        let Some(regions) = measured.get(&text) else {
+            continue;
+        };
+        let times = match clocks.of(&text) {
+            ::instrumented::RegionClock::Cpu => &cpu,
+            ::instrumented::RegionClock::Wall => &wall,
+        };
+        let Some(&native) = times.get(&text) else {
+            continue;
+        };
+        let instrumented =
+            regions.values().sum::<f64>() + outside.get(&text).copied().unwrap_or(0.0);
+        if native > 0.0 && instrumented > 0.0 {
+            pairs.push(::instrumented::native::Pair {
+                configuration: text,
+                instrumented,
+                native,
+            });
+        }
+    }
+    let ratios: Vec<f64> = pairs.iter().map(|p| p.instrumented / p.native).collect();
+    let Some(ratio) = stats::median(&ratios) else {
+        return Ok(Err("no measured configuration has both times".into()));
+    };
+    Ok(Ok(NativeCorrection {
+        pairs,
+        ratio,
+        measurement,
+    }))
+}
+
 /// Stage 4: local models per region and the global model, from the stored region times.
 pub fn build_model(
     store: &Store,
@@ -512,12 +653,17 @@ pub fn build_model(
     analysed: &Analysed,
     variant: &str,
 ) -> Result<ModelFile, Error> {
-    Ok(build_model_with_clocks(store, settings, spec, workload, analysed, variant, None)?.0)
+    Ok(build_model_with_clocks(
+        store, settings, spec, workload, analysed, variant, None, None,
+    )?
+    .0)
 }
 
 /// [`build_model`], and the clock each configuration's region times were read by
 /// (`instrumented::region_clocks`: the spec's metric, `auto` resolved as for the black-box
-/// runs; `forced`: this clock for every configuration).
+/// runs; `forced`: this clock for every configuration), each configuration's region times
+/// scaled to its native time when there is a `correction`.
+#[allow(clippy::too_many_arguments)]
 pub fn build_model_with_clocks(
     store: &Store,
     settings: &Settings,
@@ -526,6 +672,7 @@ pub fn build_model_with_clocks(
     analysed: &Analysed,
     variant: &str,
     forced: Option<instrumented::RegionClock>,
+    correction: Option<&NativeCorrection>,
 ) -> Result<(ModelFile, instrumented::RegionClocks), Error> {
     let clocks = instrumented::region_clocks(store, spec, workload, variant, forced)?;
     let measured =
@@ -534,7 +681,10 @@ pub fn build_model_with_clocks(
     for config in measured.keys() {
         configs.push((spec.space.parse_configuration(config)?, config));
     }
-    let mean = |config: &str, region: &str| measured[config].get(region).copied().unwrap_or(0.0);
+    let scale = |config: &str| correction.and_then(|c| c.factor(config)).unwrap_or(1.0);
+    let mean = |config: &str, region: &str| {
+        measured[config].get(region).copied().unwrap_or(0.0) * scale(config)
+    };
 
     let program = &analysed.translation.program;
     let valid = ValidConfigurations::new(&spec.space)?;
@@ -589,7 +739,7 @@ pub fn build_model_with_clocks(
     )?;
     let base_time = configs
         .iter()
-        .map(|(_, c)| mean(c, BASE) + outside.get(*c).copied().unwrap_or(0.0))
+        .map(|(_, c)| mean(c, BASE) + outside.get(*c).copied().unwrap_or(0.0) * scale(c))
         .sum::<f64>()
         / configs.len() as f64;
     let base = InfluenceModel::from_terms([Term::new::<&str>(&[], base_time)]);
@@ -613,6 +763,10 @@ pub fn build_model_with_clocks(
     file.provenance
         .insert("region_clock".into(), clocks.clock.clone().into());
     file.provenance.insert("variant".into(), variant.into());
+    if let Some(c) = correction {
+        file.provenance
+            .insert("native_correction".into(), c.ratio.into());
+    }
     file.provenance
         .insert("workload".into(), workload.name.clone().into());
     file.provenance

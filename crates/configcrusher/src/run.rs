@@ -10,7 +10,8 @@ use serde::Serialize;
 use crate::Error;
 use crate::overhead::{Overhead, overhead};
 use crate::pipeline::{
-    Analysed, analyse, build_model_with_clocks, instrument, measure_configurations,
+    Analysed, NativeCorrection, analyse, build_model_with_clocks, instrument,
+    measure_configurations, native_correction,
 };
 
 /// Where `run` stops.
@@ -55,6 +56,10 @@ pub struct Options {
     /// The workload dynamic confirmation observes (default: the spec's measurement
     /// workload; [`run`] gives it the session's): the one the model is of.
     pub confirm_workload: Option<String>,
+    /// Measure the native program in the measured configurations as well and scale each
+    /// one's region times to its native time ([`NativeCorrection`]): the model then predicts
+    /// the program as the spec runs it, not the instrumented build.
+    pub native_correction: bool,
 }
 
 impl Default for Options {
@@ -70,6 +75,7 @@ impl Default for Options {
             region_clock: None,
             confirm: false,
             confirm_workload: None,
+            native_correction: true,
         }
     }
 }
@@ -91,6 +97,8 @@ pub struct Report {
     pub instrumentation: Option<InstrumentationReport>,
     pub measurement: Option<measure::campaign::CampaignReport>,
     pub overhead: Option<Overhead>,
+    /// The instrumented build against the native program, which the model is corrected by.
+    pub native_correction: Option<NativeCorrection>,
     /// The clock the region times were read by (wall, cpu or mixed per configuration), and
     /// why.
     pub region_clock: Option<instrumented::RegionClocks>,
@@ -308,6 +316,26 @@ fn run_once(
     )?;
     reporter.note(&measured.summary(spec.measure.max_cv));
     report.measurement = Some(measured);
+    if options.native_correction {
+        match native_correction(
+            &store,
+            &session.settings,
+            spec,
+            workload,
+            &built,
+            &analysed.compression.configurations,
+            options.region_clock,
+            &mut |event| reporter.measurement(event),
+        )? {
+            Ok(c) => {
+                reporter.note(&c.to_string());
+                report.native_correction = Some(c);
+            }
+            Err(why) => report.notes.push(format!(
+                "no native correction (the model is the instrumented build's): {why}"
+            )),
+        }
+    }
     let (model, clocks) = build_model_with_clocks(
         &store,
         &session.settings,
@@ -316,6 +344,7 @@ fn run_once(
         &analysed,
         &built.variant,
         options.region_clock,
+        report.native_correction.as_ref(),
     )?;
     report.region_clock = Some(clocks);
     report.overhead = Some(overhead(&store, spec, workload, &built.variant)?);
@@ -470,6 +499,7 @@ fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
         instrumentation: None,
         measurement: None,
         overhead: None,
+        native_correction: None,
         region_clock: None,
         output: None,
         notes,

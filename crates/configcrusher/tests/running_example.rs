@@ -66,3 +66,77 @@ fn the_running_example_yields_the_papers_model() {
                 .is_some_and(|l| l.file.ends_with("main.c"))
     }));
 }
+
+/// The native correction scales each measured configuration's region times, the base's
+/// included, to the native program's time in it; on the test clock (a count of the program's
+/// work) `run` makes no correction and says why.
+#[test]
+fn the_native_correction_scales_each_configuration_to_its_native_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = common::running_example_spec(dir.path(), 5.0);
+    let settings = common::test_clock_settings(dir.path().join("work"));
+    let analysed =
+        configcrusher::analyse(&spec, &settings, &configcrusher::Options::default()).unwrap();
+    let (instrumented, model) =
+        common::instrument_measure_model(dir.path(), &spec, &settings, &analysed);
+    let store = measure::Store::open(&dir.path().join("knobs.db")).unwrap();
+    let workload = spec.workload(None).unwrap();
+    let names = spec.space.names();
+    let plain = model.bind(&names).unwrap();
+    let row = |c: &space::Configuration| -> Vec<f64> {
+        (0..names.len()).map(|k| c.0[k] as f64).collect()
+    };
+    // Every measured configuration 1.25× slower instrumented than native.
+    let pairs = analysed
+        .compression
+        .configurations
+        .iter()
+        .map(|c| {
+            let t = plain.predict(&row(c));
+            instrumented::native::Pair {
+                configuration: spec.space.format_configuration(c),
+                instrumented: t,
+                native: t / 1.25,
+            }
+        })
+        .collect();
+    let correction = configcrusher::NativeCorrection {
+        pairs,
+        ratio: 1.25,
+        measurement: Default::default(),
+    };
+    let (corrected, _) = configcrusher::build_model_with_clocks(
+        &store,
+        &settings,
+        &spec,
+        workload,
+        &analysed,
+        &instrumented.variant,
+        None,
+        Some(&correction),
+    )
+    .unwrap();
+    let corrected = corrected.bind(&names).unwrap();
+    for bits in [0u32, 1, 0b111, 0b11_1111_1111, 0b10_1010_1010] {
+        let row: Vec<f64> = (0..10).map(|k| f64::from(bits >> k & 1)).collect();
+        let (p, c) = (plain.predict(&row), corrected.predict(&row));
+        assert!(
+            (c * 1.25 - p).abs() < 1e-9,
+            "{bits:010b}: {p} s, corrected {c} s"
+        );
+    }
+
+    let why = configcrusher::native_correction(
+        &store,
+        &settings,
+        &spec,
+        workload,
+        &instrumented,
+        &analysed.compression.configurations,
+        None,
+        &mut |_| panic!("no run on the test clock"),
+    )
+    .unwrap()
+    .unwrap_err();
+    assert!(why.contains("test clock"), "{why}");
+}

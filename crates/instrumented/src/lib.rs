@@ -13,6 +13,7 @@
 //! belong to the approach crates); no LLVM types (through `llvm`'s API only).
 
 pub mod infer;
+pub mod native;
 mod table;
 
 use std::path::{Path, PathBuf};

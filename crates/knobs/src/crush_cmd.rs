@@ -51,6 +51,11 @@ pub struct CrushArgs {
     /// the report states with what it dropped.
     #[arg(long)]
     dynamic_confirmation: bool,
+    /// Do not measure the native program in the measured configurations: the model is then
+    /// the instrumented build's (by default each configuration's region times are scaled to
+    /// the native program's time in it, which the runs of `knobs measure` store).
+    #[arg(long)]
+    no_native_correction: bool,
 }
 
 /// A clock flag's values (`--region-clock`, `knobs comprex --profile-clock`).
@@ -98,6 +103,7 @@ pub fn crush(args: CrushArgs) -> Result<Outcome> {
         allow_unsourced: args.allow_unsourced,
         region_clock: args.region_clock.forced(),
         confirm: args.dynamic_confirmation,
+        native_correction: !args.no_native_correction,
         ..Options::default()
     };
     let report = configcrusher::run(&session, &options, &mut Progress::new())?;

@@ -4,7 +4,6 @@
 use super::profile::Profiled;
 use crate::Error;
 use instrumented::Settings;
-use measure::runner;
 use measure::{SystemSpec, Workload};
 use space::Configuration;
 
@@ -54,20 +53,7 @@ impl OverheadFit {
     }
 }
 
-/// `k` of `configurations`, chosen uniformly at random for a `seed` (ChaCha8; all of them
-/// when there are no more than `k`), in their original order.
-pub fn choose(configurations: &[Configuration], k: usize, seed: u64) -> Vec<Configuration> {
-    use rand::SeedableRng;
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let mut picked =
-        rand::seq::index::sample(&mut rng, configurations.len(), k.min(configurations.len()))
-            .into_vec();
-    picked.sort_unstable();
-    picked
-        .into_iter()
-        .map(|i| configurations[i].clone())
-        .collect()
-}
+pub use instrumented::native::choose;
 
 /// Measures `k` of the profiled configurations (chosen by [`choose`] with `seed`) with and
 /// without the profiler and fits the correction (§V.A; the paper uses k = 5 random
@@ -104,45 +90,39 @@ pub fn overhead_correction(
                 .into(),
         ));
     }
-    let native = match spec.program() {
-        Ok(p) => std::path::absolute(&p).unwrap_or(p),
-        // E.g. the spec's program is built separately and was not: nothing to compare with.
-        Err(why) => return Ok(Err(format!("the program as the spec runs it: {why}"))),
-    };
-    spec.prepare_workload(workload)?;
-    let out = settings.work_dir.join("overhead-run.tsv");
-    let rounds = (spec.measure.repetitions as usize).max(3);
-    let mut pairs = Vec::new();
-    for config in choose(configurations, k, seed) {
-        let text = spec.space.format_configuration(&config);
-        let plain = spec.invocation_of(native.clone(), &config, workload)?;
-        let mut with = spec.invocation_of(profiled.binary.clone(), &config, workload)?;
-        // Both programs by what the profiler samples: CPU time for its CPU clock.
-        let clock = super::clock::clock_in(&with.env).unwrap_or(instrumented::RegionClock::Wall);
-        let metric = super::clock::whole_run_metric(spec, clock);
-        with.env
-            .push((runtime::profiler::ENV_VAR.into(), out.display().to_string()));
-        let (mut p, mut n) = (Vec::new(), Vec::new());
-        for round in 0..=rounds {
-            for (invocation, into) in [(&plain, &mut n), (&with, &mut p)] {
-                let result = runner::run(invocation);
-                if !result.outcome.is_ok() {
-                    return Ok(Err(format!(
-                        "`{text}`: {} {}",
-                        invocation.program.display(),
-                        result.outcome.describe()
-                    )));
-                }
-                if round > 0 {
-                    into.push(result.metric(metric));
-                }
-            }
-        }
-        let median = |v: &[f64]| stats::median(v).unwrap_or(f64::NAN);
-        let (p, n) = (median(&p), median(&n));
-        on_pair(&text, p, n);
-        pairs.push((text, p, n));
+    let chosen = choose(configurations, k, seed);
+    // Both programs by what the profiler samples: CPU time for its CPU clock.
+    let mut metrics = std::collections::HashMap::new();
+    for config in &chosen {
+        let clock = super::clock::sampled_clock(spec, workload, config)?;
+        metrics.insert(
+            spec.space.format_configuration(config),
+            super::clock::whole_run_metric(spec, clock),
+        );
     }
+    let out = settings.work_dir.join("overhead-run.tsv");
+    let env = [(
+        runtime::profiler::ENV_VAR.to_string(),
+        out.display().to_string(),
+    )];
+    let rounds = (spec.measure.repetitions as usize).max(3);
+    let pairs = match instrumented::native::paired_medians(
+        spec,
+        workload,
+        &profiled.binary,
+        &env,
+        &chosen,
+        rounds,
+        &|text| metrics[text],
+        &mut |pair| on_pair(&pair.configuration, pair.instrumented, pair.native),
+    )? {
+        Ok(pairs) => pairs,
+        Err(why) => return Ok(Err(why)),
+    };
+    let pairs: Vec<(String, f64, f64)> = pairs
+        .into_iter()
+        .map(|p| (p.configuration, p.instrumented, p.native))
+        .collect();
     let points: Vec<(f64, f64)> = pairs.iter().map(|(_, p, n)| (*p, *n)).collect();
     let line = match fit {
         OverheadFit::Ratio => runtime::profiler::overhead_ratio(&points),
