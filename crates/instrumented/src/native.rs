@@ -1,7 +1,6 @@
 //! An instrumented build against the program as the spec runs it: a few configurations run
 //! with both, interleaved, so that a model built from the instrumented build's times can be
-//! corrected to the native program's (Comprex's §V.A; ConfigCrusher's region timers and the
-//! whole-program build they sit in run slower or faster than the native build as well).
+//! corrected to the native program's (Comprex's §V.A overhead correction).
 
 use std::path::Path;
 
