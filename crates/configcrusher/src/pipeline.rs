@@ -555,7 +555,7 @@ impl std::fmt::Display for NativeCorrection {
 /// the measured `configurations` and pairs each with the instrumented build's time by the
 /// clock its region times are read by. The inner error says why there is no correction: the
 /// test clock (a count of the program's work, not the machine's time), a metric that is not
-/// time, a native run that failed.
+/// time, no native program, a native run that failed.
 #[allow(clippy::too_many_arguments)]
 pub fn native_correction(
     store: &Store,
@@ -582,6 +582,10 @@ pub fn native_correction(
             "the spec's metric `{}` is not what the region timers read",
             spec.measure.metric.name()
         )));
+    }
+    // E.g. the spec's program is built separately and was not: nothing to compare with.
+    if let Err(why) = spec.program() {
+        return Ok(Err(format!("the program as the spec runs it: {why}")));
     }
     let measurement = measure::campaign::Campaign {
         retry_failed: settings.retry_failed,
