@@ -766,7 +766,13 @@ fn table_row(newest: &Newest, r: &Row) -> String {
     if let Some(sd) = r.detail_number("mape_sd") {
         let _ = write!(mape, " ± {} (sd)", number(sd));
     }
-    if let Some(own) = r.detail_number("mape_own_runs_corrected") {
+    if let Some(own) = r.detail_number("mape_own_native_runs") {
+        let _ = write!(
+            mape,
+            " ({} against the native runs of its configurations, which it is corrected to)",
+            number(own)
+        );
+    } else if let Some(own) = r.detail_number("mape_own_runs_corrected") {
         let _ = write!(
             mape,
             " ({} against its own runs, corrected for the profiler as the model is)",

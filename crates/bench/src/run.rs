@@ -832,6 +832,17 @@ impl<'a> SubjectRun<'a> {
         row.total_configurations = Some(r.configurations.total);
         row.lower_bound = Some(r.configurations.lower_bound);
         self.white_box_numbers(row, &model, &store, Some(&variant), &step.name, None)?;
+        // Corrected to the native program, the model is of its runs in the same store.
+        if let Some(ratio) = raw
+            .pointer("/native_correction/ratio")
+            .and_then(Value::as_f64)
+        {
+            row.detail("native_correction_ratio", ratio);
+            let native_csv = self.work.join(format!("{}-native.csv", step.name));
+            self.export(&store, None, &native_csv)?;
+            let (own, _) = self.evaluate(&model, &native_csv, true)?;
+            row.detail("mape_own_native_runs", own);
+        }
         row.detail("variant", &variant);
         row.detail("regions", r.regions.count);
         row.detail("regions_before_propagation", r.regions.before_propagation);
