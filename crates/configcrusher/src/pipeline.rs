@@ -522,12 +522,12 @@ pub struct NativeCorrection {
 }
 
 impl NativeCorrection {
-    /// Native over instrumented time of a measured configuration (store text).
-    fn factor(&self, configuration: &str) -> Option<f64> {
+    /// Native over instrumented time of each measured configuration (store text).
+    fn factors(&self) -> std::collections::HashMap<&str, f64> {
         self.pairs
             .iter()
-            .find(|p| p.configuration == configuration)
-            .map(|p| p.native / p.instrumented)
+            .map(|p| (p.configuration.as_str(), p.native / p.instrumented))
+            .collect()
     }
 }
 
@@ -685,7 +685,11 @@ pub fn build_model_with_clocks(
     for config in measured.keys() {
         configs.push((spec.space.parse_configuration(config)?, config));
     }
-    let scale = |config: &str| correction.and_then(|c| c.factor(config)).unwrap_or(1.0);
+    // Looked up for every region and table cell: one map, not a search of the pairs.
+    let factors = correction
+        .map(NativeCorrection::factors)
+        .unwrap_or_default();
+    let scale = |config: &str| factors.get(config).copied().unwrap_or(1.0);
     let mean = |config: &str, region: &str| {
         measured[config].get(region).copied().unwrap_or(0.0) * scale(config)
     };
