@@ -97,6 +97,18 @@ pub fn shown_configuration(text: &str) -> &str {
     }
 }
 
+/// The characters besides letters and digits an option's name may use; `docs/system-spec.md`
+/// lists the same (a test reads it).
+pub const NAME_PUNCTUATION: &str = "_.-:/+";
+
+fn spaced(chars: &str) -> String {
+    chars
+        .chars()
+        .map(String::from)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Prints a number the shortest way that reads back exactly (`6`, not `6.0`).
 pub fn format_number(v: f64) -> String {
     format!("{v}")
@@ -215,11 +227,12 @@ impl ConfigSpace {
             || !option
                 .name
                 .chars()
-                .all(|c| c.is_alphanumeric() || "_.-:/+".contains(c))
+                .all(|c| c.is_alphanumeric() || NAME_PUNCTUATION.contains(c))
         {
             return Err(Error::Invalid(format!(
-                "option name `{}` must be non-empty and use only letters, digits and _ . - : / +",
-                option.name
+                "option name `{}` must be non-empty and use only letters, digits and {}",
+                option.name,
+                spaced(NAME_PUNCTUATION)
             )));
         }
         if self.by_name.contains_key(&option.name) {
@@ -710,5 +723,25 @@ mod tests {
             let err = s.parse_configuration(text).unwrap_err().to_string();
             assert!(err.contains("appears more than once"), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn the_system_spec_lists_the_characters_an_option_name_may_use() {
+        let doc = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/system-spec.md"
+        ))
+        .unwrap();
+        let row = doc
+            .lines()
+            .find(|l| l.starts_with("| `name` | required;"))
+            .expect("docs/system-spec.md has an [[option]] `name` row");
+        let listed: String = row
+            .split('`')
+            .skip(3)
+            .step_by(2)
+            .filter(|s| s.chars().count() == 1)
+            .collect();
+        assert_eq!(listed, NAME_PUNCTUATION, "{row}");
     }
 }
