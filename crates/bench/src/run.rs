@@ -1137,7 +1137,7 @@ impl<'a> SubjectRun<'a> {
         match (n, total) {
             (Some(n), Some(total)) if n as f64 >= total => Err(format!(
                 "{n} random configurations need a space of more than {} valid ones",
-                rows::number(total)
+                crate::summary::number(total)
             )),
             _ => Ok(sample),
         }
