@@ -6,9 +6,9 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{Context, Result, bail};
 use bench::rows::{self, RunInfo};
-use bench::summary;
 use bench::run::{Settings, SubjectRun, shell_quote};
 use bench::subjects::{Approach, SUBJECTS_FILE, SubjectsFile};
+use bench::summary;
 use clap::Parser;
 
 /// Runs knobs' benchmarks as declared in bench/subjects.toml: every approach on every subject

@@ -293,7 +293,6 @@ pub fn read_all(dir: &Path) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

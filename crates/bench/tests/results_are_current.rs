@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use bench::{rows, summary};
 use bench::subjects::{SUBJECTS_FILE, SubjectsFile};
+use bench::{rows, summary};
 
 fn root() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
@@ -37,7 +37,8 @@ fn latest_md_is_generated_from_the_rows() {
 #[test]
 fn the_readme_table_is_generated_from_the_rows() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let want = summary::readme_with_table(&readme, &root().join(rows::RESULTS_DIR), &order()).unwrap();
+    let want =
+        summary::readme_with_table(&readme, &root().join(rows::RESULTS_DIR), &order()).unwrap();
     assert!(
         want == readme,
         "README.md's results table is not what docs/results/rows gives: run \

@@ -87,7 +87,10 @@ fn check_running_example(rows: &[Row], results: &Path) {
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
-    assert!(files.iter().any(|f| f == bench::summary::LATEST), "{files:?}");
+    assert!(
+        files.iter().any(|f| f == bench::summary::LATEST),
+        "{files:?}"
+    );
     assert!(
         files.iter().any(|f| f.ends_with("-running-example.jsonl")),
         "{files:?}"
