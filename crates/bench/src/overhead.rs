@@ -201,8 +201,8 @@ pub fn table7(run: &mut SubjectRun, row: &mut Row) -> Result<()> {
                 slot.times.push(time);
                 if let Some(f) = &file {
                     let regions = RegionFile::read(f).with_context(|| {
-                            format!("{} wrote no region times to {}", PROGRAMS[p], f.display())
-                        })?;
+                        format!("{} wrote no region times to {}", PROGRAMS[p], f.display())
+                    })?;
                     slot.violations += regions.fixed_violations;
                     slot.without_probes.push(time - regions.probes);
                     slot.regions = Some(regions);

@@ -87,12 +87,12 @@ impl SubjectRun<'_> {
         let (args, store, model) = self.white_box_args("crush", step);
         let (r, raw): (CrushReport, Value) = self.knobs_json(&args)?;
         let model = r.model_path.clone().unwrap_or(model);
-        let variant = r
-            .variant
-            .clone()
-            .or_else(|| r.instrumentation.as_ref().map(|i| i.variant.clone()))
-            .filter(|v| !v.is_empty())
-            .context("`knobs crush --json` reported no variant")?;
+        let variant = reported_variant(
+            "crush",
+            r.variant
+                .clone()
+                .or_else(|| r.instrumentation.as_ref().map(|i| i.variant.clone())),
+        )?;
         let store = r.store.clone().unwrap_or(store);
         row.configurations = Some(r.configurations.measured);
         row.total_configurations = Some(r.configurations.total);
@@ -141,11 +141,7 @@ impl SubjectRun<'_> {
             *regions = Value::from(n);
         }
         let model = r.model_path.clone().unwrap_or(model);
-        let variant = r
-            .variant
-            .clone()
-            .filter(|v| !v.is_empty())
-            .context("`knobs comprex --json` reported no variant")?;
+        let variant = reported_variant("comprex", r.variant.clone())?;
         let store = r.store.clone().unwrap_or(store);
         row.configurations = Some(r.configurations.len() as f64);
         row.total_configurations = Some(r.total_configurations);
@@ -279,11 +275,7 @@ impl SubjectRun<'_> {
         let (args, store, model) = self.white_box_args("family", step);
         let (r, raw): (FamilyReport, Value) = self.knobs_json(&args)?;
         let model = r.model_path.clone().unwrap_or(model);
-        let variant = r
-            .variant
-            .clone()
-            .filter(|v| !v.is_empty())
-            .context("`knobs family --json` reported no variant")?;
+        let variant = reported_variant("family", r.variant.clone())?;
         let store = r.store.clone().unwrap_or(store);
         row.configurations = Some(r.configurations.len() as f64);
         row.total_configurations = Some(r.total_configurations);
@@ -296,4 +288,11 @@ impl SubjectRun<'_> {
         row.detail("report", raw);
         Ok(())
     }
+}
+
+/// The build a white-box command measured, as its `--json` report names it.
+fn reported_variant(command: &str, variant: Option<String>) -> Result<String> {
+    variant
+        .filter(|v| !v.is_empty())
+        .with_context(|| format!("`knobs {command} --json` reported no variant"))
 }
