@@ -5,7 +5,7 @@
 # tainted decisions, the interactions, what the confirmation found (branches one way, never
 # run, functions never entered, interactions dropped) and the analysis time. Nothing is
 # measured. Each program must be built first (`bash examples/NAME/fetch-and-build.sh`).
-# The table lands in docs/results/analysis-plans-DATE-COMMIT.md.
+# The table lands in docs/results/studies/analysis-plans-DATE-COMMIT.md.
 #
 #   bench/analysis/plans.sh [PROGRAM ...]    (default: the six of docs/results)
 set -euo pipefail
@@ -34,7 +34,7 @@ done
 commit=$(git rev-parse --short HEAD)
 [ -z "$(git status --porcelain --untracked-files=no)" ] || commit="$commit+"
 day=$(date -u +%Y-%m-%d)
-out=docs/results/analysis-plans-$day-${commit%+}.md
+out=docs/results/studies/analysis-plans-$day-${commit%+}.md
 python3 - "$work" "$out" "$invoked" "$before" "$commit" "${programs[@]}" <<'PY'
 import datetime, json, os, sys
 work, out, invoked, before, commit, *programs = sys.argv[1:]

@@ -9,7 +9,7 @@
 #
 #   bench/changepoints/capped_fresh.sh EQUAL_COST.json [FIRST] [LAST]
 #
-# Results land in docs/results/changepoints-capped-fresh-DATE-COMMIT.{md,json}.
+# Results land in docs/results/studies/changepoints-capped-fresh-DATE-COMMIT.{md,json}.
 set -euo pipefail
 equal=${1:?usage: capped_fresh.sh EQUAL_COST.json [FIRST] [LAST]}
 first=${2:-4}
@@ -59,7 +59,7 @@ PY
   done
 done < "$work/settings"
 day=$(date -u +%F)
-out="$here/docs/results/changepoints-capped-fresh-$day-$commit"
+out="$here/docs/results/studies/changepoints-capped-fresh-$day-$commit"
 python3 - "$work" "$out" "$commit" "$day" "bench/changepoints/capped_fresh.sh $(basename "$equal") $first $last" <<'PY'
 import collections, json, os, platform, sys
 work, out, commit, day, command = sys.argv[1:]

@@ -15,7 +15,7 @@
 #   CP_PYTHON=/tmp/cpvenv/bin/python bench/changepoints/compare.sh REF_DIR
 # The reference as published crashes in its first iteration (its z3 sampler returns one
 # configuration); reference_driver.py runs its algorithm with the initial configurations
-# drawn outside it (see the driver's header). Results land in docs/results/.
+# drawn outside it (see the driver's header). Results land in docs/results/studies/.
 set -euo pipefail
 ref=${1:?usage: compare.sh REF_DIR [--full] [--seeds N]}; shift
 invoked="bench/changepoints/compare.sh REF_DIR $*"
@@ -52,7 +52,7 @@ for sys in "$work"/systems/*.json; do
   echo "reference on $name: $(tr -d '\n ' < "$work/$name.score.json" | cut -c1-80)" >&2
 done
 day=$(date -u +%F)
-out="$here/docs/results/changepoints-$day-$commit"
+out="$here/docs/results/studies/changepoints-$day-$commit"
 python3 - "$work" "$out" "$commit" "$day" "$invoked" <<'PY'
 import json, os, sys, platform
 work, out, commit, day, command = sys.argv[1:]

@@ -12,7 +12,7 @@
 # option), seeds 1..SEEDS (3); OPTIONS ("8 16"), CPS ("2 5") and BUDGETS ("100 500") run a
 # part of them (parts can run side by side, CP_KEEP each, and one run over all with
 # CP_REFERENCE_RESULTS gathers them). REF_DIR and the venv as for compare.sh (its header). Results
-# land in docs/results/changepoints-equal-cost-DATE-COMMIT.{md,json}. CP_REFERENCE_RESULTS=DIR
+# land in docs/results/studies/changepoints-equal-cost-DATE-COMMIT.{md,json}. CP_REFERENCE_RESULTS=DIR
 # takes the reference's results (NAME.json, NAME.ref.json, NAME.reftime) from an earlier
 # run's work directory instead of running it again, and leaves out the systems it has none
 # for (CP_KEEP=DIR keeps a run's directory).
@@ -78,7 +78,7 @@ for options in $options_list; do
   done
 done
 day=$(date -u +%F)
-out="$here/docs/results/changepoints-equal-cost-$day-$commit"
+out="$here/docs/results/studies/changepoints-equal-cost-$day-$commit"
 if [ "$options_list$cps_list$budget_list" != "8 162 5100 500" ]; then
   out="$out-o${options_list// /-o}-cp${cps_list// /-cp}-m${budget_list// /-m}"
 fi

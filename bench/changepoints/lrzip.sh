@@ -10,7 +10,7 @@
 #
 # REF_REPO: a clone (or the bare git directory) of AI-4-SE/Changepoints-Across-Variants-And-
 # Versions, or the CSV itself. A detected change point matches a true one within 5 commits,
-# each at most once; the rest are false. Results land in docs/results/.
+# each at most once; the rest are false. Results land in docs/results/studies/.
 set -euo pipefail
 src=${1:?usage: lrzip.sh REF_REPO [SEEDS] [-- REPLAY FLAGS…]}; shift
 seeds=5
@@ -39,7 +39,7 @@ day=$(date -u +%F)
 suffix=""
 if [ ${#flags[@]} -gt 0 ]; then suffix="-$(echo "${flags[*]}" | tr -c 'a-zA-Z0-9.' '-' | tr -s '-' | sed 's/^-//; s/-$//')"; fi
 if [ "$seeds" != 5 ]; then suffix="-seeds-$seeds$suffix"; fi
-out="$here/docs/results/changepoints-lrzip-replay-$day-$commit$suffix"
+out="$here/docs/results/studies/changepoints-lrzip-replay-$day-$commit$suffix"
 python3 - "$work" "$out" "$commit" "$day" "$seeds" "bench/changepoints/lrzip.sh REF_REPO $seeds${flags:+ -- ${flags[*]}}" <<'PY'
 import json, os, platform, statistics, sys
 work, out, commit, day, seeds, command = sys.argv[1:]

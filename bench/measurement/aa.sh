@@ -4,13 +4,13 @@
 # wall and CPU time, and read against the reference configuration of each round (--drift
 # rounds, relative), compared configuration by configuration: MAPE, 95th-percentile error,
 # Kendall's tau of the two rankings, and each session's time. `--busy N` keeps N busy loops
-# on the cores during the second session. The result lands in docs/results/.
+# on the cores during the second session. The result lands in docs/results/studies/.
 #
 #   bench/measurement/aa.sh SPEC [--busy N] [--name NAME] [--metric M] [--workload W]
 #                                [--repetitions N] [--warmup N]
 #
 # The two stores are then read with other statistics than knobs' (statistic.sh, its own
-# file in docs/results/). --metric measures with another metric than the spec's (a copy of the spec beside it, e.g.
+# file in docs/results/studies/). --metric measures with another metric than the spec's (a copy of the spec beside it, e.g.
 # `instructions`, whose counts need only one repetition); --workload, --repetitions and
 # --warmup are passed to `knobs measure`.
 set -euo pipefail
@@ -68,7 +68,7 @@ done
 commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates || echo "+changes")
 day=$(date +%F)
 suffix=""; [ "$busy" = 0 ] || suffix="-busy$busy"
-out=docs/results/aa-$day-${commit%+changes}-$name$suffix.md
+out=docs/results/studies/aa-$day-${commit%+changes}-$name$suffix.md
 python3 - "$work" "$out" <<PY
 import csv, sys, itertools
 work, out = sys.argv[1], sys.argv[2]

@@ -2,7 +2,7 @@
 # What a measurement session costs against another knobs build: `knobs measure --sample all`
 # of SPEC into fresh stores, alternately with this checkout's release build and OTHER_KNOBS
 # (e.g. a build of an earlier commit), PAIRS times, side by side so the machine's drift
-# touches both alike. Writes the session times and their ratio to docs/results/.
+# touches both alike. Writes the session times and their ratio to docs/results/studies/.
 #
 #   bench/measurement/cost.sh OTHER_KNOBS SPEC [PAIRS] [OTHER_SPEC]
 #
@@ -30,7 +30,7 @@ for p in $(seq 1 "$pairs"); do
 done
 name=$(basename "$(dirname "$spec")")
 commit=$(git rev-parse --short HEAD)
-out=docs/results/measure-cost-$(date +%F)-$commit-$name.md
+out=docs/results/studies/measure-cost-$(date +%F)-$commit-$name.md
 {
   echo "# Cost of a measurement session: \`knobs measure --sample all\` on $name"
   echo

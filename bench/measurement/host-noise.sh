@@ -6,7 +6,7 @@
 # coefficient of variation, range and the drift between the halves of the session. Whatever
 # spread this shows is the machine's, not the program's or the method's: it is the floor
 # under every A/A test on this machine, the chase's for memory-bound programs. The result
-# lands in docs/results/.
+# lands in docs/results/studies/.
 #
 #   bench/measurement/host-noise.sh [--runs N] [--busy N]
 set -euo pipefail
@@ -80,8 +80,8 @@ for _ in $(seq 1 "$busy"); do (while :; do :; done) & done
 "$knobs" results export --format json --spec "$work/knobs.toml" > "$work/runs.json"
 commit=$(git rev-parse --short HEAD)
 day=$(date -u +%Y-%m-%d)
-out=docs/results/host-noise-$day-$commit.md
-[ "$busy" = 0 ] || out=docs/results/host-noise-$day-$commit-busy$busy.md
+out=docs/results/studies/host-noise-$day-$commit.md
+[ "$busy" = 0 ] || out=docs/results/studies/host-noise-$day-$commit-busy$busy.md
 python3 - "$work/runs.json" "$out" "$invoked" "$before" "$busy" "$commit" "${others:-none}" <<'PY'
 import json, statistics as st, sys, datetime, os
 runs, out, invoked, before, busy, commit, others = sys.argv[1:]

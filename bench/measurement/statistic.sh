@@ -7,7 +7,7 @@
 # round's speed (a two-way reading: each round's median ratio to the configurations' values):
 # MAPE and 95th-percentile error between the sessions.
 # knobs reads runs as the fastest-half mean (`measure::Summary::value`); this is the
-# evidence for that choice. The result lands in docs/results/.
+# evidence for that choice. The result lands in docs/results/studies/.
 #
 #   bench/measurement/statistic.sh A.db B.db NAME
 set -euo pipefail
@@ -21,7 +21,7 @@ work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 "$knobs" results export --store "$a" --format json -o "$work/a.json"
 "$knobs" results export --store "$b" --format json -o "$work/b.json"
 commit=$(git rev-parse --short HEAD)
-out=docs/results/statistic-$(date -u +%F)-$commit-$name.md
+out=docs/results/studies/statistic-$(date -u +%F)-$commit-$name.md
 python3 - "$work/a.json" "$work/b.json" "$out" "$invoked" "$a" "$b" "$commit" <<'PY'
 import collections, datetime, json, os, statistics as st, sys
 pa, pb, out, invoked, sa, sb, commit = sys.argv[1:]

@@ -4,7 +4,7 @@
 # warm-up 1, warm-up 0 (each with the spec's repetitions). Each setting's two sessions are
 # compared configuration by configuration (MAPE, 95th-percentile error) as the A/A test does,
 # with the spec's metric and with CPU time; each session's time is reported. The result
-# lands in docs/results/.
+# lands in docs/results/studies/.
 #
 #   bench/measurement/warmup.sh SPEC [--name NAME]
 set -euo pipefail
@@ -37,7 +37,7 @@ for session in w1a w0a w1b w0b; do
 done
 after=$(cut -d' ' -f1-3 /proc/loadavg)
 commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates || echo "+changes")
-out=docs/results/warmup-$(date +%F)-${commit%+changes}-$name.md
+out=docs/results/studies/warmup-$(date +%F)-${commit%+changes}-$name.md
 python3 - "$work" "$out" "${times[@]}" <<PY
 import csv, sys
 work, out, times = sys.argv[1], sys.argv[2], dict(t.split("=") for t in sys.argv[3:])

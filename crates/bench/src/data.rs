@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
+use space::formats::dataset::parse_dataset_csv;
 
 /// A dataset CSV: option columns and one performance value per configuration.
 #[derive(Clone, Debug, Default)]
@@ -19,43 +20,25 @@ impl Data {
     pub fn read(path: &Path) -> Result<Data> {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        Data::parse(&text).with_context(|| format!("{}", path.display()))
+        Data::parse_named(&text, &path.display().to_string())
     }
 
     pub fn parse(text: &str) -> Result<Data> {
-        let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-        let header: Vec<String> = lines
-            .next()
-            .context("empty CSV")?
-            .split(',')
-            .map(|s| s.trim().to_string())
-            .collect();
-        if header.len() < 2 {
-            bail!("the header has no option and performance columns");
-        }
-        let (metric, options) = header.split_last().expect("two columns");
-        let mut rows = Vec::new();
-        for (i, line) in lines.enumerate() {
-            let cells: Vec<f64> = line
-                .split(',')
-                .map(|c| c.trim().parse::<f64>())
-                .collect::<Result<_, _>>()
-                .with_context(|| format!("line {}: not a number", i + 2))?;
-            if cells.len() != header.len() {
-                bail!(
-                    "line {}: {} cells, the header has {}",
-                    i + 2,
-                    cells.len(),
-                    header.len()
-                );
-            }
-            let (value, config) = cells.split_last().expect("cells");
-            rows.push((config.to_vec(), *value));
-        }
+        Data::parse_named(text, "dataset CSV")
+    }
+
+    /// Reads the CSV with `space`'s dataset reader; `shown` names it in errors.
+    fn parse_named(text: &str, shown: &str) -> Result<Data> {
+        let d = parse_dataset_csv(text, shown)?;
         Ok(Data {
-            options: options.to_vec(),
-            metric: metric.clone(),
-            rows,
+            options: d.space.names().iter().map(|n| n.to_string()).collect(),
+            rows: d
+                .configurations
+                .iter()
+                .map(|c| d.space.values(c))
+                .zip(d.performance)
+                .collect(),
+            metric: d.metric,
         })
     }
 

@@ -10,7 +10,7 @@
 //! and reading its stdout; the error of every model is `knobs evaluate --json` against the
 //! ground truth. Every number, with the exact commands, the commit, the machine and the load
 //! at the start and end of each step, goes to one JSON Lines file per run and subject under
-//! `docs/results/`, and `docs/results/latest.md` is regenerated from the newest rows:
+//! `docs/results/rows/`, and `docs/results/rows/latest.md` is regenerated from the newest rows:
 //!
 //! ```text
 //! cargo run --release -p bench -- [SUBJECT...] [--approaches crush,comprex,...] [--list]
@@ -18,8 +18,8 @@
 //!
 //! Modules: [`subjects`] (the declarations), [`run`] (the steps), [`overhead`] (Table 7's
 //! interleaved runs), [`reports`] (what is read from knobs' JSON), [`compare`] (whether an
-//! approach is significantly less accurate than the best), [`rows`] (the recorded rows, the
-//! summary and the README's headline table), [`data`] (dataset CSVs and statistics).
+//! approach is significantly less accurate than the best), [`rows`] (the recorded rows),
+//! [`summary`] (their markdown: the summary and the README's headline table), [`data`] (dataset CSVs and statistics).
 
 pub mod compare;
 pub mod data;
@@ -28,3 +28,4 @@ pub mod reports;
 pub mod rows;
 pub mod run;
 pub mod subjects;
+pub mod summary;

@@ -1,5 +1,5 @@
 //! `knobs-bench`: runs the benchmarks declared in `bench/subjects.toml` and records their
-//! results under `docs/results/` (see the library's documentation, `crates/bench/src/lib.rs`).
+//! results under `docs/results/rows/` (see the library's documentation, `crates/bench/src/lib.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -8,11 +8,12 @@ use anyhow::{Context, Result, bail};
 use bench::rows::{self, RunInfo};
 use bench::run::{Settings, SubjectRun, shell_quote};
 use bench::subjects::{Approach, SUBJECTS_FILE, SubjectsFile};
+use bench::summary;
 use clap::Parser;
 
 /// Runs knobs' benchmarks as declared in bench/subjects.toml: every approach on every subject
-/// through `knobs … --json`, one row per approach in docs/results/DATE-COMMIT-SUBJECT.jsonl,
-/// and docs/results/latest.md regenerated from the newest rows.
+/// through `knobs … --json`, one row per approach in docs/results/rows/DATE-COMMIT-SUBJECT.jsonl,
+/// and docs/results/rows/latest.md regenerated from the newest rows.
 #[derive(Parser)]
 #[command(name = "knobs-bench", version)]
 struct Args {
@@ -37,7 +38,7 @@ struct Args {
     /// The knobs binary (default: `cargo build --release -p knobs`, then target/release/knobs).
     #[arg(long)]
     knobs: Option<PathBuf>,
-    /// Where the rows and latest.md go (default: docs/results, and README.md's headline
+    /// Where the rows and latest.md go (default: docs/results/rows, and README.md's headline
     /// table is regenerated; with --quick: target/bench/quick-results).
     #[arg(long)]
     results_dir: Option<PathBuf>,
@@ -60,7 +61,7 @@ struct Args {
     /// Measure this metric (`knobs measure --metric`) for the ground truth, the repetition and
     /// the black-box runs, e.g. `instructions`: a yardstick without the machine's noise, so a
     /// learner's own error shows. The white-box approaches, whose region timers read the
-    /// clock, do not apply. Rows go to docs/results/metric-METRIC/ by default.
+    /// clock, do not apply. Rows go to docs/results/rows/metric-METRIC/ by default.
     #[arg(long)]
     metric: Option<String>,
     /// Only regenerate latest.md from the rows in the results directory.
@@ -86,10 +87,10 @@ fn write_summaries(
     order: &[String],
     quick: bool,
 ) -> Result<()> {
-    let path = rows::write_summary(results_dir, order, quick)?;
+    let path = summary::write_summary(results_dir, order, quick)?;
     eprintln!("knobs-bench: wrote {}", path.display());
     if let Some(readme) = readme {
-        rows::write_readme_table(readme, results_dir, order)?;
+        summary::write_readme_table(readme, results_dir, order)?;
         eprintln!("knobs-bench: updated {}", readme.display());
     }
     Ok(())
@@ -136,7 +137,7 @@ fn run(args: Args) -> Result<bool> {
                     (None, false) => PathBuf::from(rows::RESULTS_DIR),
                 }),
         );
-    // README.md's table comes from docs/results only.
+    // README.md's table comes from docs/results/rows only.
     let readme = (results_dir == root.join(rows::RESULTS_DIR) && !args.quick)
         .then(|| root.join("README.md"));
     if args.list {

@@ -13,10 +13,10 @@
 //! shell, its own process group, the spec's timeout). The instrumented builds write their
 //! region entries to `KNOBS_REGION_TIMES` (docs/region-times.md); RC is their sum per run.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use runtime::RegionTimes;
 use serde_json::{Value, json};
 
 use crate::reports::CrushReport;
@@ -24,41 +24,33 @@ use crate::rows::Row;
 use crate::run::{SubjectRun, command_line};
 use crate::subjects::Count;
 
-/// What one run of an instrumented build wrote to its region-times file.
+/// What Table 7 reads of one run's region-times file (`runtime::RegionTimes`,
+/// docs/region-times.md).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct RegionFile {
     /// Region entries (RC), summed over regions.
     pub entries: u64,
     /// Exits of regions that were not open.
     pub unmatched_exits: u64,
-    /// Fixed-setting checks that failed (each `fixed` line's count).
+    /// Fixed-setting checks that failed (each failed check's count).
     pub fixed_violations: u64,
-    /// Seconds of the probes' own cost the runtime took out of the regions (`probes`; none
-    /// from a runtime that does not compensate).
-    pub probes: Option<f64>,
+    /// Seconds of the probes' own cost the runtime took out of the regions (`probes`; 0 when
+    /// it did not compensate).
+    pub probes: f64,
 }
 
 impl RegionFile {
-    pub fn parse(text: &str) -> Result<RegionFile> {
-        let mut lines = text.lines();
-        match lines.next() {
-            Some(h) if h.starts_with("knobs-region-times ") => {}
-            _ => bail!("not a region-times file"),
+    pub fn of(times: &RegionTimes) -> RegionFile {
+        RegionFile {
+            entries: times.entries(),
+            unmatched_exits: times.unmatched_exits,
+            fixed_violations: times.fixed_violations.values().map(|v| v.count).sum(),
+            probes: times.probes,
         }
-        let mut r = RegionFile::default();
-        for line in lines {
-            let f: Vec<&str> = line.split('\t').collect();
-            match f.as_slice() {
-                ["unmatched_exits", n] => r.unmatched_exits = n.parse()?,
-                ["probes", seconds] => r.probes = Some(seconds.parse()?),
-                ["fixed", _id, _value, count] => r.fixed_violations += count.parse::<u64>()?,
-                [id, _self, entries] if id.bytes().all(|b| b.is_ascii_digit()) => {
-                    r.entries += entries.parse::<u64>()?
-                }
-                _ => {}
-            }
-        }
-        Ok(r)
+    }
+
+    pub fn read(path: &Path) -> Result<RegionFile> {
+        Ok(RegionFile::of(&RegionTimes::read(path)?))
     }
 }
 
@@ -83,28 +75,6 @@ impl Runs {
     fn median_without_probes(&self) -> Option<f64> {
         stats::median(&self.without_probes)
     }
-}
-
-/// The option columns and rows of a configurations CSV (`knobs space sample -o`).
-fn read_configurations(path: &Path) -> Result<(Vec<String>, Vec<Vec<f64>>)> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    let header: Vec<String> = lines
-        .next()
-        .with_context(|| format!("{}: empty", path.display()))?
-        .split(',')
-        .map(|s| s.trim().to_string())
-        .collect();
-    let rows = lines
-        .map(|l| {
-            l.split(',')
-                .map(|c| c.trim().parse::<f64>())
-                .collect::<Result<Vec<f64>, _>>()
-        })
-        .collect::<Result<_, _>>()
-        .with_context(|| format!("{}: not a number", path.display()))?;
-    Ok((header, rows))
 }
 
 const PROGRAMS: [&str; 3] = ["native", "before", "after"];
@@ -163,8 +133,6 @@ pub fn table7(run: &mut SubjectRun, row: &mut Row) -> Result<()> {
         "-o".into(),
         configs_csv.display().to_string(),
     ])?;
-    let (columns, cells) = read_configurations(&configs_csv)?;
-
     // 3. The invocations, as the spec describes them.
     let spec = measure::SystemSpec::load(&run.spec)?;
     let workload = spec.workload(run.workload())?;
@@ -172,25 +140,8 @@ pub fn table7(run: &mut SubjectRun, row: &mut Row) -> Result<()> {
     let native = spec.program().context(
         "Table 7 needs the native program the spec runs; build it first (the subject's `build`)",
     )?;
-    let index: HashMap<&str, usize> = columns
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (c.as_str(), i))
-        .collect();
-    let mut configurations = Vec::new();
-    for r in &cells {
-        let ordered: Vec<f64> =
-            spec.space
-                .options()
-                .iter()
-                .map(|o| {
-                    index.get(o.name.as_str()).map(|&i| r[i]).with_context(|| {
-                        format!("{}: no column `{}`", configs_csv.display(), o.name)
-                    })
-                })
-                .collect::<Result<_>>()?;
-        configurations.push(spec.space.configuration_from_values(&ordered)?);
-    }
+    let valid = space::ValidConfigurations::new(&spec.space)?;
+    let configurations = space::formats::read_configurations_csv(&valid, &configs_csv)?;
     let names: Vec<String> = configurations
         .iter()
         .map(|c| spec.space.format_configuration(c))
@@ -249,16 +200,11 @@ pub fn table7(run: &mut SubjectRun, row: &mut Row) -> Result<()> {
                 let time = result.metric(metric);
                 slot.times.push(time);
                 if let Some(f) = &file {
-                    let regions = std::fs::read_to_string(f)
-                        .map_err(anyhow::Error::from)
-                        .and_then(|t| RegionFile::parse(&t))
-                        .with_context(|| {
-                            format!("{} wrote no region times to {}", PROGRAMS[p], f.display())
-                        })?;
+                    let regions = RegionFile::read(f).with_context(|| {
+                        format!("{} wrote no region times to {}", PROGRAMS[p], f.display())
+                    })?;
                     slot.violations += regions.fixed_violations;
-                    if let Some(probes) = regions.probes {
-                        slot.without_probes.push(time - probes);
-                    }
+                    slot.without_probes.push(time - regions.probes);
                     slot.regions = Some(regions);
                 }
             }
@@ -400,7 +346,10 @@ mod tests {
 
     #[test]
     fn reads_a_region_times_file() {
-        let r = RegionFile::parse(
+        let parse = |text: &str| {
+            RegionTimes::parse(text, Path::new("regions.txt")).map(|t| RegionFile::of(&t))
+        };
+        let r = parse(
             "knobs-region-times 1\ntotal\t0.08\nbase\t0.01\nwall\t0.08\nthreads\t1\n\
              unmatched_exits\t2\nopen_at_exit\t0\nfixed\t0\t3\t7\n0\t0.04\t1\n1\t0.03\t2\n",
         )
@@ -411,14 +360,12 @@ mod tests {
                 entries: 3,
                 unmatched_exits: 2,
                 fixed_violations: 7,
-                probes: None,
+                probes: 0.0,
             }
         );
-        let r = RegionFile::parse(
-            "knobs-region-times 1\ntotal\t0.08\nbase\t0.01\nprobes\t0.25\n0\t0.07\t9\n",
-        )
-        .unwrap();
-        assert_eq!((r.entries, r.probes), (9, Some(0.25)));
-        assert!(RegionFile::parse("hello").is_err());
+        let r = parse("knobs-region-times 1\ntotal\t0.08\nbase\t0.01\nprobes\t0.25\n0\t0.07\t9\n")
+            .unwrap();
+        assert_eq!((r.entries, r.probes), (9, 0.25));
+        assert!(parse("hello").is_err());
     }
 }

@@ -1,11 +1,11 @@
-//! The numbers users read are the recorded ones: `docs/results/latest.md` and README.md's
-//! headline table are what the runner generates from the rows in `docs/results/` (after
+//! The numbers users read are the recorded ones: `docs/results/rows/latest.md` and README.md's
+//! headline table are what the runner generates from the rows in `docs/results/rows/` (after
 //! adding rows, `cargo run --release -p bench -- --summary-only` regenerates both).
 
 use std::path::Path;
 
-use bench::rows;
 use bench::subjects::{SUBJECTS_FILE, SubjectsFile};
+use bench::{rows, summary};
 
 fn root() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
@@ -25,11 +25,11 @@ fn latest_md_is_generated_from_the_rows() {
     let dir = root().join(rows::RESULTS_DIR);
     let all = rows::read_all(&dir).unwrap();
     assert!(!all.is_empty(), "no rows in {}", dir.display());
-    let want = rows::summary(&all, &order(), false);
-    let have = std::fs::read_to_string(dir.join(rows::LATEST)).unwrap();
+    let want = summary::summary(&all, &order(), false);
+    let have = std::fs::read_to_string(dir.join(summary::LATEST)).unwrap();
     assert!(
         want == have,
-        "docs/results/latest.md is not what the rows give: run \
+        "docs/results/rows/latest.md is not what the rows give: run \
          `cargo run --release -p bench -- --summary-only`"
     );
 }
@@ -37,11 +37,12 @@ fn latest_md_is_generated_from_the_rows() {
 #[test]
 fn the_readme_table_is_generated_from_the_rows() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let want = rows::readme_with_table(&readme, &root().join(rows::RESULTS_DIR), &order()).unwrap();
+    let want =
+        summary::readme_with_table(&readme, &root().join(rows::RESULTS_DIR), &order()).unwrap();
     assert!(
         want == readme,
-        "README.md's results table is not what docs/results gives: run \
+        "README.md's results table is not what docs/results/rows gives: run \
          `cargo run --release -p bench -- --summary-only`"
     );
-    assert!(readme.contains(rows::README_BEGIN) && readme.contains(rows::README_END));
+    assert!(readme.contains(summary::README_BEGIN) && readme.contains(summary::README_END));
 }

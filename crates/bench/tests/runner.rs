@@ -87,7 +87,10 @@ fn check_running_example(rows: &[Row], results: &Path) {
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
-    assert!(files.iter().any(|f| f == rows::LATEST), "{files:?}");
+    assert!(
+        files.iter().any(|f| f == bench::summary::LATEST),
+        "{files:?}"
+    );
     assert!(
         files.iter().any(|f| f.ends_with("-running-example.jsonl")),
         "{files:?}"
@@ -248,7 +251,7 @@ fn check_running_example(rows: &[Row], results: &Path) {
         );
     }
 
-    let summary = std::fs::read_to_string(results.join(rows::LATEST)).unwrap();
+    let summary = std::fs::read_to_string(results.join(bench::summary::LATEST)).unwrap();
     assert!(summary.contains("## running-example"), "{summary}");
     assert!(
         summary.contains("| ConfigCrusher | 8 of 1024 (lower bound 8) |"),
@@ -305,7 +308,7 @@ fn dispatch_table_iv() {
         let cover = t["configurations"].as_u64().unwrap();
         assert!(1 <= cover && cover <= runs, "{table:?}");
     }
-    let summary = std::fs::read_to_string(results.join(rows::LATEST)).unwrap();
+    let summary = std::fs::read_to_string(results.join(bench::summary::LATEST)).unwrap();
     assert!(summary.contains("Comprex's Table IV"), "{summary}");
     assert!(summary.contains("| program | 1 |"), "{summary}");
 }

@@ -11,8 +11,9 @@ use serde::Serialize;
 
 use crate::Error;
 use crate::association::{Affects, Association};
+use crate::likelihood::Threshold;
 use crate::search::{Settings, detect};
-use crate::synthetic::{SyntheticBackend, SyntheticSettings, SyntheticSystem};
+use crate::synthetic::{SyntheticSettings, SyntheticSource, SyntheticSystem};
 
 /// The paper's tolerance: a change point found within 5 commits of the true one counts.
 pub const TOLERANCE: usize = 5;
@@ -190,6 +191,65 @@ pub fn grid_settings(point: &GridPoint, base: &Settings, seed: u64) -> Settings 
     s
 }
 
+/// A grid point's system for one seed with the search parameters it is run with, named
+/// as the reference comparison names it: what the reference implementation is run on.
+pub fn reference_system(
+    point: &GridPoint,
+    seed: u64,
+    base: &Settings,
+    noise: f64,
+) -> Result<(String, SyntheticSystem), Error> {
+    let mut system = grid_system(point, seed, noise)?;
+    let settings = grid_settings(point, base, seed);
+    system.params = Some(serde_json::json!({
+        "seed": seed,
+        "measurements_per_iteration": point.measurements,
+        "max_iterations": settings.max_iterations,
+        "n_initial_configs": settings.initial_configurations,
+        "commit_rate": settings.commit_share,
+        "threshold": match settings.threshold {
+            Threshold::Relative(t) | Threshold::Absolute(t) => t,
+        },
+    }));
+    let name = format!(
+        "o{}-c{}-cp{}-p{}-n{}-m{}-s{seed}.json",
+        point.options,
+        point.commits,
+        point.change_points,
+        point.p_interaction,
+        point.initial_per_option,
+        point.measurements
+    );
+    Ok((name, system))
+}
+
+/// Associations written as `[commit, option]` (an option's index), `[commit, -1]` (every
+/// configuration) or `[commit]` (no option explains it), as `knobs changepoints score`
+/// reads another tool's detection.
+pub fn associations_from_pairs(pairs: &[Vec<f64>]) -> Result<Vec<Association>, Error> {
+    pairs
+        .iter()
+        .map(|a| {
+            let affects = match a[..] {
+                [_] => Affects::Unattributed,
+                [_, option, ..] if option < 0.0 => Affects::All,
+                [_, option, ..] => Affects::Feature(option as usize),
+                [] => {
+                    return Err(Error::Invalid(
+                        "an association needs a commit (and an option, unless no option \
+                         explains it)"
+                            .into(),
+                    ));
+                }
+            };
+            Ok(Association {
+                commit: a[0] as usize,
+                affects,
+            })
+        })
+        .collect()
+}
+
 /// Runs the search on one grid point and seed and scores it.
 pub fn run_point(
     point: &GridPoint,
@@ -200,9 +260,9 @@ pub fn run_point(
     let started = Instant::now();
     let system = grid_system(point, seed, noise)?;
     let truth = truth(&system);
-    let mut backend = SyntheticBackend::new(system, seed);
+    let mut source = SyntheticSource::new(system, seed);
     let settings = grid_settings(point, base, seed);
-    let detection = detect(&mut backend, &settings)?;
+    let detection = detect(&mut source, &settings)?;
     let score = score(&truth, &detection.associations, TOLERANCE);
     let grid = 2f64.powi(point.options as i32) * point.commits as f64;
     Ok(GridRow {
@@ -251,5 +311,55 @@ mod tests {
         assert!((s.f1 - 1.0 / 3.0).abs() < 1e-12);
         assert_eq!(score(&truth, &[], TOLERANCE).f1, 0.0);
         assert_eq!(table1().len(), 864);
+    }
+
+    #[test]
+    fn associations_read_from_pairs() {
+        let read = associations_from_pairs(&[vec![3.0], vec![4.0, -1.0], vec![5.0, 2.0]]).unwrap();
+        assert_eq!(
+            read,
+            [
+                Association {
+                    commit: 3,
+                    affects: Affects::Unattributed
+                },
+                a(4, None),
+                a(5, Some(2)),
+            ]
+        );
+        let err = associations_from_pairs(&[vec![1.0, 0.0], vec![]]).unwrap_err();
+        assert!(err.to_string().contains("needs a commit"), "{err}");
+    }
+
+    #[test]
+    fn a_reference_system_carries_its_search_parameters() {
+        let point = &quick_grid()[0];
+        let base = Settings::default();
+        let (name, system) = reference_system(point, 3, &base, 0.0).unwrap();
+        assert_eq!(
+            name,
+            format!(
+                "o{}-c{}-cp{}-p{}-n{}-m{}-s3.json",
+                point.options,
+                point.commits,
+                point.change_points,
+                point.p_interaction,
+                point.initial_per_option,
+                point.measurements
+            )
+        );
+        let params = system.params.as_ref().unwrap();
+        assert_eq!(params["seed"], 3);
+        assert_eq!(params["measurements_per_iteration"], point.measurements);
+        assert_eq!(
+            params["n_initial_configs"],
+            point.initial_per_option * point.options
+        );
+        let mut bare = system.clone();
+        bare.params = None;
+        assert_eq!(
+            serde_json::to_value(&bare).unwrap(),
+            serde_json::to_value(grid_system(point, 3, 0.0).unwrap()).unwrap()
+        );
     }
 }

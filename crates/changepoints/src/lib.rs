@@ -14,24 +14,23 @@
 //!    ([`acquisition`], §3.4);
 //! 5. the solution cache ([`cache`], §3.5), which also says when to stop.
 //!
-//! Measurements come from a [`Backend`]: a synthetic system ([`synthetic`], §4.1.4), a
-//! recorded history ([`backend::RecordedHistory`]), or a spec's `[history]` built commit by
-//! commit and measured through the results store ([`store::StoreBackend`]). [`evaluation`] scores a detection against a known truth (F1
+//! Measurements come from a [`MeasurementSource`]: a synthetic system ([`synthetic`], §4.1.4), a
+//! recorded history ([`source::RecordedHistory`]), or a spec's `[history]` built commit by
+//! commit and measured through the results store ([`store::StoreSource`]). [`evaluation`] scores a detection against a known truth (F1
 //! with a commit tolerance) and runs the synthetic grid of Table 1. [`regions`] takes a
 //! detection down to the code: the functions whose instructions moved at each change point,
-//! from callgrind profiles the store backend makes.
+//! from callgrind profiles the store source makes.
 //!
 //! Where the paper and its reference implementation differ, [`Settings`] follows the paper
 //! and offers the other choice ([`Settings::reference`] selects them all).
 //!
 //! Architecture invariant: the search knows nothing of processes, builds or the results
-//! store; a backend is the only way a measurement comes in (only `store.rs` builds and
+//! store; a source is the only way a measurement comes in (only `store.rs` builds and
 //! runs, through `history` and `measure`; its profiles for [`regions`] too), and everything
 //! random is seeded.
 
 pub mod acquisition;
 pub mod association;
-pub mod backend;
 pub mod cache;
 pub mod candidates;
 pub mod evaluation;
@@ -40,13 +39,14 @@ pub mod likelihood;
 pub mod plot;
 pub mod regions;
 mod search;
+pub mod source;
 pub mod store;
 pub mod synthetic;
 
 pub use association::{Affects, Association};
-pub use backend::{Backend, CommitInfo, Observation, RecordedHistory};
 pub use features::Features;
 pub use search::{ChangePoint, Detection, Iteration, SampledConfiguration, Settings, detect};
+pub use source::{CommitInfo, MeasurementSource, Observation, RecordedHistory};
 
 /// Everything that can go wrong; one line each.
 #[derive(Debug, thiserror::Error)]

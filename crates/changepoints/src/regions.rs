@@ -40,7 +40,7 @@ pub struct Profile {
     pub note: Option<String>,
 }
 
-/// Runs a configuration at a commit (in the backend's numbering, from 0) under the profiler.
+/// Runs a configuration at a commit (in the source's numbering, from 0) under the profiler.
 pub trait Profiler {
     fn profile(&mut self, config: &Configuration, commit: usize) -> Result<Profile, Error>;
 }

@@ -12,10 +12,10 @@ use space::{Configuration, ValidConfigurations};
 
 use crate::acquisition::{self, AcquisitionSettings};
 use crate::association::{self, Affects, Association, AssociationSettings, CandidateModel};
-use crate::backend::{Backend, CommitInfo};
 use crate::cache::{CacheSettings, SolutionCache};
 use crate::candidates::{self, KdeSettings};
 use crate::likelihood::{self, Threshold};
+use crate::source::{CommitInfo, MeasurementSource};
 use crate::{Error, Features};
 
 /// Every parameter of the search, with the paper's defaults.
@@ -125,7 +125,7 @@ pub struct ChangePoint {
 /// The outcome of a search.
 #[derive(Clone, Debug, Serialize)]
 pub struct Detection {
-    /// Commits searched, `first_commit..first_commit + commits` in the backend's numbering,
+    /// Commits searched, `first_commit..first_commit + commits` in the source's numbering,
     /// in which every commit of a detection is reported.
     pub commits: usize,
     pub first_commit: usize,
@@ -141,8 +141,8 @@ pub struct Detection {
     pub unconfirmed: Vec<Association>,
     pub iterations: Vec<Iteration>,
     pub measurements: usize,
-    /// Batches of measurements asked of the backend: the initial sample, one per acquisition
-    /// round, and the change points' sizes ([`Backend::measure_batch`]).
+    /// Batches of measurements asked of the source: the initial sample, one per acquisition
+    /// round, and the change points' sizes ([`MeasurementSource::measure_batch`]).
     pub batches: usize,
     pub configurations: usize,
     /// Why the search ended.
@@ -154,7 +154,7 @@ pub struct Detection {
 }
 
 struct State<'b> {
-    backend: &'b mut dyn Backend,
+    source: &'b mut dyn MeasurementSource,
     sample: Vec<SampledConfiguration>,
     used: HashSet<Configuration>,
     measurements: usize,
@@ -164,15 +164,15 @@ struct State<'b> {
     /// asked: a step of the search asks for all it wants, then [`State::measure_wanted`]
     /// makes them as one batch.
     wanted: Vec<(usize, Vec<usize>)>,
-    /// Batches the backend was asked for.
+    /// Batches the source was asked for.
     batches: usize,
 }
 
 impl State<'_> {
     fn add_configuration(&mut self, wanted: &Configuration, features: &Features) -> Option<usize> {
-        let config = self.backend.substitute(wanted, &self.used)?;
+        let config = self.source.substitute(wanted, &self.used)?;
         self.used.insert(config.clone());
-        let space = self.backend.space();
+        let space = self.source.space();
         self.sample.push(SampledConfiguration {
             configuration: space.format_configuration(&config),
             row: features.row(space, &config),
@@ -220,11 +220,11 @@ impl State<'_> {
             .iter()
             .map(|(at, commits)| (self.sample[*at].config.clone(), commits.clone()))
             .collect();
-        let answers = self.backend.measure_batch(&requests)?;
+        let answers = self.source.measure_batch(&requests)?;
         self.batches += 1;
         if answers.len() != requests.len() {
             return Err(Error::Measure(format!(
-                "the backend answered {} of {} requests",
+                "the source answered {} of {} requests",
                 answers.len(),
                 requests.len()
             )));
@@ -311,10 +311,10 @@ fn initial_commits(commits: usize, count: usize, rng: &mut ChaCha8Rng) -> Vec<us
     out
 }
 
-/// Runs the search on a backend.
-pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detection, Error> {
+/// Runs the search on a source.
+pub fn detect(source: &mut dyn MeasurementSource, settings: &Settings) -> Result<Detection, Error> {
     let started = Instant::now();
-    let commits = backend.commits();
+    let commits = source.commits();
     if commits < 3 {
         return Err(Error::Invalid(format!(
             "a history of {commits} commits has no change point to find (3 or more needed)"
@@ -326,13 +326,13 @@ pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detectio
             settings.commit_share
         )));
     }
-    let space = backend.space().clone();
+    let space = source.space().clone();
     let valid = ValidConfigurations::new(&space)?;
     let features = Features::new(&space);
     let mut rng = ChaCha8Rng::seed_from_u64(settings.seed);
     let per_configuration = ((commits as f64 * settings.commit_share) as usize).max(2);
     let mut state = State {
-        backend,
+        source,
         sample: Vec::new(),
         used: HashSet::new(),
         measurements: 0,
@@ -540,7 +540,7 @@ pub fn detect(backend: &mut dyn Backend, settings: &Settings) -> Result<Detectio
         models,
         seconds: started.elapsed().as_secs_f64(),
     };
-    Ok(detection.shifted(state.backend.first_commit()))
+    Ok(detection.shifted(state.source.first_commit()))
 }
 
 impl Detection {
@@ -597,7 +597,7 @@ fn summarise(
         entry.3 = entry.3.max(*w);
     }
     let window = settings.cache.tolerance.max(1);
-    let commits = state.backend.commits();
+    let commits = state.source.commits();
     // The size and direction: up to three sampled configurations that select the
     // associated options, measured just outside the commit's tolerance window; every
     // change point's measurements in one batch.
@@ -608,7 +608,7 @@ fn summarise(
         let after_commit = (commit + window).min(commits - 1);
         // Configurations with the associated options, one of each group of alternatives
         // (any, for a change of all of them).
-        let groups = option_groups(&feats, features, valid, state.backend.measurable());
+        let groups = option_groups(&feats, features, valid, state.source.measurable());
         let matching: Vec<usize> = (0..state.sample.len())
             .filter(|at| {
                 let row = &state.sample[*at].row;
@@ -639,7 +639,7 @@ fn summarise(
         let relative_change = (!changes.is_empty()).then(|| changes[changes.len() / 2]);
         out.push(ChangePoint {
             commit,
-            info: state.backend.commit_info(commit),
+            info: state.source.commit_info(commit),
             options: feats
                 .iter()
                 .map(|f| features.name(*f).to_string())

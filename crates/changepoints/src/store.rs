@@ -1,4 +1,4 @@
-//! The real backend: a spec's `[history]`, each commit built on demand (cached by
+//! The real source: a spec's `[history]`, each commit built on demand (cached by
 //! `history`), each configuration measured at a commit through the results store (so a
 //! killed detection resumes: what was measured is read back, not rerun). A batch of the
 //! search is one measurement campaign across its commits' builds: on Slurm, one job array
@@ -16,10 +16,11 @@ use measure::{AtCommit, Campaign, Event, Selection, Store, SystemSpec, Workload}
 use serde::Serialize;
 use space::{ConfigSpace, Configuration};
 
-use crate::Error;
-use crate::backend::{Backend, CommitInfo, Observation};
+use crate::regions::{RegionSettings, RegionsReport};
+use crate::source::{CommitInfo, MeasurementSource, Observation};
+use crate::{Detection, Error, Settings};
 
-/// What the real backend spent.
+/// What the real source spent.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Effort {
     /// Commits built now, and found in the build cache.
@@ -48,7 +49,19 @@ pub struct FailedBuild {
     pub log: String,
 }
 
-pub struct StoreBackend<'a> {
+/// A detection over a spec's history: the search, the regions of its change points when
+/// asked, what both cost, and the store the runs are in.
+#[derive(Clone, Debug, Serialize)]
+pub struct HistoryDetection {
+    #[serde(flatten)]
+    pub detection: Detection,
+    pub effort: Effort,
+    pub store: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regions: Option<RegionsReport>,
+}
+
+pub struct StoreSource<'a> {
     spec: &'a SystemSpec,
     workload: &'a Workload,
     store: &'a Store,
@@ -69,18 +82,18 @@ pub struct StoreBackend<'a> {
     build_arrays: usize,
 }
 
-impl<'a> StoreBackend<'a> {
+impl<'a> StoreSource<'a> {
     pub fn new(
         spec: &'a SystemSpec,
         workload: &'a Workload,
         store: &'a Store,
         progress: Box<dyn FnMut(String) + 'a>,
-    ) -> Result<StoreBackend<'a>, Error> {
+    ) -> Result<StoreSource<'a>, Error> {
         let history = History::open(spec).map_err(|e| Error::Invalid(e.to_string()))?;
         let commits = history
             .commits()
             .map_err(|e| Error::Invalid(e.to_string()))?;
-        Ok(StoreBackend {
+        Ok(StoreSource {
             spec,
             workload,
             store,
@@ -104,6 +117,24 @@ impl<'a> StoreBackend<'a> {
 
     pub fn effort(&self) -> &Effort {
         &self.effort
+    }
+
+    /// Runs the search over the history, then, with `regions`, profiles its change points.
+    pub fn detect(
+        mut self,
+        settings: &Settings,
+        regions: Option<&RegionSettings>,
+    ) -> Result<HistoryDetection, Error> {
+        let detection = crate::detect(&mut self, settings)?;
+        let regions = regions
+            .map(|r| crate::regions::regions(&detection, &mut self, r))
+            .transpose()?;
+        Ok(HistoryDetection {
+            effort: self.effort.clone(),
+            store: self.store.path().display().to_string(),
+            detection,
+            regions,
+        })
     }
 
     /// The build standing for commit `index`: its own, else the closest earlier one.
@@ -212,7 +243,7 @@ impl<'a> StoreBackend<'a> {
     }
 }
 
-impl Backend for StoreBackend<'_> {
+impl MeasurementSource for StoreSource<'_> {
     fn space(&self) -> &ConfigSpace {
         &self.spec.space
     }
@@ -341,7 +372,7 @@ impl Backend for StoreBackend<'_> {
 /// How much longer a run under callgrind may take than the spec's timeout allows.
 const CALLGRIND_SLOWDOWN: u32 = 100;
 
-impl crate::regions::Profiler for StoreBackend<'_> {
+impl crate::regions::Profiler for StoreSource<'_> {
     /// The configuration run once under `valgrind --tool=callgrind` at the build standing
     /// for `commit`; the output is kept under the build cache (`.knobs-builds/profiles/`,
     /// keyed by the build, the command line, environment and workload files), so a profile

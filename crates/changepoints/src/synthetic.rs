@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use space::{ConfigSpace, Configuration};
 
 use crate::Error;
-use crate::backend::{Backend, Observation};
+use crate::source::{MeasurementSource, Observation};
 
 /// The generator's parameters (Table 1's system parameters and the model's ranges).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -260,17 +260,17 @@ fn geometric(rng: &mut ChaCha8Rng, p: f64) -> usize {
     k
 }
 
-/// A synthetic system as a measurement backend: every configuration at every commit.
-pub struct SyntheticBackend {
+/// A synthetic system as a measurement source: every configuration at every commit.
+pub struct SyntheticSource {
     system: SyntheticSystem,
     space: ConfigSpace,
     rng: ChaCha8Rng,
 }
 
-impl SyntheticBackend {
-    pub fn new(system: SyntheticSystem, seed: u64) -> SyntheticBackend {
+impl SyntheticSource {
+    pub fn new(system: SyntheticSystem, seed: u64) -> SyntheticSource {
         let space = system.space();
-        SyntheticBackend {
+        SyntheticSource {
             system,
             space,
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0x05ee_d0f0_a15e),
@@ -282,7 +282,7 @@ impl SyntheticBackend {
     }
 }
 
-impl Backend for SyntheticBackend {
+impl MeasurementSource for SyntheticSource {
     fn space(&self) -> &ConfigSpace {
         &self.space
     }

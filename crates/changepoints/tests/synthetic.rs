@@ -2,7 +2,7 @@
 
 use changepoints::evaluation::{self, GridPoint, TOLERANCE};
 use changepoints::likelihood::Threshold;
-use changepoints::synthetic::{SyntheticBackend, SyntheticSettings, SyntheticSystem};
+use changepoints::synthetic::{SyntheticSettings, SyntheticSource, SyntheticSystem};
 use changepoints::{Settings, detect};
 
 #[test]
@@ -49,13 +49,13 @@ fn a_single_option_change_is_found_at_its_commit() {
     })
     .unwrap();
     let truth = evaluation::truth(&system);
-    let mut backend = SyntheticBackend::new(system, 1);
+    let mut source = SyntheticSource::new(system, 1);
     let settings = Settings {
         threshold: Threshold::Relative(0.01),
         initial_configurations: 16,
         ..Settings::default()
     };
-    let d = detect(&mut backend, &settings).unwrap();
+    let d = detect(&mut source, &settings).unwrap();
     let s = evaluation::score(&truth, &d.associations, TOLERANCE);
     eprintln!("{truth:?}\n{:?}\n{s:?} {}", d.associations, d.stopped);
     assert!(
@@ -66,7 +66,7 @@ fn a_single_option_change_is_found_at_its_commit() {
 }
 
 /// A recorded history (every configuration of a 6-option synthetic system at every commit,
-/// written as the CSV `replay` reads) finds what the synthetic backend finds.
+/// written as the CSV `replay` reads) finds what the synthetic source finds.
 #[test]
 fn a_recorded_history_replays_to_the_same_change_points() {
     let system = SyntheticSystem::generate(&SyntheticSettings {
@@ -217,7 +217,7 @@ fn the_measurement_limit_is_never_passed() {
     };
     for limit in [150, 998, 1349] {
         let system = evaluation::grid_system(&point, 2, 0.0).unwrap();
-        let mut backend = SyntheticBackend::new(system, 2);
+        let mut source = SyntheticSource::new(system, 2);
         let mut settings = evaluation::grid_settings(
             &point,
             &Settings {
@@ -227,23 +227,23 @@ fn the_measurement_limit_is_never_passed() {
             2,
         );
         settings.max_measurements = limit;
-        let d = detect(&mut backend, &settings).unwrap();
+        let d = detect(&mut source, &settings).unwrap();
         assert!(d.measurements <= limit, "{} > {limit}", d.measurements);
         let measured: usize = d.sample.iter().map(|s| s.history.len()).sum();
         assert_eq!(measured, d.measurements);
     }
 }
 
-/// A backend that answers a batch as a cluster would measure it: every request's commits
+/// A source that answers a batch as a cluster would measure it: every request's commits
 /// gathered, then measured commit by commit (each commit's configurations together), the
 /// answers put back in the order asked. It counts the batches and the requests.
 struct ByCommit {
-    inner: SyntheticBackend,
+    inner: SyntheticSource,
     batches: usize,
     requests: usize,
 }
 
-impl changepoints::Backend for ByCommit {
+impl changepoints::MeasurementSource for ByCommit {
     fn space(&self) -> &space::ConfigSpace {
         self.inner.space()
     }
@@ -286,7 +286,7 @@ impl changepoints::Backend for ByCommit {
 }
 
 /// The search asks for one batch per step (the initial sample, each acquisition round, the
-/// change points' sizes), and a backend that measures a batch in its own order finds what
+/// change points' sizes), and a source that measures a batch in its own order finds what
 /// one asked request by request finds, to the bit.
 #[test]
 fn a_batch_measured_commit_by_commit_is_the_search_measured_one_by_one() {
@@ -303,9 +303,9 @@ fn a_batch_measured_commit_by_commit_is_the_search_measured_one_by_one() {
         initial_configurations: 12,
         ..Settings::default()
     };
-    let one_by_one = detect(&mut SyntheticBackend::new(system.clone(), 1), &settings).unwrap();
+    let one_by_one = detect(&mut SyntheticSource::new(system.clone(), 1), &settings).unwrap();
     let mut batched = ByCommit {
-        inner: SyntheticBackend::new(system, 1),
+        inner: SyntheticSource::new(system, 1),
         batches: 0,
         requests: 0,
     };
@@ -353,8 +353,8 @@ fn a_search_cut_off_by_its_measurement_limit_reports_only_confirmed_associations
         max_measurements: 16 * 20 + 150,
         ..Settings::default()
     };
-    let mut backend = SyntheticBackend::new(system.clone(), 1);
-    let d = detect(&mut backend, &settings).unwrap();
+    let mut source = SyntheticSource::new(system.clone(), 1);
+    let d = detect(&mut source, &settings).unwrap();
     assert!(d.stopped.contains("measurement limit"), "{}", d.stopped);
     let near = |a: &changepoints::Association, b: &changepoints::Association| {
         a.affects == b.affects && a.commit.abs_diff(b.commit) <= settings.cache.tolerance
@@ -380,9 +380,9 @@ fn a_search_cut_off_by_its_measurement_limit_reports_only_confirmed_associations
     let reported: Vec<usize> = d.associations.iter().map(|a| a.commit).collect();
     assert!(d.change_points.iter().all(|c| reported.contains(&c.commit)));
 
-    let mut backend = SyntheticBackend::new(system, 1);
+    let mut source = SyntheticSource::new(system, 1);
     let free = detect(
-        &mut backend,
+        &mut source,
         &Settings {
             max_measurements: usize::MAX,
             ..settings.clone()

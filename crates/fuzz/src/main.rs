@@ -2,7 +2,7 @@
 //! keeps every input that crashes, hangs or exhausts memory as a regression input.
 //!
 //!     cargo run --release -p fuzz -- --inputs 100000                 # a long run
-//!     cargo run --release -p fuzz -- --seconds 600 --results docs/results/fuzz.json
+//!     cargo run --release -p fuzz -- --seconds 600 --results docs/results/fuzz/fuzz-DATE.json
 //!
 //! Inputs run in a child process (`--child`), which writes each input to a file before
 //! parsing it: when the child dies (a signal, an abort, a stack overflow, a panic) or stops

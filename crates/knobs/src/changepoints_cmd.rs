@@ -1,4 +1,4 @@
-//! `knobs changepoints`: flags for [`changepoints::detect`] over its backends, the synthetic
+//! `knobs changepoints`: flags for [`changepoints::detect`] over its sources, the synthetic
 //! evaluation grid, and the rendering of a detection.
 
 use std::path::{Path, PathBuf};
@@ -7,7 +7,8 @@ use anyhow::{Context, Result, bail};
 use changepoints::evaluation::{self, GridPoint, GridRow, TOLERANCE};
 use changepoints::likelihood::Threshold;
 use changepoints::regions::{RegionSettings, RegionsReport};
-use changepoints::synthetic::{SyntheticBackend, SyntheticSettings, SyntheticSystem};
+use changepoints::store::HistoryDetection;
+use changepoints::synthetic::{SyntheticSettings, SyntheticSource, SyntheticSystem};
 use changepoints::{Detection, RecordedHistory, Settings, detect};
 use clap::{Args, Subcommand};
 use serde::Serialize;
@@ -264,8 +265,8 @@ pub fn changepoints(cmd: ChangepointsCommand) -> Result<Outcome> {
         ChangepointsCommand::Replay(args) => {
             let text = std::fs::read_to_string(&args.history)
                 .with_context(|| format!("reading {}", args.history.display()))?;
-            let mut backend = RecordedHistory::parse(&text, &args.history.display().to_string())?;
-            let detection = detect(&mut backend, &args.search.settings()?)?;
+            let mut source = RecordedHistory::parse(&text, &args.history.display().to_string())?;
+            let detection = detect(&mut source, &args.search.settings()?)?;
             finish(
                 &detection,
                 args.output.plot.as_deref(),
@@ -296,22 +297,8 @@ fn score(args: ScoreArgs) -> Result<Outcome> {
             args.found.display()
         )
     })?;
-    let mut associations = Vec::new();
-    for a in &found.associations {
-        let affects = match a[..] {
-            [_] => changepoints::Affects::Unattributed,
-            [_, option, ..] if option < 0.0 => changepoints::Affects::All,
-            [_, option, ..] => changepoints::Affects::Feature(option as usize),
-            [] => bail!(
-                "{}: an association needs a commit (and an option, unless no option explains it)",
-                args.found.display()
-            ),
-        };
-        associations.push(changepoints::Association {
-            commit: a[0] as usize,
-            affects,
-        });
-    }
+    let associations = evaluation::associations_from_pairs(&found.associations)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.found.display()))?;
     let score = evaluation::score(&evaluation::truth(&system), &associations, TOLERANCE);
     crate::print_json(&score)?;
     Ok(Outcome::Done)
@@ -336,92 +323,82 @@ fn detect_in_history(args: DetectArgs) -> Result<Outcome> {
         .unwrap_or_else(|| spec.dir.join("knobs.db"));
     let store = measure::Store::open(&store_path)?;
     store.register_spec(&spec)?;
-    let region_settings = args
-        .regions
-        .then(|| -> Result<RegionSettings> {
-            let min_share = match parse_threshold(&args.regions_min_share)? {
-                Threshold::Relative(r) => r,
-                Threshold::Absolute(_) => bail!("--regions-min-share is a share (0.5% or 0.005)"),
-            };
-            if args.regions_configurations == 0 || args.regions_top == 0 {
-                bail!("--regions-configurations and --regions-top must be at least 1");
-            }
-            Ok(RegionSettings {
-                configurations: args.regions_configurations,
-                top: args.regions_top,
-                min_share,
-                threshold: match parse_threshold(&args.search.threshold)? {
-                    Threshold::Relative(r) => Some(r),
-                    Threshold::Absolute(_) => None,
-                },
-            })
-        })
-        .transpose()?;
+    let region_settings = region_settings(&args)?;
     let started = std::time::Instant::now();
     let runs_on = args.backend.backend(&spec, &store_path)?;
-    let mut backend = changepoints::store::StoreBackend::new(
+    let found = changepoints::store::StoreSource::new(
         &spec,
         workload,
         &store,
         Box::new(|line| eprintln!("{line}")),
     )?
-    .runs_on(runs_on);
-    let detection = detect(&mut backend, &args.search.settings()?)?;
-    let regions = match &region_settings {
-        Some(settings) => Some(changepoints::regions::regions(
-            &detection,
-            &mut backend,
-            settings,
-        )?),
-        None => None,
-    };
-    let effort = backend.effort().clone();
+    .runs_on(runs_on)
+    .detect(&args.search.settings()?, region_settings.as_ref())?;
     if args.output.json {
-        #[derive(Serialize)]
-        struct WithEffort<'a> {
-            #[serde(flatten)]
-            detection: &'a Detection,
-            effort: &'a changepoints::store::Effort,
-            store: String,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            regions: Option<&'a RegionsReport>,
-        }
-        write_plot(&detection, args.output.plot.as_deref())?;
-        crate::print_json(&WithEffort {
-            detection: &detection,
-            effort: &effort,
-            store: store_path.display().to_string(),
-            regions: regions.as_ref(),
-        })?;
+        write_plot(&found.detection, args.output.plot.as_deref())?;
+        crate::print_json(&found)?;
         return Ok(Outcome::Done);
     }
-    finish(&detection, args.output.plot.as_deref(), false, None)?;
-    if let Some(r) = &regions {
+    finish(&found.detection, args.output.plot.as_deref(), false, None)?;
+    if let Some(r) = &found.regions {
         print!("{}", render_regions(r));
     }
-    println!(
-        "effort: {} builds ({} cached, {} failed) in {:.1} min, {} runs ({} measurements read back from {}) in {:.1} min; {:.1} min in all",
+    print!("{}", render_effort(&found, started.elapsed().as_secs_f64()));
+    Ok(Outcome::Done)
+}
+
+/// `--regions`' settings from their flags; `None` without `--regions`.
+fn region_settings(args: &DetectArgs) -> Result<Option<RegionSettings>> {
+    if !args.regions {
+        return Ok(None);
+    }
+    let min_share = match parse_threshold(&args.regions_min_share)? {
+        Threshold::Relative(r) => r,
+        Threshold::Absolute(_) => bail!("--regions-min-share is a share (0.5% or 0.005)"),
+    };
+    if args.regions_configurations == 0 || args.regions_top == 0 {
+        bail!("--regions-configurations and --regions-top must be at least 1");
+    }
+    Ok(Some(RegionSettings {
+        configurations: args.regions_configurations,
+        top: args.regions_top,
+        min_share,
+        threshold: match parse_threshold(&args.search.threshold)? {
+            Threshold::Relative(r) => Some(r),
+            Threshold::Absolute(_) => None,
+        },
+    }))
+}
+
+/// What a detection over a history cost, as lines of text.
+fn render_effort(found: &HistoryDetection, seconds: f64) -> String {
+    let effort = &found.effort;
+    let mut out = format!(
+        "effort: {} builds ({} cached, {} failed) in {:.1} min, {} runs ({} measurements read back from {}) in {:.1} min; {:.1} min in all\n",
         effort.builds,
         effort.cached_builds,
         effort.failed_builds.len(),
         effort.build_seconds / 60.0,
         effort.runs,
         effort.reused,
-        store_path.display(),
+        found.store,
         effort.measure_seconds / 60.0,
-        started.elapsed().as_secs_f64() / 60.0
+        seconds / 60.0
     );
-    if regions.is_some() {
-        println!(
-            "regions: {} callgrind profiles made in {:.1} min (the others read from the build cache)",
+    if found.regions.is_some() {
+        out.push_str(&format!(
+            "regions: {} callgrind profiles made in {:.1} min (the others read from the build cache)\n",
             effort.profiles,
             effort.profile_seconds / 60.0
-        );
+        ));
     }
     for f in &effort.failed_builds {
-        println!("  did not build: {} ({}; log {})", f.commit, f.why, f.log);
+        out.push_str(&format!(
+            "  did not build: {} ({}; log {})\n",
+            f.commit, f.why, f.log
+        ));
     }
-    Ok(Outcome::Done)
+    out
 }
 
 fn synthetic(args: SyntheticArgs) -> Result<Outcome> {
@@ -451,10 +428,10 @@ fn synthetic(args: SyntheticArgs) -> Result<Outcome> {
             .with_context(|| format!("writing {}", path.display()))?;
     }
     let truth = evaluation::truth(&system);
-    let mut backend = SyntheticBackend::new(system, args.search.seed);
-    let detection = detect(&mut backend, &args.search.settings()?)?;
+    let mut source = SyntheticSource::new(system, args.search.seed);
+    let detection = detect(&mut source, &args.search.settings()?)?;
     let score = evaluation::score(&truth, &detection.associations, TOLERANCE);
-    let truth_text: Vec<String> = backend
+    let truth_text: Vec<String> = source
         .system()
         .change_points
         .iter()
@@ -763,27 +740,7 @@ fn write_grid_system(
     base: &Settings,
     noise: f64,
 ) -> Result<()> {
-    let mut system = evaluation::grid_system(point, seed, noise)?;
-    let settings = evaluation::grid_settings(point, base, seed);
-    system.params = Some(serde_json::json!({
-        "seed": seed,
-        "measurements_per_iteration": point.measurements,
-        "max_iterations": settings.max_iterations,
-        "n_initial_configs": settings.initial_configurations,
-        "commit_rate": settings.commit_share,
-        "threshold": match settings.threshold {
-            Threshold::Relative(t) | Threshold::Absolute(t) => t,
-        },
-    }));
-    let name = format!(
-        "o{}-c{}-cp{}-p{}-n{}-m{}-s{seed}.json",
-        point.options,
-        point.commits,
-        point.change_points,
-        point.p_interaction,
-        point.initial_per_option,
-        point.measurements
-    );
+    let (name, system) = evaluation::reference_system(point, seed, base, noise)?;
     std::fs::write(dir.join(name), serde_json::to_string(&system)?)?;
     Ok(())
 }

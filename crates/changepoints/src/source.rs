@@ -1,5 +1,5 @@
-//! Where measurements come from. The search asks a [`Backend`] for the performance of a
-//! configuration at some commits; three backends answer: a synthetic system
+//! Where measurements come from. The search asks a [`MeasurementSource`] for the performance of a
+//! configuration at some commits; three sources answer: a synthetic system
 //! ([`crate::synthetic`]), a recorded history ([`RecordedHistory`], a CSV of commit ×
 //! configuration measurements, replayed as the paper replays its pre-study), and real
 //! builds and runs through the results store (in the `knobs` binary, which owns building).
@@ -26,14 +26,14 @@ pub struct CommitInfo {
     pub subject: String,
 }
 
-pub trait Backend {
+pub trait MeasurementSource {
     fn space(&self) -> &ConfigSpace;
 
     /// Commits on the analysed line, numbered `0..commits()` oldest first.
     fn commits(&self) -> usize;
 
-    /// What the backend calls commit 0 of the search: a recorded history starts where its
-    /// records do. A [`crate::Detection`] reports commits in the backend's numbering.
+    /// What the source calls commit 0 of the search: a recorded history starts where its
+    /// records do. A [`crate::Detection`] reports commits in the source's numbering.
     fn first_commit(&self) -> usize {
         0
     }
@@ -49,7 +49,7 @@ pub trait Backend {
         (!used.contains(wanted)).then(|| wanted.clone())
     }
 
-    /// The only configurations this backend can measure, when it has a fixed set (a recorded
+    /// The only configurations this source can measure, when it has a fixed set (a recorded
     /// history); `None`: any valid configuration.
     fn measurable(&self) -> Option<&[Configuration]> {
         None
@@ -63,9 +63,9 @@ pub trait Backend {
     ) -> Result<Vec<Observation>, Error>;
 
     /// The performance of each configuration at its commits: everything one step of the
-    /// search wants, asked for at once, so that a backend with a queue (a cluster) can submit
+    /// search wants, asked for at once, so that a source with a queue (a cluster) can submit
     /// it as one batch. One list of observations per request, in order; the default asks
-    /// [`Backend::measure`] request by request, in order.
+    /// [`MeasurementSource::measure`] request by request, in order.
     fn measure_batch(
         &mut self,
         requests: &[(Configuration, Vec<usize>)],
@@ -94,7 +94,7 @@ pub trait Backend {
 /// implementation's published `realworld/data/*_performance.csv` reads as it is.
 ///
 /// The history searched is the recorded range, from the first commit with a measurement to
-/// the last; [`Backend::first_commit`] says where it starts. A requested configuration that
+/// the last; [`MeasurementSource::first_commit`] says where it starts. A requested configuration that
 /// was not recorded is replaced by the closest recorded one not used yet (Hamming distance
 /// over option values, §4.2.2); a commit not recorded for a configuration takes the closest
 /// earlier recorded commit (as the pre-study reports the last commit that built for one that
@@ -228,7 +228,7 @@ fn hamming(a: &Configuration, b: &Configuration) -> usize {
     a.0.iter().zip(&b.0).filter(|(x, y)| x != y).count()
 }
 
-impl Backend for RecordedHistory {
+impl MeasurementSource for RecordedHistory {
     fn space(&self) -> &ConfigSpace {
         &self.space
     }
