@@ -22,8 +22,9 @@ use std::process::Command;
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
-use crate::campaign::{ReadRegions, counted, read_regions};
 use crate::instructions::Counter;
+use crate::instructions::counted;
+use crate::region_output::{ReadRegions, read_regions};
 use crate::runner::{self, RunResult};
 use crate::spec::Invocation;
 use crate::store::{self, MeasurementKey, Selection, Store};
