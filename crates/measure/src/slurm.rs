@@ -26,8 +26,8 @@ use crate::instructions::Counter;
 use crate::instructions::counted;
 use crate::region_output::{ReadRegions, read_regions};
 use crate::runner::{self, RunResult};
-pub use crate::spec::SlurmSettings;
 use crate::spec::Invocation;
+pub use crate::spec::SlurmSettings;
 use crate::store::{self, MeasurementKey, Selection, Store};
 
 /// A campaign's Slurm backend: the settings, the spool directory (absolute) and the program

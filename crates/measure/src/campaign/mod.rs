@@ -364,7 +364,7 @@ impl Item {
 struct Sample {
     wall: f64,
     user: f64,
-    system: f64,
+    system_cpu_s: f64,
     cpu_wait: f64,
     max_rss_kib: f64,
     instructions: Option<u64>,
@@ -375,7 +375,7 @@ impl Sample {
         Sample {
             wall: r.wall,
             user: r.user,
-            system: r.system,
+            system_cpu_s: r.system_cpu_s,
             cpu_wait: r.cpu_wait,
             max_rss_kib: r.max_rss_kib as f64,
             instructions: r.instructions,
@@ -386,7 +386,7 @@ impl Sample {
         Sample {
             wall: r.wall,
             user: r.user,
-            system: r.system_time,
+            system_cpu_s: r.system_time,
             cpu_wait: r.cpu_wait.unwrap_or(0.0),
             max_rss_kib: r.max_rss_kib as f64,
             instructions: r.instructions.map(|n| n as u64),
@@ -395,19 +395,19 @@ impl Sample {
 
     /// User + system time over wall time.
     fn cpu_share(&self) -> f64 {
-        (self.user + self.system) / self.wall.max(1e-9)
+        (self.user + self.system_cpu_s) / self.wall.max(1e-9)
     }
 
     /// `store::auto_metric` of a configuration whose deciding run this is.
     fn auto_metric(&self) -> Metric {
-        store::auto_metric(self.user + self.system, self.cpu_wait, self.wall)
+        store::auto_metric(self.user + self.system_cpu_s, self.cpu_wait, self.wall)
     }
 
     fn metric(&self, metric: Metric) -> f64 {
         metric.of_run(
             self.wall,
             self.user,
-            self.system,
+            self.system_cpu_s,
             self.max_rss_kib,
             self.instructions,
         )

@@ -122,6 +122,19 @@ fn default_max_repetitions() -> u32 {
     10
 }
 
+impl MeasureSettings {
+    /// Sets the recorded runs per configuration (a command line's `--repetitions` over the
+    /// spec's): at least 1, and adaptive mode's maximum is at least as many.
+    pub fn set_repetitions(&mut self, repetitions: u32) -> Result<(), Error> {
+        if repetitions == 0 {
+            return Err(Error::Invalid("--repetitions must be at least 1".into()));
+        }
+        self.repetitions = repetitions;
+        self.max_repetitions = self.max_repetitions.max(repetitions);
+        Ok(())
+    }
+}
+
 impl Default for MeasureSettings {
     fn default() -> Self {
         MeasureSettings {
@@ -345,6 +358,15 @@ impl HistorySpec {
     pub fn build_timeout(&self) -> Duration {
         Duration::from_secs_f64(self.timeout.unwrap_or(3600.0))
     }
+}
+
+/// A file beside `file` (in its directory): where a spec's store, builds and models go by
+/// default, and a store's Slurm spool.
+pub fn beside(file: &Path, name: &str) -> PathBuf {
+    file.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .join(name)
 }
 
 /// Loads a configuration space from any format; a `.toml` file may be a full system spec.

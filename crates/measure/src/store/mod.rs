@@ -41,6 +41,14 @@ mod write;
 pub use metric::{CPU_BOUND, auto_metric};
 pub use schema::SCHEMA_VERSION;
 
+/// The store's file name beside its spec when no other is given.
+pub const DEFAULT_FILE: &str = "knobs.db";
+
+/// The store a spec's measurements go to by default: `knobs.db` beside the spec file.
+pub fn default_path(spec_file: &Path) -> PathBuf {
+    crate::spec::beside(spec_file, DEFAULT_FILE)
+}
+
 /// How runs are read against the reference configuration measured in every round.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]

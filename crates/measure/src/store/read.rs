@@ -162,6 +162,48 @@ impl Store {
         rows.collect::<Result<Vec<_>, _>>().map_err(&err)
     }
 
+    /// `selection` at the one stored commit whose id starts with `prefix` (unchanged
+    /// without a prefix).
+    pub fn at_commit_prefix(
+        &self,
+        selection: Selection,
+        prefix: Option<&str>,
+    ) -> Result<Selection, Error> {
+        let Some(prefix) = prefix else {
+            return Ok(selection);
+        };
+        let matching: Vec<String> = self
+            .commits(&selection)?
+            .into_iter()
+            .filter(|c| c.starts_with(prefix))
+            .collect();
+        match matching.as_slice() {
+            [one] => Ok(selection.at_commit(one)),
+            [] => Err(Error::Store(format!(
+                "{}: no measurements at a commit `{prefix}`",
+                self.path.display()
+            ))),
+            _ => Err(Error::Store(format!(
+                "{}: `{prefix}` is the start of {} measured commits; give more of it",
+                self.path.display(),
+                matching.len()
+            ))),
+        }
+    }
+
+    /// The metric of the spec the selected runs were measured under.
+    pub fn spec_metric(&self, selection: &Selection) -> Result<Metric, Error> {
+        let stored = self.spec(selection)?;
+        Ok(SystemSpec::parse(&stored.text, Path::new(&stored.path))?
+            .measure
+            .metric)
+    }
+
+    /// The selected runs as a dataset, in the metric their spec reads.
+    pub fn dataset_as_specified(&self, selection: &Selection) -> Result<Dataset, Error> {
+        self.dataset(selection, self.spec_metric(selection)?)
+    }
+
     /// The one spec the selection designates: with several specs of one system (it was
     /// edited), the latest; with several systems, the selection must say which.
     pub fn spec(&self, selection: &Selection) -> Result<StoredSpec, Error> {

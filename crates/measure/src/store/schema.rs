@@ -144,6 +144,15 @@ impl Store {
         Self::open_with(path, true)
     }
 
+    /// Whether a file is an SQLite database (a results store, or something to reject as
+    /// one), by its header.
+    pub fn is_sqlite_file(path: &Path) -> bool {
+        let mut magic = [0u8; 16];
+        std::fs::File::open(path)
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+            .is_ok_and(|_| &magic == b"SQLite format 3\0")
+    }
+
     /// Opens an existing store; a missing file is an error rather than an empty store.
     pub fn open_existing(path: &Path) -> Result<Store, Error> {
         if !path.exists() {

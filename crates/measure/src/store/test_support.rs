@@ -11,7 +11,7 @@ pub(crate) fn result(wall: f64, outcome: Outcome) -> RunResult {
         outcome,
         wall,
         user: wall / 2.0,
-        system: 0.01,
+        system_cpu_s: 0.01,
         cpu_wait: 0.0,
         max_rss_kib: 1000,
         instructions: None,

@@ -163,7 +163,7 @@ impl Store {
                     detail,
                     result.wall,
                     result.user,
-                    result.system,
+                    result.system_cpu_s,
                     result.max_rss_kib as i64,
                     tail,
                     key.inputs,
