@@ -143,7 +143,7 @@ impl Session {
         spec_file.check_cwd()?;
         let workload = spec_file.workload(workload)?.name.clone();
         Ok(Session {
-            store_path: store.unwrap_or_else(|| spec_file.dir.join("knobs.db")),
+            store_path: store.unwrap_or_else(|| measure::store::default_path(&spec_file.path)),
             settings: Settings::new(
                 work_dir.unwrap_or_else(|| spec_file.dir.join(format!(".knobs/{approach}"))),
             ),

@@ -48,7 +48,7 @@ fn region_times_are_the_fastest_half_of_whole_runs() {
             outcome: Outcome::Ok,
             wall: base + r0,
             user: base + r0,
-            system: 0.0,
+            system_cpu_s: 0.0,
             cpu_wait: 0.0,
             max_rss_kib: 1,
             instructions: None,

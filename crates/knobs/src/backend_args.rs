@@ -71,7 +71,7 @@ impl BackendArgs {
         let spool = match (&self.spool, &settings.spool) {
             (Some(flag), _) => flag.clone(),
             (None, Some(in_spec)) => spec.dir.join(in_spec),
-            (None, None) => crate::measure_cmd::beside(store, ".knobs-slurm"),
+            (None, None) => measure::spec::beside(store, ".knobs-slurm"),
         };
         std::fs::create_dir_all(&spool).with_context(|| spool.display().to_string())?;
         let spool = std::path::absolute(&spool).with_context(|| spool.display().to_string())?;

@@ -307,11 +307,7 @@ fn score(args: ScoreArgs) -> Result<Outcome> {
 fn detect_in_history(args: DetectArgs) -> Result<Outcome> {
     let mut spec = measure::SystemSpec::load(&args.spec)?;
     if let Some(r) = args.repetitions {
-        if r == 0 {
-            bail!("--repetitions must be at least 1");
-        }
-        spec.measure.repetitions = r;
-        spec.measure.max_repetitions = spec.measure.max_repetitions.max(r);
+        spec.measure.set_repetitions(r)?;
     }
     let workload = spec.workload(args.workload.as_deref())?;
     if spec.prepare_workload(workload)? {
@@ -320,7 +316,7 @@ fn detect_in_history(args: DetectArgs) -> Result<Outcome> {
     let store_path = args
         .store
         .clone()
-        .unwrap_or_else(|| spec.dir.join("knobs.db"));
+        .unwrap_or_else(|| measure::store::default_path(&spec.path));
     let store = measure::Store::open(&store_path)?;
     store.register_spec(&spec)?;
     let region_settings = region_settings(&args)?;

@@ -38,14 +38,16 @@ pub fn load_data(path: &Path, space: Option<&Path>) -> Result<Dataset> {
 
 /// As [`load_data`], a store's runs at one `[history]` commit (a prefix of its id).
 fn load_data_at(path: &Path, space: Option<&Path>, commit: Option<&str>) -> Result<Dataset> {
-    if crate::measure_cmd::is_store(path) {
+    if measure::Store::is_sqlite_file(path) {
         if space.is_some() {
             bail!(
                 "{}: a results store carries its own space; drop --space",
                 path.display()
             );
         }
-        return crate::measure_cmd::store_dataset(path, None, commit);
+        let store = measure::Store::open_existing(path)?;
+        let selection = store.at_commit_prefix(Default::default(), commit)?;
+        return Ok(store.dataset_as_specified(&selection)?);
     }
     if commit.is_some() {
         bail!(

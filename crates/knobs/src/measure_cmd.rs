@@ -133,14 +133,6 @@ struct MeasureReport<'a> {
     campaign: &'a CampaignReport,
 }
 
-/// A file beside the spec: where the store, builds and models go by default.
-pub fn beside(spec: &Path, name: &str) -> PathBuf {
-    spec.parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .join(name)
-}
-
 pub fn measure(args: MeasureArgs) -> Result<Outcome> {
     let mut spec = SystemSpec::load(&args.spec)?;
     if let Some(metric) = args.metric {
@@ -158,7 +150,9 @@ pub fn measure(args: MeasureArgs) -> Result<Outcome> {
     let strategy: Strategy = args.sample.parse()?;
     let valid = ValidConfigurations::new(&spec.space)?;
     let plan = sample(&valid, &strategy, args.seed)?;
-    let store_path = args.store.unwrap_or_else(|| beside(&args.spec, "knobs.db"));
+    let store_path = args
+        .store
+        .unwrap_or_else(|| measure::store::default_path(&args.spec));
     measure::runner::kill_runs_on_interrupt();
     let built = match &args.commit {
         Some(rev) => Some(crate::history_cmd::program_at(&spec, rev)?),
@@ -219,11 +213,7 @@ pub fn measure(args: MeasureArgs) -> Result<Outcome> {
 fn measure_settings(spec: &SystemSpec, args: &MeasureArgs) -> Result<measure::MeasureSettings> {
     let mut settings = spec.measure.clone();
     if let Some(r) = args.repetitions {
-        if r == 0 {
-            bail!("--repetitions must be at least 1");
-        }
-        settings.repetitions = r;
-        settings.max_repetitions = settings.max_repetitions.max(r);
+        settings.set_repetitions(r)?;
     }
     if let Some(w) = args.warmup {
         settings.warmup = w;
@@ -366,17 +356,14 @@ impl StoreArgs {
 
     /// The selection with --commit resolved to the one stored commit it is a prefix of.
     pub fn selection_in(&self, store: &Store) -> Result<Selection> {
-        match &self.commit {
-            Some(prefix) => at_stored_commit(store, self.selection(), prefix),
-            None => Ok(self.selection()),
-        }
+        Ok(store.at_commit_prefix(self.selection(), self.commit.as_deref())?)
     }
 
     /// The store given with --store, else knobs.db beside the spec.
     pub fn path(&self) -> PathBuf {
         self.store
             .clone()
-            .unwrap_or_else(|| beside(&self.spec, "knobs.db"))
+            .unwrap_or_else(|| measure::store::default_path(&self.spec))
     }
 
     pub fn open(&self) -> Result<Store> {
@@ -395,12 +382,7 @@ impl StoreArgs {
     pub fn metric(&self, store: &Store) -> Result<Metric> {
         match self.metric {
             Some(m) => Ok(m.into()),
-            None => {
-                let stored = store.spec(&self.selection())?;
-                Ok(SystemSpec::parse(&stored.text, Path::new(&stored.path))?
-                    .measure
-                    .metric)
-            }
+            None => Ok(store.spec_metric(&self.selection())?),
         }
     }
 }
@@ -633,59 +615,6 @@ fn export(args: &StoreArgs, format: ExportFormat, out: Option<&Path>) -> Result<
     }
     sink.flush()?;
     Ok(Outcome::Done)
-}
-
-/// Whether a file is an SQLite database (a results store, or something to reject as one).
-pub fn is_store(path: &Path) -> bool {
-    let mut magic = [0u8; 16];
-    std::fs::File::open(path)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
-        .is_ok_and(|_| &magic == b"SQLite format 3\0")
-}
-
-/// The measurements of a results store as a dataset (median of the spec's metric per
-/// configuration), for learners and experiments.
-/// `selection` at the one stored commit whose id starts with `prefix`.
-pub fn at_stored_commit(store: &Store, selection: Selection, prefix: &str) -> Result<Selection> {
-    let matching: Vec<String> = store
-        .commits(&selection)?
-        .into_iter()
-        .filter(|c| c.starts_with(prefix))
-        .collect();
-    match matching.as_slice() {
-        [one] => Ok(selection.at_commit(one)),
-        [] => bail!(
-            "{}: no measurements at a commit `{prefix}`",
-            store.path().display()
-        ),
-        _ => bail!(
-            "{}: `{prefix}` is the start of {} measured commits; give more of it",
-            store.path().display(),
-            matching.len()
-        ),
-    }
-}
-
-/// The store's measurements as a dataset: of one workload (default: all), at one
-/// `[history]` commit given by a prefix of its id (default: runs without history).
-pub fn store_dataset(
-    path: &Path,
-    workload: Option<&str>,
-    commit: Option<&str>,
-) -> Result<space::Dataset> {
-    let store = Store::open_existing(path)?;
-    let mut selection = Selection {
-        workload: workload.map(str::to_string),
-        ..Default::default()
-    };
-    if let Some(prefix) = commit {
-        selection = at_stored_commit(&store, selection, prefix)?;
-    }
-    let stored = store.spec(&selection)?;
-    let metric = SystemSpec::parse(&stored.text, Path::new(&stored.path))?
-        .measure
-        .metric;
-    Ok(store.dataset(&selection, metric)?)
 }
 
 /// The one-line summary of a campaign.

@@ -48,12 +48,7 @@ impl SessionArgs {
         session.settings.retry_failed = self.retry_failed;
         session.settings.backend = self.backend.backend(&session.spec, &session.store_path)?;
         if let Some(r) = self.repetitions {
-            if r == 0 {
-                anyhow::bail!("--repetitions must be at least 1");
-            }
-            let m = &mut session.spec.measure;
-            m.repetitions = r;
-            m.max_repetitions = m.max_repetitions.max(r);
+            session.spec.measure.set_repetitions(r)?;
         }
         Ok(session)
     }

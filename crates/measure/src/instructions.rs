@@ -11,7 +11,9 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 use crate::Error;
+use crate::runner::{self, Outcome, RunResult};
 use crate::spec::Invocation;
+use std::path::PathBuf;
 
 /// How a run's instructions are counted on this machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -243,4 +245,60 @@ mod tests {
             Some(98_765)
         );
     }
+}
+
+/// One run under the instruction counter, its count read into the result (a count that
+/// cannot be read fails the run).
+/// When valgrind cannot read the program's debug information, the run is counted again on a
+/// copy without it (made once per campaign, in `scratch`).
+pub(crate) fn counted(invocation: &Invocation, scratch: &Path, counter: Counter) -> RunResult {
+    let program = invocation.cwd.join(&invocation.program);
+    let stripped = stripped_path(&program, scratch);
+    let result = if stripped.is_file() {
+        counted_once(&with_program(invocation, stripped), scratch, counter)
+    } else {
+        counted_once(invocation, scratch, counter)
+    };
+    let done =
+        result.outcome.is_ok() || !debuginfo_unreadable(&result.stderr_tail) || !program.is_file();
+    if done {
+        return result;
+    }
+    match stripped_copy(&program, scratch) {
+        Ok(copy) => counted_once(&with_program(invocation, copy), scratch, counter),
+        Err(why) => RunResult {
+            stderr_tail: format!("{}\n{why}", result.stderr_tail),
+            ..result
+        },
+    }
+}
+
+fn with_program(invocation: &Invocation, program: PathBuf) -> Invocation {
+    Invocation {
+        program,
+        ..invocation.clone()
+    }
+}
+
+fn counted_once(invocation: &Invocation, scratch: &Path, counter: Counter) -> RunResult {
+    let out = scratch.join("instructions");
+    let _ = std::fs::remove_dir_all(&out);
+    if let Err(e) = std::fs::create_dir_all(&out) {
+        return RunResult::failed_to_start(format!("{}: {e}", out.display()));
+    }
+    let mut result = runner::run(&counter.wrap(invocation, &out));
+    if result.outcome.is_ok() {
+        match counter.read(&out) {
+            Ok(n) => result.instructions = Some(n),
+            Err(why) => {
+                result.outcome = Outcome::SpawnFailed(format!("no instruction count: {why}"))
+            }
+        }
+    }
+    if !result.outcome.is_ok()
+        && let Some(complaint) = counter_complaint(&out)
+    {
+        result.stderr_tail = format!("{}{complaint}", result.stderr_tail);
+    }
+    result
 }

@@ -15,6 +15,7 @@
 pub mod campaign;
 pub mod init;
 pub mod instructions;
+pub mod region_output;
 pub mod runner;
 pub mod slurm;
 pub mod spec;

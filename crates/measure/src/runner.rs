@@ -77,7 +77,9 @@ pub struct RunResult {
     pub wall: f64,
     /// CPU seconds in user and kernel mode (the program and the children it waited for).
     pub user: f64,
-    pub system: f64,
+    /// Kept as `system` in the Slurm spool's result files.
+    #[serde(rename = "system")]
+    pub system_cpu_s: f64,
     /// Seconds the program was ready to run but waited for a CPU (the kernel's run delays of
     /// its threads, `/proc/PID/task/*/schedstat`, summed): a busy machine's share of its
     /// wall time. Not of the processes it starts.
@@ -99,7 +101,7 @@ impl RunResult {
         metric.of_run(
             self.wall,
             self.user,
-            self.system,
+            self.system_cpu_s,
             self.max_rss_kib as f64,
             self.instructions,
         )
@@ -110,7 +112,7 @@ impl RunResult {
             outcome: Outcome::SpawnFailed(why),
             wall: 0.0,
             user: 0.0,
-            system: 0.0,
+            system_cpu_s: 0.0,
             cpu_wait: 0.0,
             max_rss_kib: 0,
             instructions: None,
@@ -397,7 +399,7 @@ fn run_with(inv: &Invocation, log: Option<&std::fs::File>) -> RunResult {
         outcome,
         wall: reaped.at.duration_since(start).as_secs_f64(),
         user: seconds(reaped.usage.ru_utime),
-        system: seconds(reaped.usage.ru_stime),
+        system_cpu_s: seconds(reaped.usage.ru_stime),
         cpu_wait: reaped.cpu_wait,
         max_rss_kib: reaped.usage.ru_maxrss.max(0) as u64,
         instructions: None,
@@ -605,7 +607,7 @@ mod tests {
             NO_TIMEOUT,
         );
         assert!(r.outcome.is_ok());
-        assert!(r.user + r.system > 0.05, "{r:?}");
+        assert!(r.user + r.system_cpu_s > 0.05, "{r:?}");
     }
 
     #[test]

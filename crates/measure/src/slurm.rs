@@ -22,32 +22,13 @@ use std::process::Command;
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
-use crate::campaign::{ReadRegions, counted, read_regions};
 use crate::instructions::Counter;
+use crate::instructions::counted;
+use crate::region_output::{ReadRegions, read_regions};
 use crate::runner::{self, RunResult};
 use crate::spec::Invocation;
+pub use crate::spec::SlurmSettings;
 use crate::store::{self, MeasurementKey, Selection, Store};
-
-/// The `[slurm]` section of a spec: how rounds are submitted.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct SlurmSettings {
-    /// `sbatch --partition` (default: the cluster's default partition).
-    pub partition: Option<String>,
-    /// `sbatch --time`, the limit of each array task (`MM`, `HH:MM:SS`, `D-HH`).
-    pub time_limit: Option<String>,
-    /// `sbatch --cpus-per-task`.
-    pub cpus_per_task: Option<u32>,
-    /// More `sbatch` arguments, as given (`["--qos=short", "--exclusive"]`).
-    #[serde(default)]
-    pub sbatch_args: Vec<String>,
-    /// Where rounds' work and results go; every node must see it (default: `.knobs-slurm`
-    /// beside the store). Relative paths resolve beside the spec.
-    pub spool: Option<PathBuf>,
-    /// Array tasks per round (default 1): each measures its share of the round and the
-    /// reference.
-    pub tasks: Option<u32>,
-}
 
 /// A campaign's Slurm backend: the settings, the spool directory (absolute) and the program
 /// the array tasks run (`knobs`, whose `slurm-worker` subcommand calls [`work`]).

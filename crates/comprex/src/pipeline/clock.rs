@@ -132,8 +132,11 @@ pub fn choose_profile_clock(
                 ),
             );
         }
-        if measure::store::auto_metric(result.user + result.system, result.cpu_wait, result.wall)
-            == Metric::Cpu
+        if measure::store::auto_metric(
+            result.user + result.system_cpu_s,
+            result.cpu_wait,
+            result.wall,
+        ) == Metric::Cpu
         {
             busy += 1;
         }
