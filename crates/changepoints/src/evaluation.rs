@@ -333,28 +333,21 @@ mod tests {
 
     #[test]
     fn a_reference_system_carries_its_search_parameters() {
-        let point = &quick_grid()[0];
+        let point = &GridPoint {
+            options: 8,
+            commits: 1000,
+            change_points: 2,
+            p_interaction: 0.7,
+            initial_per_option: 2,
+            measurements: 500,
+        };
         let base = Settings::default();
         let (name, system) = reference_system(point, 3, &base, 0.0).unwrap();
-        assert_eq!(
-            name,
-            format!(
-                "o{}-c{}-cp{}-p{}-n{}-m{}-s3.json",
-                point.options,
-                point.commits,
-                point.change_points,
-                point.p_interaction,
-                point.initial_per_option,
-                point.measurements
-            )
-        );
+        assert_eq!(name, "o8-c1000-cp2-p0.7-n2-m500-s3.json");
         let params = system.params.as_ref().unwrap();
         assert_eq!(params["seed"], 3);
-        assert_eq!(params["measurements_per_iteration"], point.measurements);
-        assert_eq!(
-            params["n_initial_configs"],
-            point.initial_per_option * point.options
-        );
+        assert_eq!(params["measurements_per_iteration"], 500);
+        assert_eq!(params["n_initial_configs"], 16);
         let mut bare = system.clone();
         bare.params = None;
         assert_eq!(
