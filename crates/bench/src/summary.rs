@@ -268,7 +268,7 @@ pub fn headline(rows: &[Row], order: &[String], quick: bool) -> String {
          configurations measured (a mean over seeds for the black-box approaches); **bold**: \
          the most accurate model of the run, † significantly less accurate than it (Wilcoxon \
          signed-rank, Holm-corrected, α = 0.05); n/a: does not apply, failed: see \
-         `docs/results/latest.md`. Every approach measures in a session of its own (the \
+         `docs/results/rows/latest.md`. Every approach measures in a session of its own (the \
          black-box samples in one store shared by their runs), so every error includes the \
          drift between two measurement sessions; *brute force again* is the ground truth \
          measured a second time at the end of the run, that drift alone, the floor under \
