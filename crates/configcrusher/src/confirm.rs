@@ -55,6 +55,9 @@ pub struct Confirmation {
     /// Static maximal interactions no confirmed interaction contains: their options met
     /// only through branches that never went another way on the workload.
     pub dropped: Vec<Vec<String>>,
+    /// Observed runs that failed (`--allow-failed`), with why: a failed run may have gone
+    /// the other way anywhere, so nothing was confirmed away.
+    pub failed: Vec<(String, String)>,
 }
 
 /// What the observed runs say of the static analysis's tainted branches.
@@ -71,11 +74,15 @@ pub struct Outcomes {
     pub observed: usize,
     pub functions: usize,
     pub seconds: f64,
+    /// Runs that failed (with `Settings::allow_failed`; else they are an error), with why.
+    pub failed: Vec<(String, String)>,
 }
 
 /// Builds the program observing the conditions of the tainted conditional branches of
 /// `influence` (in `settings.work_dir/confirm`) and runs it on `workload` in each of
-/// `configurations`: which went one way in every run, and which never ran.
+/// `configurations`: which went one way in every run, and which never ran. A failed run is
+/// an error naming every failed one, unless `settings.allow_failed`: then nothing is taken
+/// as decided (a failed run may have gone the other way anywhere) and `failed` says why.
 pub fn branch_outcomes(
     spec: &SystemSpec,
     settings: &Settings,
@@ -111,6 +118,7 @@ pub fn branch_outcomes(
         observed: 0,
         functions: 0,
         seconds: 0.0,
+        failed: Vec::new(),
     };
     // Every function the program may run: one no run enters is code the workload never runs.
     let functions: Vec<ir::FuncId> = program
@@ -147,13 +155,15 @@ pub fn branch_outcomes(
     let mut seen: Vec<Option<Option<i64>>> = vec![None; conditions.len() + functions.len()];
     let out = dir.join("branches.times");
     for config in configurations {
-        let times = instrumented::infer::observe_run(spec, &binary, config, workload, &out)
-            .map_err(|cause| {
-                Error::Invalid(format!(
-                    "dynamic confirmation: observing configuration `{}`: {cause}",
-                    spec.space.format_configuration(config)
-                ))
-            })?;
+        let times = match instrumented::infer::observe_run(spec, &binary, config, workload, &out) {
+            Ok(times) => times,
+            Err(cause) => {
+                outcomes
+                    .failed
+                    .push((spec.space.format_configuration(config), cause));
+                continue;
+            }
+        };
         for (id, o) in &times.observed {
             let Some(slot) = seen.get_mut(*id as usize) else {
                 return Err(Error::Invalid(format!(
@@ -170,6 +180,21 @@ pub fn branch_outcomes(
     outcomes.seconds = started.elapsed().as_secs_f64();
     outcomes.observed = checks.len();
     outcomes.functions = entries.len();
+    if !outcomes.failed.is_empty() {
+        let which = format!(
+            "dynamic confirmation: {} of {} observed configurations failed: {}",
+            outcomes.failed.len(),
+            configurations.len(),
+            instrumented::failed::listed(&outcomes.failed)
+        );
+        if !settings.allow_failed {
+            return Err(Error::Invalid(format!(
+                "{which}; fix them, or pass {} to confirm nothing away",
+                instrumented::failed::ALLOW_FLAG
+            )));
+        }
+        return Ok(outcomes);
+    }
     for check in &checks {
         let value = match seen[check.id as usize] {
             None => {

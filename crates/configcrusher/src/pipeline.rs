@@ -201,6 +201,7 @@ pub fn analyse(
             static_interactions: names(&static_cover.maximal),
             static_configurations: static_cover.configurations.len(),
             dropped: names(&dropped),
+            failed: outcomes.failed,
         });
     }
     let program = match &specialised {
@@ -648,7 +649,9 @@ pub fn native_correction(
     }))
 }
 
-/// Stage 4: local models per region and the global model, from the stored region times.
+/// Stage 4: local models per region and the global model, from the stored region times. A
+/// region's cell no successful run measured (its configurations failed) leaves out the terms
+/// that rest on it; the model records which (`instrumented::failed`).
 pub fn build_model(
     store: &Store,
     settings: &Settings,
@@ -697,6 +700,7 @@ pub fn build_model_with_clocks(
     let program = &analysed.translation.program;
     let valid = ValidConfigurations::new(&spec.space)?;
     let mut regions = Vec::new();
+    let mut unmeasured = Vec::new();
     for (i, region) in analysed.plan.regions.iter().enumerate() {
         let id = format!("r{i}");
         let options: Vec<OptionId> = analysed.influence.sets.get(region.options).iter().collect();
@@ -704,7 +708,7 @@ pub fn build_model_with_clocks(
             .iter()
             .map(|o| spec.space.option(*o).name.clone())
             .collect();
-        let terms = instrumented::influence_of_table(&valid, &options, |digits| {
+        let table = instrumented::influence_of_table(&valid, &options, |digits| {
             let matching: Vec<f64> = configs
                 .iter()
                 .filter(|(c, _)| {
@@ -717,6 +721,14 @@ pub fn build_model_with_clocks(
                 .collect();
             (!matching.is_empty()).then(|| matching.iter().sum::<f64>() / matching.len() as f64)
         })?;
+        if !table.unmeasured.is_empty() {
+            unmeasured.push(instrumented::failed::Unmeasured {
+                region: id.clone(),
+                cells: table.unmeasured,
+                terms_left_out: table.left_out,
+            });
+        }
+        let terms = table.terms;
         let func = program.func(region.function);
         let file = func
             .file
@@ -779,6 +791,7 @@ pub fn build_model_with_clocks(
         .insert("workload".into(), workload.name.clone().into());
     file.provenance
         .insert("configurations".into(), configs.len().into());
+    instrumented::failed::record(&mut file, &unmeasured);
     file.record_training(
         &spec
             .space

@@ -102,6 +102,9 @@ pub struct Report {
     /// The clock the region times were read by (wall, cpu or mixed per configuration), and
     /// why.
     pub region_clock: Option<instrumented::RegionClocks>,
+    /// Regions whose tables have cells no successful run measured (`--allow-failed`), and
+    /// the terms the model leaves out for them.
+    pub unmeasured: Vec<instrumented::failed::Unmeasured>,
     /// The model file written, with the store and variant its measurements are in.
     #[serde(flatten)]
     pub output: Option<ModelOutput>,
@@ -315,6 +318,8 @@ fn run_once(
         &mut |event| reporter.measurement(event),
     )?;
     reporter.note(&measured.summary(spec.measure.max_cv));
+    let failed = instrumented::failed::check(&measured, session.settings.allow_failed)?;
+    report.notes.extend(failed);
     report.measurement = Some(measured);
     if options.native_correction {
         match native_correction(
@@ -347,6 +352,7 @@ fn run_once(
         report.native_correction.as_ref(),
     )?;
     report.region_clock = Some(clocks);
+    report.unmeasured = instrumented::failed::recorded(&model);
     report.overhead = Some(overhead(&store, spec, workload, &built.variant)?);
     let out = options
         .model_path
@@ -501,6 +507,7 @@ fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
         overhead: None,
         native_correction: None,
         region_clock: None,
+        unmeasured: Vec::new(),
         output: None,
         notes,
     }
@@ -653,6 +660,14 @@ impl Report {
                 c.static_configurations,
                 sets(&c.dropped),
             ));
+            if !c.failed.is_empty() {
+                lines.push(format!(
+                    "WARNING: dynamic confirmation confirmed nothing away: {} observed runs \
+                     failed ({}), and a failed run may have gone the other way anywhere",
+                    c.failed.len(),
+                    instrumented::failed::listed(&c.failed)
+                ));
+            }
         }
         if a.set_aside.decisions > 0 {
             lines.push(format!(

@@ -12,6 +12,7 @@
 //! Architecture invariant: no approach's algorithms live here (regions, partitions, models
 //! belong to the approach crates); no LLVM types (through `llvm`'s API only).
 
+pub mod failed;
 pub mod infer;
 pub mod native;
 mod table;
@@ -28,7 +29,7 @@ use measure::{SystemSpec, Workload};
 use sha2::{Digest, Sha256};
 use space::{Configuration, OptionId};
 
-pub use table::{influence_of_table, levels, reference_choices};
+pub use table::{TableInfluence, influence_of_table, levels, reference_choices};
 
 /// Everything that can go wrong; one line each.
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +68,10 @@ pub struct Settings {
     /// build in `work_dir` must be on a file system the nodes see; the approaches' other
     /// runs (taint tracking, calibration) are made here.
     pub backend: Backend,
+    /// Build the model although some measured configurations failed (crashed, timed out):
+    /// the terms that rest on their cells are left out and named ([`failed`]). Default: a
+    /// failed configuration is an error naming it.
+    pub allow_failed: bool,
 }
 
 impl Settings {
@@ -79,6 +84,7 @@ impl Settings {
             retry_failed: false,
             test_clock: false,
             backend: Backend::Local,
+            allow_failed: false,
         }
     }
 

@@ -40,10 +40,16 @@ pub struct FamilyArgs {
     /// measurements.
     #[arg(long, value_enum, default_value = "auto")]
     region_clock: crate::crush_cmd::RegionClockArg,
+    /// Build the model although some runs of the variant simulator failed (crashed, timed
+    /// out): the terms of the values only they select are left out, and named in the output
+    /// and the model. Default: failed runs are an error naming them.
+    #[arg(long)]
+    allow_failed: bool,
 }
 
 pub fn family(args: FamilyArgs) -> Result<Outcome> {
-    let session = args.session.open("family")?;
+    let mut session = args.session.open("family")?;
+    session.settings.allow_failed = args.allow_failed;
     let options = Options {
         derive: !args.no_derive,
         model_path: args.out,
@@ -66,7 +72,7 @@ pub fn family(args: FamilyArgs) -> Result<Outcome> {
 fn render(report: &Report) -> Result<()> {
     for f in &report.features {
         eprintln!(
-            "  {} → {} ({:?}: {})",
+            "  {} → {}, by {}: {}",
             f.function, f.feature, f.source, f.why
         );
     }
@@ -136,6 +142,9 @@ fn render(report: &Report) -> Result<()> {
     }
     if let Some(output) = &report.output {
         crate::print_model_output(output)?;
+    }
+    for unmeasured in &report.unmeasured {
+        eprintln!("WARNING: {unmeasured}");
     }
     for note in &report.notes {
         eprintln!("note: {note}");

@@ -1,0 +1,245 @@
+//! White-box approaches on a program where some configurations crash and one hangs: no
+//! model is built from the cells those leave unmeasured without saying so. By default each
+//! approach fails with one line naming the failed configurations; with `--allow-failed` it
+//! writes a model without the terms that rest on them, and names those terms in its output
+//! and in the model.
+//!
+//! Nothing here depends on the machine's speed: the failures are a segfault and a hang (the
+//! spec's 1 s timeout ends it), whatever the load.
+
+mod common;
+
+use std::path::Path;
+
+use common::{c_subject, knobs, succeeds};
+
+/// HEAVY and ITER meet in the loop and in the failures: on the measured workload (`FAIL=1`)
+/// HEAVY with ITER=8 segfaults and HEAVY with ITER=4 hangs; the analysis workload runs every
+/// configuration to its end.
+const MAIN: &str = r#"
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+__attribute__((annotate("knobs:option=HEAVY"))) int HEAVY;
+__attribute__((annotate("knobs:option=ITER"))) int ITER = 1;
+volatile long sink;
+static void work(long n) {
+    for (long i = 0; i < n; i++) sink += i;
+}
+int main(int argc, char **argv) {
+    for (int k = 1; k < argc; k++) {
+        if (!strcmp(argv[k], "--heavy")) HEAVY = 1;
+        if (!strncmp(argv[k], "--iter=", 7)) ITER = atoi(argv[k] + 7);
+    }
+    if (getenv("FAIL")) {
+        if (HEAVY && ITER == 8) { volatile int *p = 0; *p = 1; }
+        if (HEAVY && ITER == 4) for (;;) pause();
+    }
+    for (int i = 0; i < ITER; i++) work(HEAVY ? 20000 : 10000);
+    return 0;
+}
+"#;
+
+const SPEC: &str = r#"
+name = "failing"
+[build]
+sources = ["main.c"]
+[run]
+program = "./failing"
+args = ["{options}"]
+timeout = 1
+[measure]
+repetitions = 1
+[[workload]]
+name = "real"
+env = { FAIL = "1" }
+[[workload]]
+name = "quick"
+purpose = "analysis"
+[[option]]
+name = "HEAVY"
+on = ["--heavy"]
+[[option]]
+name = "ITER"
+values = [1, 2, 4, 8]
+arg = ["--iter={value}"]
+"#;
+
+/// `knobs ARGS --spec SPEC --store STORE`, expected to fail: its stderr.
+fn fails(args: &[&str], spec: &Path, store: &Path) -> String {
+    let out = knobs()
+        .args(args)
+        .arg("--spec")
+        .arg(spec)
+        .arg("--store")
+        .arg(store)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    stderr
+}
+
+/// The error names both failed configurations, why they failed, and the flag, in one line.
+fn assert_names_the_failures(stderr: &str) {
+    let error = stderr
+        .lines()
+        .find(|l| l.starts_with("knobs: error: "))
+        .unwrap_or_else(|| panic!("no error line: {stderr}"));
+    for part in [
+        "configurations failed",
+        "`HEAVY,ITER=8` (",
+        "SIGSEGV",
+        "`HEAVY,ITER=4` (",
+        "timed out",
+        "--allow-failed",
+    ] {
+        assert!(error.contains(part), "`{part}` missing from {error}");
+    }
+}
+
+/// `knobs ARGS --allow-failed --json`, which must succeed: its report.
+fn allowed(args: &[&str], spec: &Path, store: &Path) -> serde_json::Value {
+    succeeds(
+        knobs()
+            .args(args)
+            .args(["--allow-failed", "--json", "--spec"])
+            .arg(spec)
+            .arg("--store")
+            .arg(store),
+    )
+    .json()
+}
+
+/// What the model records as left out, and its terms' labels (all regions').
+fn model_record(report: &serde_json::Value) -> (Vec<serde_json::Value>, Vec<String>) {
+    let path = report["model_path"].as_str().unwrap();
+    let file: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let unmeasured = file["provenance"]["unmeasured"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut labels = common::term_labels(&file);
+    for region in file["regions"].as_array().into_iter().flatten() {
+        labels.extend(common::term_labels(region));
+    }
+    (unmeasured, labels)
+}
+
+/// Every term the model leaves out names HEAVY with a failed ITER value, none of them is in
+/// the model, and the report lists the same as the model.
+fn assert_left_out(report: &serde_json::Value) {
+    let (unmeasured, labels) = model_record(report);
+    assert!(!unmeasured.is_empty(), "{report}");
+    assert_eq!(report["unmeasured"].as_array().unwrap(), &unmeasured);
+    let left_out: Vec<&str> = unmeasured
+        .iter()
+        .flat_map(|u| u["terms_left_out"].as_array().unwrap())
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    for term in ["HEAVY·ITER=4", "HEAVY·ITER=8"] {
+        assert!(left_out.contains(&term), "{term} not in {left_out:?}");
+    }
+    for term in &left_out {
+        assert!(!labels.iter().any(|l| l == term), "{term} in {labels:?}");
+    }
+}
+
+#[test]
+fn configcrusher_refuses_a_model_from_failed_configurations_unless_allowed() {
+    let (dir, spec) = c_subject(MAIN, SPEC);
+    let store = dir.path().join("knobs.db");
+    let model = dir.path().join("failing.configcrusher.json");
+    assert_names_the_failures(&fails(&["crush"], &spec, &store));
+    assert!(!model.exists());
+
+    let report = allowed(&["crush"], &spec, &store);
+    assert_left_out(&report);
+    // As text: each region with unmeasured cells is a warning naming its terms.
+    let text = succeeds(
+        knobs()
+            .args(["crush", "--allow-failed", "--spec"])
+            .arg(&spec)
+            .arg("--store")
+            .arg(&store),
+    );
+    assert!(
+        text.stderr
+            .lines()
+            .any(|l| l.starts_with("WARNING: region") && l.contains("HEAVY·ITER=8")),
+        "{}",
+        text.stderr
+    );
+}
+
+#[test]
+fn dynamic_confirmation_refuses_failed_observations_unless_allowed() {
+    let (dir, spec) = c_subject(MAIN, SPEC);
+    let store = dir.path().join("knobs.db");
+    let stderr = fails(&["crush", "--dynamic-confirmation"], &spec, &store);
+    assert_names_the_failures(&stderr);
+    assert!(stderr.contains("dynamic confirmation"), "{stderr}");
+
+    let report = allowed(&["crush", "--dynamic-confirmation"], &spec, &store);
+    let confirmation = &report["analysis"]["confirmation"];
+    assert_eq!(confirmation["failed"].as_array().unwrap().len(), 2);
+    assert_eq!(confirmation["dropped"].as_array().unwrap().len(), 0);
+    assert_left_out(&report);
+}
+
+#[test]
+fn splat_refuses_a_model_from_failed_configurations_unless_allowed() {
+    let (dir, spec) = c_subject(MAIN, SPEC);
+    // SPLat measures the program as the spec runs it.
+    common::native_build(dir.path(), "failing", &[]);
+    let store = dir.path().join("knobs.db");
+    assert_names_the_failures(&fails(&["splat"], &spec, &store));
+    assert!(!dir.path().join("failing.splat.json").exists());
+    let report = allowed(&["splat"], &spec, &store);
+    assert_left_out(&report);
+}
+
+#[test]
+fn family_refuses_a_model_from_failed_configurations_unless_allowed() {
+    let (dir, spec) = c_subject(MAIN, SPEC);
+    let store = dir.path().join("knobs.db");
+    assert_names_the_failures(&fails(&["family"], &spec, &store));
+    assert!(!dir.path().join("failing.family.json").exists());
+    let report = allowed(&["family"], &spec, &store);
+    // The native program is not built: no overhead correction, and a note says how to get
+    // one.
+    assert!(
+        report["notes"].as_array().unwrap().iter().any(|n| n
+            .as_str()
+            .unwrap()
+            .contains("no native program to correct by")
+            && n.as_str().unwrap().contains("build it")),
+        "{report}"
+    );
+    let (unmeasured, _) = model_record(&report);
+    assert_eq!(report["unmeasured"].as_array().unwrap(), &unmeasured);
+    let left_out: Vec<&str> = unmeasured
+        .iter()
+        .flat_map(|u| u["terms_left_out"].as_array().unwrap())
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    // The variant simulator's runs with ITER=4 and ITER=8 failed: no term of either value
+    // is measured.
+    assert!(
+        left_out.iter().any(|t| t.contains("ITER=4")),
+        "{left_out:?}"
+    );
+    assert!(
+        left_out.iter().any(|t| t.contains("ITER=8")),
+        "{left_out:?}"
+    );
+}
+
+#[test]
+fn comprex_refuses_a_model_from_failed_configurations() {
+    let (dir, spec) = c_subject(MAIN, SPEC);
+    let store = dir.path().join("knobs.db");
+    let stderr = fails(&["comprex", "--overhead-correction", "0"], &spec, &store);
+    assert_names_the_failures(&stderr);
+    assert!(!dir.path().join("failing.comprex.json").exists());
+}
