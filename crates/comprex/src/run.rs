@@ -179,7 +179,7 @@ fn exploration_report(explored: &pipeline::Explored, g: Granularity) -> Explorat
 
 /// Runs Comprex: iterative dynamic taint analysis, probe selection, profiling of the explored
 /// configurations, overhead correction and the model — or only Table IV with
-/// `granularity_table`.
+/// `granularity_table`. Each step is a stage of [`crate::pipeline`].
 pub fn run(
     session: &Session,
     options: &Options,
@@ -193,112 +193,32 @@ pub fn run(
         None => spec.analysis_workload()?,
     };
     spec.prepare_workload(workload)?;
-    let total =
-        u128::try_from(&ValidConfigurations::new(&spec.space)?.count()).unwrap_or(u128::MAX);
-    let mut report = Report {
-        system: spec.name.clone(),
-        workload: workload.name.clone(),
-        analysis_workload: analysis.name.clone(),
-        total_configurations: total,
-        exploration: None,
-        granularity_table: Vec::new(),
-        probes: None,
-        configurations: Vec::new(),
-        profile_clock: None,
-        measurement: None,
-        overhead_correction: None,
-        trivial_terms: 0,
-        suspects: Vec::new(),
-        output: None,
-        notes: Vec::new(),
-    };
+    let mut report = new_report(spec, workload, analysis)?;
+    // Said as the taint runs start, which take that long.
+    if options.analysis_workload.is_none() && analysis.name == workload.name {
+        let note = format!(
+            "the taint runs use the measured workload `{}` (the spec has no workload with \
+             purpose \"analysis\"); a taint run is several times slower than a native one, so \
+             give a smaller one: a `[[workload]]` with `purpose = \"analysis\"`, or \
+             --analysis-workload NAME",
+            workload.name
+        );
+        reporter.note(&note);
+    }
     if options.granularity_table {
-        // As the paper does: one exploration, then per granularity the configurations that
-        // cover its regions' subspaces. Exploring until the program region's partition (the
-        // cross product of every decision's) is covered sees every decision the finer
-        // regions partition on.
-        let explored = pipeline::explore_tracking(
+        report.granularity_table = granularity_table(spec, settings, analysis, options, reporter)?;
+        return Ok(report);
+    }
+    let mut method_level = explore(spec, settings, analysis, options, &mut report, reporter)?;
+    if !options.all_probes {
+        report.probes = Some(probe(
             spec,
             settings,
             analysis,
-            &[
-                Granularity::Program,
-                Granularity::Method,
-                Granularity::Statement,
-            ],
-            options.max_runs,
-            &mut |c, d| reporter.note(&taint_line(c, d)),
-        )?;
-        let valid = ValidConfigurations::new(&spec.space)?;
-        for g in [
-            Granularity::Program,
-            Granularity::Method,
-            Granularity::Statement,
-        ] {
-            let mut row = exploration_report(&explored, g);
-            let (cover, minimal) = crate::minimum_cover(&valid, &explored.exploration, g);
-            row.cover = Some(cover.len());
-            row.cover_minimal = Some(minimal);
-            report.granularity_table.push(row);
-        }
-        return Ok(report);
-    }
-
-    // Profiling and models need the method partitions: a chosen granularity is tracked in
-    // the same runs, which continue until both are explored.
-    let mut granularities = vec![Granularity::Method];
-    if options.granularity != Granularity::Method {
-        granularities.push(options.granularity);
-        report.notes.push(format!(
-            "regions at {} granularity for the analysis; profiling and models are per method",
-            granularity_name(options.granularity)
-        ));
-    }
-    let explored = pipeline::explore_tracking(
-        spec,
-        settings,
-        analysis,
-        &granularities,
-        options.max_runs,
-        &mut |c, d| reporter.note(&taint_line(c, d)),
-    )?;
-    let exploration = exploration_report(&explored, options.granularity);
-    reporter.note(&format!(
-        "dynamic taint analysis (workload `{}`): {} configurations of {total} in {:.1} s; {} decision sites instrumented",
-        analysis.name, exploration.configurations, exploration.seconds, exploration.decision_sites
-    ));
-    report.exploration = Some(exploration);
-    let mut method_level = explored;
-    if !options.all_probes {
-        let selection =
-            pipeline::select_probes(spec, settings, analysis, &method_level, &options.probes)?;
-        let extra = pipeline::fold(
-            spec,
-            analysis,
             &mut method_level,
-            selection.fold(),
-            options.max_runs,
-            &mut |c, d| reporter.note(&taint_line(c, d)),
-        )?;
-        let probes = ProbeReport {
-            probed: selection.probed.len(),
-            methods: selection.probed.len() + selection.dropped.len(),
-            calibration_runs: selection.calibration_runs,
-            unprobed: selection
-                .dropped
-                .iter()
-                .map(|d| UnprobedMethod {
-                    method: d.method.clone(),
-                    entries: d.entries,
-                    ns_per_entry: d.ns_per_entry,
-                    into: d.into.clone(),
-                })
-                .collect(),
-            kept: selection.kept.clone(),
-            extra_taint_runs: extra,
-        };
-        reporter.note(&probes.summary(&analysis.name, options.probes.min_ns_per_entry));
-        report.probes = Some(probes);
+            options,
+            reporter,
+        )?);
     }
     let configurations = &method_level.exploration.configurations;
     report.configurations = configurations
@@ -343,44 +263,21 @@ pub fn run(
         &mut |event| reporter.measurement(event),
     )?;
     reporter.note(&measured.summary(spec.measure.max_cv));
+    report.notes.extend(instrumented::failed::check(
+        &measured,
+        settings.allow_failed,
+    )?);
     report.measurement = Some(measured);
-
-    let correction = if options.overhead_correction > 0 {
-        let correction = pipeline::overhead_correction(
-            spec,
-            settings,
-            workload,
-            &profiled,
-            configurations,
-            options.overhead_correction,
-            options.seed,
-            options.overhead_fit,
-            &mut |config, p, n| {
-                reporter.note(&format!(
-                    "overhead: `{}`: {p:.4} s profiled, {n:.4} s native (medians, interleaved)",
-                    space::shown_configuration(config)
-                ))
-            },
-        )?;
-        match correction {
-            Ok(c) => {
-                report.overhead_correction = Some(CorrectionReport {
-                    fit: c.fit,
-                    slope: c.line.slope,
-                    intercept: c.line.intercept,
-                    pairs: c.pairs.clone(),
-                });
-                Some(c)
-            }
-            Err(why) => {
-                report.notes.push(format!("no overhead correction: {why}"));
-                None
-            }
-        }
-    } else {
-        None
-    };
-
+    let correction = correct_overhead(
+        spec,
+        settings,
+        workload,
+        &profiled,
+        configurations,
+        options,
+        &mut report,
+        reporter,
+    )?;
     let model = pipeline::build_model_corrected(
         &store,
         spec,
@@ -393,6 +290,221 @@ pub fn run(
         },
         correction.as_ref(),
     )?;
+    write_model(session, options, model, profiled.variant, &mut report)?;
+    Ok(report)
+}
+
+/// The report before anything ran: the system, the workloads, the space's size.
+fn new_report(
+    spec: &measure::SystemSpec,
+    workload: &measure::Workload,
+    analysis: &measure::Workload,
+) -> Result<Report, Error> {
+    let total =
+        u128::try_from(&ValidConfigurations::new(&spec.space)?.count()).unwrap_or(u128::MAX);
+    Ok(Report {
+        system: spec.name.clone(),
+        workload: workload.name.clone(),
+        analysis_workload: analysis.name.clone(),
+        total_configurations: total,
+        exploration: None,
+        granularity_table: Vec::new(),
+        probes: None,
+        configurations: Vec::new(),
+        profile_clock: None,
+        measurement: None,
+        overhead_correction: None,
+        trivial_terms: 0,
+        suspects: Vec::new(),
+        output: None,
+        notes: Vec::new(),
+    })
+}
+
+/// Table IV, as the paper does: one exploration, then per granularity the configurations
+/// that cover its regions' subspaces. Exploring until the program region's partition (the
+/// cross product of every decision's) is covered sees every decision the finer regions
+/// partition on.
+fn granularity_table(
+    spec: &measure::SystemSpec,
+    settings: &instrumented::Settings,
+    analysis: &measure::Workload,
+    options: &Options,
+    reporter: &mut dyn Reporter,
+) -> Result<Vec<ExplorationReport>, Error> {
+    let all = [
+        Granularity::Program,
+        Granularity::Method,
+        Granularity::Statement,
+    ];
+    reporter.note(&taint_start(&analysis.name, options.max_runs));
+    let mut progress = TaintProgress::default();
+    let explored = pipeline::explore_tracking(
+        spec,
+        settings,
+        analysis,
+        &all,
+        options.max_runs,
+        &mut |_, _| progress.ran(reporter),
+    )
+    .map_err(|e| budget_error(e, options.max_runs))?;
+    let valid = ValidConfigurations::new(&spec.space)?;
+    Ok(all
+        .into_iter()
+        .map(|g| {
+            let mut row = exploration_report(&explored, g);
+            let (cover, minimal) = crate::minimum_cover(&valid, &explored.exploration, g);
+            row.cover = Some(cover.len());
+            row.cover_minimal = Some(minimal);
+            row
+        })
+        .collect())
+}
+
+/// The iterative analysis. Profiling and models need the method partitions: a chosen
+/// granularity is tracked in the same runs, which continue until both are explored.
+fn explore(
+    spec: &measure::SystemSpec,
+    settings: &instrumented::Settings,
+    analysis: &measure::Workload,
+    options: &Options,
+    report: &mut Report,
+    reporter: &mut dyn Reporter,
+) -> Result<pipeline::Explored, Error> {
+    let mut granularities = vec![Granularity::Method];
+    if options.granularity != Granularity::Method {
+        granularities.push(options.granularity);
+        report.notes.push(format!(
+            "regions at {} granularity for the analysis; profiling and models are per method",
+            granularity_name(options.granularity)
+        ));
+    }
+    reporter.note(&taint_start(&analysis.name, options.max_runs));
+    let mut progress = TaintProgress::default();
+    let explored = pipeline::explore_tracking(
+        spec,
+        settings,
+        analysis,
+        &granularities,
+        options.max_runs,
+        &mut |_, _| progress.ran(reporter),
+    )
+    .map_err(|e| budget_error(e, options.max_runs))?;
+    let exploration = exploration_report(&explored, options.granularity);
+    reporter.note(&format!(
+        "dynamic taint analysis (workload `{}`): {} configurations of {} in {:.1} s; {} decision sites instrumented",
+        analysis.name,
+        exploration.configurations,
+        report.total_configurations,
+        exploration.seconds,
+        exploration.decision_sites
+    ));
+    report.exploration = Some(exploration);
+    Ok(explored)
+}
+
+/// Probe selection, and the folding of unprobed methods into the partitions of the probed
+/// ones their time goes to.
+fn probe(
+    spec: &measure::SystemSpec,
+    settings: &instrumented::Settings,
+    analysis: &measure::Workload,
+    method_level: &mut pipeline::Explored,
+    options: &Options,
+    reporter: &mut dyn Reporter,
+) -> Result<ProbeReport, Error> {
+    let selection =
+        pipeline::select_probes(spec, settings, analysis, method_level, &options.probes)?;
+    let mut progress = TaintProgress::default();
+    let extra = pipeline::fold(
+        spec,
+        analysis,
+        method_level,
+        selection.fold(),
+        options.max_runs,
+        &mut |_, _| progress.ran(reporter),
+    )
+    .map_err(|e| budget_error(e, options.max_runs))?;
+    let probes = ProbeReport {
+        probed: selection.probed.len(),
+        methods: selection.probed.len() + selection.dropped.len(),
+        calibration_runs: selection.calibration_runs,
+        unprobed: selection
+            .dropped
+            .iter()
+            .map(|d| UnprobedMethod {
+                method: d.method.clone(),
+                entries: d.entries,
+                ns_per_entry: d.ns_per_entry,
+                into: d.into.clone(),
+            })
+            .collect(),
+        kept: selection.kept.clone(),
+        extra_taint_runs: extra,
+    };
+    reporter.note(&probes.summary(&analysis.name, options.probes.min_ns_per_entry));
+    Ok(probes)
+}
+
+/// §V.A's correction, if asked for: `None` when not, or when it cannot be made (a note says
+/// why).
+#[allow(clippy::too_many_arguments)]
+fn correct_overhead(
+    spec: &measure::SystemSpec,
+    settings: &instrumented::Settings,
+    workload: &measure::Workload,
+    profiled: &pipeline::Profiled,
+    configurations: &[space::Configuration],
+    options: &Options,
+    report: &mut Report,
+    reporter: &mut dyn Reporter,
+) -> Result<Option<pipeline::OverheadCorrection>, Error> {
+    if options.overhead_correction == 0 {
+        return Ok(None);
+    }
+    let correction = pipeline::overhead_correction(
+        spec,
+        settings,
+        workload,
+        profiled,
+        configurations,
+        options.overhead_correction,
+        options.seed,
+        options.overhead_fit,
+        &mut |config, p, n| {
+            reporter.note(&format!(
+                "overhead: `{}`: {p:.4} s profiled, {n:.4} s native (medians, interleaved)",
+                space::shown_configuration(config)
+            ))
+        },
+    )?;
+    Ok(match correction {
+        Ok(c) => {
+            report.overhead_correction = Some(CorrectionReport {
+                fit: c.fit,
+                slope: c.line.slope,
+                intercept: c.line.intercept,
+                pairs: c.pairs.clone(),
+            });
+            Some(c)
+        }
+        Err(why) => {
+            report.notes.push(format!("no overhead correction: {why}"));
+            None
+        }
+    })
+}
+
+/// Writes the model where the options say (default `NAME.comprex.json` beside the spec) and
+/// reports its trivial terms and suspect regions.
+fn write_model(
+    session: &Session,
+    options: &Options,
+    model: crate::ComprexModel,
+    variant: String,
+    report: &mut Report,
+) -> Result<(), Error> {
+    let spec = &session.spec;
     let out = options
         .model_path
         .clone()
@@ -412,17 +524,45 @@ pub fn run(
     report.output = Some(ModelOutput {
         model_path: out,
         store: session.store_path.clone(),
-        variant: profiled.variant,
+        variant,
     });
-    Ok(report)
+    Ok(())
 }
 
-/// A taint run as a line of progress.
-fn taint_line(configuration: &str, decisions: usize) -> String {
+/// The line that starts the taint runs: the workload and the limit.
+fn taint_start(workload: &str, max_runs: usize) -> String {
     format!(
-        "taint run: `{}`: {decisions} decision records",
-        space::shown_configuration(configuration)
+        "dynamic taint analysis on workload `{workload}`: taint runs until every subspace is \
+         explored (at most {max_runs}, --max-runs)"
     )
+}
+
+/// Taint runs counted, said at 16, 32, 64, …: a long exploration shows it advances, in a
+/// few lines, not one per run.
+#[derive(Default)]
+struct TaintProgress {
+    runs: usize,
+}
+
+impl TaintProgress {
+    fn ran(&mut self, reporter: &mut dyn Reporter) {
+        self.runs += 1;
+        if self.runs >= 16 && self.runs.is_power_of_two() {
+            reporter.note(&format!("  {} taint runs so far", self.runs));
+        }
+    }
+}
+
+/// The exploration's budget as the flag that sets it.
+fn budget_error(e: Error, max_runs: usize) -> Error {
+    match e {
+        Error::Budget { runs, unexplored } => Error::Invalid(format!(
+            "gave up after {runs} taint runs (--max-runs {max_runs}) with {unexplored} \
+             subspaces still unexplored: raise --max-runs, or give a smaller analysis workload \
+             (--analysis-workload)"
+        )),
+        e => e,
+    }
 }
 
 impl ProbeReport {

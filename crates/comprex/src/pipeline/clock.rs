@@ -3,9 +3,9 @@
 //! (`instrumented::auto_clock`). The profiler records one clock per run, so the choice is
 //! made before the profiled runs, from the program's own runs.
 
-use super::overhead::choose;
 use crate::Error;
 use instrumented::RegionClock;
+use instrumented::native::choose;
 use measure::runner;
 use measure::store::Store;
 use measure::{Metric, SystemSpec, Workload};
