@@ -226,48 +226,16 @@ pub fn run(
         .map(|c| spec.space.format_configuration(c))
         .collect();
 
-    let mut profiled = pipeline::instrument_methods(spec, settings, &method_level)?;
-    if !profiled.unprobed.is_empty() {
-        report.notes.push(format!(
-            "{} method regions got no probe ({}): their time counts as their callers', and \
-             the options only they read are not modelled there",
-            profiled.unprobed.len(),
-            profiled.unprobed.join(", ")
-        ));
-    }
     let store = session.store()?;
-    measure::runner::kill_runs_on_interrupt();
-    let clock = pipeline::choose_profile_clock(
+    let (profiled, workload) = profile(
         &store,
-        spec,
-        workload,
-        configurations,
-        options.seed,
-        options.profile_clock,
+        session,
+        &method_level,
+        options,
+        &mut report,
+        reporter,
     )?;
-    reporter.note(&clock.to_string());
-    // Every profiled run samples the chosen clock, and its profiles are stored apart from the
-    // other clock's (one variant per clock: a stored profile holds one clock's times).
-    let workload = &pipeline::sampled_by(workload, clock.clock);
-    if clock.clock == instrumented::RegionClock::Cpu {
-        profiled.variant.push_str("+cpu");
-    }
-    report.profile_clock = Some(clock);
-    let measured = pipeline::measure_configurations(
-        &store,
-        settings,
-        spec,
-        workload,
-        &profiled,
-        configurations,
-        &mut |event| reporter.measurement(event),
-    )?;
-    reporter.note(&measured.summary(spec.measure.max_cv));
-    report.notes.extend(instrumented::failed::check(
-        &measured,
-        settings.allow_failed,
-    )?);
-    report.measurement = Some(measured);
+    let workload = &workload;
     let correction = correct_overhead(
         spec,
         settings,
@@ -292,6 +260,62 @@ pub fn run(
     )?;
     write_model(session, options, model, profiled.variant, &mut report)?;
     Ok(report)
+}
+
+/// The profiled build and its runs: the explored configurations measured with the methods'
+/// probes, sampling the clock chosen for them; the build and the workload as it samples it.
+fn profile(
+    store: &measure::store::Store,
+    session: &Session,
+    method_level: &pipeline::Explored,
+    options: &Options,
+    report: &mut Report,
+    reporter: &mut dyn Reporter,
+) -> Result<(pipeline::Profiled, measure::Workload), Error> {
+    let (spec, settings) = (&session.spec, &session.settings);
+    let configurations = &method_level.exploration.configurations;
+    let mut profiled = pipeline::instrument_methods(spec, settings, method_level)?;
+    if !profiled.unprobed.is_empty() {
+        report.notes.push(format!(
+            "{} method regions got no probe ({}): their time counts as their callers', and \
+             the options only they read are not modelled there",
+            profiled.unprobed.len(),
+            profiled.unprobed.join(", ")
+        ));
+    }
+    measure::runner::kill_runs_on_interrupt();
+    let clock = pipeline::choose_profile_clock(
+        store,
+        spec,
+        session.workload(),
+        configurations,
+        options.seed,
+        options.profile_clock,
+    )?;
+    reporter.note(&clock.to_string());
+    // Every profiled run samples the chosen clock, and its profiles are stored apart from the
+    // other clock's (one variant per clock: a stored profile holds one clock's times).
+    let workload = pipeline::sampled_by(session.workload(), clock.clock);
+    if clock.clock == instrumented::RegionClock::Cpu {
+        profiled.variant.push_str("+cpu");
+    }
+    report.profile_clock = Some(clock);
+    let measured = pipeline::measure_configurations(
+        store,
+        settings,
+        spec,
+        &workload,
+        &profiled,
+        configurations,
+        &mut |event| reporter.measurement(event),
+    )?;
+    reporter.note(&measured.summary(spec.measure.max_cv));
+    report.notes.extend(instrumented::failed::check(
+        &measured,
+        settings.allow_failed,
+    )?);
+    report.measurement = Some(measured);
+    Ok((profiled, workload))
 }
 
 /// The report before anything ran: the system, the workloads, the space's size.

@@ -649,54 +649,15 @@ pub fn native_correction(
     }))
 }
 
-/// Stage 4: local models per region and the global model, from the stored region times. A
-/// region's cell no successful run measured (its configurations failed) leaves out the terms
-/// that rest on it; the model records which (`instrumented::failed`).
-pub fn build_model(
-    store: &Store,
-    settings: &Settings,
+/// Each region's local model from the table of its options' values over the measured
+/// configurations (`mean`: a configuration's time in a region), and what their unmeasured
+/// cells leave out.
+fn region_models(
     spec: &SystemSpec,
-    workload: &Workload,
     analysed: &Analysed,
-    variant: &str,
-) -> Result<ModelFile, Error> {
-    Ok(build_model_with_clocks(
-        store, settings, spec, workload, analysed, variant, None, None,
-    )?
-    .0)
-}
-
-/// [`build_model`], and the clock each configuration's region times were read by
-/// (`instrumented::region_clocks`: the spec's metric, `auto` resolved as for the black-box
-/// runs; `forced`: this clock for every configuration), each configuration's region times
-/// scaled to its native time when there is a `correction`.
-#[allow(clippy::too_many_arguments)]
-pub fn build_model_with_clocks(
-    store: &Store,
-    settings: &Settings,
-    spec: &SystemSpec,
-    workload: &Workload,
-    analysed: &Analysed,
-    variant: &str,
-    forced: Option<instrumented::RegionClock>,
-    correction: Option<&NativeCorrection>,
-) -> Result<(ModelFile, instrumented::RegionClocks), Error> {
-    let clocks = instrumented::region_clocks(store, spec, workload, variant, forced)?;
-    let measured =
-        instrumented::region_times_per_configuration_by(store, spec, workload, variant, &clocks)?;
-    let mut configs: Vec<(Configuration, &str)> = Vec::new();
-    for config in measured.keys() {
-        configs.push((spec.space.parse_configuration(config)?, config));
-    }
-    // Looked up for every region and table cell: one map, not a search of the pairs.
-    let factors = correction
-        .map(NativeCorrection::factors)
-        .unwrap_or_default();
-    let scale = |config: &str| factors.get(config).copied().unwrap_or(1.0);
-    let mean = |config: &str, region: &str| {
-        measured[config].get(region).copied().unwrap_or(0.0) * scale(config)
-    };
-
+    configs: &[(Configuration, &str)],
+    mean: &dyn Fn(&str, &str) -> f64,
+) -> Result<(Vec<Region>, Vec<instrumented::failed::Unmeasured>), Error> {
     let program = &analysed.translation.program;
     let valid = ValidConfigurations::new(&spec.space)?;
     let mut regions = Vec::new();
@@ -746,6 +707,58 @@ pub fn build_model_with_clocks(
             terms,
         });
     }
+    Ok((regions, unmeasured))
+}
+
+/// Stage 4: local models per region and the global model, from the stored region times. A
+/// region's cell no successful run measured (its configurations failed) leaves out the terms
+/// that rest on it; the model records which (`instrumented::failed`).
+pub fn build_model(
+    store: &Store,
+    settings: &Settings,
+    spec: &SystemSpec,
+    workload: &Workload,
+    analysed: &Analysed,
+    variant: &str,
+) -> Result<ModelFile, Error> {
+    Ok(build_model_with_clocks(
+        store, settings, spec, workload, analysed, variant, None, None,
+    )?
+    .0)
+}
+
+/// [`build_model`], and the clock each configuration's region times were read by
+/// (`instrumented::region_clocks`: the spec's metric, `auto` resolved as for the black-box
+/// runs; `forced`: this clock for every configuration), each configuration's region times
+/// scaled to its native time when there is a `correction`.
+#[allow(clippy::too_many_arguments)]
+pub fn build_model_with_clocks(
+    store: &Store,
+    settings: &Settings,
+    spec: &SystemSpec,
+    workload: &Workload,
+    analysed: &Analysed,
+    variant: &str,
+    forced: Option<instrumented::RegionClock>,
+    correction: Option<&NativeCorrection>,
+) -> Result<(ModelFile, instrumented::RegionClocks), Error> {
+    let clocks = instrumented::region_clocks(store, spec, workload, variant, forced)?;
+    let measured =
+        instrumented::region_times_per_configuration_by(store, spec, workload, variant, &clocks)?;
+    let mut configs: Vec<(Configuration, &str)> = Vec::new();
+    for config in measured.keys() {
+        configs.push((spec.space.parse_configuration(config)?, config));
+    }
+    // Looked up for every region and table cell: one map, not a search of the pairs.
+    let factors = correction
+        .map(NativeCorrection::factors)
+        .unwrap_or_default();
+    let scale = |config: &str| factors.get(config).copied().unwrap_or(1.0);
+    let mean = |config: &str, region: &str| {
+        measured[config].get(region).copied().unwrap_or(0.0) * scale(config)
+    };
+
+    let (mut regions, unmeasured) = region_models(spec, analysed, &configs, &mean)?;
     // What the region timers cannot see (the process starting and ending) is time outside
     // every region, by the same clock, so it goes to the base and the model predicts what
     // `knobs measure` measures.

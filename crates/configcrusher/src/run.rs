@@ -307,40 +307,15 @@ fn run_once(
     }
 
     let store = session.store()?;
-    measure::runner::kill_runs_on_interrupt();
-    let measured = measure_configurations(
-        &store,
-        &session.settings,
-        spec,
-        workload,
+    measure_and_correct(
+        session,
+        options,
+        &analysed,
         &built,
-        &analysed.compression.configurations,
-        &mut |event| reporter.measurement(event),
+        &store,
+        &mut report,
+        reporter,
     )?;
-    reporter.note(&measured.summary(spec.measure.max_cv));
-    let failed = instrumented::failed::check(&measured, session.settings.allow_failed)?;
-    report.notes.extend(failed);
-    report.measurement = Some(measured);
-    if options.native_correction {
-        match native_correction(
-            &store,
-            &session.settings,
-            spec,
-            workload,
-            &built,
-            &analysed.compression.configurations,
-            options.region_clock,
-            &mut |event| reporter.measurement(event),
-        )? {
-            Ok(c) => {
-                reporter.note(&c.to_string());
-                report.native_correction = Some(c);
-            }
-            Err(why) => report.notes.push(format!(
-                "no native correction (the model is the instrumented build's): {why}"
-            )),
-        }
-    }
     let (model, clocks) = build_model_with_clocks(
         &store,
         &session.settings,
@@ -365,6 +340,56 @@ fn run_once(
         variant: built.variant,
     });
     Ok(report)
+}
+
+/// The measuring stages: the compressed configurations with the instrumented build (a
+/// failed one is an error unless `--allow-failed`), and the native program in them for the
+/// correction (a note says why there is none).
+fn measure_and_correct(
+    session: &Session,
+    options: &Options,
+    analysed: &Analysed,
+    built: &crate::Instrumented,
+    store: &measure::store::Store,
+    report: &mut Report,
+    reporter: &mut dyn Reporter,
+) -> Result<(), Error> {
+    let (spec, workload) = (&session.spec, session.workload());
+    measure::runner::kill_runs_on_interrupt();
+    let measured = measure_configurations(
+        store,
+        &session.settings,
+        spec,
+        workload,
+        built,
+        &analysed.compression.configurations,
+        &mut |event| reporter.measurement(event),
+    )?;
+    reporter.note(&measured.summary(spec.measure.max_cv));
+    let failed = instrumented::failed::check(&measured, session.settings.allow_failed)?;
+    report.notes.extend(failed);
+    report.measurement = Some(measured);
+    if options.native_correction {
+        match native_correction(
+            store,
+            &session.settings,
+            spec,
+            workload,
+            built,
+            &analysed.compression.configurations,
+            options.region_clock,
+            &mut |event| reporter.measurement(event),
+        )? {
+            Ok(c) => {
+                reporter.note(&c.to_string());
+                report.native_correction = Some(c);
+            }
+            Err(why) => report.notes.push(format!(
+                "no native correction (the model is the instrumented build's): {why}"
+            )),
+        }
+    }
+    Ok(())
 }
 
 /// The options `--explain` names, resolved; an unknown name is an error.

@@ -112,28 +112,7 @@ pub fn run(
             "the space has no valid configuration".into(),
         ));
     }
-    let mut report = Report {
-        system: spec.name.clone(),
-        workload: workload.name.clone(),
-        total_configurations: u128::try_from(&valid.count()).unwrap_or(u128::MAX),
-        features: analysed.features.mapped.clone(),
-        unmapped_options: analysed.unmapped_options.clone(),
-        configurations: configurations
-            .iter()
-            .map(|c| spec.space.format_configuration(c))
-            .collect(),
-        instrumented_functions: 0,
-        unprobed: Vec::new(),
-        unseen: analysed.unseen.clone(),
-        fixed_settings: analysed.fixed_settings.clone(),
-        measurement: None,
-        native_measurement: None,
-        overhead_correction: Vec::new(),
-        call_tree_clock: None,
-        unmeasured: Vec::new(),
-        output: None,
-        notes: analysed.notes.clone(),
-    };
+    let mut report = new_report(spec, workload, &valid, &analysed, &configurations);
     if !options.all_probes {
         reporter.note("calibrating: which functions are too hot and tiny to time");
     }
@@ -157,47 +136,16 @@ pub fn run(
         configurations.len()
     ));
     let store = session.store()?;
-    let (measured, failed) = pipeline::measure_simulator(
+    let (runs, succeeded, unmeasured, clocks) = measure(
         &store,
-        settings,
-        spec,
-        workload,
+        session,
         (&binary, &variant),
         names,
         &configurations,
+        options.region_clock,
+        &mut report,
         reporter,
     )?;
-    report.notes.extend(failed);
-    let (succeeded, unmeasured) = pipeline::successful_runs(spec, &configurations, &measured)?;
-    report.measurement = Some(measured);
-
-    let (native, why_not) =
-        pipeline::measure_native(&store, settings, spec, workload, &succeeded, reporter)?;
-    report.notes.extend(why_not);
-    // The clock the call trees are read by, as ConfigCrusher's region times (the runtime
-    // records both); the native times, the time outside the trees and the model by it.
-    let clocks =
-        instrumented::region_clocks(&store, spec, workload, &variant, options.region_clock)?;
-    reporter.note(&clocks.to_string());
-    let native_times = match &native {
-        Some(native) => {
-            let (times, note) = pipeline::native_times(&store, spec, workload, &clocks, native)?;
-            report.notes.extend(note);
-            times
-        }
-        None => Default::default(),
-    };
-    report.native_measurement = native;
-    let (runs, fits) = pipeline::run_times(
-        &store,
-        settings,
-        spec,
-        workload,
-        (&variant, &clocks),
-        &succeeded,
-        &native_times,
-    )?;
-    report.overhead_correction = fits;
     let (mut file, notes) = pipeline::build_model(spec, &analysed, &runs, unmeasured, &clocks)?;
     report.notes.extend(notes);
     report.unmeasured = instrumented::failed::recorded(&file);
@@ -211,6 +159,104 @@ pub fn run(
         options.model_path.clone(),
     )?);
     Ok(report)
+}
+
+/// The report before anything ran: the analysis, and the variant simulator's runs.
+fn new_report(
+    spec: &measure::SystemSpec,
+    workload: &measure::Workload,
+    valid: &ValidConfigurations,
+    analysed: &pipeline::Analysed,
+    configurations: &[space::Configuration],
+) -> Report {
+    Report {
+        system: spec.name.clone(),
+        workload: workload.name.clone(),
+        total_configurations: u128::try_from(&valid.count()).unwrap_or(u128::MAX),
+        features: analysed.features.mapped.clone(),
+        unmapped_options: analysed.unmapped_options.clone(),
+        configurations: configurations
+            .iter()
+            .map(|c| spec.space.format_configuration(c))
+            .collect(),
+        instrumented_functions: 0,
+        unprobed: Vec::new(),
+        unseen: analysed.unseen.clone(),
+        fixed_settings: analysed.fixed_settings.clone(),
+        measurement: None,
+        native_measurement: None,
+        overhead_correction: Vec::new(),
+        call_tree_clock: None,
+        unmeasured: Vec::new(),
+        output: None,
+        notes: analysed.notes.clone(),
+    }
+}
+
+/// The measuring stages: the variant simulator's runs, the native program's, and each
+/// successful run's contexts fitted to its native time; the configurations that succeeded,
+/// what the failed ones left unmeasured, and the clock the call trees are read by.
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn measure(
+    store: &measure::store::Store,
+    session: &Session,
+    (binary, variant): (&std::path::Path, &str),
+    names: Vec<String>,
+    configurations: &[space::Configuration],
+    region_clock: Option<instrumented::RegionClock>,
+    report: &mut Report,
+    reporter: &mut dyn Reporter,
+) -> Result<
+    (
+        Vec<crate::model::RunTimes>,
+        Vec<space::Configuration>,
+        Option<instrumented::failed::Unmeasured>,
+        instrumented::RegionClocks,
+    ),
+    Error,
+> {
+    let (spec, settings, workload) = (&session.spec, &session.settings, session.workload());
+    let (measured, failed) = pipeline::measure_simulator(
+        store,
+        settings,
+        spec,
+        workload,
+        (binary, variant),
+        names,
+        &configurations,
+        reporter,
+    )?;
+    report.notes.extend(failed);
+    let (succeeded, unmeasured) = pipeline::successful_runs(spec, &configurations, &measured)?;
+    report.measurement = Some(measured);
+
+    let (native, why_not) =
+        pipeline::measure_native(store, settings, spec, workload, &succeeded, reporter)?;
+    report.notes.extend(why_not);
+    // The clock the call trees are read by, as ConfigCrusher's region times (the runtime
+    // records both); the native times, the time outside the trees and the model by it.
+    let clocks = instrumented::region_clocks(store, spec, workload, variant, region_clock)?;
+    reporter.note(&clocks.to_string());
+    let native_times = match &native {
+        Some(native) => {
+            let (times, note) = pipeline::native_times(store, spec, workload, &clocks, native)?;
+            report.notes.extend(note);
+            times
+        }
+        None => Default::default(),
+    };
+    report.native_measurement = native;
+    let (runs, fits) = pipeline::run_times(
+        store,
+        settings,
+        spec,
+        workload,
+        (variant, &clocks),
+        &succeeded,
+        &native_times,
+    )?;
+    report.overhead_correction = fits;
+    Ok((runs, succeeded, unmeasured, clocks))
 }
 
 #[cfg(test)]

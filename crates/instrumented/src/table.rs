@@ -87,6 +87,28 @@ pub fn influence_of_table(
         cells.push(value.unwrap_or(0.0));
     }
     let terms = model::influence_from_levels(&levels, &cells)?;
+    let (kept, left_out) = selectable_terms(valid, options, &levels, &terms, &unmeasured);
+    Ok(TableInfluence {
+        terms: InfluenceModel::from_terms(kept),
+        unmeasured: unmeasured
+            .iter()
+            .map(|digits| cell_text(space, options, digits))
+            .collect(),
+        left_out,
+    })
+}
+
+/// The terms a user can select (no two values no valid configuration takes together),
+/// split into those the measured cells determine and the labels of those that rest on an
+/// `unmeasured` cell (`the constant` for the intercept).
+fn selectable_terms(
+    valid: &ValidConfigurations,
+    options: &[OptionId],
+    levels: &[Vec<model::Factor>],
+    terms: &InfluenceModel,
+    unmeasured: &[Vec<u32>],
+) -> (Vec<model::Term>, Vec<String>) {
+    let space = valid.space();
     let mut left_out = Vec::new();
     let mut kept = Vec::new();
     for t in terms.terms() {
@@ -122,14 +144,7 @@ pub fn influence_of_table(
             kept.push(t.clone());
         }
     }
-    Ok(TableInfluence {
-        terms: InfluenceModel::from_terms(kept),
-        unmeasured: unmeasured
-            .iter()
-            .map(|digits| cell_text(space, options, digits))
-            .collect(),
-        left_out,
-    })
+    (kept, left_out)
 }
 
 /// A cell as the options' values in it: a binary option by its name when selected and
