@@ -657,42 +657,7 @@ impl Report {
             }
         ));
         if let Some(c) = &a.confirmation {
-            let sets = |sets: &[Vec<String>]| {
-                if sets.is_empty() {
-                    "none".to_string()
-                } else {
-                    sets.iter()
-                        .map(|i| format!("{{{}}}", i.join(",")))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                }
-            };
-            lines.push(format!(
-                "dynamic confirmation: {} runs of workload `{}` (the static cover) in {:.1} s \
-                 observed {} tainted branches: {} went one way in every run, {} never ran; \
-                 {} of {} functions never entered{}; \
-                 static interactions {} ({} configurations); dropped: {}",
-                c.runs,
-                c.workload,
-                c.seconds,
-                c.branches_observed,
-                c.branches_decided,
-                c.branches_never_run,
-                c.functions_never_entered.len(),
-                c.functions_observed,
-                first_names(&c.functions_never_entered, 5),
-                sets(&c.static_interactions),
-                c.static_configurations,
-                sets(&c.dropped),
-            ));
-            if !c.failed.is_empty() {
-                lines.push(format!(
-                    "WARNING: dynamic confirmation confirmed nothing away: {} observed runs \
-                     failed ({}), and a failed run may have gone the other way anywhere",
-                    c.failed.len(),
-                    instrumented::failed::listed(&c.failed)
-                ));
-            }
+            lines.extend(confirmation_lines(c));
         }
         if a.set_aside.decisions > 0 {
             lines.push(format!(
@@ -754,6 +719,49 @@ impl Report {
         ));
         lines
     }
+}
+
+/// Dynamic confirmation in a line or two: what it observed and dropped, and whether failed
+/// runs kept it from dropping anything.
+fn confirmation_lines(c: &crate::Confirmation) -> Vec<String> {
+    let mut lines = Vec::new();
+    let sets = |sets: &[Vec<String>]| {
+        if sets.is_empty() {
+            "none".to_string()
+        } else {
+            sets.iter()
+                .map(|i| format!("{{{}}}", i.join(",")))
+                .collect::<Vec<_>>()
+                .join(" ")
+        }
+    };
+    lines.push(format!(
+        "dynamic confirmation: {} runs of workload `{}` (the static cover) in {:.1} s \
+             observed {} tainted branches: {} went one way in every run, {} never ran; \
+             {} of {} functions never entered{}; \
+             static interactions {} ({} configurations); dropped: {}",
+        c.runs,
+        c.workload,
+        c.seconds,
+        c.branches_observed,
+        c.branches_decided,
+        c.branches_never_run,
+        c.functions_never_entered.len(),
+        c.functions_observed,
+        first_names(&c.functions_never_entered, 5),
+        sets(&c.static_interactions),
+        c.static_configurations,
+        sets(&c.dropped),
+    ));
+    if !c.failed.is_empty() {
+        lines.push(format!(
+            "WARNING: dynamic confirmation confirmed nothing away: {} observed runs \
+                 failed ({}), and a failed run may have gone the other way anywhere",
+            c.failed.len(),
+            instrumented::failed::listed(&c.failed)
+        ));
+    }
+    lines
 }
 
 impl std::fmt::Display for InstrumentationReport {

@@ -223,11 +223,11 @@ fn measure(
         workload,
         (binary, variant),
         names,
-        &configurations,
+        configurations,
         reporter,
     )?;
     report.notes.extend(failed);
-    let (succeeded, unmeasured) = pipeline::successful_runs(spec, &configurations, &measured)?;
+    let (succeeded, unmeasured) = pipeline::successful_runs(spec, configurations, &measured)?;
     report.measurement = Some(measured);
 
     let (native, why_not) =

@@ -147,7 +147,7 @@ mod tests {
             terms_left_out: vec!["HEAVY·ITER=8".into()],
         };
         record(&mut file, std::slice::from_ref(&u));
-        assert_eq!(recorded(&file), [u.clone()]);
+        assert_eq!(recorded(&file), std::slice::from_ref(&u));
         assert_eq!(
             u.to_string(),
             "region r1: no successful run in HEAVY, ITER=8; left out: HEAVY·ITER=8"
