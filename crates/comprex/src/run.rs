@@ -361,17 +361,7 @@ fn granularity_table(
         Granularity::Method,
         Granularity::Statement,
     ];
-    reporter.note(&taint_start(&analysis.name, options.max_runs));
-    let mut progress = TaintProgress::default();
-    let explored = pipeline::explore_tracking(
-        spec,
-        settings,
-        analysis,
-        &all,
-        options.max_runs,
-        &mut |_, _| progress.ran(reporter),
-    )
-    .map_err(|e| budget_error(e, options.max_runs))?;
+    let explored = explore_tracking(spec, settings, analysis, &all, options.max_runs, reporter)?;
     let valid = ValidConfigurations::new(&spec.space)?;
     Ok(all
         .into_iter()
@@ -403,17 +393,14 @@ fn explore(
             granularity_name(options.granularity)
         ));
     }
-    reporter.note(&taint_start(&analysis.name, options.max_runs));
-    let mut progress = TaintProgress::default();
-    let explored = pipeline::explore_tracking(
+    let explored = explore_tracking(
         spec,
         settings,
         analysis,
         &granularities,
         options.max_runs,
-        &mut |_, _| progress.ran(reporter),
-    )
-    .map_err(|e| budget_error(e, options.max_runs))?;
+        reporter,
+    )?;
     let exploration = exploration_report(&explored, options.granularity);
     reporter.note(&format!(
         "dynamic taint analysis (workload `{}`): {} configurations of {} in {:.1} s; {} decision sites instrumented",
@@ -553,12 +540,31 @@ fn write_model(
     Ok(())
 }
 
-/// The line that starts the taint runs: the workload and the limit.
-fn taint_start(workload: &str, max_runs: usize) -> String {
-    format!(
-        "dynamic taint analysis on workload `{workload}`: taint runs until every subspace is \
-         explored (at most {max_runs}, --max-runs)"
+/// [`pipeline::explore_tracking`] with its progress said in a few lines: what it taints
+/// with and its limit first, the limit named by its flag when it is reached.
+fn explore_tracking(
+    spec: &measure::SystemSpec,
+    settings: &instrumented::Settings,
+    analysis: &measure::Workload,
+    granularities: &[Granularity],
+    max_runs: usize,
+    reporter: &mut dyn Reporter,
+) -> Result<pipeline::Explored, Error> {
+    reporter.note(&format!(
+        "dynamic taint analysis on workload `{}`: taint runs until every subspace is \
+         explored (at most {max_runs}, --max-runs)",
+        analysis.name
+    ));
+    let mut progress = TaintProgress::default();
+    pipeline::explore_tracking(
+        spec,
+        settings,
+        analysis,
+        granularities,
+        max_runs,
+        &mut |_, _| progress.ran(reporter),
     )
+    .map_err(|e| budget_error(e, max_runs))
 }
 
 /// Taint runs counted, said at 16, 32, 64, …: a long exploration shows it advances, in a

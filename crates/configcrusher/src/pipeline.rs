@@ -588,12 +588,9 @@ pub fn native_correction(
     if let Err(why) = spec.program() {
         return Ok(Err(format!("the program as the spec runs it: {why}")));
     }
-    let measurement = measure::campaign::Campaign {
-        retry_failed: settings.retry_failed,
-        backend: settings.backend.clone(),
-        ..measure::campaign::Campaign::new(spec, workload)
-    }
-    .run(store, configurations, on_event)?;
+    let measurement = settings
+        .campaign(spec, workload)
+        .run(store, configurations, on_event)?;
     if let Some((config, why)) = measurement.failed.first() {
         return Ok(Err(format!(
             "the native program failed in {} configurations, the first `{config}`: {why}",

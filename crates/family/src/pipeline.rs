@@ -23,7 +23,7 @@ use std::sync::Arc;
 use analysis::ProgramDominance;
 use instrumented::Reporter;
 use instrumented::failed::Unmeasured;
-use measure::campaign::{Campaign, CampaignReport, RegionOutput};
+use measure::campaign::{CampaignReport, RegionOutput};
 use measure::store::{RegionMeasurement, Store};
 use measure::{SystemSpec, Workload};
 use model::{ModelFile, Region, SourceSpan};
@@ -375,12 +375,9 @@ pub fn measure_native(
             )),
         ));
     }
-    let measured = Campaign {
-        retry_failed: settings.retry_failed,
-        backend: settings.backend.clone(),
-        ..Campaign::new(spec, workload)
-    }
-    .run(store, configurations, &mut |e| reporter.measurement(e))?;
+    let measured = settings
+        .campaign(spec, workload)
+        .run(store, configurations, &mut |e| reporter.measurement(e))?;
     Ok((Some(measured), None))
 }
 

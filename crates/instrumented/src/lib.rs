@@ -75,6 +75,16 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// A campaign of the program as the spec runs it, run where these settings say and
+    /// retrying failed configurations as they say.
+    pub fn campaign<'a>(&self, spec: &'a SystemSpec, workload: &'a Workload) -> Campaign<'a> {
+        Campaign {
+            retry_failed: self.retry_failed,
+            backend: self.backend.clone(),
+            ..Campaign::new(spec, workload)
+        }
+    }
+
     pub fn new(work_dir: PathBuf) -> Settings {
         Settings {
             // Absolute: the builds run from the spec's directory, not from knobs' own.
@@ -490,9 +500,7 @@ pub fn measure_instrumented(
         variant: variant.to_string(),
         program: Some(binary.to_path_buf()),
         regions: Some(output),
-        retry_failed: settings.retry_failed,
-        backend: settings.backend.clone(),
-        ..Campaign::new(spec, workload)
+        ..settings.campaign(spec, workload)
     };
     Ok(campaign.run(store, configurations, on_event)?)
 }

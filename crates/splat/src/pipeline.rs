@@ -17,7 +17,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use instrumented::Reporter;
-use measure::campaign::{Campaign, CampaignReport};
+use measure::campaign::CampaignReport;
 use measure::store::Store;
 use measure::{SystemSpec, Workload};
 use model::ModelFile;
@@ -151,12 +151,9 @@ pub fn measure_paths(
     reporter: &mut dyn Reporter,
 ) -> Result<(CampaignReport, Option<String>), Error> {
     spec.prepare_workload(workload)?;
-    let campaign = Campaign {
-        retry_failed: settings.retry_failed,
-        backend: settings.backend.clone(),
-        ..Campaign::new(spec, workload)
-    };
-    let measured = campaign.run(store, configurations, &mut |e| reporter.measurement(e))?;
+    let measured = settings
+        .campaign(spec, workload)
+        .run(store, configurations, &mut |e| reporter.measurement(e))?;
     let note = instrumented::failed::check(&measured, settings.allow_failed)?;
     Ok((measured, note))
 }

@@ -234,15 +234,19 @@ mod tests {
     use super::*;
     use space::ConfigSpace;
 
-    #[test]
-    fn the_table_predicts_each_path_and_ignores_unreached_options() {
+    /// Binary options `names`.
+    fn binary_space(names: &[&str]) -> ConfigSpace {
         let mut s = ConfigSpace::new("t");
-        for n in ["A", "B", "C"] {
+        for n in names {
             s.add_binary(n, None, false).unwrap();
         }
-        let valid = ValidConfigurations::new(&s).unwrap();
+        s
+    }
+
+    /// The paths of a program that reads A, and B when A is on; no other option.
+    fn paths_reading_a_then_b(s: &ConfigSpace) -> (ValidConfigurations<'_>, crate::Exploration) {
+        let valid = ValidConfigurations::new(s).unwrap();
         let id = |n: &str| s.find(n).unwrap();
-        // A off: nothing else read (1 s); A on: B read (2 s off, 5 s on). C never read.
         let e = crate::explore(&valid, 10, |c| {
             Ok(if c.0[0] == 1 {
                 vec![id("A"), id("B")]
@@ -251,6 +255,14 @@ mod tests {
             })
         })
         .unwrap();
+        (valid, e)
+    }
+
+    #[test]
+    fn the_table_predicts_each_path_and_ignores_unreached_options() {
+        // A off: nothing else read (1 s); A on: B read (2 s off, 5 s on). C never read.
+        let s = binary_space(&["A", "B", "C"]);
+        let (valid, e) = paths_reading_a_then_b(&s);
         let times: Vec<f64> = e
             .paths
             .iter()
@@ -276,24 +288,13 @@ mod tests {
             assert_eq!(bound.predict(&row), want);
         }
     }
+
     /// A path whose runs failed is no cell of zero time: the terms that rest on it are left
     /// out of the model, which names them and the cell.
     #[test]
     fn a_failed_path_leaves_its_terms_out_and_says_so() {
-        let mut s = ConfigSpace::new("t");
-        for n in ["A", "B"] {
-            s.add_binary(n, None, false).unwrap();
-        }
-        let valid = ValidConfigurations::new(&s).unwrap();
-        let id = |n: &str| s.find(n).unwrap();
-        let e = crate::explore(&valid, 10, |c| {
-            Ok(if c.0[0] == 1 {
-                vec![id("A"), id("B")]
-            } else {
-                vec![id("A")]
-            })
-        })
-        .unwrap();
+        let s = binary_space(&["A", "B"]);
+        let (valid, e) = paths_reading_a_then_b(&s);
         // A on and B on crashed.
         let times: Vec<Option<f64>> = e
             .paths

@@ -1,11 +1,14 @@
-//! White-box approaches on a program where some configurations crash and one hangs: no
-//! model is built from the cells those leave unmeasured without saying so. By default each
-//! approach fails with one line naming the failed configurations; with `--allow-failed` it
-//! writes a model without the terms that rest on them, and names those terms in its output
-//! and in the model.
+//! The white-box approaches on a small program of one's own, as a new user meets them.
+//!
+//! Where some configurations crash and one hangs, no model is built from the cells those
+//! leave unmeasured without saying so: by default each approach fails with one line naming
+//! the failed configurations; with `--allow-failed` it writes a model without the terms that
+//! rest on them, and names those terms in its output and in the model. And `knobs comprex`
+//! says which workload it taints with, names its run limit by its flag, and prints short
+//! partitions.
 //!
 //! Nothing here depends on the machine's speed: the failures are a segfault and a hang (the
-//! spec's 1 s timeout ends it), whatever the load.
+//! spec's 1 s timeout ends it), whatever the load; the rest is wording and structure.
 
 mod common;
 
@@ -13,9 +16,8 @@ use std::path::Path;
 
 use common::{c_subject, knobs, succeeds};
 
-/// HEAVY and ITER meet in the loop and in the failures: on the measured workload (`FAIL=1`)
-/// HEAVY with ITER=8 segfaults and HEAVY with ITER=4 hangs; the analysis workload runs every
-/// configuration to its end.
+/// HEAVY and ITER meet in the loop and in the failures: with `FAIL` set, HEAVY with ITER=8
+/// segfaults and HEAVY with ITER=4 hangs; without it every configuration runs to its end.
 const MAIN: &str = r#"
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +42,7 @@ int main(int argc, char **argv) {
 }
 "#;
 
+/// The measured workload sets `FAIL`, the analysis workload does not.
 const SPEC: &str = r#"
 name = "failing"
 [build]
@@ -126,19 +129,28 @@ fn model_record(report: &serde_json::Value) -> (Vec<serde_json::Value>, Vec<Stri
     (unmeasured, labels)
 }
 
+/// The terms a model's record of unmeasured cells leaves out, checking that the report
+/// lists the same record.
+fn left_out_terms(report: &serde_json::Value, unmeasured: &[serde_json::Value]) -> Vec<String> {
+    assert!(!unmeasured.is_empty(), "{report}");
+    assert_eq!(report["unmeasured"].as_array().unwrap(), unmeasured);
+    unmeasured
+        .iter()
+        .flat_map(|u| u["terms_left_out"].as_array().unwrap())
+        .map(|t| t.as_str().unwrap().to_string())
+        .collect()
+}
+
 /// Every term the model leaves out names HEAVY with a failed ITER value, none of them is in
 /// the model, and the report lists the same as the model.
 fn assert_left_out(report: &serde_json::Value) {
     let (unmeasured, labels) = model_record(report);
-    assert!(!unmeasured.is_empty(), "{report}");
-    assert_eq!(report["unmeasured"].as_array().unwrap(), &unmeasured);
-    let left_out: Vec<&str> = unmeasured
-        .iter()
-        .flat_map(|u| u["terms_left_out"].as_array().unwrap())
-        .map(|t| t.as_str().unwrap())
-        .collect();
+    let left_out = left_out_terms(report, &unmeasured);
     for term in ["HEAVY·ITER=4", "HEAVY·ITER=8"] {
-        assert!(left_out.contains(&term), "{term} not in {left_out:?}");
+        assert!(
+            left_out.iter().any(|t| t == term),
+            "{term} not in {left_out:?}"
+        );
     }
     for term in &left_out {
         assert!(!labels.iter().any(|l| l == term), "{term} in {labels:?}");
@@ -217,12 +229,7 @@ fn family_refuses_a_model_from_failed_configurations_unless_allowed() {
         "{report}"
     );
     let (unmeasured, _) = model_record(&report);
-    assert_eq!(report["unmeasured"].as_array().unwrap(), &unmeasured);
-    let left_out: Vec<&str> = unmeasured
-        .iter()
-        .flat_map(|u| u["terms_left_out"].as_array().unwrap())
-        .map(|t| t.as_str().unwrap())
-        .collect();
+    let left_out = left_out_terms(&report, &unmeasured);
     // The variant simulator's runs with ITER=4 and ITER=8 failed: no term of either value
     // is measured.
     assert!(
@@ -242,4 +249,87 @@ fn comprex_refuses_a_model_from_failed_configurations() {
     let stderr = fails(&["comprex", "--overhead-correction", "0"], &spec, &store);
     assert_names_the_failures(&stderr);
     assert!(!dir.path().join("failing.comprex.json").exists());
+}
+
+/// One workload, of no purpose, without `FAIL`: the taint runs use it.
+const ONE_WORKLOAD: &str = r#"
+name = "failing"
+[build]
+sources = ["main.c"]
+[run]
+program = "./failing"
+args = ["{options}"]
+timeout = 60
+[measure]
+repetitions = 1
+[[workload]]
+name = "real"
+[[option]]
+name = "HEAVY"
+on = ["--heavy"]
+[[option]]
+name = "ITER"
+values = [1, 2, 4, 8]
+arg = ["--iter={value}"]
+"#;
+
+#[test]
+fn comprex_says_what_it_taints_with_names_its_limit_and_prints_short_partitions() {
+    let (_dir, spec) = c_subject(MAIN, ONE_WORKLOAD);
+    // Too few runs: the error names the flag and its value, in one line.
+    let out = knobs()
+        .args([
+            "comprex",
+            "--overhead-correction",
+            "0",
+            "--max-runs",
+            "2",
+            "--spec",
+        ])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let error = stderr
+        .lines()
+        .find(|l| l.starts_with("knobs: error: "))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(error.contains("gave up after 2 taint runs"), "{error}");
+    assert!(error.contains("--max-runs 2"), "{error}");
+
+    let ran = succeeds(
+        knobs()
+            .args(["comprex", "--overhead-correction", "0", "--spec"])
+            .arg(&spec),
+    );
+    let stderr = ran.stderr;
+    // Which workload the taint runs use, and how to give a smaller one.
+    assert!(
+        stderr.contains("the taint runs use the measured workload `real`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("purpose = \"analysis\""), "{stderr}");
+    assert!(stderr.contains("--analysis-workload"), "{stderr}");
+    // Progress is a start line and a summary, not a line per taint run.
+    assert!(
+        !stderr.lines().any(|l| l.starts_with("taint run")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("(at most 256, --max-runs)"), "{stderr}");
+    // A value indicator is not followed by the values it excludes.
+    let partitions: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.trim_start().starts_with("region "))
+        .collect();
+    assert!(
+        partitions.iter().any(|l| l.contains("HEAVY ∧ ITER=4")),
+        "{partitions:?}"
+    );
+    for line in &partitions {
+        for cube in line.split(['|', '∨']) {
+            let valued = cube.contains("ITER=");
+            assert!(!(valued && cube.contains("ITER≠")), "{line}");
+        }
+    }
 }
