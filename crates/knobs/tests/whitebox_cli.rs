@@ -251,31 +251,16 @@ fn comprex_refuses_a_model_from_failed_configurations() {
     assert!(!dir.path().join("failing.comprex.json").exists());
 }
 
-/// One workload, of no purpose, without `FAIL`: the taint runs use it.
-const ONE_WORKLOAD: &str = r#"
-name = "failing"
-[build]
-sources = ["main.c"]
-[run]
-program = "./failing"
-args = ["{options}"]
-timeout = 60
-[measure]
-repetitions = 1
-[[workload]]
-name = "real"
-[[option]]
-name = "HEAVY"
-on = ["--heavy"]
-[[option]]
-name = "ITER"
-values = [1, 2, 4, 8]
-arg = ["--iter={value}"]
-"#;
+/// [`SPEC`] with one workload, of no purpose, without `FAIL`: the taint runs use it.
+fn one_workload() -> String {
+    let workloads = "[[workload]]\nname = \"real\"\nenv = { FAIL = \"1\" }\n[[workload]]\nname = \"quick\"\npurpose = \"analysis\"\n";
+    assert!(SPEC.contains(workloads));
+    SPEC.replace(workloads, "[[workload]]\nname = \"real\"\n")
+}
 
 #[test]
 fn comprex_says_what_it_taints_with_names_its_limit_and_prints_short_partitions() {
-    let (_dir, spec) = c_subject(MAIN, ONE_WORKLOAD);
+    let (_dir, spec) = c_subject(MAIN, &one_workload());
     // Too few runs: the error names the flag and its value, in one line.
     let out = knobs()
         .args([
