@@ -596,46 +596,12 @@ fn first_names(names: &[String], shown: usize) -> String {
 impl Report {
     /// The analysis in a few lines, as a person reads it.
     pub fn summary_lines(&self) -> Vec<String> {
-        let list = |items: &[String]| {
-            if items.is_empty() {
-                "none".to_string()
-            } else {
-                items.join(", ")
-            }
-        };
         let mut lines = vec![format!(
             "built {}: {} functions, {} instructions in {:.1} s",
             self.system, self.build.functions, self.build.instructions, self.build.seconds
         )];
         if let Some(f) = &self.fixed {
-            if let Some(why) = f.inferred.as_ref().and_then(|i| i.failed.as_ref()) {
-                lines.push(format!("fixed settings inferred: none ({why})"));
-            } else if let Some(i) = &f.inferred {
-                let settings: Vec<String> = i
-                    .fixed
-                    .iter()
-                    .map(|s| format!("{} = {} ({} reads)", s.global, s.value, s.reads))
-                    .collect();
-                lines.push(format!(
-                    "fixed settings inferred: of {} integer globals read in {} runs of workload \
-                     `{}` ({}), {} held one value in all: {}",
-                    i.observed,
-                    i.configurations.len(),
-                    i.workload,
-                    i.configurations.join("; "),
-                    i.fixed.len(),
-                    if settings.is_empty() {
-                        "none".to_string()
-                    } else {
-                        settings.join(", ")
-                    }
-                ));
-            }
-            lines.push(format!(
-                "fixed settings: {} reads folded, {} branches decided; unreachable in every run: \
-                 {} functions and {} blocks of the others",
-                f.folded_reads, f.decided_branches, f.dead_functions, f.dead_blocks
-            ));
+            lines.extend(fixed_lines(f));
         }
         let a = &self.analysis;
         let interactions: Vec<String> = a
@@ -649,7 +615,7 @@ impl Report {
             a.peak_memory_mib
                 .map_or(String::new(), |m| format!(" (peak memory {m:.0} MiB)")),
             a.tainted_decisions,
-            list(&a.irrelevant),
+            none_or_list(&a.irrelevant),
             if interactions.is_empty() {
                 "none".to_string()
             } else {
@@ -673,30 +639,7 @@ impl Report {
                 }
             ));
         }
-        let lt = &a.load_time;
-        if lt.main_blocks[0] == 0 {
-            lines.push(
-                "load-time constants: none (no initialisation phase: no `main` that sets an \
-                 option's state before its work)"
-                    .to_string(),
-            );
-        } else {
-            let rewritten: Vec<String> = lt
-                .rewritten
-                .iter()
-                .map(|r| format!("{} ({})", r.option, r.at))
-                .collect();
-            lines.push(format!(
-                "load-time constants (written only by the initialisation: {} of {} blocks of \
-                 main, to {}, and {} functions called only there): {}; written after it: {}",
-                lt.main_blocks[0],
-                lt.main_blocks[1],
-                lt.end.as_deref().unwrap_or("?"),
-                lt.init_functions,
-                list(&lt.constant),
-                list(&rewritten),
-            ));
-        }
+        lines.push(load_time_line(&a.load_time));
         if !a.unsourced.is_empty() {
             lines.push(format!(
                 "WARNING: options the analysis cannot see (no `source`, no annotation), left out \
@@ -718,6 +661,69 @@ impl Report {
             }
         ));
         lines
+    }
+}
+
+/// The fixed settings in a line or two: those inferred, and what folding them did.
+fn fixed_lines(f: &FixedReport) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(why) = f.inferred.as_ref().and_then(|i| i.failed.as_ref()) {
+        lines.push(format!("fixed settings inferred: none ({why})"));
+    } else if let Some(i) = &f.inferred {
+        let settings: Vec<String> = i
+            .fixed
+            .iter()
+            .map(|s| format!("{} = {} ({} reads)", s.global, s.value, s.reads))
+            .collect();
+        lines.push(format!(
+            "fixed settings inferred: of {} integer globals read in {} runs of workload \
+                 `{}` ({}), {} held one value in all: {}",
+            i.observed,
+            i.configurations.len(),
+            i.workload,
+            i.configurations.join("; "),
+            i.fixed.len(),
+            none_or_list(&settings)
+        ));
+    }
+    lines.push(format!(
+        "fixed settings: {} reads folded, {} branches decided; unreachable in every run: \
+             {} functions and {} blocks of the others",
+        f.folded_reads, f.decided_branches, f.dead_functions, f.dead_blocks
+    ));
+    lines
+}
+
+/// The load-time constants in a line.
+fn load_time_line(lt: &LoadTimeReport) -> String {
+    if lt.main_blocks[0] == 0 {
+        return "load-time constants: none (no initialisation phase: no `main` that sets an \
+                option's state before its work)"
+            .to_string();
+    }
+    let rewritten: Vec<String> = lt
+        .rewritten
+        .iter()
+        .map(|r| format!("{} ({})", r.option, r.at))
+        .collect();
+    format!(
+        "load-time constants (written only by the initialisation: {} of {} blocks of main, to \
+         {}, and {} functions called only there): {}; written after it: {}",
+        lt.main_blocks[0],
+        lt.main_blocks[1],
+        lt.end.as_deref().unwrap_or("?"),
+        lt.init_functions,
+        none_or_list(&lt.constant),
+        none_or_list(&rewritten),
+    )
+}
+
+/// Names joined by commas, or `none`.
+fn none_or_list(items: &[String]) -> String {
+    if items.is_empty() {
+        "none".to_string()
+    } else {
+        items.join(", ")
     }
 }
 
