@@ -78,7 +78,11 @@ fn render(report: &Report) -> Result<()> {
             } else {
                 p.reached.join(" → ")
             },
-            p.seconds.map(|s| format!("  {s:.4} s")).unwrap_or_default()
+            match (p.seconds, &report.measurement) {
+                (Some(s), _) => format!("  {s:.4} s"),
+                (None, Some(_)) => "  no successful run".to_string(),
+                (None, None) => String::new(),
+            }
         );
     }
     eprintln!(
