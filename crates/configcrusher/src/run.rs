@@ -368,6 +368,18 @@ fn measure_and_correct(
     reporter.note(&measured.summary(spec.measure.max_cv));
     let failed = instrumented::failed::check(&measured, session.settings.allow_failed)?;
     report.notes.extend(failed);
+    // The correction compares the two builds where the instrumented one ran
+    // (`--allow-failed`: not in the configurations that failed).
+    let succeeded: Vec<space::Configuration> = analysed
+        .compression
+        .configurations
+        .iter()
+        .filter(|c| {
+            let text = spec.space.format_configuration(c);
+            !measured.failed.iter().any(|(f, _)| *f == text)
+        })
+        .cloned()
+        .collect();
     report.measurement = Some(measured);
     if options.native_correction {
         match native_correction(
@@ -376,7 +388,7 @@ fn measure_and_correct(
             spec,
             workload,
             built,
-            &analysed.compression.configurations,
+            &succeeded,
             options.region_clock,
             &mut |event| reporter.measurement(event),
         )? {

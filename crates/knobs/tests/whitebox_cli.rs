@@ -165,8 +165,12 @@ fn configcrusher_refuses_a_model_from_failed_configurations_unless_allowed() {
     assert_names_the_failures(&fails(&["crush"], &spec, &store));
     assert!(!model.exists());
 
+    // The native program, for the correction: compared where the instrumented build ran.
+    common::native_build(dir.path(), "failing", &[]);
     let report = allowed(&["crush"], &spec, &store);
     assert_left_out(&report);
+    let pairs = report["native_correction"]["pairs"].as_array();
+    assert_eq!(pairs.map(Vec::len), Some(6), "{report}");
     // As text: each region with unmeasured cells is a warning naming its terms.
     let text = succeeds(
         knobs()
