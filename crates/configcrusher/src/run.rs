@@ -425,39 +425,7 @@ fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
     let spec = &session.spec;
     let program = &analysed.translation.program;
     let mut notes = Vec::new();
-    let fixed = (analysed.specialised.is_some() || analysed.inference.is_some()).then(|| {
-        let folded = analysed
-            .specialised
-            .as_ref()
-            .map_or(&[][..], |s| &s.folded_loads[..]);
-        let unread: Vec<String> = spec
-            .build
-            .iter()
-            .flat_map(|b| b.fixed.keys())
-            .filter(|name| {
-                !folded
-                    .iter()
-                    .any(|f| program.globals[f.global].name == **name)
-            })
-            .cloned()
-            .collect();
-        if !unread.is_empty() {
-            notes.push(format!(
-                "[build.fixed]: no read of {} was folded (read through pointers, or not an \
-                 integer), so they change nothing",
-                unread.join(", ")
-            ));
-        }
-        let s = analysed.specialised.as_ref();
-        FixedReport {
-            inferred: analysed.inference.clone(),
-            folded_reads: folded.len(),
-            decided_branches: s.map_or(0, |s| s.decided),
-            dead_functions: s.map_or(0, |s| s.dead_functions),
-            dead_blocks: s.map_or(0, |s| s.dead_blocks),
-            unread,
-        }
-    });
+    let fixed = fixed_report(spec, analysed, &mut notes);
     let points_to = &analysed.influence.facts.points_to;
     if points_to.merged {
         notes.push(format!(
@@ -466,25 +434,7 @@ fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
             points_to.cells.len()
         ));
     }
-    if let Some(c) = &analysed.confirmation
-        && !c.dropped.is_empty()
-    {
-        notes.push(format!(
-            "assumption (dynamic confirmation): the model leaves out the interactions {} the \
-             static analysis found, as their options met only in branches that went one way, \
-             or never ran, in {} runs of workload `{}` (the static cover's configurations); \
-             other configurations or workloads may take them otherwise (without dynamic \
-             confirmation: the static analysis's {} configurations)",
-            c.dropped
-                .iter()
-                .map(|i| format!("{{{}}}", i.join(",")))
-                .collect::<Vec<_>>()
-                .join(" "),
-            c.runs,
-            c.workload,
-            c.static_configurations
-        ));
-    }
+    notes.extend(analysed.confirmation.as_ref().and_then(confirmation_note));
     let interactions = analysed.interactions(spec);
     let total = analysed.total_configurations;
     let measured = analysed.compression.configurations.len();
@@ -704,6 +654,71 @@ fn fixed_lines(f: &FixedReport) -> Vec<String> {
         f.folded_reads, f.decided_branches, f.dead_functions, f.dead_blocks
     ));
     lines
+}
+
+/// What the fixed settings did, when there are any (given or inferred); a note for those
+/// `[build.fixed]` names that no folded read has.
+fn fixed_report(
+    spec: &measure::SystemSpec,
+    analysed: &Analysed,
+    notes: &mut Vec<String>,
+) -> Option<FixedReport> {
+    if analysed.specialised.is_none() && analysed.inference.is_none() {
+        return None;
+    }
+    let program = &analysed.translation.program;
+    let folded = analysed
+        .specialised
+        .as_ref()
+        .map_or(&[][..], |s| &s.folded_loads[..]);
+    let unread: Vec<String> = spec
+        .build
+        .iter()
+        .flat_map(|b| b.fixed.keys())
+        .filter(|name| {
+            !folded
+                .iter()
+                .any(|f| program.globals[f.global].name == **name)
+        })
+        .cloned()
+        .collect();
+    if !unread.is_empty() {
+        notes.push(format!(
+            "[build.fixed]: no read of {} was folded (read through pointers, or not an \
+             integer), so they change nothing",
+            unread.join(", ")
+        ));
+    }
+    let s = analysed.specialised.as_ref();
+    Some(FixedReport {
+        inferred: analysed.inference.clone(),
+        folded_reads: folded.len(),
+        decided_branches: s.map_or(0, |s| s.decided),
+        dead_functions: s.map_or(0, |s| s.dead_functions),
+        dead_blocks: s.map_or(0, |s| s.dead_blocks),
+        unread,
+    })
+}
+
+/// The assumption dynamic confirmation adds, when it dropped interactions.
+fn confirmation_note(c: &crate::Confirmation) -> Option<String> {
+    (!c.dropped.is_empty()).then(|| {
+        format!(
+            "assumption (dynamic confirmation): the model leaves out the interactions {} the \
+         static analysis found, as their options met only in branches that went one way, \
+         or never ran, in {} runs of workload `{}` (the static cover's configurations); \
+         other configurations or workloads may take them otherwise (without dynamic \
+         confirmation: the static analysis's {} configurations)",
+            c.dropped
+                .iter()
+                .map(|i| format!("{{{}}}", i.join(",")))
+                .collect::<Vec<_>>()
+                .join(" "),
+            c.runs,
+            c.workload,
+            c.static_configurations
+        )
+    })
 }
 
 /// The load-time constants in a line.
