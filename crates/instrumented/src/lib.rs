@@ -7,7 +7,9 @@
 //! measurements (a changed program is measured afresh, a rerun resumes); [`measure_instrumented`]
 //! runs it on configurations through `measure`'s campaign, storing each run's region times;
 //! [`region_times_per_configuration`] reads them back. [`Session`] bundles what an approach's `run` needs
-//! (spec, workload, store, tools) and [`Reporter`] receives its progress.
+//! (spec, workload, store, tools) and [`Reporter`] receives its progress. [`failed`] is what
+//! every approach does with configurations whose runs failed: an error naming them, or (with
+//! [`Settings::allow_failed`]) a model without the terms that rest on them, which it names.
 //!
 //! Architecture invariant: no approach's algorithms live here (regions, partitions, models
 //! belong to the approach crates); no LLVM types (through `llvm`'s API only).
