@@ -208,7 +208,15 @@ impl<'v> Encoding<'v> {
             .cubes(bdd)
             .iter()
             .map(|cube| {
+                // A value indicator excludes the option's other values: `ITER=1`, not
+                // `ITER=1 ∧ ITER≠2 ∧ ITER≠4`.
+                let valued: Vec<OptionId> = cube
+                    .iter()
+                    .filter(|l| l.holds && !space.option(l.option).is_binary())
+                    .map(|l| l.option)
+                    .collect();
                 cube.iter()
+                    .filter(|l| l.holds || !valued.contains(&l.option))
                     .map(|l| {
                         let o = space.option(l.option);
                         match (o.is_binary(), l.holds) {
@@ -223,6 +231,7 @@ impl<'v> Encoding<'v> {
             })
             .collect();
         cubes.sort();
+        cubes.dedup();
         cubes.join(" ∨ ")
     }
 
@@ -594,6 +603,23 @@ mod tests {
         // Untainted: the trivial partition.
         let p = Partition::of_taints(&enc, &BTreeSet::new(), &BTreeSet::new(), &cc);
         assert_eq!(texts(&enc, &p), ["⊤"]);
+    }
+
+    /// A one-hot option's value is one literal: the others it excludes are not listed.
+    #[test]
+    fn a_value_indicator_is_not_followed_by_the_values_it_excludes() {
+        let mut space = ConfigSpace::new("t");
+        space.add_binary("HEAVY", None, false).unwrap();
+        let iter = space.add_numeric("ITER", &[1.0, 2.0, 4.0, 8.0]).unwrap();
+        let heavy = OptionId(0);
+        let valid = ValidConfigurations::new(&space).unwrap();
+        assert!(!matches!(valid.option_vars(iter), OptionVars::Log(_)));
+        let enc = Encoding::new(&valid);
+        let is = |v| valid.literal((iter, v));
+        let heavy_four = is(2).and(&valid.literal((heavy, 1)));
+        assert_eq!(enc.describe(&heavy_four), "HEAVY ∧ ITER=4");
+        assert_eq!(enc.describe(&is(0)), "ITER=1");
+        assert_eq!(enc.describe(&is(0).not()), "ITER≠1");
     }
 
     #[test]

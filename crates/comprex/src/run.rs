@@ -179,7 +179,7 @@ fn exploration_report(explored: &pipeline::Explored, g: Granularity) -> Explorat
 
 /// Runs Comprex: iterative dynamic taint analysis, probe selection, profiling of the explored
 /// configurations, overhead correction and the model — or only Table IV with
-/// `granularity_table`.
+/// `granularity_table`. Each step is a stage of [`crate::pipeline`].
 pub fn run(
     session: &Session,
     options: &Options,
@@ -193,9 +193,140 @@ pub fn run(
         None => spec.analysis_workload()?,
     };
     spec.prepare_workload(workload)?;
+    let mut report = new_report(spec, workload, analysis)?;
+    // Said as the taint runs start, which take that long.
+    if options.analysis_workload.is_none() && analysis.name == workload.name {
+        let note = format!(
+            "the taint runs use the measured workload `{}` (the spec has no workload with \
+             purpose \"analysis\"); a taint run is several times slower than a native one, so \
+             give a smaller one: a `[[workload]]` with `purpose = \"analysis\"`, or \
+             --analysis-workload NAME",
+            workload.name
+        );
+        reporter.note(&note);
+    }
+    if options.granularity_table {
+        report.granularity_table = granularity_table(spec, settings, analysis, options, reporter)?;
+        return Ok(report);
+    }
+    let mut method_level = explore(spec, settings, analysis, options, &mut report, reporter)?;
+    if !options.all_probes {
+        report.probes = Some(probe(
+            spec,
+            settings,
+            analysis,
+            &mut method_level,
+            options,
+            reporter,
+        )?);
+    }
+    let configurations = &method_level.exploration.configurations;
+    report.configurations = configurations
+        .iter()
+        .map(|c| spec.space.format_configuration(c))
+        .collect();
+
+    let store = session.store()?;
+    let (profiled, workload) = profile(
+        &store,
+        session,
+        &method_level,
+        options,
+        &mut report,
+        reporter,
+    )?;
+    let workload = &workload;
+    let correction = correct_overhead(
+        spec,
+        settings,
+        workload,
+        &profiled,
+        configurations,
+        options,
+        &mut report,
+        reporter,
+    )?;
+    let model = pipeline::build_model_corrected(
+        &store,
+        spec,
+        workload,
+        &method_level,
+        &profiled,
+        &ModelSettings {
+            trivial_below: options.trivial_below,
+            ..ModelSettings::default()
+        },
+        correction.as_ref(),
+    )?;
+    write_model(session, options, model, profiled.variant, &mut report)?;
+    Ok(report)
+}
+
+/// The profiled build and its runs: the explored configurations measured with the methods'
+/// probes, sampling the clock chosen for them; the build and the workload as it samples it.
+fn profile(
+    store: &measure::store::Store,
+    session: &Session,
+    method_level: &pipeline::Explored,
+    options: &Options,
+    report: &mut Report,
+    reporter: &mut dyn Reporter,
+) -> Result<(pipeline::Profiled, measure::Workload), Error> {
+    let (spec, settings) = (&session.spec, &session.settings);
+    let configurations = &method_level.exploration.configurations;
+    let mut profiled = pipeline::instrument_methods(spec, settings, method_level)?;
+    if !profiled.unprobed.is_empty() {
+        report.notes.push(format!(
+            "{} method regions got no probe ({}): their time counts as their callers', and \
+             the options only they read are not modelled there",
+            profiled.unprobed.len(),
+            profiled.unprobed.join(", ")
+        ));
+    }
+    measure::runner::kill_runs_on_interrupt();
+    let clock = pipeline::choose_profile_clock(
+        store,
+        spec,
+        session.workload(),
+        configurations,
+        options.seed,
+        options.profile_clock,
+    )?;
+    reporter.note(&clock.to_string());
+    // Every profiled run samples the chosen clock, and its profiles are stored apart from the
+    // other clock's (one variant per clock: a stored profile holds one clock's times).
+    let workload = pipeline::sampled_by(session.workload(), clock.clock);
+    if clock.clock == instrumented::RegionClock::Cpu {
+        profiled.variant.push_str("+cpu");
+    }
+    report.profile_clock = Some(clock);
+    let measured = pipeline::measure_configurations(
+        store,
+        settings,
+        spec,
+        &workload,
+        &profiled,
+        configurations,
+        &mut |event| reporter.measurement(event),
+    )?;
+    reporter.note(&measured.summary(spec.measure.max_cv));
+    report.notes.extend(instrumented::failed::check(
+        &measured,
+        settings.allow_failed,
+    )?);
+    report.measurement = Some(measured);
+    Ok((profiled, workload))
+}
+
+/// The report before anything ran: the system, the workloads, the space's size.
+fn new_report(
+    spec: &measure::SystemSpec,
+    workload: &measure::Workload,
+    analysis: &measure::Workload,
+) -> Result<Report, Error> {
     let total =
         u128::try_from(&ValidConfigurations::new(&spec.space)?.count()).unwrap_or(u128::MAX);
-    let mut report = Report {
+    Ok(Report {
         system: spec.name.clone(),
         workload: workload.name.clone(),
         analysis_workload: analysis.name.clone(),
@@ -211,41 +342,49 @@ pub fn run(
         suspects: Vec::new(),
         output: None,
         notes: Vec::new(),
-    };
-    if options.granularity_table {
-        // As the paper does: one exploration, then per granularity the configurations that
-        // cover its regions' subspaces. Exploring until the program region's partition (the
-        // cross product of every decision's) is covered sees every decision the finer
-        // regions partition on.
-        let explored = pipeline::explore_tracking(
-            spec,
-            settings,
-            analysis,
-            &[
-                Granularity::Program,
-                Granularity::Method,
-                Granularity::Statement,
-            ],
-            options.max_runs,
-            &mut |c, d| reporter.note(&taint_line(c, d)),
-        )?;
-        let valid = ValidConfigurations::new(&spec.space)?;
-        for g in [
-            Granularity::Program,
-            Granularity::Method,
-            Granularity::Statement,
-        ] {
+    })
+}
+
+/// Table IV, as the paper does: one exploration, then per granularity the configurations
+/// that cover its regions' subspaces. Exploring until the program region's partition (the
+/// cross product of every decision's) is covered sees every decision the finer regions
+/// partition on.
+fn granularity_table(
+    spec: &measure::SystemSpec,
+    settings: &instrumented::Settings,
+    analysis: &measure::Workload,
+    options: &Options,
+    reporter: &mut dyn Reporter,
+) -> Result<Vec<ExplorationReport>, Error> {
+    let all = [
+        Granularity::Program,
+        Granularity::Method,
+        Granularity::Statement,
+    ];
+    let explored = explore_tracking(spec, settings, analysis, &all, options.max_runs, reporter)?;
+    let valid = ValidConfigurations::new(&spec.space)?;
+    Ok(all
+        .into_iter()
+        .map(|g| {
             let mut row = exploration_report(&explored, g);
             let (cover, minimal) = crate::minimum_cover(&valid, &explored.exploration, g);
             row.cover = Some(cover.len());
             row.cover_minimal = Some(minimal);
-            report.granularity_table.push(row);
-        }
-        return Ok(report);
-    }
+            row
+        })
+        .collect())
+}
 
-    // Profiling and models need the method partitions: a chosen granularity is tracked in
-    // the same runs, which continue until both are explored.
+/// The iterative analysis. Profiling and models need the method partitions: a chosen
+/// granularity is tracked in the same runs, which continue until both are explored.
+fn explore(
+    spec: &measure::SystemSpec,
+    settings: &instrumented::Settings,
+    analysis: &measure::Workload,
+    options: &Options,
+    report: &mut Report,
+    reporter: &mut dyn Reporter,
+) -> Result<pipeline::Explored, Error> {
     let mut granularities = vec![Granularity::Method];
     if options.granularity != Granularity::Method {
         granularities.push(options.granularity);
@@ -254,145 +393,129 @@ pub fn run(
             granularity_name(options.granularity)
         ));
     }
-    let explored = pipeline::explore_tracking(
+    let explored = explore_tracking(
         spec,
         settings,
         analysis,
         &granularities,
         options.max_runs,
-        &mut |c, d| reporter.note(&taint_line(c, d)),
+        reporter,
     )?;
     let exploration = exploration_report(&explored, options.granularity);
     reporter.note(&format!(
-        "dynamic taint analysis (workload `{}`): {} configurations of {total} in {:.1} s; {} decision sites instrumented",
-        analysis.name, exploration.configurations, exploration.seconds, exploration.decision_sites
+        "dynamic taint analysis (workload `{}`): {} configurations of {} in {:.1} s; {} decision sites instrumented",
+        analysis.name,
+        exploration.configurations,
+        report.total_configurations,
+        exploration.seconds,
+        exploration.decision_sites
     ));
     report.exploration = Some(exploration);
-    let mut method_level = explored;
-    if !options.all_probes {
-        let selection =
-            pipeline::select_probes(spec, settings, analysis, &method_level, &options.probes)?;
-        let extra = pipeline::fold(
-            spec,
-            analysis,
-            &mut method_level,
-            selection.fold(),
-            options.max_runs,
-            &mut |c, d| reporter.note(&taint_line(c, d)),
-        )?;
-        let probes = ProbeReport {
-            probed: selection.probed.len(),
-            methods: selection.probed.len() + selection.dropped.len(),
-            calibration_runs: selection.calibration_runs,
-            unprobed: selection
-                .dropped
-                .iter()
-                .map(|d| UnprobedMethod {
-                    method: d.method.clone(),
-                    entries: d.entries,
-                    ns_per_entry: d.ns_per_entry,
-                    into: d.into.clone(),
-                })
-                .collect(),
-            kept: selection.kept.clone(),
-            extra_taint_runs: extra,
-        };
-        reporter.note(&probes.summary(&analysis.name, options.probes.min_ns_per_entry));
-        report.probes = Some(probes);
-    }
-    let configurations = &method_level.exploration.configurations;
-    report.configurations = configurations
-        .iter()
-        .map(|c| spec.space.format_configuration(c))
-        .collect();
+    Ok(explored)
+}
 
-    let mut profiled = pipeline::instrument_methods(spec, settings, &method_level)?;
-    if !profiled.unprobed.is_empty() {
-        report.notes.push(format!(
-            "{} method regions got no probe ({}): their time counts as their callers', and \
-             the options only they read are not modelled there",
-            profiled.unprobed.len(),
-            profiled.unprobed.join(", ")
-        ));
-    }
-    let store = session.store()?;
-    measure::runner::kill_runs_on_interrupt();
-    let clock = pipeline::choose_profile_clock(
-        &store,
+/// Probe selection, and the folding of unprobed methods into the partitions of the probed
+/// ones their time goes to.
+fn probe(
+    spec: &measure::SystemSpec,
+    settings: &instrumented::Settings,
+    analysis: &measure::Workload,
+    method_level: &mut pipeline::Explored,
+    options: &Options,
+    reporter: &mut dyn Reporter,
+) -> Result<ProbeReport, Error> {
+    let selection =
+        pipeline::select_probes(spec, settings, analysis, method_level, &options.probes)?;
+    let mut progress = TaintProgress::default();
+    let extra = pipeline::fold(
         spec,
-        workload,
-        configurations,
-        options.seed,
-        options.profile_clock,
-    )?;
-    reporter.note(&clock.to_string());
-    // Every profiled run samples the chosen clock, and its profiles are stored apart from the
-    // other clock's (one variant per clock: a stored profile holds one clock's times).
-    let workload = &pipeline::sampled_by(workload, clock.clock);
-    if clock.clock == instrumented::RegionClock::Cpu {
-        profiled.variant.push_str("+cpu");
-    }
-    report.profile_clock = Some(clock);
-    let measured = pipeline::measure_configurations(
-        &store,
-        settings,
-        spec,
-        workload,
-        &profiled,
-        configurations,
-        &mut |event| reporter.measurement(event),
-    )?;
-    reporter.note(&measured.summary(spec.measure.max_cv));
-    report.measurement = Some(measured);
-
-    let correction = if options.overhead_correction > 0 {
-        let correction = pipeline::overhead_correction(
-            spec,
-            settings,
-            workload,
-            &profiled,
-            configurations,
-            options.overhead_correction,
-            options.seed,
-            options.overhead_fit,
-            &mut |config, p, n| {
-                reporter.note(&format!(
-                    "overhead: `{}`: {p:.4} s profiled, {n:.4} s native (medians, interleaved)",
-                    space::shown_configuration(config)
-                ))
-            },
-        )?;
-        match correction {
-            Ok(c) => {
-                report.overhead_correction = Some(CorrectionReport {
-                    fit: c.fit,
-                    slope: c.line.slope,
-                    intercept: c.line.intercept,
-                    pairs: c.pairs.clone(),
-                });
-                Some(c)
-            }
-            Err(why) => {
-                report.notes.push(format!("no overhead correction: {why}"));
-                None
-            }
-        }
-    } else {
-        None
+        analysis,
+        method_level,
+        selection.fold(),
+        options.max_runs,
+        &mut |_, _| progress.ran(reporter),
+    )
+    .map_err(|e| budget_error(e, options.max_runs))?;
+    let probes = ProbeReport {
+        probed: selection.probed.len(),
+        methods: selection.probed.len() + selection.dropped.len(),
+        calibration_runs: selection.calibration_runs,
+        unprobed: selection
+            .dropped
+            .iter()
+            .map(|d| UnprobedMethod {
+                method: d.method.clone(),
+                entries: d.entries,
+                ns_per_entry: d.ns_per_entry,
+                into: d.into.clone(),
+            })
+            .collect(),
+        kept: selection.kept.clone(),
+        extra_taint_runs: extra,
     };
+    reporter.note(&probes.summary(&analysis.name, options.probes.min_ns_per_entry));
+    Ok(probes)
+}
 
-    let model = pipeline::build_model_corrected(
-        &store,
+/// §V.A's correction, if asked for: `None` when not, or when it cannot be made (a note says
+/// why).
+#[allow(clippy::too_many_arguments)]
+fn correct_overhead(
+    spec: &measure::SystemSpec,
+    settings: &instrumented::Settings,
+    workload: &measure::Workload,
+    profiled: &pipeline::Profiled,
+    configurations: &[space::Configuration],
+    options: &Options,
+    report: &mut Report,
+    reporter: &mut dyn Reporter,
+) -> Result<Option<pipeline::OverheadCorrection>, Error> {
+    if options.overhead_correction == 0 {
+        return Ok(None);
+    }
+    let correction = pipeline::overhead_correction(
         spec,
+        settings,
         workload,
-        &method_level,
-        &profiled,
-        &ModelSettings {
-            trivial_below: options.trivial_below,
-            ..ModelSettings::default()
+        profiled,
+        configurations,
+        options.overhead_correction,
+        options.seed,
+        options.overhead_fit,
+        &mut |config, p, n| {
+            reporter.note(&format!(
+                "overhead: `{}`: {p:.4} s profiled, {n:.4} s native (medians, interleaved)",
+                space::shown_configuration(config)
+            ))
         },
-        correction.as_ref(),
     )?;
+    Ok(match correction {
+        Ok(c) => {
+            report.overhead_correction = Some(CorrectionReport {
+                fit: c.fit,
+                slope: c.line.slope,
+                intercept: c.line.intercept,
+                pairs: c.pairs.clone(),
+            });
+            Some(c)
+        }
+        Err(why) => {
+            report.notes.push(format!("no overhead correction: {why}"));
+            None
+        }
+    })
+}
+
+/// Writes the model where the options say (default `NAME.comprex.json` beside the spec) and
+/// reports its trivial terms and suspect regions.
+fn write_model(
+    session: &Session,
+    options: &Options,
+    model: crate::ComprexModel,
+    variant: String,
+    report: &mut Report,
+) -> Result<(), Error> {
+    let spec = &session.spec;
     let out = options
         .model_path
         .clone()
@@ -412,17 +535,64 @@ pub fn run(
     report.output = Some(ModelOutput {
         model_path: out,
         store: session.store_path.clone(),
-        variant: profiled.variant,
+        variant,
     });
-    Ok(report)
+    Ok(())
 }
 
-/// A taint run as a line of progress.
-fn taint_line(configuration: &str, decisions: usize) -> String {
-    format!(
-        "taint run: `{}`: {decisions} decision records",
-        space::shown_configuration(configuration)
+/// [`pipeline::explore_tracking`] with its progress said in a few lines: what it taints
+/// with and its limit first, the limit named by its flag when it is reached.
+fn explore_tracking(
+    spec: &measure::SystemSpec,
+    settings: &instrumented::Settings,
+    analysis: &measure::Workload,
+    granularities: &[Granularity],
+    max_runs: usize,
+    reporter: &mut dyn Reporter,
+) -> Result<pipeline::Explored, Error> {
+    reporter.note(&format!(
+        "dynamic taint analysis on workload `{}`: taint runs until every subspace is \
+         explored (at most {max_runs}, --max-runs)",
+        analysis.name
+    ));
+    let mut progress = TaintProgress::default();
+    pipeline::explore_tracking(
+        spec,
+        settings,
+        analysis,
+        granularities,
+        max_runs,
+        &mut |_, _| progress.ran(reporter),
     )
+    .map_err(|e| budget_error(e, max_runs))
+}
+
+/// Taint runs counted, said at 16, 32, 64, …: a long exploration shows it advances, in a
+/// few lines, not one per run.
+#[derive(Default)]
+struct TaintProgress {
+    runs: usize,
+}
+
+impl TaintProgress {
+    fn ran(&mut self, reporter: &mut dyn Reporter) {
+        self.runs += 1;
+        if self.runs >= 16 && self.runs.is_power_of_two() {
+            reporter.note(&format!("  {} taint runs so far", self.runs));
+        }
+    }
+}
+
+/// The exploration's budget as the flag that sets it.
+fn budget_error(e: Error, max_runs: usize) -> Error {
+    match e {
+        Error::Budget { runs, unexplored } => Error::Invalid(format!(
+            "gave up after {runs} taint runs (--max-runs {max_runs}) with {unexplored} \
+             subspaces still unexplored: raise --max-runs, or give a smaller analysis workload \
+             (--analysis-workload)"
+        )),
+        e => e,
+    }
 }
 
 impl ProbeReport {

@@ -55,9 +55,13 @@ pub struct Confirmation {
     /// Static maximal interactions no confirmed interaction contains: their options met
     /// only through branches that never went another way on the workload.
     pub dropped: Vec<Vec<String>>,
+    /// Observed runs that failed (`--allow-failed`), with why: a failed run may have gone
+    /// the other way anywhere, so nothing was confirmed away.
+    pub failed: Vec<(String, String)>,
 }
 
 /// What the observed runs say of the static analysis's tainted branches.
+#[derive(Default)]
 pub struct Outcomes {
     /// Conditions that gave one value in every run (their branches went one way), and
     /// those that never ran (value `None`: nothing is reached through their branches).
@@ -71,20 +75,13 @@ pub struct Outcomes {
     pub observed: usize,
     pub functions: usize,
     pub seconds: f64,
+    /// Runs that failed (with `Settings::allow_failed`; else they are an error), with why.
+    pub failed: Vec<(String, String)>,
 }
 
-/// Builds the program observing the conditions of the tainted conditional branches of
-/// `influence` (in `settings.work_dir/confirm`) and runs it on `workload` in each of
-/// `configurations`: which went one way in every run, and which never ran.
-pub fn branch_outcomes(
-    spec: &SystemSpec,
-    settings: &Settings,
-    built: &instrumented::Built,
-    influence: &StatementInfluence,
-    workload: &Workload,
-    configurations: &[Configuration],
-) -> Result<Outcomes, Error> {
-    let program = &built.translation.program;
+/// The conditions of the tainted conditional branches: the instructions whose values decide
+/// them, once each.
+fn tainted_conditions(program: &ir::Program, influence: &StatementInfluence) -> Vec<ir::InstId> {
     let mut conditions: Vec<ir::InstId> = Vec::new();
     for d in &influence.decisions {
         if d.kind != analysis::DecisionKind::Branch {
@@ -103,32 +100,29 @@ pub fn branch_outcomes(
             conditions.push(*j);
         }
     }
-    let mut outcomes = Outcomes {
-        fixed: Vec::new(),
-        decided: 0,
-        never: 0,
-        never_entered: Vec::new(),
-        observed: 0,
-        functions: 0,
-        seconds: 0.0,
-    };
-    // Every function the program may run: one no run enters is code the workload never runs.
-    let functions: Vec<ir::FuncId> = program
-        .functions
-        .iter_enumerated()
-        .filter(|(_, f)| !f.is_declaration)
-        .map(|(k, _)| k)
-        .collect();
-    let dir = settings.work_dir.join("confirm");
-    std::fs::create_dir_all(&dir)
+    conditions
+}
+
+/// The program observing `conditions` and the entries of `functions`, built in `dir`: the
+/// binary, and the checks it reports.
+fn observing_build(
+    spec: &SystemSpec,
+    settings: &Settings,
+    built: &instrumented::Built,
+    conditions: &[ir::InstId],
+    functions: &[ir::FuncId],
+    dir: &std::path::Path,
+) -> Result<(std::path::PathBuf, llvm::Observing), Error> {
+    let program = &built.translation.program;
+    std::fs::create_dir_all(dir)
         .map_err(|e| Error::Invalid(format!("dynamic confirmation: {}: {e}", dir.display())))?;
     let bitcode = dir.join("program.branches.bc");
-    let llvm::Observing { checks, entries } = llvm::instrument_observing(
+    let observing = llvm::instrument_observing(
         &built.ssa,
         program,
         &built.translation.positions,
-        &conditions,
-        &functions,
+        conditions,
+        functions,
         &bitcode,
     )?;
     let library = settings.region_timer_runtime()?;
@@ -141,19 +135,64 @@ pub fn branch_outcomes(
         "branches",
         false,
     )?;
+    Ok((binary, observing))
+}
+
+/// Failed observed runs: an error naming them, unless `allow`.
+fn refuse_failed(failed: &[(String, String)], runs: usize, allow: bool) -> Result<(), Error> {
+    if allow {
+        return Ok(());
+    }
+    Err(Error::Invalid(format!(
+        "dynamic confirmation: {} of {runs} observed configurations failed: {}; fix them, or \
+         pass {} to confirm nothing away",
+        failed.len(),
+        instrumented::failed::listed(failed),
+        instrumented::failed::ALLOW_FLAG
+    )))
+}
+
+/// Builds the program observing the conditions of the tainted conditional branches of
+/// `influence` (in `settings.work_dir/confirm`) and runs it on `workload` in each of
+/// `configurations`: which went one way in every run, and which never ran. A failed run is
+/// an error naming every failed one, unless `settings.allow_failed`: then nothing is taken
+/// as decided (a failed run may have gone the other way anywhere) and `failed` says why.
+pub fn branch_outcomes(
+    spec: &SystemSpec,
+    settings: &Settings,
+    built: &instrumented::Built,
+    influence: &StatementInfluence,
+    workload: &Workload,
+    configurations: &[Configuration],
+) -> Result<Outcomes, Error> {
+    let program = &built.translation.program;
+    let conditions = tainted_conditions(program, influence);
+    let mut outcomes = Outcomes::default();
+    // Every function the program may run: one no run enters is code the workload never runs.
+    let functions: Vec<ir::FuncId> = program
+        .functions
+        .iter_enumerated()
+        .filter(|(_, f)| !f.is_declaration)
+        .map(|(k, _)| k)
+        .collect();
+    let dir = settings.work_dir.join("confirm");
+    let (binary, llvm::Observing { checks, entries }) =
+        observing_build(spec, settings, built, &conditions, &functions, &dir)?;
     spec.prepare_workload(workload)?;
     let started = Instant::now();
     // Per check: the one value every run saw (`None`: more than one), if any ran it.
     let mut seen: Vec<Option<Option<i64>>> = vec![None; conditions.len() + functions.len()];
     let out = dir.join("branches.times");
     for config in configurations {
-        let times = instrumented::infer::observe_run(spec, &binary, config, workload, &out)
-            .map_err(|cause| {
-                Error::Invalid(format!(
-                    "dynamic confirmation: observing configuration `{}`: {cause}",
-                    spec.space.format_configuration(config)
-                ))
-            })?;
+        let times = match instrumented::infer::observe_run(spec, &binary, config, workload, &out) {
+            Ok(times) => times,
+            Err(cause) => {
+                outcomes
+                    .failed
+                    .push((spec.space.format_configuration(config), cause));
+                continue;
+            }
+        };
         for (id, o) in &times.observed {
             let Some(slot) = seen.get_mut(*id as usize) else {
                 return Err(Error::Invalid(format!(
@@ -170,6 +209,14 @@ pub fn branch_outcomes(
     outcomes.seconds = started.elapsed().as_secs_f64();
     outcomes.observed = checks.len();
     outcomes.functions = entries.len();
+    if !outcomes.failed.is_empty() {
+        refuse_failed(
+            &outcomes.failed,
+            configurations.len(),
+            settings.allow_failed,
+        )?;
+        return Ok(outcomes);
+    }
     for check in &checks {
         let value = match seen[check.id as usize] {
             None => {

@@ -108,15 +108,7 @@ pub fn analyse(
     let built = instrumented::build(spec, settings, "ConfigCrusher")?;
     let unsourced = unsourced_options(spec, &built.sources);
     if !unsourced.is_empty() && !options.allow_unsourced {
-        return Err(Error::Invalid(format!(
-            "{}: the analysis cannot see option{} {}: no `source` in the spec and no \
-             knobs:option= annotation (add one, or pass --allow-unsourced to leave {} out of \
-             the model)",
-            spec.path.display(),
-            if unsourced.len() == 1 { "" } else { "s" },
-            unsourced.join(", "),
-            if unsourced.len() == 1 { "it" } else { "them" },
-        )));
+        return Err(unsourced_error(spec, &unsourced));
     }
     let started = Instant::now();
     let (fixed, inference) = instrumented::infer::fixed_settings(
@@ -128,81 +120,20 @@ pub fn analyse(
     )?;
     let mut specialised =
         (!fixed.is_empty()).then(|| analysis::specialise(&built.translation.program, &fixed));
-    let sources = &built.sources;
-    let analyse_program = |specialised: &Option<analysis::Specialised>| {
-        let program = match specialised {
-            Some(s) => &s.program,
-            None => &built.translation.program,
-        };
-        analysis::analyse(program, &ProgramDominance::new(program), sources)
-    };
-    let mut influence = analyse_program(&specialised);
+    let mut influence = analyse_program(&built, &specialised);
     let valid = ValidConfigurations::new(&spec.space)?;
-    let mut confirmation = None;
-    if options.confirm {
-        let workload = spec.workload(options.confirm_workload.as_deref())?;
-        let static_interactions = interactions_of(&influence);
-        let static_cover =
-            crate::compress(&valid, &static_interactions, options.combination_limit)?;
-        if static_cover.configurations.len() > crate::confirm::MAX_RUNS {
-            return Err(Error::Invalid(format!(
-                "dynamic confirmation: the static analysis's cover has {} configurations, more \
-                 runs than the limit of {}; run without dynamic confirmation",
-                static_cover.configurations.len(),
-                crate::confirm::MAX_RUNS
-            )));
-        }
-        let outcomes = crate::confirm::branch_outcomes(
+    let confirmation = if options.confirm {
+        Some(confirm(
             spec,
             settings,
-            &built,
-            &influence,
-            workload,
-            &static_cover.configurations,
-        )?;
-        if !outcomes.fixed.is_empty() || !outcomes.never_entered.is_empty() {
-            specialised = Some(analysis::specialise_with(
-                &built.translation.program,
-                &fixed,
-                &outcomes.fixed,
-                &outcomes.never_entered,
-            ));
-            influence = analyse_program(&specialised);
-        }
-        let confirmed = interactions_of(&influence);
-        let names = |sets: &[OptionSet]| -> Vec<Vec<String>> {
-            sets.iter()
-                .map(|s| {
-                    s.iter()
-                        .map(|o| spec.space.option(o).name.clone())
-                        .collect()
-                })
-                .collect()
-        };
-        let dropped: Vec<OptionSet> = static_cover
-            .maximal
-            .iter()
-            .filter(|s| !confirmed.iter().any(|c| s.is_subset(c)))
-            .cloned()
-            .collect();
-        confirmation = Some(crate::confirm::Confirmation {
-            workload: workload.name.clone(),
-            runs: static_cover.configurations.len(),
-            seconds: outcomes.seconds,
-            branches_observed: outcomes.observed,
-            branches_decided: outcomes.decided,
-            branches_never_run: outcomes.never,
-            functions_observed: outcomes.functions,
-            functions_never_entered: outcomes
-                .never_entered
-                .iter()
-                .map(|&f| built.translation.program.func(f).name.clone())
-                .collect(),
-            static_interactions: names(&static_cover.maximal),
-            static_configurations: static_cover.configurations.len(),
-            dropped: names(&dropped),
-        });
-    }
+            options,
+            (&built, &fixed, &valid),
+            &mut influence,
+            &mut specialised,
+        )?)
+    } else {
+        None
+    };
     let program = match &specialised {
         Some(s) => &s.program,
         None => &built.translation.program,
@@ -253,6 +184,112 @@ pub fn analyse(
         inference,
         confirmation,
         translation: built.translation,
+    })
+}
+
+/// Options the analysis cannot see, as the error that stops it (without
+/// `--allow-unsourced`).
+fn unsourced_error(spec: &SystemSpec, unsourced: &[String]) -> Error {
+    Error::Invalid(format!(
+        "{}: the analysis cannot see option{} {}: no `source` in the spec and no \
+         knobs:option= annotation (add one, or pass --allow-unsourced to leave {} out of the \
+         model)",
+        spec.path.display(),
+        if unsourced.len() == 1 { "" } else { "s" },
+        unsourced.join(", "),
+        if unsourced.len() == 1 { "it" } else { "them" },
+    ))
+}
+
+/// The program's influence as the static analysis finds it, on the program specialised to
+/// its fixed settings if it is.
+fn analyse_program(
+    built: &instrumented::Built,
+    specialised: &Option<analysis::Specialised>,
+) -> StatementInfluence {
+    let program = match specialised {
+        Some(s) => &s.program,
+        None => &built.translation.program,
+    };
+    analysis::analyse(program, &ProgramDominance::new(program), &built.sources)
+}
+
+/// Dynamic confirmation ([`crate::confirm`]): the static cover observed on the confirmation
+/// workload, the branches that went one way and the functions no run entered folded into
+/// `specialised`, and `influence` analysed again.
+fn confirm(
+    spec: &SystemSpec,
+    settings: &Settings,
+    options: &crate::Options,
+    (built, fixed, valid): (
+        &instrumented::Built,
+        &[analysis::FixedGlobal],
+        &ValidConfigurations,
+    ),
+    influence: &mut StatementInfluence,
+    specialised: &mut Option<analysis::Specialised>,
+) -> Result<crate::confirm::Confirmation, Error> {
+    let workload = spec.workload(options.confirm_workload.as_deref())?;
+    let static_interactions = interactions_of(influence);
+    let static_cover = crate::compress(valid, &static_interactions, options.combination_limit)?;
+    if static_cover.configurations.len() > crate::confirm::MAX_RUNS {
+        return Err(Error::Invalid(format!(
+            "dynamic confirmation: the static analysis's cover has {} configurations, more \
+             runs than the limit of {}; run without dynamic confirmation",
+            static_cover.configurations.len(),
+            crate::confirm::MAX_RUNS
+        )));
+    }
+    let outcomes = crate::confirm::branch_outcomes(
+        spec,
+        settings,
+        built,
+        influence,
+        workload,
+        &static_cover.configurations,
+    )?;
+    if !outcomes.fixed.is_empty() || !outcomes.never_entered.is_empty() {
+        *specialised = Some(analysis::specialise_with(
+            &built.translation.program,
+            fixed,
+            &outcomes.fixed,
+            &outcomes.never_entered,
+        ));
+        *influence = analyse_program(built, specialised);
+    }
+    let confirmed = interactions_of(influence);
+    let names = |sets: &[OptionSet]| -> Vec<Vec<String>> {
+        sets.iter()
+            .map(|s| {
+                s.iter()
+                    .map(|o| spec.space.option(o).name.clone())
+                    .collect()
+            })
+            .collect()
+    };
+    let dropped: Vec<OptionSet> = static_cover
+        .maximal
+        .iter()
+        .filter(|s| !confirmed.iter().any(|c| s.is_subset(c)))
+        .cloned()
+        .collect();
+    Ok(crate::confirm::Confirmation {
+        workload: workload.name.clone(),
+        runs: static_cover.configurations.len(),
+        seconds: outcomes.seconds,
+        branches_observed: outcomes.observed,
+        branches_decided: outcomes.decided,
+        branches_never_run: outcomes.never,
+        functions_observed: outcomes.functions,
+        functions_never_entered: outcomes
+            .never_entered
+            .iter()
+            .map(|&f| built.translation.program.func(f).name.clone())
+            .collect(),
+        static_interactions: names(&static_cover.maximal),
+        static_configurations: static_cover.configurations.len(),
+        dropped: names(&dropped),
+        failed: outcomes.failed,
     })
 }
 
@@ -587,12 +624,9 @@ pub fn native_correction(
     if let Err(why) = spec.program() {
         return Ok(Err(format!("the program as the spec runs it: {why}")));
     }
-    let measurement = measure::campaign::Campaign {
-        retry_failed: settings.retry_failed,
-        backend: settings.backend.clone(),
-        ..measure::campaign::Campaign::new(spec, workload)
-    }
-    .run(store, configurations, on_event)?;
+    let measurement = settings
+        .campaign(spec, workload)
+        .run(store, configurations, on_event)?;
     if let Some((config, why)) = measurement.failed.first() {
         return Ok(Err(format!(
             "the native program failed in {} configurations, the first `{config}`: {why}",
@@ -648,7 +682,70 @@ pub fn native_correction(
     }))
 }
 
-/// Stage 4: local models per region and the global model, from the stored region times.
+/// Each region's local model from the table of its options' values over the measured
+/// configurations (`mean`: a configuration's time in a region), and what their unmeasured
+/// cells leave out.
+fn region_models(
+    spec: &SystemSpec,
+    analysed: &Analysed,
+    configs: &[(Configuration, &str)],
+    mean: &dyn Fn(&str, &str) -> f64,
+) -> Result<(Vec<Region>, Vec<instrumented::failed::Unmeasured>), Error> {
+    let program = &analysed.translation.program;
+    let valid = ValidConfigurations::new(&spec.space)?;
+    let mut regions = Vec::new();
+    let mut unmeasured = Vec::new();
+    for (i, region) in analysed.plan.regions.iter().enumerate() {
+        let id = format!("r{i}");
+        let options: Vec<OptionId> = analysed.influence.sets.get(region.options).iter().collect();
+        let names: Vec<String> = options
+            .iter()
+            .map(|o| spec.space.option(*o).name.clone())
+            .collect();
+        let table = instrumented::influence_of_table(&valid, &options, |digits| {
+            let matching: Vec<f64> = configs
+                .iter()
+                .filter(|(c, _)| {
+                    options
+                        .iter()
+                        .zip(digits)
+                        .all(|(o, d)| c.0[o.index()] == *d)
+                })
+                .map(|(_, text)| mean(text, &id))
+                .collect();
+            (!matching.is_empty()).then(|| matching.iter().sum::<f64>() / matching.len() as f64)
+        })?;
+        if !table.unmeasured.is_empty() {
+            unmeasured.push(instrumented::failed::Unmeasured {
+                region: id.clone(),
+                cells: table.unmeasured,
+                terms_left_out: table.left_out,
+            });
+        }
+        let terms = table.terms;
+        let func = program.func(region.function);
+        let file = func
+            .file
+            .map(|f| program.files[f].clone())
+            .unwrap_or_default();
+        let lines = region.lines.or(func.lines).unwrap_or((0, 0));
+        regions.push(Region {
+            id,
+            location: Some(SourceSpan {
+                file,
+                lines: [lines.0, lines.1],
+                function: Some(func.name.clone()),
+            }),
+            options: names,
+            terms,
+        });
+    }
+    Ok((regions, unmeasured))
+}
+
+/// Stage 4: local models per region and the global model, from the stored region times. A
+/// region's cell no successful run measured (its configurations failed) leaves out the terms
+/// that rest on it; the model records which (`instrumented::failed`).
 pub fn build_model(
     store: &Store,
     settings: &Settings,
@@ -694,46 +791,7 @@ pub fn build_model_with_clocks(
         measured[config].get(region).copied().unwrap_or(0.0) * scale(config)
     };
 
-    let program = &analysed.translation.program;
-    let valid = ValidConfigurations::new(&spec.space)?;
-    let mut regions = Vec::new();
-    for (i, region) in analysed.plan.regions.iter().enumerate() {
-        let id = format!("r{i}");
-        let options: Vec<OptionId> = analysed.influence.sets.get(region.options).iter().collect();
-        let names: Vec<String> = options
-            .iter()
-            .map(|o| spec.space.option(*o).name.clone())
-            .collect();
-        let terms = instrumented::influence_of_table(&valid, &options, |digits| {
-            let matching: Vec<f64> = configs
-                .iter()
-                .filter(|(c, _)| {
-                    options
-                        .iter()
-                        .zip(digits)
-                        .all(|(o, d)| c.0[o.index()] == *d)
-                })
-                .map(|(_, text)| mean(text, &id))
-                .collect();
-            (!matching.is_empty()).then(|| matching.iter().sum::<f64>() / matching.len() as f64)
-        })?;
-        let func = program.func(region.function);
-        let file = func
-            .file
-            .map(|f| program.files[f].clone())
-            .unwrap_or_default();
-        let lines = region.lines.or(func.lines).unwrap_or((0, 0));
-        regions.push(Region {
-            id,
-            location: Some(SourceSpan {
-                file,
-                lines: [lines.0, lines.1],
-                function: Some(func.name.clone()),
-            }),
-            options: names,
-            terms,
-        });
-    }
+    let (mut regions, unmeasured) = region_models(spec, analysed, &configs, &mean)?;
     // What the region timers cannot see (the process starting and ending) is time outside
     // every region, by the same clock, so it goes to the base and the model predicts what
     // `knobs measure` measures.
@@ -779,6 +837,7 @@ pub fn build_model_with_clocks(
         .insert("workload".into(), workload.name.clone().into());
     file.provenance
         .insert("configurations".into(), configs.len().into());
+    instrumented::failed::record(&mut file, &unmeasured);
     file.record_training(
         &spec
             .space

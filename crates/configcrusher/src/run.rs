@@ -102,6 +102,9 @@ pub struct Report {
     /// The clock the region times were read by (wall, cpu or mixed per configuration), and
     /// why.
     pub region_clock: Option<instrumented::RegionClocks>,
+    /// Regions whose tables have cells no successful run measured (`--allow-failed`), and
+    /// the terms the model leaves out for them.
+    pub unmeasured: Vec<instrumented::failed::Unmeasured>,
     /// The model file written, with the store and variant its measurements are in.
     #[serde(flatten)]
     pub output: Option<ModelOutput>,
@@ -304,38 +307,15 @@ fn run_once(
     }
 
     let store = session.store()?;
-    measure::runner::kill_runs_on_interrupt();
-    let measured = measure_configurations(
-        &store,
-        &session.settings,
-        spec,
-        workload,
+    measure_and_correct(
+        session,
+        options,
+        &analysed,
         &built,
-        &analysed.compression.configurations,
-        &mut |event| reporter.measurement(event),
+        &store,
+        &mut report,
+        reporter,
     )?;
-    reporter.note(&measured.summary(spec.measure.max_cv));
-    report.measurement = Some(measured);
-    if options.native_correction {
-        match native_correction(
-            &store,
-            &session.settings,
-            spec,
-            workload,
-            &built,
-            &analysed.compression.configurations,
-            options.region_clock,
-            &mut |event| reporter.measurement(event),
-        )? {
-            Ok(c) => {
-                reporter.note(&c.to_string());
-                report.native_correction = Some(c);
-            }
-            Err(why) => report.notes.push(format!(
-                "no native correction (the model is the instrumented build's): {why}"
-            )),
-        }
-    }
     let (model, clocks) = build_model_with_clocks(
         &store,
         &session.settings,
@@ -347,6 +327,7 @@ fn run_once(
         report.native_correction.as_ref(),
     )?;
     report.region_clock = Some(clocks);
+    report.unmeasured = instrumented::failed::recorded(&model);
     report.overhead = Some(overhead(&store, spec, workload, &built.variant)?);
     let out = options
         .model_path
@@ -359,6 +340,68 @@ fn run_once(
         variant: built.variant,
     });
     Ok(report)
+}
+
+/// The measuring stages: the compressed configurations with the instrumented build (a
+/// failed one is an error unless `--allow-failed`), and the native program in them for the
+/// correction (a note says why there is none).
+fn measure_and_correct(
+    session: &Session,
+    options: &Options,
+    analysed: &Analysed,
+    built: &crate::Instrumented,
+    store: &measure::store::Store,
+    report: &mut Report,
+    reporter: &mut dyn Reporter,
+) -> Result<(), Error> {
+    let (spec, workload) = (&session.spec, session.workload());
+    measure::runner::kill_runs_on_interrupt();
+    let measured = measure_configurations(
+        store,
+        &session.settings,
+        spec,
+        workload,
+        built,
+        &analysed.compression.configurations,
+        &mut |event| reporter.measurement(event),
+    )?;
+    reporter.note(&measured.summary(spec.measure.max_cv));
+    let failed = instrumented::failed::check(&measured, session.settings.allow_failed)?;
+    report.notes.extend(failed);
+    // The correction compares the two builds where the instrumented one ran
+    // (`--allow-failed`: not in the configurations that failed).
+    let succeeded: Vec<space::Configuration> = analysed
+        .compression
+        .configurations
+        .iter()
+        .filter(|c| {
+            let text = spec.space.format_configuration(c);
+            !measured.failed.iter().any(|(f, _)| *f == text)
+        })
+        .cloned()
+        .collect();
+    report.measurement = Some(measured);
+    if options.native_correction {
+        match native_correction(
+            store,
+            &session.settings,
+            spec,
+            workload,
+            built,
+            &succeeded,
+            options.region_clock,
+            &mut |event| reporter.measurement(event),
+        )? {
+            Ok(c) => {
+                reporter.note(&c.to_string());
+                report.native_correction = Some(c);
+            }
+            Err(why) => report.notes.push(format!(
+                "no native correction (the model is the instrumented build's): {why}"
+            )),
+        }
+    }
+    Ok(())
 }
 
 /// The options `--explain` names, resolved; an unknown name is an error.
@@ -382,39 +425,7 @@ fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
     let spec = &session.spec;
     let program = &analysed.translation.program;
     let mut notes = Vec::new();
-    let fixed = (analysed.specialised.is_some() || analysed.inference.is_some()).then(|| {
-        let folded = analysed
-            .specialised
-            .as_ref()
-            .map_or(&[][..], |s| &s.folded_loads[..]);
-        let unread: Vec<String> = spec
-            .build
-            .iter()
-            .flat_map(|b| b.fixed.keys())
-            .filter(|name| {
-                !folded
-                    .iter()
-                    .any(|f| program.globals[f.global].name == **name)
-            })
-            .cloned()
-            .collect();
-        if !unread.is_empty() {
-            notes.push(format!(
-                "[build.fixed]: no read of {} was folded (read through pointers, or not an \
-                 integer), so they change nothing",
-                unread.join(", ")
-            ));
-        }
-        let s = analysed.specialised.as_ref();
-        FixedReport {
-            inferred: analysed.inference.clone(),
-            folded_reads: folded.len(),
-            decided_branches: s.map_or(0, |s| s.decided),
-            dead_functions: s.map_or(0, |s| s.dead_functions),
-            dead_blocks: s.map_or(0, |s| s.dead_blocks),
-            unread,
-        }
-    });
+    let fixed = fixed_report(spec, analysed, &mut notes);
     let points_to = &analysed.influence.facts.points_to;
     if points_to.merged {
         notes.push(format!(
@@ -423,25 +434,7 @@ fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
             points_to.cells.len()
         ));
     }
-    if let Some(c) = &analysed.confirmation
-        && !c.dropped.is_empty()
-    {
-        notes.push(format!(
-            "assumption (dynamic confirmation): the model leaves out the interactions {} the \
-             static analysis found, as their options met only in branches that went one way, \
-             or never ran, in {} runs of workload `{}` (the static cover's configurations); \
-             other configurations or workloads may take them otherwise (without dynamic \
-             confirmation: the static analysis's {} configurations)",
-            c.dropped
-                .iter()
-                .map(|i| format!("{{{}}}", i.join(",")))
-                .collect::<Vec<_>>()
-                .join(" "),
-            c.runs,
-            c.workload,
-            c.static_configurations
-        ));
-    }
+    notes.extend(analysed.confirmation.as_ref().and_then(confirmation_note));
     let interactions = analysed.interactions(spec);
     let total = analysed.total_configurations;
     let measured = analysed.compression.configurations.len();
@@ -501,6 +494,7 @@ fn analysis_report(session: &Session, analysed: &Analysed) -> Report {
         overhead: None,
         native_correction: None,
         region_clock: None,
+        unmeasured: Vec::new(),
         output: None,
         notes,
     }
@@ -564,46 +558,12 @@ fn first_names(names: &[String], shown: usize) -> String {
 impl Report {
     /// The analysis in a few lines, as a person reads it.
     pub fn summary_lines(&self) -> Vec<String> {
-        let list = |items: &[String]| {
-            if items.is_empty() {
-                "none".to_string()
-            } else {
-                items.join(", ")
-            }
-        };
         let mut lines = vec![format!(
             "built {}: {} functions, {} instructions in {:.1} s",
             self.system, self.build.functions, self.build.instructions, self.build.seconds
         )];
         if let Some(f) = &self.fixed {
-            if let Some(why) = f.inferred.as_ref().and_then(|i| i.failed.as_ref()) {
-                lines.push(format!("fixed settings inferred: none ({why})"));
-            } else if let Some(i) = &f.inferred {
-                let settings: Vec<String> = i
-                    .fixed
-                    .iter()
-                    .map(|s| format!("{} = {} ({} reads)", s.global, s.value, s.reads))
-                    .collect();
-                lines.push(format!(
-                    "fixed settings inferred: of {} integer globals read in {} runs of workload \
-                     `{}` ({}), {} held one value in all: {}",
-                    i.observed,
-                    i.configurations.len(),
-                    i.workload,
-                    i.configurations.join("; "),
-                    i.fixed.len(),
-                    if settings.is_empty() {
-                        "none".to_string()
-                    } else {
-                        settings.join(", ")
-                    }
-                ));
-            }
-            lines.push(format!(
-                "fixed settings: {} reads folded, {} branches decided; unreachable in every run: \
-                 {} functions and {} blocks of the others",
-                f.folded_reads, f.decided_branches, f.dead_functions, f.dead_blocks
-            ));
+            lines.extend(fixed_lines(f));
         }
         let a = &self.analysis;
         let interactions: Vec<String> = a
@@ -617,7 +577,7 @@ impl Report {
             a.peak_memory_mib
                 .map_or(String::new(), |m| format!(" (peak memory {m:.0} MiB)")),
             a.tainted_decisions,
-            list(&a.irrelevant),
+            none_or_list(&a.irrelevant),
             if interactions.is_empty() {
                 "none".to_string()
             } else {
@@ -625,34 +585,7 @@ impl Report {
             }
         ));
         if let Some(c) = &a.confirmation {
-            let sets = |sets: &[Vec<String>]| {
-                if sets.is_empty() {
-                    "none".to_string()
-                } else {
-                    sets.iter()
-                        .map(|i| format!("{{{}}}", i.join(",")))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                }
-            };
-            lines.push(format!(
-                "dynamic confirmation: {} runs of workload `{}` (the static cover) in {:.1} s \
-                 observed {} tainted branches: {} went one way in every run, {} never ran; \
-                 {} of {} functions never entered{}; \
-                 static interactions {} ({} configurations); dropped: {}",
-                c.runs,
-                c.workload,
-                c.seconds,
-                c.branches_observed,
-                c.branches_decided,
-                c.branches_never_run,
-                c.functions_never_entered.len(),
-                c.functions_observed,
-                first_names(&c.functions_never_entered, 5),
-                sets(&c.static_interactions),
-                c.static_configurations,
-                sets(&c.dropped),
-            ));
+            lines.extend(confirmation_lines(c));
         }
         if a.set_aside.decisions > 0 {
             lines.push(format!(
@@ -668,30 +601,7 @@ impl Report {
                 }
             ));
         }
-        let lt = &a.load_time;
-        if lt.main_blocks[0] == 0 {
-            lines.push(
-                "load-time constants: none (no initialisation phase: no `main` that sets an \
-                 option's state before its work)"
-                    .to_string(),
-            );
-        } else {
-            let rewritten: Vec<String> = lt
-                .rewritten
-                .iter()
-                .map(|r| format!("{} ({})", r.option, r.at))
-                .collect();
-            lines.push(format!(
-                "load-time constants (written only by the initialisation: {} of {} blocks of \
-                 main, to {}, and {} functions called only there): {}; written after it: {}",
-                lt.main_blocks[0],
-                lt.main_blocks[1],
-                lt.end.as_deref().unwrap_or("?"),
-                lt.init_functions,
-                list(&lt.constant),
-                list(&rewritten),
-            ));
-        }
+        lines.push(load_time_line(&a.load_time));
         if !a.unsourced.is_empty() {
             lines.push(format!(
                 "WARNING: options the analysis cannot see (no `source`, no annotation), left out \
@@ -714,6 +624,177 @@ impl Report {
         ));
         lines
     }
+}
+
+/// The fixed settings in a line or two: those inferred, and what folding them did.
+fn fixed_lines(f: &FixedReport) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(why) = f.inferred.as_ref().and_then(|i| i.failed.as_ref()) {
+        lines.push(format!("fixed settings inferred: none ({why})"));
+    } else if let Some(i) = &f.inferred {
+        let settings: Vec<String> = i
+            .fixed
+            .iter()
+            .map(|s| format!("{} = {} ({} reads)", s.global, s.value, s.reads))
+            .collect();
+        lines.push(format!(
+            "fixed settings inferred: of {} integer globals read in {} runs of workload \
+                 `{}` ({}), {} held one value in all: {}",
+            i.observed,
+            i.configurations.len(),
+            i.workload,
+            i.configurations.join("; "),
+            i.fixed.len(),
+            none_or_list(&settings)
+        ));
+    }
+    lines.push(format!(
+        "fixed settings: {} reads folded, {} branches decided; unreachable in every run: \
+             {} functions and {} blocks of the others",
+        f.folded_reads, f.decided_branches, f.dead_functions, f.dead_blocks
+    ));
+    lines
+}
+
+/// What the fixed settings did, when there are any (given or inferred); a note for those
+/// `[build.fixed]` names that no folded read has.
+fn fixed_report(
+    spec: &measure::SystemSpec,
+    analysed: &Analysed,
+    notes: &mut Vec<String>,
+) -> Option<FixedReport> {
+    if analysed.specialised.is_none() && analysed.inference.is_none() {
+        return None;
+    }
+    let program = &analysed.translation.program;
+    let folded = analysed
+        .specialised
+        .as_ref()
+        .map_or(&[][..], |s| &s.folded_loads[..]);
+    let unread: Vec<String> = spec
+        .build
+        .iter()
+        .flat_map(|b| b.fixed.keys())
+        .filter(|name| {
+            !folded
+                .iter()
+                .any(|f| program.globals[f.global].name == **name)
+        })
+        .cloned()
+        .collect();
+    if !unread.is_empty() {
+        notes.push(format!(
+            "[build.fixed]: no read of {} was folded (read through pointers, or not an \
+             integer), so they change nothing",
+            unread.join(", ")
+        ));
+    }
+    let s = analysed.specialised.as_ref();
+    Some(FixedReport {
+        inferred: analysed.inference.clone(),
+        folded_reads: folded.len(),
+        decided_branches: s.map_or(0, |s| s.decided),
+        dead_functions: s.map_or(0, |s| s.dead_functions),
+        dead_blocks: s.map_or(0, |s| s.dead_blocks),
+        unread,
+    })
+}
+
+/// The assumption dynamic confirmation adds, when it dropped interactions.
+fn confirmation_note(c: &crate::Confirmation) -> Option<String> {
+    (!c.dropped.is_empty()).then(|| {
+        format!(
+            "assumption (dynamic confirmation): the model leaves out the interactions {} the \
+         static analysis found, as their options met only in branches that went one way, \
+         or never ran, in {} runs of workload `{}` (the static cover's configurations); \
+         other configurations or workloads may take them otherwise (without dynamic \
+         confirmation: the static analysis's {} configurations)",
+            c.dropped
+                .iter()
+                .map(|i| format!("{{{}}}", i.join(",")))
+                .collect::<Vec<_>>()
+                .join(" "),
+            c.runs,
+            c.workload,
+            c.static_configurations
+        )
+    })
+}
+
+/// The load-time constants in a line.
+fn load_time_line(lt: &LoadTimeReport) -> String {
+    if lt.main_blocks[0] == 0 {
+        return "load-time constants: none (no initialisation phase: no `main` that sets an \
+                option's state before its work)"
+            .to_string();
+    }
+    let rewritten: Vec<String> = lt
+        .rewritten
+        .iter()
+        .map(|r| format!("{} ({})", r.option, r.at))
+        .collect();
+    format!(
+        "load-time constants (written only by the initialisation: {} of {} blocks of main, to \
+         {}, and {} functions called only there): {}; written after it: {}",
+        lt.main_blocks[0],
+        lt.main_blocks[1],
+        lt.end.as_deref().unwrap_or("?"),
+        lt.init_functions,
+        none_or_list(&lt.constant),
+        none_or_list(&rewritten),
+    )
+}
+
+/// Names joined by commas, or `none`.
+fn none_or_list(items: &[String]) -> String {
+    if items.is_empty() {
+        "none".to_string()
+    } else {
+        items.join(", ")
+    }
+}
+
+/// Dynamic confirmation in a line or two: what it observed and dropped, and whether failed
+/// runs kept it from dropping anything.
+fn confirmation_lines(c: &crate::Confirmation) -> Vec<String> {
+    let mut lines = Vec::new();
+    let sets = |sets: &[Vec<String>]| {
+        if sets.is_empty() {
+            "none".to_string()
+        } else {
+            sets.iter()
+                .map(|i| format!("{{{}}}", i.join(",")))
+                .collect::<Vec<_>>()
+                .join(" ")
+        }
+    };
+    lines.push(format!(
+        "dynamic confirmation: {} runs of workload `{}` (the static cover) in {:.1} s \
+             observed {} tainted branches: {} went one way in every run, {} never ran; \
+             {} of {} functions never entered{}; \
+             static interactions {} ({} configurations); dropped: {}",
+        c.runs,
+        c.workload,
+        c.seconds,
+        c.branches_observed,
+        c.branches_decided,
+        c.branches_never_run,
+        c.functions_never_entered.len(),
+        c.functions_observed,
+        first_names(&c.functions_never_entered, 5),
+        sets(&c.static_interactions),
+        c.static_configurations,
+        sets(&c.dropped),
+    ));
+    if !c.failed.is_empty() {
+        lines.push(format!(
+            "WARNING: dynamic confirmation confirmed nothing away: {} observed runs \
+                 failed ({}), and a failed run may have gone the other way anywhere",
+            c.failed.len(),
+            instrumented::failed::listed(&c.failed)
+        ));
+    }
+    lines
 }
 
 impl std::fmt::Display for InstrumentationReport {

@@ -23,6 +23,17 @@ pub enum FeatureSource {
     Derived,
 }
 
+impl std::fmt::Display for FeatureSource {
+    /// Who mapped the function, as a reader says it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FeatureSource::Annotation => "an annotation",
+            FeatureSource::Spec => "the spec",
+            FeatureSource::Derived => "the static analysis",
+        })
+    }
+}
+
 /// One mapped function, as the report shows it.
 #[derive(Clone, Debug, Serialize)]
 pub struct MappedFunction {

@@ -12,13 +12,16 @@
 //! S-Ref and S-Mand), the self times are summed per term (Algorithm 3), with the
 //! instrumentation's cost per visit taken out (§5.1). [`unseen`] lists what such a model
 //! cannot see — options that change time through data flow or inside a function's own code
-//! — so the output says so. [`run`] is the approach as one call returning a [`Report`].
+//! — so the output says so. [`pipeline`] runs the approach on a C program, one function per
+//! stage, and [`run`] is the whole approach as one call returning a [`Report`].
 //!
 //! Architecture invariant: `features`, `model` and `unseen` know nothing of processes or
-//! LLVM; only `run` builds and runs programs, through `instrumented`, `llvm` and `measure`.
+//! LLVM; only `pipeline` builds and runs programs, through `instrumented`, `llvm` and
+//! `measure`.
 
 pub mod features;
 pub mod model;
+pub mod pipeline;
 mod run;
 pub mod unseen;
 

@@ -257,10 +257,15 @@ pub fn observe_run(
         .push((runtime::OBSERVE_ENV.into(), "1".into()));
     let result = runner::run(&invocation);
     if !result.outcome.is_ok() {
+        let last = result.stderr_tail.lines().last().unwrap_or("");
         return Err(format!(
-            "the observing build {}: {}",
+            "the observing build {}{}",
             result.outcome.describe(),
-            result.stderr_tail.lines().last().unwrap_or("")
+            if last.is_empty() {
+                String::new()
+            } else {
+                format!(": {last}")
+            }
         ));
     }
     runtime::RegionTimes::read(out).map_err(|e| e.to_string())

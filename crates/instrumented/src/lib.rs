@@ -7,11 +7,14 @@
 //! measurements (a changed program is measured afresh, a rerun resumes); [`measure_instrumented`]
 //! runs it on configurations through `measure`'s campaign, storing each run's region times;
 //! [`region_times_per_configuration`] reads them back. [`Session`] bundles what an approach's `run` needs
-//! (spec, workload, store, tools) and [`Reporter`] receives its progress.
+//! (spec, workload, store, tools) and [`Reporter`] receives its progress. [`failed`] is what
+//! every approach does with configurations whose runs failed: an error naming them, or (with
+//! [`Settings::allow_failed`]) a model without the terms that rest on them, which it names.
 //!
 //! Architecture invariant: no approach's algorithms live here (regions, partitions, models
 //! belong to the approach crates); no LLVM types (through `llvm`'s API only).
 
+pub mod failed;
 pub mod infer;
 pub mod native;
 mod table;
@@ -28,7 +31,7 @@ use measure::{SystemSpec, Workload};
 use sha2::{Digest, Sha256};
 use space::{Configuration, OptionId};
 
-pub use table::{influence_of_table, levels, reference_choices};
+pub use table::{TableInfluence, influence_of_table, levels, reference_choices};
 
 /// Everything that can go wrong; one line each.
 #[derive(Debug, thiserror::Error)]
@@ -67,9 +70,23 @@ pub struct Settings {
     /// build in `work_dir` must be on a file system the nodes see; the approaches' other
     /// runs (taint tracking, calibration) are made here.
     pub backend: Backend,
+    /// Build the model although some measured configurations failed (crashed, timed out):
+    /// the terms that rest on their cells are left out and named ([`failed`]). Default: a
+    /// failed configuration is an error naming it.
+    pub allow_failed: bool,
 }
 
 impl Settings {
+    /// A campaign of the program as the spec runs it, run where these settings say and
+    /// retrying failed configurations as they say.
+    pub fn campaign<'a>(&self, spec: &'a SystemSpec, workload: &'a Workload) -> Campaign<'a> {
+        Campaign {
+            retry_failed: self.retry_failed,
+            backend: self.backend.clone(),
+            ..Campaign::new(spec, workload)
+        }
+    }
+
     pub fn new(work_dir: PathBuf) -> Settings {
         Settings {
             // Absolute: the builds run from the spec's directory, not from knobs' own.
@@ -79,6 +96,7 @@ impl Settings {
             retry_failed: false,
             test_clock: false,
             backend: Backend::Local,
+            allow_failed: false,
         }
     }
 
@@ -484,9 +502,7 @@ pub fn measure_instrumented(
         variant: variant.to_string(),
         program: Some(binary.to_path_buf()),
         regions: Some(output),
-        retry_failed: settings.retry_failed,
-        backend: settings.backend.clone(),
-        ..Campaign::new(spec, workload)
+        ..settings.campaign(spec, workload)
     };
     Ok(campaign.run(store, configurations, on_event)?)
 }

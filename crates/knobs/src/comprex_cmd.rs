@@ -71,6 +71,11 @@ pub struct ComprexArgs {
     /// one clock, so each clock's profiled runs are measured and stored apart.
     #[arg(long, value_enum, default_value = "auto")]
     profile_clock: crate::crush_cmd::RegionClockArg,
+    /// Build the model although some configurations failed (crashed, timed out), when every
+    /// subspace still has a configuration that ran (else the error names the region and the
+    /// subspace). Default: failed configurations are an error naming them.
+    #[arg(long)]
+    allow_failed: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -87,7 +92,8 @@ enum FitArg {
 }
 
 pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
-    let session = args.session.open("comprex")?;
+    let mut session = args.session.open("comprex")?;
+    session.settings.allow_failed = args.allow_failed;
     let options = Options {
         analysis_workload: args.analysis_workload,
         granularity: match args.granularity {

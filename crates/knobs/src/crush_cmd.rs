@@ -56,6 +56,11 @@ pub struct CrushArgs {
     /// the native program's time in it, which the runs of `knobs measure` store).
     #[arg(long)]
     no_native_correction: bool,
+    /// Build the model although some configurations failed (crashed, timed out): the terms
+    /// that rest on cells only they measure are left out, and named in the output and the
+    /// model. Default: failed configurations are an error naming them.
+    #[arg(long)]
+    allow_failed: bool,
 }
 
 /// A clock flag's values (`--region-clock`, `knobs comprex --profile-clock`).
@@ -84,7 +89,8 @@ enum StopAfter {
 }
 
 pub fn crush(args: CrushArgs) -> Result<Outcome> {
-    let session = args.session.open("configcrusher")?;
+    let mut session = args.session.open("configcrusher")?;
+    session.settings.allow_failed = args.allow_failed;
     let explain: Vec<String> = args
         .explain
         .iter()
@@ -128,6 +134,9 @@ fn render(report: &Report) -> Result<()> {
             eprintln!("{clocks}");
         }
         crate::print_model_output(output)?;
+    }
+    for unmeasured in &report.unmeasured {
+        eprintln!("WARNING: {unmeasured}");
     }
     for note in &report.notes {
         eprintln!("note: {note}");

@@ -40,10 +40,16 @@ pub struct FamilyArgs {
     /// measurements.
     #[arg(long, value_enum, default_value = "auto")]
     region_clock: crate::crush_cmd::RegionClockArg,
+    /// Build the model although some runs of the variant simulator failed (crashed, timed
+    /// out): the terms of the values only they select are left out, and named in the output
+    /// and the model. Default: failed runs are an error naming them.
+    #[arg(long)]
+    allow_failed: bool,
 }
 
 pub fn family(args: FamilyArgs) -> Result<Outcome> {
-    let session = args.session.open("family")?;
+    let mut session = args.session.open("family")?;
+    session.settings.allow_failed = args.allow_failed;
     let options = Options {
         derive: !args.no_derive,
         model_path: args.out,
@@ -64,42 +70,7 @@ pub fn family(args: FamilyArgs) -> Result<Outcome> {
 /// The report as text: the feature map and what the model cannot see on stderr, the model
 /// on stdout.
 fn render(report: &Report) -> Result<()> {
-    for f in &report.features {
-        eprintln!(
-            "  {} → {} ({:?}: {})",
-            f.function, f.feature, f.source, f.why
-        );
-    }
-    if !report.fixed_settings.is_empty() {
-        eprintln!(
-            "the analysis assumed {} fixed settings of the workload (observed in a few configurations, not checked in the runs): {}",
-            report.fixed_settings.len(),
-            report.fixed_settings.join(", ")
-        );
-    }
-    if !report.unmapped_options.is_empty() {
-        eprintln!(
-            "options without a function: {} (no term of their own)",
-            report.unmapped_options.join(", ")
-        );
-    }
-    const SHOWN: usize = 10;
-    for u in report.unseen.iter().take(SHOWN) {
-        eprintln!(
-            "  unseen: {}:{} in {} on {}: {}",
-            u.file,
-            u.line,
-            u.function,
-            u.options.join(", "),
-            u.why
-        );
-    }
-    if report.unseen.len() > SHOWN {
-        eprintln!(
-            "  … and {} more decisions it cannot see (--json lists them all)",
-            report.unseen.len() - SHOWN
-        );
-    }
+    print_analysis(report);
     if !report.unprobed.is_empty() {
         eprintln!(
             "hot tiny functions left untimed (their time is their callers'): {}",
@@ -137,8 +108,51 @@ fn render(report: &Report) -> Result<()> {
     if let Some(output) = &report.output {
         crate::print_model_output(output)?;
     }
+    for unmeasured in &report.unmeasured {
+        eprintln!("WARNING: {unmeasured}");
+    }
     for note in &report.notes {
         eprintln!("note: {note}");
     }
     Ok(())
+}
+
+/// On stderr: the feature map, the fixed settings assumed, and what the model cannot see.
+fn print_analysis(report: &Report) {
+    for f in &report.features {
+        eprintln!(
+            "  {} → {}, by {}: {}",
+            f.function, f.feature, f.source, f.why
+        );
+    }
+    if !report.fixed_settings.is_empty() {
+        eprintln!(
+            "the analysis assumed {} fixed settings of the workload (observed in a few configurations, not checked in the runs): {}",
+            report.fixed_settings.len(),
+            report.fixed_settings.join(", ")
+        );
+    }
+    if !report.unmapped_options.is_empty() {
+        eprintln!(
+            "options without a function: {} (no term of their own)",
+            report.unmapped_options.join(", ")
+        );
+    }
+    const SHOWN: usize = 10;
+    for u in report.unseen.iter().take(SHOWN) {
+        eprintln!(
+            "  unseen: {}:{} in {} on {}: {}",
+            u.file,
+            u.line,
+            u.function,
+            u.options.join(", "),
+            u.why
+        );
+    }
+    if report.unseen.len() > SHOWN {
+        eprintln!(
+            "  … and {} more decisions it cannot see (--json lists them all)",
+            report.unseen.len() - SHOWN
+        );
+    }
 }

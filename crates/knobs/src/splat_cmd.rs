@@ -34,10 +34,16 @@ pub struct SplatArgs {
     /// beside the spec).
     #[arg(long, short = 'o')]
     out: Option<PathBuf>,
+    /// Build the model although some configurations failed (crashed, timed out): the terms
+    /// that rest on their paths are left out, and named in the output and the model.
+    /// Default: failed configurations are an error naming them.
+    #[arg(long)]
+    allow_failed: bool,
 }
 
 pub fn splat(args: SplatArgs) -> Result<Outcome> {
-    let session = args.session.open("splat")?;
+    let mut session = args.session.open("splat")?;
+    session.settings.allow_failed = args.allow_failed;
     let options = Options {
         reach: if args.delayed {
             Reach::Decision
@@ -72,7 +78,11 @@ fn render(report: &Report) -> Result<()> {
             } else {
                 p.reached.join(" → ")
             },
-            p.seconds.map(|s| format!("  {s:.4} s")).unwrap_or_default()
+            match (p.seconds, &report.measurement) {
+                (Some(s), _) => format!("  {s:.4} s"),
+                (None, Some(_)) => "  no successful run".to_string(),
+                (None, None) => String::new(),
+            }
         );
     }
     eprintln!(
@@ -90,6 +100,9 @@ fn render(report: &Report) -> Result<()> {
     }
     if let Some(output) = &report.output {
         crate::print_model_output(output)?;
+    }
+    for unmeasured in &report.unmeasured {
+        eprintln!("WARNING: {unmeasured}");
     }
     for note in &report.notes {
         eprintln!("note: {note}");

@@ -135,6 +135,14 @@ fn one_run_gives_the_printer_drivers_model() {
         "{stderr}"
     );
     assert!(stderr.contains("model written to"), "{stderr}");
+    // Where each feature came from, in words (not the enum's names).
+    for mapped in [
+        "print_autoscan → AutoScan, by the static analysis: every call is guarded by it",
+        "print_logging → Logging, by the spec: matches `print_logging`",
+        "scan_logging → Logging, by an annotation: annotated `knobs:feature=Logging`",
+    ] {
+        assert!(stderr.contains(mapped), "{mapped} not in {stderr}");
+    }
 
     // `knobs evaluate` takes the model against brute force of the native program.
     knobs()

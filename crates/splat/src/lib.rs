@@ -12,12 +12,15 @@
 //! (`instrumented::taint_build`), whose runtime writes the two orders.
 //!
 //! [`explore`] is the search (runs are callbacks), [`table`] turns explored paths and their
-//! times into a model, [`run`] is the approach as one call returning a [`Report`].
+//! times into a model, [`pipeline`] runs the approach on a C program, one function per stage
+//! (explore, reached options, measure, times, model), and [`run`] is the whole approach as
+//! one call returning a [`Report`].
 //!
 //! Architecture invariant: the search and the table know nothing of processes or LLVM;
-//! only `run` builds and runs programs, through `instrumented` and `measure`.
+//! only `pipeline` builds and runs programs, through `instrumented` and `measure`.
 
 mod explore;
+pub mod pipeline;
 mod run;
 pub mod table;
 

@@ -1,17 +1,14 @@
-//! SPLat as one call: [`run`] builds the taint-instrumented program, explores (taint runs on
-//! the analysis workload), measures the explored configurations end to end through the
-//! results store (the program as the spec runs it, the runs `knobs measure` would make), and
-//! writes the table as a model file.
+//! SPLat as one call: [`run`] sequences the stages of [`crate::pipeline`] over a
+//! [`Session`] and returns a serialisable [`Report`]; progress goes to a [`Reporter`].
 
 use std::path::PathBuf;
-use std::time::Instant;
 
 use instrumented::{ModelOutput, Reporter, Session};
-use measure::campaign::{Campaign, CampaignReport};
-use serde::{Deserialize, Serialize};
+use measure::campaign::CampaignReport;
+use serde::Serialize;
 use space::{OptionId, ValidConfigurations};
 
-use crate::table::PathTable;
+use crate::pipeline;
 use crate::{Error, Reach};
 
 /// What `run` does beyond the session's defaults.
@@ -64,6 +61,9 @@ pub struct Report {
     /// Seconds of the taint runs.
     pub exploration_seconds: f64,
     pub measurement: Option<CampaignReport>,
+    /// The cells of the table no successful run measured (`--allow-failed`), and the terms
+    /// the model leaves out for them.
+    pub unmeasured: Vec<instrumented::failed::Unmeasured>,
     #[serde(flatten)]
     pub output: Option<ModelOutput>,
     pub notes: Vec<String>,
@@ -74,20 +74,13 @@ pub struct PathReport {
     pub configuration: String,
     /// `name=value` in the order the path reached them.
     pub reached: Vec<String>,
-    /// The measured time, the fastest-half mean of its runs (absent until measured).
+    /// The measured time, the fastest-half mean of its runs (absent until measured, and
+    /// when its runs failed).
     pub seconds: Option<f64>,
 }
 
-/// The part of a taint-run record SPLat reads (`docs/comprex-records.md`).
-#[derive(Deserialize)]
-struct Orders {
-    #[serde(default)]
-    reads: Option<Vec<String>>,
-    #[serde(default)]
-    decided: Option<Vec<String>>,
-}
-
-/// Runs SPLat (or SPLat-delayed, as `options.reach` says).
+/// Runs SPLat (or SPLat-delayed, as `options.reach` says): the stages of
+/// [`crate::pipeline`] in order.
 pub fn run(
     session: &Session,
     options: &Options,
@@ -105,6 +98,15 @@ pub fn run(
         Reach::Read => "splat",
         Reach::Decision => "splat-delayed",
     };
+    let explored = pipeline::explore(
+        spec,
+        settings,
+        analysis,
+        options.reach,
+        options.max_runs,
+        reporter,
+    )?;
+    let reached = pipeline::reached(&valid, &explored.exploration)?;
     let mut report = Report {
         system: spec.name.clone(),
         approach: approach.into(),
@@ -112,154 +114,46 @@ pub fn run(
         workload: workload.name.clone(),
         analysis_workload: analysis.name.clone(),
         total_configurations: u128::try_from(&valid.count()).unwrap_or(u128::MAX),
-        paths: Vec::new(),
-        complete: false,
-        reached: Vec::new(),
-        unreached: Vec::new(),
-        taint_runs: 0,
-        exploration_seconds: 0.0,
+        paths: path_reports(spec, &explored.exploration),
+        complete: explored.exploration.complete,
+        reached: reached.reached.clone(),
+        unreached: reached.unreached.clone(),
+        taint_runs: explored.exploration.runs,
+        exploration_seconds: explored.seconds,
         measurement: None,
+        unmeasured: Vec::new(),
         output: None,
-        notes: Vec::new(),
+        notes: exploration_notes(&explored, &reached, options.max_runs),
     };
-
-    reporter.note("building the taint-instrumented program");
-    let taint = instrumented::taint_build(spec, settings, "SPLat")?;
-    spec.prepare_workload(analysis)?;
-    let out = settings.work_dir.join("taint-run.json");
-    let started = Instant::now();
-    let exploration = crate::explore(&valid, options.max_runs, |config| {
-        let json = instrumented::taint_run(spec, &taint.binary, config, analysis, &out)?;
-        let orders: Orders = serde_json::from_str(&json)
-            .map_err(|e| format!("{}: malformed taint record: {e}", out.display()))?;
-        let names = match options.reach {
-            Reach::Read => orders.reads,
-            Reach::Decision => orders.decided,
-        }
-        .ok_or_else(|| {
-            format!(
-                "{}: the taint record has no reading orders (a runtime older than this knobs?)",
-                out.display()
-            )
-        })?;
-        let ids = names
-            .iter()
-            .map(|n| {
-                spec.space
-                    .find(n)
-                    .ok_or_else(|| format!("the program reached unknown option `{n}`"))
-            })
-            .collect::<Result<Vec<OptionId>, String>>()?;
-        reporter.note(&format!(
-            "path of `{}`: {}",
-            spec.space.format_configuration(config),
-            if names.is_empty() {
-                "no option".to_string()
-            } else {
-                names.join(", ")
-            }
-        ));
-        Ok(ids)
-    })?;
-    report.exploration_seconds = started.elapsed().as_secs_f64();
-    report.complete = exploration.complete;
-    report.taint_runs = exploration.runs;
-    if !exploration.complete {
-        report.notes.push(format!(
-            "the exploration stopped at {} configurations (--max-runs) with combinations of reached options unexplored: the model predicts those from the paths it has",
-            options.max_runs
-        ));
-    }
-    let table = PathTable::new(&valid, &exploration.paths)?;
-    let reached = table.options();
-    report.reached = reached
-        .iter()
-        .map(|o| spec.space.option(*o).name.clone())
-        .collect();
-    // An option the constraints fix (a mandatory group's parent) has nothing to reach.
-    let varies = |o: OptionId| {
-        (0..spec.space.option(o).arity() as u32)
-            .filter(|v| valid.allows(&[(o, *v)]))
-            .take(2)
-            .count()
-            > 1
-    };
-    report.unreached = spec
-        .space
-        .ids()
-        .filter(|o| !reached.contains(o) && varies(*o))
-        .map(|o| spec.space.option(o).name.clone())
-        .collect();
-    let literal = |(o, v): (OptionId, u32)| {
-        let option = spec.space.option(o);
-        format!("{}={}", option.name, option.format_value(v))
-    };
-    report.paths = exploration
-        .paths
-        .iter()
-        .map(|p| PathReport {
-            configuration: spec.space.format_configuration(&p.configuration),
-            reached: p.reached.iter().copied().map(literal).collect(),
-            seconds: None,
-        })
-        .collect();
-    if !report.unreached.is_empty() {
-        report.notes.push(format!(
-            "no path reached {}: the model predicts the same time whatever their values (check their sources if they matter)",
-            report.unreached.join(", ")
-        ));
-    }
     reporter.note(&format!(
         "explored {} configurations ({} taint runs) in {:.1} s; measuring them end to end",
-        exploration.paths.len(),
-        exploration.runs,
+        report.paths.len(),
+        report.taint_runs,
         report.exploration_seconds
     ));
 
     let store = session.store()?;
-    spec.prepare_workload(workload)?;
-    let configurations: Vec<_> = exploration
+    let configurations: Vec<_> = explored
+        .exploration
         .paths
         .iter()
         .map(|p| p.configuration.clone())
         .collect();
-    let campaign = Campaign {
-        retry_failed: settings.retry_failed,
-        backend: settings.backend.clone(),
-        ..Campaign::new(spec, workload)
-    };
-    let measured = campaign.run(&store, &configurations, &mut |e| reporter.measurement(e))?;
-    if let Some((configuration, why)) = measured.failed.first() {
-        return Err(Error::Invalid(format!(
-            "configuration `{configuration}` failed to run: {why} (and {} more)",
-            measured.failed.len() - 1
-        )));
-    }
+    let (measured, failed) =
+        pipeline::measure_paths(&store, settings, spec, workload, &configurations, reporter)?;
     report.measurement = Some(measured);
-    let selection = instrumented::selection(spec, workload, "");
-    let (metric, _) = store.resolve_metric(&selection, spec.measure.metric)?;
-    let measured_times: std::collections::BTreeMap<String, f64> = store
-        .summaries(&selection, metric)?
-        .into_iter()
-        .filter_map(|s| Some((s.configuration, s.summary?.value)))
+    report.notes.extend(failed);
+    let texts: Vec<String> = report
+        .paths
+        .iter()
+        .map(|p| p.configuration.clone())
         .collect();
-    let mut times = Vec::with_capacity(report.paths.len());
-    for path in &mut report.paths {
-        let seconds = *measured_times.get(&path.configuration).ok_or_else(|| {
-            Error::Invalid(format!(
-                "configuration `{}` has no successful run in the store",
-                path.configuration
-            ))
-        })?;
-        path.seconds = Some(seconds);
-        times.push(seconds);
+    let (times, metric) = pipeline::path_times(&store, spec, workload, &texts)?;
+    for (path, seconds) in report.paths.iter_mut().zip(&times) {
+        path.seconds = *seconds;
     }
-
-    let mut file = table.model(&valid, &times)?;
-    file.metric = Some(format!("{}, end to end", metric.name()));
-    // A reader of the model alone must see which options it is blind to.
-    file.provenance
-        .insert("unreached".into(), report.unreached.clone().into());
+    let mut file = pipeline::build_model(&reached, &valid, &times, metric)?;
+    report.unmeasured = instrumented::failed::recorded(&file);
     report.output = Some(instrumented::save_model(
         &mut file,
         session,
@@ -269,4 +163,43 @@ pub fn run(
         options.model_path.clone(),
     )?);
     Ok(report)
+}
+
+/// Every explored configuration with the options its path reached (not yet measured).
+fn path_reports(spec: &measure::SystemSpec, exploration: &crate::Exploration) -> Vec<PathReport> {
+    let literal = |(o, v): (OptionId, u32)| {
+        let option = spec.space.option(o);
+        format!("{}={}", option.name, option.format_value(v))
+    };
+    exploration
+        .paths
+        .iter()
+        .map(|p| PathReport {
+            configuration: spec.space.format_configuration(&p.configuration),
+            reached: p.reached.iter().copied().map(literal).collect(),
+            seconds: None,
+        })
+        .collect()
+}
+
+/// What the exploration leaves the model blind to: combinations it stopped before, options
+/// no path reached.
+fn exploration_notes(
+    explored: &pipeline::Explored,
+    reached: &pipeline::Reached,
+    max_runs: usize,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    if !explored.exploration.complete {
+        notes.push(format!(
+            "the exploration stopped at {max_runs} configurations (--max-runs) with combinations of reached options unexplored: the model predicts those from the paths it has"
+        ));
+    }
+    if !reached.unreached.is_empty() {
+        notes.push(format!(
+            "no path reached {}: the model predicts the same time whatever their values (check their sources if they matter)",
+            reached.unreached.join(", ")
+        ));
+    }
+    notes
 }

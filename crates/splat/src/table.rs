@@ -10,6 +10,9 @@ use space::{OptionId, ValidConfigurations};
 
 use crate::{Error, Path};
 
+/// The region the table's unmeasured cells are recorded under: it models the whole program.
+const PROGRAM: &str = "program";
+
 /// The explored paths as a tree of choices.
 #[derive(Clone, Debug)]
 pub struct PathTable {
@@ -107,29 +110,52 @@ impl PathTable {
 
     /// The table as a model file: influence terms over the reached options (with
     /// alternatives against a reference member), or a regression tree when they have more
-    /// than 2^20 value combinations. `times[p]` is path `p`'s measured time.
-    pub fn model(&self, valid: &ValidConfigurations, times: &[f64]) -> Result<ModelFile, Error> {
+    /// than 2^20 value combinations. `times[p]` is path `p`'s measured time, `None` when its
+    /// runs failed: the terms that rest on it are left out, and the model records which
+    /// (`instrumented::failed`); a regression tree cannot leave a leaf out, so there it is
+    /// an error.
+    pub fn model(
+        &self,
+        valid: &ValidConfigurations,
+        times: &[Option<f64>],
+    ) -> Result<ModelFile, Error> {
         let space = valid.space();
         let options = self.options();
         let combinations = options
             .iter()
             .try_fold(1usize, |acc, o| acc.checked_mul(space.option(*o).arity()));
         if combinations.is_some_and(|n| n <= 1 << model::MAX_OPTIONS) {
-            let terms = instrumented::influence_of_table(valid, &options, |digits| {
+            let table = instrumented::influence_of_table(valid, &options, |digits| {
                 let p = self.path_of(|o| {
                     options
                         .iter()
                         .position(|x| *x == o)
                         .map_or(0, |j| digits[j])
                 });
-                Some(times[p])
+                times[p]
             })?;
-            let mut file = ModelFile::new(terms);
+            let mut file = ModelFile::new(table.terms);
             file.express_against_reference(&instrumented::reference_choices(space)?);
+            if !table.unmeasured.is_empty() {
+                let unmeasured = instrumented::failed::Unmeasured {
+                    region: PROGRAM.into(),
+                    cells: table.unmeasured,
+                    terms_left_out: table.left_out,
+                };
+                instrumented::failed::record(&mut file, &[unmeasured]);
+            }
             return Ok(file);
         }
+        let Some(times) = times.iter().copied().collect::<Option<Vec<f64>>>() else {
+            return Err(Error::Invalid(format!(
+                "{} of the paths have no successful run, and a regression tree (over more than \
+                 2^{} value combinations) cannot leave them out",
+                times.iter().filter(|t| t.is_none()).count(),
+                model::MAX_OPTIONS
+            )));
+        };
         let mut tree = Vec::new();
-        self.emit(valid, 0, times, &mut tree);
+        self.emit(valid, 0, &times, &mut tree);
         Ok(ModelFile::from_trees(vec![Tree { nodes: tree }]))
     }
 
@@ -208,15 +234,19 @@ mod tests {
     use super::*;
     use space::ConfigSpace;
 
-    #[test]
-    fn the_table_predicts_each_path_and_ignores_unreached_options() {
+    /// Binary options `names`.
+    fn binary_space(names: &[&str]) -> ConfigSpace {
         let mut s = ConfigSpace::new("t");
-        for n in ["A", "B", "C"] {
+        for n in names {
             s.add_binary(n, None, false).unwrap();
         }
-        let valid = ValidConfigurations::new(&s).unwrap();
+        s
+    }
+
+    /// The paths of a program that reads A, and B when A is on; no other option.
+    fn paths_reading_a_then_b(s: &ConfigSpace) -> (ValidConfigurations<'_>, crate::Exploration) {
+        let valid = ValidConfigurations::new(s).unwrap();
         let id = |n: &str| s.find(n).unwrap();
-        // A off: nothing else read (1 s); A on: B read (2 s off, 5 s on). C never read.
         let e = crate::explore(&valid, 10, |c| {
             Ok(if c.0[0] == 1 {
                 vec![id("A"), id("B")]
@@ -225,6 +255,14 @@ mod tests {
             })
         })
         .unwrap();
+        (valid, e)
+    }
+
+    #[test]
+    fn the_table_predicts_each_path_and_ignores_unreached_options() {
+        // A off: nothing else read (1 s); A on: B read (2 s off, 5 s on). C never read.
+        let s = binary_space(&["A", "B", "C"]);
+        let (valid, e) = paths_reading_a_then_b(&s);
         let times: Vec<f64> = e
             .paths
             .iter()
@@ -235,7 +273,8 @@ mod tests {
             })
             .collect();
         let table = PathTable::new(&valid, &e.paths).unwrap();
-        let file = table.model(&valid, &times).unwrap();
+        let measured: Vec<Option<f64>> = times.iter().copied().map(Some).collect();
+        let file = table.model(&valid, &measured).unwrap();
         assert_eq!(file.terms.format(2), "1.00 + 3.00·A·B + 1.00·A");
         let mut tree = Vec::new();
         table.emit(&valid, 0, &times, &mut tree);
@@ -248,5 +287,34 @@ mod tests {
         ] {
             assert_eq!(bound.predict(&row), want);
         }
+    }
+
+    /// A path whose runs failed is no cell of zero time: the terms that rest on it are left
+    /// out of the model, which names them and the cell.
+    #[test]
+    fn a_failed_path_leaves_its_terms_out_and_says_so() {
+        let s = binary_space(&["A", "B"]);
+        let (valid, e) = paths_reading_a_then_b(&s);
+        // A on and B on crashed.
+        let times: Vec<Option<f64>> = e
+            .paths
+            .iter()
+            .map(|p| match (p.configuration.0[0], p.configuration.0[1]) {
+                (0, _) => Some(1.0),
+                (1, 0) => Some(2.0),
+                _ => None,
+            })
+            .collect();
+        let table = PathTable::new(&valid, &e.paths).unwrap();
+        let file = table.model(&valid, &times).unwrap();
+        assert_eq!(file.terms.format(2), "1.00 + 1.00·A");
+        assert_eq!(
+            instrumented::failed::recorded(&file),
+            [instrumented::failed::Unmeasured {
+                region: "program".into(),
+                cells: vec!["A, B".into()],
+                terms_left_out: vec!["A·B".into()],
+            }]
+        );
     }
 }

@@ -3,9 +3,9 @@
 //! (`instrumented::auto_clock`). The profiler records one clock per run, so the choice is
 //! made before the profiled runs, from the program's own runs.
 
-use super::overhead::choose;
 use crate::Error;
 use instrumented::RegionClock;
+use instrumented::native::choose;
 use measure::runner;
 use measure::store::Store;
 use measure::{Metric, SystemSpec, Workload};
@@ -193,4 +193,17 @@ pub fn sampled_by(workload: &Workload, clock: RegionClock) -> Workload {
     w.env
         .insert(runtime::profiler::CLOCK_VAR.into(), clock.name().into());
     w
+}
+
+/// The profiler's sampling period on `workload`, in seconds: the resolution of every region
+/// time it measures (its environment's `KNOBS_PROFILE_PERIOD_US` where the runtime accepts
+/// it, else the runtime's default).
+pub fn sampling_period(workload: &Workload) -> f64 {
+    let us = workload
+        .env
+        .get(runtime::profiler::PERIOD_VAR)
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|us| (10..=1_000_000).contains(us))
+        .unwrap_or(runtime::profiler::DEFAULT_PERIOD_US);
+    us as f64 * 1e-6
 }

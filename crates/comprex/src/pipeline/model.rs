@@ -131,6 +131,14 @@ pub fn build_model_corrected(
     let provenance = &mut model.file.provenance;
     provenance.insert("approach".into(), "comprex".into());
     provenance.insert("profile_clock".into(), clock.name().into());
+    // What one sample is worth: a region's time in one run is a whole number of them (not on
+    // the test clock, whose samples are the program's own counted work).
+    if !profiled.test_clock {
+        provenance.insert(
+            "profile_period_seconds".into(),
+            super::clock::sampling_period(workload).into(),
+        );
+    }
     provenance.insert("variant".into(), profiled.variant.clone().into());
     provenance.insert("workload".into(), workload.name.clone().into());
     provenance.insert(

@@ -32,7 +32,7 @@ pub struct Profiled {
 /// sampling profiler ([`Settings::profiler_runtime`]: its test clock with
 /// [`Settings::test_clock`], and the program then takes its own samples). Time in methods
 /// without a probe is charged to the innermost probed method on the call stack, or to the
-/// base. After [`super::taint::fold`], the methods left unprobed by [`super::probes::select_probes`] are no longer
+/// base. After [`super::taint::fold`], the methods probe selection left unprobed are no longer
 /// regions, so they get no probe.
 pub fn instrument_methods(
     spec: &SystemSpec,

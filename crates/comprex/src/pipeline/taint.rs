@@ -111,7 +111,7 @@ pub(super) fn taint_runner<'a>(
     }
 }
 
-/// Re-partitions after [`super::probes::select_probes`]: the decisions of each unprobed method refine the
+/// Re-partitions after probe selection: the decisions of each unprobed method refine the
 /// partitions of the methods its time goes to (`comprex::Explorer::fold_methods`), replaying
 /// the earlier taint runs; if that leaves subspaces unexplored, more taint runs follow.
 /// Returns the number of new runs.

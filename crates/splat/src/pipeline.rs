@@ -1,0 +1,196 @@
+//! SPLat on a C program, one function per stage:
+//!
+//! 1. [`explore`]: build the taint-instrumented program (`instrumented::taint_build`) and
+//!    run the search ([`crate::explore`]) with it on the analysis workload, each run's path
+//!    read from its taint record;
+//! 2. [`reached`]: the paths as a table ([`PathTable`]), the options some path reached and
+//!    those none did;
+//! 3. [`measure_paths`]: every explored configuration measured end to end through the
+//!    results store (the runs `knobs measure` would make); failed configurations are an error
+//!    unless `instrumented::Settings::allow_failed`;
+//! 4. [`path_times`]: each path's measured time from the store (`None` when its runs failed);
+//! 5. [`build_model`]: the table as a model file, the options it is blind to in its
+//!    provenance.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Instant;
+
+use instrumented::Reporter;
+use measure::campaign::CampaignReport;
+use measure::store::Store;
+use measure::{SystemSpec, Workload};
+use model::ModelFile;
+use serde::Deserialize;
+use space::{Configuration, OptionId, ValidConfigurations};
+
+use crate::table::PathTable;
+use crate::{Error, Exploration, Reach};
+
+/// The part of a taint-run record SPLat reads (`docs/comprex-records.md`).
+#[derive(Deserialize)]
+struct Orders {
+    #[serde(default)]
+    reads: Option<Vec<String>>,
+    #[serde(default)]
+    decided: Option<Vec<String>>,
+}
+
+/// The search's result, and how long its taint runs took.
+pub struct Explored {
+    pub exploration: Exploration,
+    pub seconds: f64,
+}
+
+/// Stage 1: the taint-instrumented program, run configuration by configuration on
+/// `analysis` until every combination of reached options has run (at most `max_runs`).
+pub fn explore(
+    spec: &SystemSpec,
+    settings: &instrumented::Settings,
+    analysis: &Workload,
+    reach: Reach,
+    max_runs: usize,
+    reporter: &mut dyn Reporter,
+) -> Result<Explored, Error> {
+    let valid = ValidConfigurations::new(&spec.space)?;
+    reporter.note("building the taint-instrumented program");
+    let taint = instrumented::taint_build(spec, settings, "SPLat")?;
+    spec.prepare_workload(analysis)?;
+    let out = settings.work_dir.join("taint-run.json");
+    let started = Instant::now();
+    let exploration = crate::explore(&valid, max_runs, |config| {
+        let json = instrumented::taint_run(spec, &taint.binary, config, analysis, &out)?;
+        let names = reached_options(&json, reach, &out)?;
+        let ids = names
+            .iter()
+            .map(|n| {
+                spec.space
+                    .find(n)
+                    .ok_or_else(|| format!("the program reached unknown option `{n}`"))
+            })
+            .collect::<Result<Vec<OptionId>, String>>()?;
+        reporter.note(&format!(
+            "path of `{}`: {}",
+            spec.space.format_configuration(config),
+            if names.is_empty() {
+                "no option".to_string()
+            } else {
+                names.join(", ")
+            }
+        ));
+        Ok(ids)
+    })?;
+    Ok(Explored {
+        exploration,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// The options a taint record (written to `out`) says the run reached, in order.
+fn reached_options(json: &str, reach: Reach, out: &Path) -> Result<Vec<String>, String> {
+    let orders: Orders = serde_json::from_str(json)
+        .map_err(|e| format!("{}: malformed taint record: {e}", out.display()))?;
+    match reach {
+        Reach::Read => orders.reads,
+        Reach::Decision => orders.decided,
+    }
+    .ok_or_else(|| {
+        format!(
+            "{}: the taint record has no reading orders (a runtime older than this knobs?)",
+            out.display()
+        )
+    })
+}
+
+/// The explored paths as a table, with the options some path reached and those none did
+/// (by name).
+pub struct Reached {
+    pub table: PathTable,
+    pub reached: Vec<String>,
+    /// Options that can take more than one value but no path reached.
+    pub unreached: Vec<String>,
+}
+
+/// Stage 2: the table of the explored paths, and which options it sees.
+pub fn reached(valid: &ValidConfigurations, exploration: &Exploration) -> Result<Reached, Error> {
+    let space = valid.space();
+    let table = PathTable::new(valid, &exploration.paths)?;
+    let reached = table.options();
+    // An option the constraints fix (a mandatory group's parent) has nothing to reach.
+    let varies = |o: OptionId| {
+        (0..space.option(o).arity() as u32)
+            .filter(|v| valid.allows(&[(o, *v)]))
+            .take(2)
+            .count()
+            > 1
+    };
+    let unreached = space
+        .ids()
+        .filter(|o| !reached.contains(o) && varies(*o))
+        .map(|o| space.option(o).name.clone())
+        .collect();
+    Ok(Reached {
+        reached: reached
+            .iter()
+            .map(|o| space.option(*o).name.clone())
+            .collect(),
+        unreached,
+        table,
+    })
+}
+
+/// Stage 3: the explored configurations measured end to end (the program as the spec runs
+/// it). Failed configurations are an error naming them, unless `settings.allow_failed`;
+/// then the second value is a note naming them.
+pub fn measure_paths(
+    store: &Store,
+    settings: &instrumented::Settings,
+    spec: &SystemSpec,
+    workload: &Workload,
+    configurations: &[Configuration],
+    reporter: &mut dyn Reporter,
+) -> Result<(CampaignReport, Option<String>), Error> {
+    spec.prepare_workload(workload)?;
+    let measured = settings
+        .campaign(spec, workload)
+        .run(store, configurations, &mut |e| reporter.measurement(e))?;
+    let note = instrumented::failed::check(&measured, settings.allow_failed)?;
+    Ok((measured, note))
+}
+
+/// Stage 4: each configuration's measured time (`None`: no successful run), and the metric
+/// it is by.
+pub fn path_times(
+    store: &Store,
+    spec: &SystemSpec,
+    workload: &Workload,
+    configurations: &[String],
+) -> Result<(Vec<Option<f64>>, measure::Metric), Error> {
+    let selection = instrumented::selection(spec, workload, "");
+    let (metric, _) = store.resolve_metric(&selection, spec.measure.metric)?;
+    let measured: BTreeMap<String, f64> = store
+        .summaries(&selection, metric)?
+        .into_iter()
+        .filter_map(|s| Some((s.configuration, s.summary?.value)))
+        .collect();
+    let times = configurations
+        .iter()
+        .map(|c| measured.get(c).copied())
+        .collect();
+    Ok((times, metric))
+}
+
+/// Stage 5: the table as a model file of `metric`, the options no path reached in its
+/// provenance (a reader of the model alone must see which options it is blind to).
+pub fn build_model(
+    reached: &Reached,
+    valid: &ValidConfigurations,
+    times: &[Option<f64>],
+    metric: measure::Metric,
+) -> Result<ModelFile, Error> {
+    let mut file = reached.table.model(valid, times)?;
+    file.metric = Some(format!("{}, end to end", metric.name()));
+    file.provenance
+        .insert("unreached".into(), reached.unreached.clone().into());
+    Ok(file)
+}
