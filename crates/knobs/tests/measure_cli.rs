@@ -270,18 +270,23 @@ arg = ["case {value} in 0) exit 0;; 1) echo 'assertion failed: x > 0' >&2; kill 
 "#,
     );
     let start = Instant::now();
+    // Everything is stored, and the failures end it with exit 3, saying how many and where.
+    let store = dir.path().join("knobs.db");
     knobs()
         .args(["measure", "--spec"])
         .arg(&spec)
         .assert()
-        .success()
+        .code(3)
         .stderr(predicates::str::contains(
             "failed: `mode=1`: killed by signal 11 (SIGSEGV): assertion failed: x > 0",
         ))
         .stderr(predicates::str::contains("failed: `mode=2`: timed out"))
-        .stderr(predicates::str::contains("1 of 3 configurations measured"));
+        .stderr(predicates::str::contains("1 of 3 configurations measured"))
+        .stderr(predicates::str::contains(format!(
+            "2 of 3 configurations failed; their runs and the tails of their stderr are in {}",
+            store.display()
+        )));
     assert!(start.elapsed() < Duration::from_secs(15));
-    let store = dir.path().join("knobs.db");
     let runs = exported_runs(&store, &[]);
     let mut status: Vec<(&str, &str)> = runs
         .iter()
@@ -302,9 +307,14 @@ arg = ["case {value} in 0) exit 0;; 1) echo 'assertion failed: x > 0' >&2; kill 
             ("mode=2", "timeout")
         ]
     );
-    // Failed configurations are not retried unless asked.
+    // Failed configurations are not retried unless asked; --accept-failures exits 0.
     knobs()
         .args(["measure", "--spec"])
+        .arg(&spec)
+        .assert()
+        .code(3);
+    knobs()
+        .args(["measure", "--accept-failures", "--spec"])
         .arg(&spec)
         .assert()
         .success()
@@ -955,7 +965,11 @@ fn a_rerun_after_a_kill_measures_the_claimed_configurations_at_once() {
         assert!(!stderr.contains("waiting for"), "signal {signal}: {stderr}");
         // The configuration the killed process held, measured by the rerun.
         let runs = measured(&dir.path().join("knobs.db"));
-        assert_eq!(runs, BTreeMap::from([("a".to_string(), 1)]), "signal {signal}");
+        assert_eq!(
+            runs,
+            BTreeMap::from([("a".to_string(), 1)]),
+            "signal {signal}"
+        );
     }
 }
 
