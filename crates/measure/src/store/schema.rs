@@ -141,6 +141,14 @@ ALTER TABLE region_times ADD COLUMN cpu_seconds REAL;
 /// Why a store cannot be opened: it cannot be written (a read-only file, directory or file
 /// system: SQLite answers "read-only" or "unable to open"), or it is not a store.
 fn open_error(path: &Path, e: rusqlite::Error) -> Error {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    if let Some(dir) = dir.filter(|d| !d.is_dir()) {
+        return Error::Store(format!(
+            "{}: no such directory {} for the results store",
+            path.display(),
+            dir.display()
+        ));
+    }
     let cannot_write = matches!(
         &e,
         rusqlite::Error::SqliteFailure(f, _) if matches!(
@@ -306,6 +314,9 @@ mod tests {
         assert!(said.contains("cannot be written"), "{said}");
         assert!(said.starts_with(&path.display().to_string()), "{said}");
         assert!(!said.contains("not a knobs results store"), "{said}");
+        let nowhere = dir.path().join("missing").join("r.db");
+        let e = Store::open(&nowhere).err().unwrap().to_string();
+        assert!(e.contains("no such directory"), "{e}");
         // SAFETY: geteuid only reads this process's user id.
         if unsafe { libc::geteuid() } != 0 {
             use std::os::unix::fs::PermissionsExt;
