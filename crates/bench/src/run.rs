@@ -625,7 +625,8 @@ impl<'a> SubjectRun<'a> {
         sample: &str,
         seed: Option<u64>,
     ) -> Result<(MeasureReport, Value)> {
-        let mut args = vec!["measure".into()];
+        // Failed configurations are in the report; the bench reads them from there.
+        let mut args = vec!["measure".into(), "--accept-failures".into()];
         args.extend(self.spec_args());
         args.extend([
             "--store".into(),
@@ -962,6 +963,7 @@ impl<'a> SubjectRun<'a> {
         let store = self.work.join("native-analysis-workload.db");
         let mut args = vec![
             "measure".into(),
+            "--accept-failures".into(),
             "--spec".into(),
             path_arg(&self.spec),
             "--workload".into(),
