@@ -132,10 +132,12 @@ pub fn print_model_output(output: &instrumented::ModelOutput) -> anyhow::Result<
 }
 
 /// What a command reports back besides success: `Invalid` means "ran fine, but the input
-/// configurations are not valid" (exit status 1).
+/// configurations are not valid" (exit status 1); `SomeFailed` means "everything is stored,
+/// but some configurations failed" (exit status 3).
 pub enum Outcome {
     Done,
     Invalid,
+    SomeFailed,
 }
 
 fn main() -> ExitCode {
@@ -169,6 +171,7 @@ fn main() -> ExitCode {
     match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         Ok(Outcome::Invalid) => ExitCode::from(1),
+        Ok(Outcome::SomeFailed) => ExitCode::from(3),
         Err(e) => {
             // One line: the chain of causes joined with ": ".
             eprintln!("knobs: error: {e:#}");

@@ -104,6 +104,10 @@ pub struct MeasureArgs {
     /// Run configurations whose earlier runs failed again.
     #[arg(long)]
     retry_failed: bool,
+    /// Exit 0 even when configurations failed (by default such a campaign exits 3 once
+    /// everything is stored).
+    #[arg(long)]
+    accept_failures: bool,
     /// Measure the program built at this commit of the spec's [history] (a revision: id,
     /// tag, `main~3`), building it first when needed; runs are stored under the commit.
     #[arg(long)]
@@ -184,13 +188,6 @@ pub fn measure(args: MeasureArgs) -> Result<Outcome> {
     let report =
         with_progress(|on_event| Ok(campaign.run(&store, &plan.configurations, on_event)?))?;
     print_report(&report, spec.measure.max_cv);
-    if !report.failed.is_empty() && !args.retry_failed {
-        eprintln!(
-            "{} configurations failed; their runs stay in the store, and `knobs measure` with \
-             the same arguments and --retry-failed runs them again",
-            report.failed.len()
-        );
-    }
     if args.json {
         crate::print_json(&MeasureReport {
             system: &spec.name,
@@ -203,10 +200,32 @@ pub fn measure(args: MeasureArgs) -> Result<Outcome> {
             campaign: &report,
         })?;
     }
-    if !report.failed.is_empty() && report.failed.len() == report.configurations {
+    failures_outcome(&report, &store_path, args.accept_failures)
+}
+
+/// How a campaign ends given its failed configurations: every one failed is an error,
+/// some failed is exit 3 (unless accepted), each saying how many and where to look.
+fn failures_outcome(report: &CampaignReport, store: &Path, accept: bool) -> Result<Outcome> {
+    if report.failed.is_empty() {
+        return Ok(Outcome::Done);
+    }
+    eprintln!(
+        "{} of {} configurations failed; their runs and the tails of their stderr are in {} \
+         (`knobs results show --store {}` lists them; `knobs measure` with the same arguments \
+         and --retry-failed runs them again)",
+        report.failed.len(),
+        report.configurations,
+        store.display(),
+        store.display()
+    );
+    if report.failed.len() == report.configurations {
         bail!("every configuration failed: nothing was measured");
     }
-    Ok(Outcome::Done)
+    Ok(if accept {
+        Outcome::Done
+    } else {
+        Outcome::SomeFailed
+    })
 }
 
 /// The spec's measure settings with the command line's overrides.

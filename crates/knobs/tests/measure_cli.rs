@@ -270,18 +270,23 @@ arg = ["case {value} in 0) exit 0;; 1) echo 'assertion failed: x > 0' >&2; kill 
 "#,
     );
     let start = Instant::now();
+    // Everything is stored, and the failures end it with exit 3, saying how many and where.
+    let store = dir.path().join("knobs.db");
     knobs()
         .args(["measure", "--spec"])
         .arg(&spec)
         .assert()
-        .success()
+        .code(3)
         .stderr(predicates::str::contains(
             "failed: `mode=1`: killed by signal 11 (SIGSEGV): assertion failed: x > 0",
         ))
         .stderr(predicates::str::contains("failed: `mode=2`: timed out"))
-        .stderr(predicates::str::contains("1 of 3 configurations measured"));
+        .stderr(predicates::str::contains("1 of 3 configurations measured"))
+        .stderr(predicates::str::contains(format!(
+            "2 of 3 configurations failed; their runs and the tails of their stderr are in {}",
+            store.display()
+        )));
     assert!(start.elapsed() < Duration::from_secs(15));
-    let store = dir.path().join("knobs.db");
     let runs = exported_runs(&store, &[]);
     let mut status: Vec<(&str, &str)> = runs
         .iter()
@@ -302,9 +307,14 @@ arg = ["case {value} in 0) exit 0;; 1) echo 'assertion failed: x > 0' >&2; kill 
             ("mode=2", "timeout")
         ]
     );
-    // Failed configurations are not retried unless asked.
+    // Failed configurations are not retried unless asked; --accept-failures exits 0.
     knobs()
         .args(["measure", "--spec"])
+        .arg(&spec)
+        .assert()
+        .code(3);
+    knobs()
+        .args(["measure", "--accept-failures", "--spec"])
         .arg(&spec)
         .assert()
         .success()
@@ -904,6 +914,63 @@ fn nothing_of_a_run_survives_kill_9_of_knobs() {
         "{:?} survived kill -9 of knobs",
         processes_with(&needle)
     );
+}
+
+/// A `knobs measure` killed mid-run (SIGKILL, or Ctrl-C's SIGINT) leaves claims on the
+/// configurations of its round; its process is gone, so the same command frees them at once
+/// and measures them, rather than waiting out a lease as long as the spec's timeout (a day
+/// here). The rerun is given ten minutes: a wait for the lease would take a day.
+#[test]
+fn a_rerun_after_a_kill_measures_the_claimed_configurations_at_once() {
+    for signal in [libc::SIGKILL, libc::SIGINT] {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = "1.3717";
+        let spec = shell_spec(dir.path(), &format!("sleep {marker}"), 86_400.0);
+        let bin = assert_cmd::cargo::cargo_bin("knobs");
+        let mut first = StdCommand::new(&bin)
+            .args(["measure", "--sample", "featurewise", "--spec"])
+            .arg(&spec)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let needle = format!("sleep {marker}");
+        assert!(
+            eventually(60, || !processes_with(&needle).is_empty()),
+            "the first run never started"
+        );
+        // SAFETY: signalling a child of this test.
+        assert_eq!(unsafe { libc::kill(first.id() as i32, signal) }, 0);
+        first.wait().unwrap();
+        assert!(
+            eventually(10, || processes_with(&needle).is_empty()),
+            "the killed knobs left its run behind"
+        );
+        let mut rerun = StdCommand::new(&bin)
+            .args(["measure", "--sample", "featurewise", "--spec"])
+            .arg(&spec)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let finished = eventually(600, || rerun.try_wait().unwrap().is_some());
+        if !finished {
+            rerun.kill().unwrap();
+        }
+        let out = rerun.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            finished,
+            "signal {signal}: the rerun waited on the killed process's claims: {stderr}"
+        );
+        assert!(out.status.success(), "signal {signal}: {stderr}");
+        assert!(!stderr.contains("waiting for"), "signal {signal}: {stderr}");
+        // The configuration the killed process held, measured by the rerun.
+        let runs = measured(&dir.path().join("knobs.db"));
+        assert_eq!(
+            runs,
+            BTreeMap::from([("a".to_string(), 1)]),
+            "signal {signal}"
+        );
+    }
 }
 
 /// Two `knobs measure` of one spec into one store share the plan: each configuration is

@@ -226,27 +226,6 @@ fn cachegrind_count(text: &str) -> Option<u64> {
         .and_then(|n| n.parse().ok())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn counts_are_read_from_both_counters_outputs() {
-        assert_eq!(
-            perf_count("\n1234567,,instructions:u,1000,100.00,,\n"),
-            Some(1_234_567)
-        );
-        assert_eq!(
-            perf_count("<not supported>,,instructions:u,0,100.00,,"),
-            None
-        );
-        assert_eq!(
-            cachegrind_count("desc: I1 cache\ncmd: true\nevents: Ir\nsummary: 98765\n"),
-            Some(98_765)
-        );
-    }
-}
-
 /// One run under the instruction counter, its count read into the result (a count that
 /// cannot be read fails the run).
 /// When valgrind cannot read the program's debug information, the run is counted again on a
@@ -301,4 +280,25 @@ fn counted_once(invocation: &Invocation, scratch: &Path, counter: Counter) -> Ru
         result.stderr_tail = format!("{}{complaint}", result.stderr_tail);
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_read_from_both_counters_outputs() {
+        assert_eq!(
+            perf_count("\n1234567,,instructions:u,1000,100.00,,\n"),
+            Some(1_234_567)
+        );
+        assert_eq!(
+            perf_count("<not supported>,,instructions:u,0,100.00,,"),
+            None
+        );
+        assert_eq!(
+            cachegrind_count("desc: I1 cache\ncmd: true\nevents: Ir\nsummary: 98765\n"),
+            Some(98_765)
+        );
+    }
 }

@@ -224,6 +224,7 @@ impl SubjectRun<'_> {
         let store = self.work.join("native-analysis-workload.db");
         let mut args = vec![
             "measure".into(),
+            "--accept-failures".into(),
             "--spec".into(),
             path_arg(&self.spec),
             "--workload".into(),

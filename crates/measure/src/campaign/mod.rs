@@ -439,6 +439,8 @@ struct Rounds {
     rng: ChaCha8Rng,
     /// This process, as it claims configurations in the store.
     owner: String,
+    /// The owner of the claims this process last said it waits for.
+    waiting_for: Option<String>,
     /// Counts each run's instructions (`metric = "instructions"`).
     counter: Option<Counter>,
     /// Runs made, warm-ups included.

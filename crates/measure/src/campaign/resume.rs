@@ -22,6 +22,8 @@ impl Campaign<'_> {
         let mut stored = 0;
         let mut notes = Vec::new();
         let Backend::Slurm(backend) = &self.backend else {
+            // A local knobs killed mid-round (Ctrl-C, SIGKILL) left claims nobody measures.
+            store.release_dead_owners()?;
             return Ok((stored, notes));
         };
         // A submission of several commits belongs to the selection of each.
@@ -35,7 +37,7 @@ impl Campaign<'_> {
         }
         found.sort_by_key(|(_, s)| s.round);
         for (dir, submission) in found {
-            if owner_alive(&submission.owner) == Some(true) {
+            if store::owner_alive(&submission.owner) == Some(true) {
                 // Another knobs here waits for it and stores its runs.
                 continue;
             }
@@ -52,20 +54,7 @@ impl Campaign<'_> {
         }
         // A knobs killed between claiming a round and recording its submission left claims
         // of a day's lease and nothing to find again.
-        for owner in store.claim_owners()? {
-            if owner_alive(&owner) == Some(false) {
-                store.release_owner(&owner)?;
-            }
-        }
+        store.release_dead_owners()?;
         Ok((stored, notes))
     }
-}
-
-/// Whether the process that owns claims (`host:pid:start`) is alive; `None` when it ran on
-/// another host.
-pub(super) fn owner_alive(owner: &str) -> Option<bool> {
-    let here = format!("{}:", store::host_name());
-    let pid: i32 = owner.strip_prefix(&here)?.split(':').next()?.parse().ok()?;
-    // SAFETY: signal 0 only asks whether the process exists.
-    Some(unsafe { libc::kill(pid, 0) } == 0)
 }

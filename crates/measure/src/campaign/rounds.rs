@@ -48,12 +48,8 @@ impl Campaign<'_> {
             metric: self.settings.metric,
             reference,
             rng: ChaCha8Rng::seed_from_u64(self.settings.seed.unwrap_or_else(fresh_seed)),
-            owner: format!(
-                "{}:{}:{}",
-                store::host_name(),
-                std::process::id(),
-                store::now()
-            ),
+            owner: store::owner_of_this_process(),
+            waiting_for: None,
             counter: match self.settings.metric {
                 Metric::Instructions if self.regions.is_some() => {
                     return Err(Error::Invalid(
@@ -319,9 +315,7 @@ impl Campaign<'_> {
         let (order, seed) = self.order(store, items, rounds)?;
         let claimed = order.clone();
         if order.is_empty() {
-            // Everything left is another process's: wait for it.
-            std::thread::sleep(std::time::Duration::from_millis(100));
-            return Ok(());
+            return self.wait_for_others(store, items, rounds, on_event);
         }
         let reference = rounds
             .reference
@@ -464,5 +458,38 @@ impl Campaign<'_> {
             noisy,
             new_runs,
         }
+    }
+
+    /// Everything left is claimed by another process: frees the claims of processes of this
+    /// host that are gone, and otherwise waits a moment for the others, saying (once per
+    /// change) what it waits for.
+    pub(super) fn wait_for_others(
+        &self,
+        store: &Store,
+        items: &[Item],
+        rounds: &mut Rounds,
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<(), Error> {
+        if !store.release_dead_owners()?.is_empty() {
+            return Ok(());
+        }
+        let mut held = Vec::new();
+        for item in items.iter().filter(|i| i.listed && !i.done) {
+            held.extend(store.held_by_other(&item.key, &rounds.owner)?);
+        }
+        if let Some(first) = held.first() {
+            let what = match held.len() {
+                1 => first.describe(),
+                n => format!("{} and {} more", first.describe(), n - 1),
+            };
+            if rounds.waiting_for.as_deref() != Some(first.owner.as_str()) {
+                on_event(Event::Note(&format!(
+                    "waiting for configurations another knobs is measuring: {what}"
+                )));
+                rounds.waiting_for = Some(first.owner.clone());
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        Ok(())
     }
 }

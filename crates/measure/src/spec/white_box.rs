@@ -63,12 +63,40 @@ pub struct OptionSourceSpec {
     pub arg_index: Option<u32>,
 }
 
-/// One source, or several (an option kept in more than one place).
-#[derive(Clone, Debug, Deserialize)]
-#[serde(untagged)]
+/// One source, or several (an option kept in more than one place). Told apart by the
+/// value's shape (a table or an array), so that an error inside one names its key and
+/// place rather than "no variant matched".
+#[derive(Clone, Debug)]
 pub(super) enum SourceList {
     One(OptionSourceSpec),
     Many(Vec<OptionSourceSpec>),
+}
+
+impl<'de> Deserialize<'de> for SourceList {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Shape;
+        impl<'de> serde::de::Visitor<'de> for Shape {
+            type Value = SourceList;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a source table (`{ global = \"name\" }`) or an array of them")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<SourceList, A::Error> {
+                let de = serde::de::value::MapAccessDeserializer::new(map);
+                OptionSourceSpec::deserialize(de).map(SourceList::One)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<SourceList, A::Error> {
+                let de = serde::de::value::SeqAccessDeserializer::new(seq);
+                Vec::deserialize(de).map(SourceList::Many)
+            }
+        }
+        deserializer.deserialize_any(Shape)
+    }
 }
 
 impl OptionSourceSpec {
@@ -148,5 +176,24 @@ mod tests {
         ))
         .unwrap_err();
         assert!(e.to_string().contains("knobs.toml:"), "{e}");
+        // A misspelt key, alone or in a list: named with the keys allowed and its place.
+        for (from, to) in [
+            (
+                "source = { function = \"getenv\"",
+                "source = { globl = \"g\", function = \"getenv\"",
+            ),
+            ("[{ global = \"level\" }", "[{ globl = \"level\" }"),
+        ] {
+            let misspelt = text.replacen(from, to, 1);
+            assert_ne!(misspelt, text, "{from}");
+            let e = parse(&misspelt).unwrap_err().to_string();
+            assert!(e.contains("unknown field `globl`"), "{e}");
+            assert!(e.contains("`global`") && e.contains("`function`"), "{e}");
+            assert!(
+                e.starts_with("/tmp/knobs.toml:") && e.matches(':').count() >= 3,
+                "{e}"
+            );
+            assert!(!e.contains("untagged"), "{e}");
+        }
     }
 }

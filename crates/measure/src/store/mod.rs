@@ -38,6 +38,7 @@ mod schema;
 mod test_support;
 mod write;
 
+pub use claims::{HeldClaim, owner_alive, owner_of_this_process};
 pub use metric::{CPU_BOUND, auto_metric};
 pub use schema::SCHEMA_VERSION;
 

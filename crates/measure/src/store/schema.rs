@@ -138,6 +138,41 @@ ALTER TABLE region_times ADD COLUMN cpu_seconds REAL;
 ",
 ];
 
+/// Why a store cannot be opened: it cannot be written (a read-only file, directory or file
+/// system: SQLite answers "read-only" or "unable to open"), or it is not a store.
+fn open_error(path: &Path, e: rusqlite::Error) -> Error {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    if let Some(dir) = dir.filter(|d| !d.is_dir()) {
+        return Error::Store(format!(
+            "{}: no such directory {} for the results store",
+            path.display(),
+            dir.display()
+        ));
+    }
+    let cannot_write = matches!(
+        &e,
+        rusqlite::Error::SqliteFailure(f, _) if matches!(
+            f.code,
+            rusqlite::ErrorCode::ReadOnly
+                | rusqlite::ErrorCode::CannotOpen
+                | rusqlite::ErrorCode::PermissionDenied
+        )
+    );
+    if cannot_write {
+        return Error::Store(format!(
+            "{}: the results store cannot be written ({}); it needs write permission on the \
+             file and on its directory, where SQLite keeps its -wal and -shm files",
+            path.display(),
+            one_line(&e.to_string())
+        ));
+    }
+    Error::Store(format!(
+        "{}: not a knobs results store ({})",
+        path.display(),
+        one_line(&e.to_string())
+    ))
+}
+
 impl Store {
     /// Opens a store, creating it (and its schema) when it does not exist.
     pub fn open(path: &Path) -> Result<Store, Error> {
@@ -166,15 +201,9 @@ impl Store {
 
     fn open_with(path: &Path, create: bool) -> Result<Store, Error> {
         let err = db_error(path);
-        let conn = Connection::open(path).map_err(&err)?;
+        let conn = Connection::open(path).map_err(|e| open_error(path, e))?;
         conn.busy_timeout(Duration::from_secs(60)).map_err(&err)?;
-        let not_a_store = |e: rusqlite::Error| {
-            Error::Store(format!(
-                "{}: not a knobs results store ({})",
-                path.display(),
-                one_line(&e.to_string())
-            ))
-        };
+        let not_a_store = |e: rusqlite::Error| open_error(path, e);
         // Switching to WAL needs a moment of exclusive access and, unlike other statements,
         // may report "busy" without waiting: retry while another process holds the lock.
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
@@ -196,6 +225,17 @@ impl Store {
             .map_err(&err)?;
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(&err)?;
+        // A store opened to be written must be writable: SQLite would open a read-only file
+        // for reading and fail at the first run stored.
+        if create && conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) {
+            return Err(open_error(
+                path,
+                rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_READONLY),
+                    Some("the file is read-only".into()),
+                ),
+            ));
+        }
         let mut store = Store {
             conn,
             path: path.to_path_buf(),
@@ -258,6 +298,55 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A store SQLite may only read is said to be one that cannot be written, not "not a
+    /// store": the error SQLite really gives for a read-only file, and (when permissions
+    /// apply: not as root) a read-only file and a read-only directory opened for real.
+    #[test]
+    fn a_read_only_store_is_said_to_be_read_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.db");
+        drop(Store::open(&path).unwrap());
+        let read_only =
+            Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+        let e = read_only.execute("CREATE TABLE t (x)", []).unwrap_err();
+        let said = open_error(&path, e).to_string();
+        assert!(said.contains("cannot be written"), "{said}");
+        assert!(said.starts_with(&path.display().to_string()), "{said}");
+        assert!(!said.contains("not a knobs results store"), "{said}");
+        let nowhere = dir.path().join("missing").join("r.db");
+        let e = Store::open(&nowhere).err().unwrap().to_string();
+        assert!(e.contains("no such directory"), "{e}");
+        // SAFETY: geteuid only reads this process's user id.
+        if unsafe { libc::geteuid() } != 0 {
+            use std::os::unix::fs::PermissionsExt;
+            let mode =
+                |p: &Path, m| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m));
+            for f in ["r.db-wal", "r.db-shm"] {
+                let _ = std::fs::remove_file(dir.path().join(f));
+            }
+            mode(&path, 0o444).unwrap();
+            let e = Store::open(&path).err().unwrap().to_string();
+            assert!(e.contains("cannot be written"), "{e}");
+            // Reading it is fine.
+            assert!(
+                Store::open_existing(&path)
+                    .unwrap()
+                    .runs(&Selection::default())
+                    .unwrap()
+                    .is_empty()
+            );
+            mode(&path, 0o644).unwrap();
+            mode(dir.path(), 0o555).unwrap();
+            let e = Store::open(&dir.path().join("new.db"))
+                .err()
+                .unwrap()
+                .to_string();
+            mode(dir.path(), 0o755).unwrap();
+            assert!(e.contains("cannot be written"), "{e}");
+        }
+    }
+
     use crate::runner::Outcome;
     use crate::store::test_support::*;
 
