@@ -72,6 +72,8 @@ pub struct SizeResult {
     /// MRE (%) of every repetition.
     pub errors: Vec<f64>,
     pub mean_mre: f64,
+    /// Median MRE (%) over the repetitions (DaL reports medians).
+    pub median_mre: f64,
     /// Half-width of the 95 % confidence interval of the mean (Student's t).
     pub margin: f64,
     /// Wall time of one experiment (learn on the sample, predict the rest), mean.
@@ -116,10 +118,12 @@ pub fn deepperf(
             sizes_sum += trained.size() as f64;
         }
         let (mean_mre, margin) = mean_and_margin(&errors);
+        let median_mre = stats::median(&errors).unwrap_or(f64::NAN);
         out.push(SizeResult {
             size,
             errors,
             mean_mre,
+            median_mre,
             margin,
             seconds: seconds / reps.max(1) as f64,
             mean_size: sizes_sum / reps.max(1) as f64,
