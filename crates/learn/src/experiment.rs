@@ -105,13 +105,11 @@ pub fn deepperf(
         let mut seconds = 0.0;
         let mut sizes_sum = 0.0;
         for r in 0..reps {
-            let rep_seed = mix(seed, size as u64, r as u64);
-            let mut rows: Vec<usize> = (0..total).collect();
-            rows.shuffle(&mut ChaCha8Rng::seed_from_u64(rep_seed));
-            let (sample, rest) = rows.split_at(size);
+            let rep_seed = repetition_seed(seed, size, r);
+            let (sample, rest) = deepperf_split(total, size, rep_seed);
             let start = Instant::now();
-            let trained = train(table, sample, learner, rep_seed)?;
-            let predicted = trained.predict(table, rest);
+            let trained = train(table, &sample, learner, rep_seed)?;
+            let predicted = trained.predict(table, &rest);
             seconds += start.elapsed().as_secs_f64();
             let actual: Vec<f64> = rest.iter().map(|&r| table.performance[r]).collect();
             errors.push(stats::mape(&predicted, &actual)?);
@@ -130,6 +128,20 @@ pub fn deepperf(
         });
     }
     Ok(out)
+}
+
+/// One repetition's split of DeepPerf's protocol: `size` rows drawn at random (seeded) to
+/// train on, and every other row of `0..total` to test on.
+pub fn deepperf_split(total: usize, size: usize, seed: u64) -> (Vec<usize>, Vec<usize>) {
+    let mut rows: Vec<usize> = (0..total).collect();
+    rows.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
+    let rest = rows.split_off(size.min(total));
+    (rows, rest)
+}
+
+/// The seed of repetition `r` at sample size `size` of an experiment seeded with `seed`.
+pub fn repetition_seed(seed: u64, size: usize, r: usize) -> u64 {
+    mix(seed, size as u64, r as u64)
 }
 
 /// The mean of repeated errors with the half-width of its 95 % confidence interval
