@@ -49,7 +49,7 @@ fn main() {
     ));
     line("Published: the best published mean of the cell (holder) and DeepPerf's own mean (crates/learn/data/published.toml), not measured here.".into());
     line(String::new());
-    line("| system | N | learner | mean MRE (%) | median | best published (holder) | DeepPerf | s/model (wall) |".into());
+    line("| system | N | learner | mean MRE (%) | median | best published (holder) | DeepPerf | s/model, CPU (wall) |".into());
     line("|---|---|---|---|---|---|---|---|".into());
     let started = Instant::now();
     // Per learner: cells at or below the best, at or below DeepPerf, all cells, slowest.

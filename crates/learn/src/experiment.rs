@@ -163,7 +163,7 @@ fn thread_cpu_seconds() -> Option<f64> {
     };
     // SAFETY: clock_gettime only writes the struct it is given, which lives for the call.
     let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } == 0;
-    ok.then(|| t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9)
+    ok.then_some(t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9)
 }
 
 /// The mean of repeated errors with the half-width of its 95 % confidence interval
