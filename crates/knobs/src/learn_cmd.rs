@@ -123,9 +123,11 @@ pub struct EvaluateArgs {
 pub enum ExperimentCommand {
     /// DeepPerf's protocol: for each sample size, draw random samples, learn, and compute
     /// the mean relative error on all other configurations; prints size, mean MRE, its 95 %
-    /// margin, seconds per experiment and model size.
+    /// margin, the median, CPU seconds per model and model size, and for a published system
+    /// (DeepPerf's six datasets) the best published mean of each size, its holder and
+    /// DeepPerf's own.
     #[command(after_help = "Example:\n  \
-        knobs experiment deepperf ../shared/datasets/deepperf/x264.csv --learner auto --n 16 --repetitions 5\n  \
+        knobs experiment deepperf ../shared/datasets/deepperf/x264.csv --learner auto --repetitions 5\n  \
         knobs experiment deepperf ../shared/datasets/deepperf/Apache.csv --learner lasso --sizes 9,18 --json")]
     Deepperf(DeepPerfArgs),
     /// Sampling strategies × learners (Comprex, Tables II/III): sample size, measurement cost,
