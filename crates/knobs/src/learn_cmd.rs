@@ -125,9 +125,11 @@ pub struct EvaluateArgs {
 pub enum ExperimentCommand {
     /// DeepPerf's protocol: for each sample size, draw random samples, learn, and compute
     /// the mean relative error on all other configurations; prints size, mean MRE, its 95 %
-    /// margin, seconds per experiment and model size.
+    /// margin, the median, CPU seconds per model and model size, and for a published system
+    /// (DeepPerf's six datasets) the best published mean of each size, its holder and
+    /// DeepPerf's own.
     #[command(after_help = "Example:\n  \
-        knobs experiment deepperf ../shared/datasets/deepperf/x264.csv --learner auto --n 16 --repetitions 5\n  \
+        knobs experiment deepperf ../shared/datasets/deepperf/x264.csv --learner auto --repetitions 5\n  \
         knobs experiment deepperf ../shared/datasets/deepperf/Apache.csv --learner lasso --sizes 9,18 --json")]
     Deepperf(DeepPerfArgs),
     /// Sampling strategies × learners (Comprex, Tables II/III): sample size, measurement cost,
@@ -146,13 +148,8 @@ pub struct DeepPerfArgs {
     data: PathBuf,
     #[arg(long, short = 'l', help = LEARNER_HELP)]
     learner: String,
-    /// Sample sizes, comma-separated.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        conflicts_with = "n",
-        required_unless_present = "n"
-    )]
+    /// Sample sizes, comma-separated (default: the published sizes of the system).
+    #[arg(long, value_delimiter = ',', conflicts_with = "n")]
     sizes: Vec<usize>,
     /// Sizes n, 2n, …, 5n (DeepPerf's per-system n).
     #[arg(long)]
@@ -161,6 +158,11 @@ pub struct DeepPerfArgs {
     repetitions: usize,
     #[arg(long, default_value_t = 1, help = EXPERIMENT_SEED_HELP)]
     seed: u64,
+    /// The system whose best published results are shown beside each size (default: the
+    /// data file's name without extension, e.g. `x264` for `x264.csv`, when it is one of
+    /// the published systems).
+    #[arg(long)]
+    system: Option<String>,
     #[arg(long, help = SPACE_OPTION_HELP)]
     space: Option<PathBuf>,
     /// Print the table as JSON on stdout instead of text.
@@ -429,10 +431,17 @@ pub fn experiment(cmd: ExperimentCommand) -> Result<Outcome> {
 
 fn experiment_deepperf(args: DeepPerfArgs) -> Result<Outcome> {
     let learner: Learner = args.learner.parse()?;
-    let sizes = match args.n {
-        Some(n) if n > 0 => (1..=5).map(|k| k * n).collect(),
-        Some(_) => bail!("--n must be at least 1"),
-        None => args.sizes.clone(),
+    let published = published_system(&args)?;
+    let sizes = match (args.n, &published) {
+        (Some(n), _) if n > 0 => (1..=5).map(|k| k * n).collect(),
+        (Some(_), _) => bail!("--n must be at least 1"),
+        (None, _) if !args.sizes.is_empty() => args.sizes.clone(),
+        (None, Some(system)) => system.sizes(),
+        (None, None) => bail!(
+            "give --sizes or --n: `{}` is not one of the published systems ({})",
+            args.data.display(),
+            published_names()
+        ),
     };
     if args.repetitions == 0 {
         bail!("--repetitions must be at least 1");
@@ -440,6 +449,7 @@ fn experiment_deepperf(args: DeepPerfArgs) -> Result<Outcome> {
     let data = load_data(&args.data, args.space.as_deref())?;
     let table = Table::new(&data);
     let results = deepperf(&table, &sizes, &learner, args.repetitions, args.seed)?;
+    let cell = |size: usize| published.as_ref().and_then(|s| s.cell(size));
     if args.json {
         let rows: Vec<_> = results
             .iter()
@@ -447,15 +457,23 @@ fn experiment_deepperf(args: DeepPerfArgs) -> Result<Outcome> {
                 json!({
                     "size": r.size,
                     "mean_mre_percent": r.mean_mre,
+                    "median_mre_percent": r.median_mre,
                     "margin_percent": r.margin,
                     "seconds_per_experiment": r.seconds,
+                    "cpu_seconds_per_experiment": r.cpu_seconds,
                     "mean_model_size": r.mean_size,
                     "mre_percent": r.errors,
+                    "published": cell(r.size).map(|c| json!({
+                        "best_mean_mre_percent": c.best,
+                        "holder": c.holder,
+                        "deepperf_mean_mre_percent": c.deepperf,
+                    })),
                 })
             })
             .collect();
         crate::print_json(&json!({
             "data": args.data,
+            "system": published.as_ref().map(|s| &s.name),
             "learner": learner.to_string(),
             "repetitions": args.repetitions,
             "seed": args.seed,
@@ -464,26 +482,80 @@ fn experiment_deepperf(args: DeepPerfArgs) -> Result<Outcome> {
         }))?;
         return Ok(Outcome::Done);
     }
-    print_deepperf_table(&args, &learner, &results);
+    print_deepperf_table(&args, &learner, &results, published.as_ref());
     Ok(Outcome::Done)
 }
 
-/// DeepPerf's table as text: one row per sample size.
-fn print_deepperf_table(args: &DeepPerfArgs, learner: &Learner, results: &[SizeResult]) {
+/// The published results to show: those of `--system`, which must exist, or of the system
+/// the data file is named after, if any.
+fn published_system(args: &DeepPerfArgs) -> Result<Option<learn::published::System>> {
+    if let Some(name) = &args.system {
+        return match learn::published::system(name) {
+            Some(s) => Ok(Some(s)),
+            None => bail!(
+                "--system {name}: no published results for this system (known: {})",
+                published_names()
+            ),
+        };
+    }
+    let stem = args.data.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    Ok(learn::published::system(stem))
+}
+
+fn published_names() -> String {
+    learn::published::scoreboard()
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// DeepPerf's table as text: one row per sample size, with the best published mean, its
+/// holder and DeepPerf's own mean when the system is a published one.
+fn print_deepperf_table(
+    args: &DeepPerfArgs,
+    learner: &Learner,
+    results: &[SizeResult],
+    published: Option<&learn::published::System>,
+) {
     println!(
         "# {}: {learner}, {} repetitions (seed {}); MRE on all configurations not in the sample",
         args.data.display(),
         args.repetitions,
         args.seed
     );
+    println!("# s/model: CPU seconds to learn one model (search included) and predict the rest");
+    if let Some(s) = published {
+        println!(
+            "# published: best mean MRE of {} at each size and who holds it, DeepPerf's own mean",
+            s.name
+        );
+    }
     println!(
-        "{:>6} {:>9} {:>8} {:>12} {:>8}",
-        "size", "MRE (%)", "± 95 %", "s/experiment", "terms"
+        "{:>6} {:>9} {:>8} {:>8} {:>9} {:>8} {:>9} {:<9} {:>8}",
+        "size", "MRE (%)", "± 95 %", "median", "s/model", "terms", "best", "holder", "DeepPerf"
     );
     for r in results {
+        let c = published.and_then(|s| s.cell(r.size));
+        let (best, holder, deep) = match c {
+            Some(c) => (
+                format!("{:.2}", c.best),
+                c.holder.clone(),
+                format!("{:.2}", c.deepperf),
+            ),
+            None => ("-".into(), "-".into(), "-".into()),
+        };
         println!(
-            "{:>6} {:>9.2} {:>8.2} {:>12.4} {:>8.1}",
-            r.size, r.mean_mre, r.margin, r.seconds, r.mean_size
+            "{:>6} {:>9.2} {:>8.2} {:>8.2} {:>9.4} {:>8.1} {:>9} {:<9} {:>8}",
+            r.size,
+            r.mean_mre,
+            r.margin,
+            r.median_mre,
+            r.cpu_seconds.unwrap_or(r.seconds),
+            r.mean_size,
+            best,
+            holder,
+            deep
         );
     }
 }

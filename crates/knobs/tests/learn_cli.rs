@@ -152,6 +152,15 @@ fn tree_models_from_splconqueror_measurements() {
     assert!(out.contains("on the 7 configurations of"), "{out}");
 }
 
+/// The table rows of `knobs experiment deepperf`'s output (after its comments and header).
+fn deepperf_rows(out: &str) -> Vec<Vec<&str>> {
+    out.lines()
+        .filter(|l| !l.starts_with('#'))
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect()
+}
+
 #[test]
 fn experiment_deepperf_prints_one_row_per_size() {
     let data = shared("deepperf/Apache.csv");
@@ -167,16 +176,14 @@ fn experiment_deepperf_prints_one_row_per_size() {
         "2",
     ])
     .0;
-    let rows: Vec<Vec<&str>> = out
-        .lines()
-        .skip(2)
-        .map(|l| l.split_whitespace().collect())
-        .collect();
+    let rows = deepperf_rows(&out);
     assert_eq!(rows.len(), 5, "{out}");
     for (row, size) in rows.iter().zip([9, 18, 27, 36, 45]) {
         assert_eq!(row[0], size.to_string(), "{out}");
         let mre: f64 = row[1].parse().unwrap();
         assert!(mre > 0.0 && mre < 60.0, "{out}");
+        let median: f64 = row[3].parse().unwrap();
+        assert!(median > 0.0 && median < 60.0, "{out}");
     }
     let out = ok(&[
         "experiment",
@@ -190,7 +197,83 @@ fn experiment_deepperf_prints_one_row_per_size() {
         "3",
     ])
     .0;
-    assert_eq!(out.lines().count(), 4, "{out}");
+    let rows = deepperf_rows(&out);
+    assert_eq!(rows.len(), 2, "{out}");
+    // No published result at these sizes.
+    assert_eq!(rows[0][6..], ["-", "-", "-"], "{out}");
+}
+
+#[test]
+fn experiment_deepperf_shows_the_best_published_result_of_each_cell() {
+    // x264.csv is one of the published systems: its sizes are the default, and each row
+    // carries the best published mean, its holder and DeepPerf's own mean.
+    let out = ok(&[
+        "experiment",
+        "deepperf",
+        &shared("deepperf/x264.csv"),
+        "--learner",
+        "lasso",
+        "--repetitions",
+        "1",
+    ])
+    .0;
+    let rows = deepperf_rows(&out);
+    let cells: Vec<(&str, &str, &str, &str)> =
+        rows.iter().map(|r| (r[0], r[6], r[7], r[8])).collect();
+    assert_eq!(
+        cells,
+        [
+            ("16", "8.37", "DaL", "10.43"),
+            ("32", "3.00", "HINNPerf", "3.61"),
+            ("48", "1.77", "DaL", "2.13"),
+            ("64", "0.98", "HINNPerf", "1.49"),
+            ("80", "0.87", "DeepPerf", "0.87"),
+        ],
+        "{out}"
+    );
+    // --system names the published system when the file name does not; JSON carries it too.
+    let dir = TempDir::new().unwrap();
+    let copy = dir.path().join("measurements.csv");
+    fs::copy(shared("deepperf/LLVM.csv"), &copy).unwrap();
+    let (out, _) = ok(&[
+        "experiment",
+        "deepperf",
+        s(&copy),
+        "--system",
+        "llvm",
+        "--learner",
+        "lasso",
+        "--sizes",
+        "55",
+        "--repetitions",
+        "1",
+        "--json",
+    ]);
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["system"], "LLVM");
+    let published = &json["rows"][0]["published"];
+    assert_eq!(published["best_mean_mre_percent"], 1.65);
+    assert_eq!(published["holder"], "Perf-AL");
+    assert_eq!(published["deepperf_mean_mre_percent"], 1.99);
+    assert!(json["rows"][0]["median_mre_percent"].as_f64().unwrap() > 0.0);
+    // Without a published system, the sizes must be given; an unknown --system is named.
+    let err = error(&["experiment", "deepperf", s(&copy), "--learner", "lasso"]);
+    assert!(err.contains("give --sizes or --n"), "{err}");
+    let err = error(&[
+        "experiment",
+        "deepperf",
+        s(&copy),
+        "--system",
+        "nginx",
+        "--learner",
+        "lasso",
+        "--n",
+        "5",
+    ]);
+    assert!(
+        err.contains("--system nginx: no published results"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -455,8 +538,8 @@ fn experiments_print_json() {
     assert_eq!(rows.len(), 2, "{json}");
     // The same table as the text (same seed, same samples).
     let text = ok(&args).0;
-    for (row, line) in rows.iter().zip(text.lines().skip(2)) {
-        let cells: Vec<&str> = line.split_whitespace().collect();
+    for (row, cells) in rows.iter().zip(deepperf_rows(&text)) {
+        let line = cells.join(" ");
         assert_eq!(row["size"].to_string(), cells[0], "{line}");
         assert_eq!(
             format!("{:.2}", row["mean_mre_percent"].as_f64().unwrap()),

@@ -72,10 +72,15 @@ pub struct SizeResult {
     /// MRE (%) of every repetition.
     pub errors: Vec<f64>,
     pub mean_mre: f64,
+    /// Median MRE (%) over the repetitions (DaL reports medians).
+    pub median_mre: f64,
     /// Half-width of the 95 % confidence interval of the mean (Student's t).
     pub margin: f64,
     /// Wall time of one experiment (learn on the sample, predict the rest), mean.
     pub seconds: f64,
+    /// CPU time of the same (this thread's, so other jobs on a shared machine do not count),
+    /// mean; `None` where the system does not report it.
+    pub cpu_seconds: Option<f64>,
     /// Mean number of terms (linear models) or leaves (trees).
     pub mean_size: f64,
 }
@@ -101,31 +106,64 @@ pub fn deepperf(
         }
         let mut errors = Vec::with_capacity(reps);
         let mut seconds = 0.0;
+        let mut cpu_seconds = Some(0.0);
         let mut sizes_sum = 0.0;
         for r in 0..reps {
-            let rep_seed = mix(seed, size as u64, r as u64);
-            let mut rows: Vec<usize> = (0..total).collect();
-            rows.shuffle(&mut ChaCha8Rng::seed_from_u64(rep_seed));
-            let (sample, rest) = rows.split_at(size);
+            let rep_seed = repetition_seed(seed, size, r);
+            let (sample, rest) = deepperf_split(total, size, rep_seed);
             let start = Instant::now();
-            let trained = train(table, sample, learner, rep_seed)?;
-            let predicted = trained.predict(table, rest);
+            let cpu_start = thread_cpu_seconds();
+            let trained = train(table, &sample, learner, rep_seed)?;
+            let predicted = trained.predict(table, &rest);
             seconds += start.elapsed().as_secs_f64();
+            cpu_seconds = match (cpu_seconds, cpu_start, thread_cpu_seconds()) {
+                (Some(sum), Some(a), Some(b)) => Some(sum + (b - a)),
+                _ => None,
+            };
             let actual: Vec<f64> = rest.iter().map(|&r| table.performance[r]).collect();
             errors.push(stats::mape(&predicted, &actual)?);
             sizes_sum += trained.size() as f64;
         }
         let (mean_mre, margin) = mean_and_margin(&errors);
+        let median_mre = stats::median(&errors).unwrap_or(f64::NAN);
         out.push(SizeResult {
             size,
             errors,
             mean_mre,
+            median_mre,
             margin,
             seconds: seconds / reps.max(1) as f64,
+            cpu_seconds: cpu_seconds.map(|c| c / reps.max(1) as f64),
             mean_size: sizes_sum / reps.max(1) as f64,
         });
     }
     Ok(out)
+}
+
+/// One repetition's split of DeepPerf's protocol: `size` rows drawn at random (seeded) to
+/// train on, and every other row of `0..total` to test on.
+pub fn deepperf_split(total: usize, size: usize, seed: u64) -> (Vec<usize>, Vec<usize>) {
+    let mut rows: Vec<usize> = (0..total).collect();
+    rows.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
+    let rest = rows.split_off(size.min(total));
+    (rows, rest)
+}
+
+/// The seed of repetition `r` at sample size `size` of an experiment seeded with `seed`.
+pub fn repetition_seed(seed: u64, size: usize, r: usize) -> u64 {
+    mix(seed, size as u64, r as u64)
+}
+
+/// CPU time this thread has used, in seconds (`CLOCK_THREAD_CPUTIME_ID`); `None` if the
+/// system does not report it.
+fn thread_cpu_seconds() -> Option<f64> {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes the struct it is given, which lives for the call.
+    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } == 0;
+    ok.then_some(t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9)
 }
 
 /// The mean of repeated errors with the half-width of its 95 % confidence interval

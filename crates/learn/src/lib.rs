@@ -32,6 +32,7 @@ mod fitted;
 pub mod lasso;
 mod learner;
 mod linalg;
+pub mod published;
 mod stepwise;
 mod tree;
 
