@@ -64,11 +64,39 @@ pub struct OptionSpec {
 }
 
 /// A value as written: an integer stays exact (a float holds integers only up to 2^53).
-#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
-#[serde(untagged)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum SpecNumber {
     Integer(i64),
     Float(f64),
+}
+
+/// Read by the value's own type, so a value that is not a number is named as such (an
+/// untagged enum would only say that no variant matched).
+impl<'de> Deserialize<'de> for SpecNumber {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Number;
+        impl serde::de::Visitor<'_> for Number {
+            type Value = SpecNumber;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a number")
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<SpecNumber, E> {
+                Ok(SpecNumber::Integer(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<SpecNumber, E> {
+                i64::try_from(v).map(SpecNumber::Integer).map_err(|_| {
+                    E::custom(format!(
+                        "{v} is larger than the largest integer value, {}",
+                        i64::MAX
+                    ))
+                })
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<SpecNumber, E> {
+                Ok(SpecNumber::Float(v))
+            }
+        }
+        deserializer.deserialize_any(Number)
+    }
 }
 
 impl SpecNumber {
@@ -279,5 +307,15 @@ members = ["crc", "sha"]
         assert!(e.to_string().contains("unknown option `q`"), "{e}");
         let e = parse_spec("[[option]]\nname = \"a\"\nflavour = 1\n", "s.toml").unwrap_err();
         assert!(e.to_string().contains("unknown key `flavour`"), "{e}");
+    }
+
+    #[test]
+    fn a_value_that_is_not_a_number_is_named_as_such() {
+        let e = parse_spec("[[option]]\nname = \"a\"\nvalues = [1, \"x\"]\n", "s.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("s.toml:3: "), "{e}");
+        assert!(e.contains("expected a number"), "{e}");
+        assert!(!e.contains("untagged"), "{e}");
     }
 }
