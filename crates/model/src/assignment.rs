@@ -42,6 +42,11 @@ impl KnownValues {
         }
     }
 
+    /// The values listed for an option, smallest first (empty when not listed).
+    pub fn values(&self, option: &str) -> Vec<f64> {
+        self.0.get(option).cloned().unwrap_or_default()
+    }
+
     /// Whether an option takes values other than 0 and 1.
     pub fn is_numeric(&self, option: &str) -> bool {
         self.0
