@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use model::{
-    Configurations, Effects, KnownValues, ModelFile, Scale, Threshold, Transform, importances,
-    influence_from_subspaces, parse_assignment, predict_csv, subspaces_from_influence,
+    Configurations, Effects, Given, KnownValues, ModelFile, Scale, Threshold, Transform, assign,
+    importances, influence_from_subspaces, parse_given, predict_csv, show_value,
+    subspaces_from_influence,
 };
 
 use crate::Outcome;
@@ -97,16 +98,17 @@ pub enum ModelCommand {
 
 pub fn predict(args: PredictArgs) -> Result<Outcome> {
     let file = ModelFile::load(&args.model)?;
+    if let Some(system) = args.spec.as_deref().and_then(spec_system) {
+        file.check_system(&system, &args.model.display().to_string())?;
+    }
     let space = args.spec.as_deref().map(load_space).transpose()?;
     if let (Some(space), Some(n)) = (&space, args.top.or(args.best.then_some(1))) {
-        let top = report::fastest(&file, space, n)?;
-        let scale = Scale::for_metric(
-            file.metric.as_deref(),
-            top.iter().map(|(_, p)| p.abs()).fold(0.0, f64::max),
-        );
-        for (configuration, prediction) in top {
-            let shown = space::shown_configuration(&configuration);
-            println!("{:>12}  {shown}", scale.show(prediction, 3));
+        for (configuration, prediction) in report::fastest(&file, space, n)? {
+            let value = show_value(prediction, file.metric.as_deref());
+            println!(
+                "{value:>12}  {}",
+                space::shown_configuration(&configuration)
+            );
         }
         return Ok(Outcome::Done);
     }
@@ -114,23 +116,31 @@ pub fn predict(args: PredictArgs) -> Result<Outcome> {
         Some(space) => known_values(space),
         None => KnownValues::from_training(&file),
     };
+    // Every input path (typed, CSV file, standard input) is checked the same way.
+    let predict_one = |given: &Given| -> Result<(f64, Vec<String>), model::Error> {
+        let assignment = assign(&file, &known, given)?;
+        let mut warnings = assignment.warnings;
+        if let Some(why) = space.as_ref().and_then(|s| s.why_invalid(given)) {
+            warnings.push(format!("not a valid configuration of the space: {why}"));
+        }
+        let prediction = file.bind(&assignment.columns)?.predict(&assignment.values);
+        Ok((prediction, warnings))
+    };
     let text = match args.input.as_deref() {
         // A CSV file; a name ending in `.csv` is one even when it does not exist (an error).
         Some(input) if Path::new(input).is_file() || input.to_lowercase().ends_with(".csv") => {
             let csv = File::open(input).with_context(|| input.to_string())?;
-            predict_csv(&file, csv, input, std::io::stdout().lock())?;
+            let warnings = predict_csv(csv, input, std::io::stdout().lock(), predict_one)?;
+            warnings.iter().for_each(|w| eprintln!("warning: {w}"));
             return Ok(Outcome::Done);
         }
         Some(configuration) => configuration.to_string(),
         None => std::io::read_to_string(std::io::stdin()).context("standard input")?,
     };
     if args.input.is_none() && looks_like_csv(&text) {
-        predict_csv(
-            &file,
-            text.as_bytes(),
-            "standard input",
-            std::io::stdout().lock(),
-        )?;
+        let out = std::io::stdout().lock();
+        let warnings = predict_csv(text.as_bytes(), "standard input", out, predict_one)?;
+        warnings.iter().for_each(|w| eprintln!("warning: {w}"));
         return Ok(Outcome::Done);
     }
     let lines: Vec<&str> = match args.input {
@@ -138,20 +148,23 @@ pub fn predict(args: PredictArgs) -> Result<Outcome> {
         None => text.lines().filter(|l| !l.trim().is_empty()).collect(),
     };
     for line in lines {
-        let assignment = parse_assignment(&file, &known, line)?;
-        for warning in &assignment.warnings {
-            eprintln!("warning: {warning}");
+        let (prediction, warnings) = predict_one(&parse_given(line)?)?;
+        for warning in &warnings {
+            eprintln!("warning: `{}`: {warning}", line.trim());
         }
-        if let Some(rule) = space.as_ref().and_then(|s| broken_rule(s, line)) {
-            eprintln!(
-                "warning: `{}` is not a valid configuration: {rule}",
-                line.trim()
-            );
-        }
-        let prediction = file.bind(&assignment.columns)?.predict(&assignment.values);
-        println!("{prediction}  {}", space::shown_configuration(line.trim()));
+        let value = show_value(prediction, file.metric.as_deref());
+        println!("{value}  {}", space::shown_configuration(line.trim()));
     }
     Ok(Outcome::Done)
+}
+
+/// The system a system spec describes (`None` for a file that only describes a space: its
+/// name may be its file's).
+pub fn spec_system(path: &Path) -> Option<String> {
+    measure::SystemSpec::load(path)
+        .ok()
+        .filter(|spec| spec.run.is_some())
+        .map(|spec| spec.name)
 }
 
 /// A system spec's space (`knobs.toml`), or a space file of any format `knobs space` reads.
@@ -160,13 +173,6 @@ fn load_space(path: &Path) -> Result<space::ConfigSpace> {
         Ok(spec) => Ok(spec.space),
         Err(_) => Ok(space::load_space(path)?),
     }
-}
-
-/// A rule of the space the configuration breaks, if it reads as one of its configurations
-/// (values outside the space are warned of already).
-fn broken_rule(space: &space::ConfigSpace, text: &str) -> Option<String> {
-    let config = space.parse_configuration(text).ok()?;
-    space.violations(&config).first().map(|r| r.why.clone())
 }
 
 /// Every value of every option of the space.

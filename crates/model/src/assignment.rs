@@ -87,20 +87,13 @@ pub struct Assignment {
     pub warnings: Vec<String>,
 }
 
-/// Reads `a,b,level=6` (or `a=1`; unlisted binary options are off) for `file`: every numeric
-/// option the model uses needs a value; an option neither the model nor `known` has is
-/// ignored with a warning, and a value outside `known` is used with one.
-pub fn parse_assignment(
-    file: &ModelFile,
-    known: &KnownValues,
-    text: &str,
-) -> Result<Assignment, Error> {
-    let columns: Vec<String> = file.options().into_iter().map(String::from).collect();
-    let mut values: Vec<Option<f64>> = columns
-        .iter()
-        .map(|c| (!needs_value(file, known, c)).then_some(0.0))
-        .collect();
-    let mut warnings = Vec::new();
+/// A configuration as every option given and its value, from any input (a typed
+/// `level=6,extreme`, a CSV row): binary options 0/1, numeric ones their number.
+pub type Given = Vec<(String, f64)>;
+
+/// Reads `a,b,level=6` (or `a=1`) as the options given; an option given twice is an error.
+pub fn parse_given(text: &str) -> Result<Given, Error> {
+    let mut given: Given = Vec::new();
     for item in text
         .split([',', ' '])
         .map(str::trim)
@@ -119,6 +112,39 @@ pub fn parse_assignment(
             }
             None => (item, 1.0),
         };
+        if given.iter().any(|(n, _)| n == name) {
+            return Err(Error::Invalid(format!(
+                "option `{name}` appears more than once in the configuration"
+            )));
+        }
+        given.push((name.to_string(), value));
+    }
+    Ok(given)
+}
+
+/// Reads `a,b,level=6` (or `a=1`; unlisted binary options are off) for `file`: see
+/// [`assign`].
+pub fn parse_assignment(
+    file: &ModelFile,
+    known: &KnownValues,
+    text: &str,
+) -> Result<Assignment, Error> {
+    assign(file, known, &parse_given(text)?)
+}
+
+/// The values of the model's options in a configuration given by any input, checked the
+/// same way for all: every numeric option the model uses needs a value (binary ones left out
+/// are off); an option neither the model nor `known` has is ignored with a warning, and a
+/// value outside `known` is used with one.
+pub fn assign(file: &ModelFile, known: &KnownValues, given: &Given) -> Result<Assignment, Error> {
+    let columns: Vec<String> = file.options().into_iter().map(String::from).collect();
+    let mut values: Vec<Option<f64>> = columns
+        .iter()
+        .map(|c| (!needs_value(file, known, c)).then_some(0.0))
+        .collect();
+    let mut warnings = Vec::new();
+    for (name, value) in given {
+        let (name, value) = (name.as_str(), *value);
         let used = columns.iter().position(|c| c == name);
         if used.is_none() && !known.0.contains_key(name) {
             warnings.push(format!(
@@ -203,5 +229,10 @@ mod tests {
             "numeric option `level` needs a value, as in `level=…`"
         );
         assert!(parse_assignment(&file, &known, "level=six").is_err());
+        let e = parse_assignment(&file, &known, "level=6,level=3").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "option `level` appears more than once in the configuration"
+        );
     }
 }

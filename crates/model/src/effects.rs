@@ -25,6 +25,7 @@ use crate::Error;
 use crate::assignment::KnownValues;
 use crate::file::ModelFile;
 use crate::influence::{Factor, InfluenceModel, Term, Threshold};
+use crate::units::Scale;
 
 /// How many combinations of the options' values [`Configurations::combinations`] lists at
 /// most; beyond, it lists an evenly spread selection of them.
@@ -416,21 +417,7 @@ fn decimals_for(value: f64, precision: usize) -> usize {
     ((-magnitude.log10()).ceil() as usize + 1).clamp(precision, 12)
 }
 
-/// A unit to print values in: values are multiplied by `factor`; `unit` is empty when the
-/// metric is not a time (or unknown).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Scale {
-    pub factor: f64,
-    pub unit: &'static str,
-}
-
 impl Scale {
-    /// Values printed as they are.
-    pub const NONE: Scale = Scale {
-        factor: 1.0,
-        unit: "",
-    };
-
     /// The unit a model's terms read best in: that of its spread (its intercept for a
     /// constant), for the model's metric or else `metric`; none for models of
     /// ln(performance) or of something other than time.
@@ -445,60 +432,6 @@ impl Scale {
         };
         Scale::for_metric(file.metric.as_deref().or(metric), largest)
     }
-
-    /// For a metric in seconds, the unit (s, ms, µs, ns) in which `largest` is at least 1
-    /// (seconds for 0); [`Scale::NONE`] for other metrics.
-    pub fn for_metric(metric: Option<&str>, largest: f64) -> Scale {
-        if !metric.is_some_and(is_seconds) {
-            return Scale::NONE;
-        }
-        let largest = largest.abs();
-        if largest == 0.0 || !largest.is_finite() {
-            return Scale {
-                factor: 1.0,
-                unit: "s",
-            };
-        }
-        let units = [(1.0, "s"), (1e3, "ms"), (1e6, "µs"), (1e9, "ns")];
-        units
-            .into_iter()
-            .find(|(factor, _)| largest * factor >= 1.0)
-            .map_or(
-                Scale {
-                    factor: 1e9,
-                    unit: "ns",
-                },
-                |(factor, unit)| Scale { factor, unit },
-            )
-    }
-
-    /// A value in this unit with `precision` decimals: `12.40 ms`.
-    pub fn show(&self, value: f64, precision: usize) -> String {
-        let text = format!("{:.precision$}", value * self.factor);
-        if self.unit.is_empty() {
-            text
-        } else {
-            format!("{text} {}", self.unit)
-        }
-    }
-}
-
-/// Whether a model's `metric` text names a time in seconds (`time_s`, `wall time (s)`,
-/// `cpu, end to end`), not memory, instructions or a ratio to a reference.
-pub fn is_seconds(metric: &str) -> bool {
-    let m = metric.to_ascii_lowercase();
-    if ["rss", "instructions", "per_reference", "kib"]
-        .iter()
-        .any(|w| m.contains(w))
-    {
-        return false;
-    }
-    m.contains("(s)")
-        || m.contains("_s")
-        || m.contains("time")
-        || ["wall", "cpu", "user", "system"]
-            .iter()
-            .any(|w| m.starts_with(w))
 }
 
 /// What a reader should know before trusting a model, one sentence each: a learned model
@@ -651,18 +584,6 @@ mod tests {
         assert_eq!(c.columns, ["A", "level"]);
         assert_eq!(c.rows.len(), 2);
         assert!(c.described.contains("constraints unknown"));
-    }
-
-    #[test]
-    fn picks_a_time_unit_for_the_largest_value() {
-        assert_eq!(Scale::for_metric(Some("time_s"), 2.5).unit, "s");
-        assert_eq!(Scale::for_metric(Some("wall time (s)"), 0.0251).unit, "ms");
-        assert_eq!(Scale::for_metric(Some("cpu, end to end"), 3e-5).unit, "µs");
-        assert_eq!(Scale::for_metric(Some("max_rss_kib"), 0.001), Scale::NONE);
-        assert_eq!(Scale::for_metric(None, 0.001), Scale::NONE);
-        assert_eq!(Scale::for_metric(Some("time_s"), 0.0).unit, "s");
-        let ms = Scale::for_metric(Some("wall_s"), 0.0251);
-        assert_eq!(ms.show(0.0251, 1), "25.1 ms");
     }
 
     #[test]

@@ -23,11 +23,10 @@ mod influence;
 mod reference;
 mod subspace;
 mod tree;
+mod units;
 
-pub use assignment::{Assignment, KnownValues, parse_assignment};
-pub use effects::{
-    Configurations, Effects, MOST_COMBINATIONS, OptionEffect, Scale, is_seconds, warnings,
-};
+pub use assignment::{Assignment, Given, KnownValues, assign, parse_assignment, parse_given};
+pub use effects::{Configurations, Effects, MOST_COMBINATIONS, OptionEffect, warnings};
 pub use file::{
     BoundModelFile, FORMAT, ModelFile, Region, SourceSpan, Transform, VERSION, predict_csv,
 };
@@ -37,6 +36,7 @@ pub use subspace::{
     MAX_OPTIONS, influence_from_levels, influence_from_subspaces, subspaces_from_influence,
 };
 pub use tree::{Node, Tree, importances};
+pub use units::{SIGNIFICANT_DIGITS, Scale, is_seconds, plain_number, show_value};
 
 /// Errors of this crate; each message is one line for the user.
 #[derive(Debug, thiserror::Error)]
