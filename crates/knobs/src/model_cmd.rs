@@ -299,6 +299,7 @@ fn show(
     if file.transform == Transform::Log {
         println!("transform: log (the model predicts ln(performance))");
     }
+    print_members(&file, &effects, &scale, precision);
     if !file.trees.is_empty() {
         print_trees(&file, precision);
     }
@@ -360,6 +361,38 @@ fn print_effects(file: &ModelFile, effects: &Effects, scale: &Scale, precision: 
             t.label(),
             shown(effects.term(t))
         );
+    }
+}
+
+/// A mean of learners (`auto`'s or `L1+L2`): what it is, and each member as learned, its
+/// terms at full weight, so that no weighted coefficient reads as an effect.
+fn print_members(file: &ModelFile, effects: &Effects, scale: &Scale, precision: usize) {
+    let Some(members) = file.provenance.get("members").and_then(|m| m.as_array()) else {
+        return;
+    };
+    println!(
+        "mean of {k} models{}, each weighted 1/{k}: the terms and trees below are their weighted sum; each member as learned:",
+        if file.transform == Transform::Log {
+            " of ln(performance)"
+        } else {
+            ""
+        },
+        k = members.len()
+    );
+    for m in members {
+        let terms: model::InfluenceModel =
+            serde_json::from_value(m["terms"].clone()).unwrap_or_default();
+        let mut parts = Vec::new();
+        if !terms.terms().is_empty() {
+            parts.push(terms.format_ranked(effects, scale, precision));
+        }
+        match m["trees"].as_u64().unwrap_or(0) {
+            0 => {}
+            1 => parts.push("a regression tree".into()),
+            n => parts.push(format!("a forest of {n} trees")),
+        }
+        let learner = m["learner"].as_str().unwrap_or("?");
+        println!("  {learner}: {}", parts.join(" plus "));
     }
 }
 

@@ -257,6 +257,16 @@ fn fit(
                 models.push(f);
                 chosen.push(l);
             }
+            // Each member as learned, so that a reader sees its terms at full weight.
+            let recorded: Vec<Value> = models
+                .iter()
+                .zip(&chosen)
+                .map(|(f, l)| {
+                    let file = f.to_model_file(table);
+                    json!({"learner": l.to_string(), "terms": file.terms, "trees": file.trees.len()})
+                })
+                .collect();
+            notes.insert("members".into(), Value::Array(recorded));
             (Fitted::average(&models), resolved(Kind::Mean(chosen)))
         }
         Kind::Auto(s) => {
