@@ -230,6 +230,9 @@ pub fn learn_model(args: LearnArgs) -> Result<Outcome> {
         rows.len(),
         data.configurations.len()
     );
+    if let Some(left_out) = left_out(&args.data, &data, args.commit.as_deref())? {
+        println!("{left_out}");
+    }
     if let Some(cv) = cv_mre {
         println!("cross-validated MRE on the sample: {:.2} %", cv * 100.0);
     }
@@ -248,6 +251,33 @@ pub fn learn_model(args: LearnArgs) -> Result<Outcome> {
     }
     println!("model written to {}", args.out.display());
     Ok(Outcome::Done)
+}
+
+/// The configurations of a results store that have runs but none that succeeded, which the
+/// dataset leaves out, in words: `8 measured configurations left out: no run succeeded
+/// (5 failed, 3 timed out)`; `None` for other data, or when none is left out.
+fn left_out(path: &Path, data: &Dataset, commit: Option<&str>) -> Result<Option<String>> {
+    if !crate::measure_cmd::is_store(path) || commit.is_some() {
+        return Ok(None);
+    }
+    let runs = measure::Store::open_existing(path)?.runs(&measure::Selection::default())?;
+    // Per configuration of this system: whether any run succeeded, whether one timed out.
+    let mut by_configuration: HashMap<&str, (bool, bool)> = HashMap::new();
+    for run in runs.iter().filter(|r| r.system == data.space.name) {
+        let seen = by_configuration.entry(&run.configuration).or_default();
+        seen.0 |= run.is_ok();
+        seen.1 |= run.status == "timeout";
+    }
+    let failing: Vec<&(bool, bool)> = by_configuration.values().filter(|s| !s.0).collect();
+    if failing.is_empty() {
+        return Ok(None);
+    }
+    let timed_out = failing.iter().filter(|s| s.1).count();
+    Ok(Some(format!(
+        "{} measured configurations left out: no run succeeded ({} failed, {timed_out} timed out; `knobs results show` lists them)",
+        failing.len(),
+        failing.len() - timed_out
+    )))
 }
 
 /// The configurations `knobs evaluate` computes its error on.

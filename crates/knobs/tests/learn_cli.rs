@@ -541,3 +541,47 @@ fn a_mean_of_learners_shows_each_member_at_full_weight() {
         "{shown}"
     );
 }
+
+/// `learn` from a store says how many measured configurations it left out and why: here
+/// `sleep` with a bad argument fails, and one too long times out.
+#[test]
+fn learn_says_which_configurations_it_left_out() {
+    let dir = TempDir::new().unwrap();
+    let spec = dir.path().join("knobs.toml");
+    fs::write(
+        &spec,
+        r#"
+name = "sleeper"
+[run]
+program = "sleep"
+args = ["0.001", "{options}"]
+timeout = 0.5
+[measure]
+repetitions = 1
+[[workload]]
+name = "none"
+[[option]]
+name = "a"
+on = ["0.002"]
+[[option]]
+name = "bad"
+on = ["not-a-number"]
+[[option]]
+name = "hang"
+on = ["30"]
+"#,
+    )
+    .unwrap();
+    // Exit status aside (failures may be an error): the runs are in the store.
+    run_knobs(&["measure", "--spec", s(&spec), "--sample", "all"], None);
+    let store = dir.path().join("knobs.db");
+    let model = dir.path().join("m.json");
+    let out = ok(&["learn", s(&store), "--learner", "ols:a", "--out", s(&model)]).0;
+    assert!(out.contains("from 2 of 2 configurations"), "{out}");
+    assert!(
+        out.contains(
+            "6 measured configurations left out: no run succeeded (4 failed, 2 timed out;"
+        ),
+        "{out}"
+    );
+}
