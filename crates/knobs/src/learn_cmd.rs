@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use learn::experiment::{CompareRow, SizeResult, compare, deepperf};
-use learn::{Learner, Table, evaluate, learn, sample_rows, training_rows};
+use learn::{EvaluationRows, Learner, Table, evaluate, learn, sample_rows};
 use model::ModelFile;
 use serde_json::json;
 use space::formats::read_configurations_csv;
@@ -280,23 +280,17 @@ fn left_out(path: &Path, data: &Dataset, commit: Option<&str>) -> Result<Option<
     )))
 }
 
-/// The configurations `knobs evaluate` computes its error on.
-struct EvaluationSet {
-    rows: Vec<usize>,
-    /// `test`, `untrained` or `all`: the `set` of the JSON output.
-    name: &'static str,
-    /// The configurations in words, for the text output.
-    described: String,
-}
-
 pub fn evaluate_model(args: EvaluateArgs) -> Result<Outcome> {
     let file = ModelFile::load(&args.model)?;
     let data = load_data(&args.data, args.space.as_deref())?;
     let table = Table::new(&data);
     let total = table.rows.len();
-    let trained = trained_mask(&file, &table);
-    let trained_count = trained.as_ref().map(|t| t.iter().filter(|&&b| b).count());
-    let set = evaluation_set(&args, &data, trained.as_deref(), total)?;
+    let test = args
+        .test
+        .as_deref()
+        .map(|t| lookup(&data, t, &args.data))
+        .transpose()?;
+    let set = EvaluationRows::choose(&file, &table, test, args.all);
     if set.rows.is_empty() {
         bail!(
             "{}: no configurations to evaluate on (the model was trained on all of them); give --test or --all",
@@ -313,7 +307,7 @@ pub fn evaluate_model(args: EvaluateArgs) -> Result<Outcome> {
     let (unmeasured, all) = if args.test.is_some() {
         (None, None)
     } else {
-        let unmeasured = match trained.as_deref().map(untrained_rows) {
+        let unmeasured = match set.untrained() {
             Some(rows) if !rows.is_empty() => Some(mape(&rows)?),
             _ => None,
         };
@@ -326,101 +320,57 @@ pub fn evaluate_model(args: EvaluateArgs) -> Result<Outcome> {
             "mape_percent": error,
             "mape_unmeasured_percent": unmeasured,
             "mape_all_percent": all,
-            "set": set.name,
+            "set": set.set,
             "test": args.test,
             "configurations": set.rows.len(),
             "of": total,
-            "training_configurations": trained_count,
+            "training_configurations": set.trained_count(),
         }))?;
     } else {
-        print_mape(&set, error, unmeasured, all, total, trained_count);
+        let which = described(&set, args.test.as_deref(), total);
+        print_mape(&set, &which, error, unmeasured, all, total);
     }
     Ok(Outcome::Done)
 }
 
 /// The error of `knobs evaluate` as text, with the one that goes beside it.
 fn print_mape(
-    set: &EvaluationSet,
+    set: &EvaluationRows,
+    which: &str,
     error: f64,
     unmeasured: Option<f64>,
     all: Option<f64>,
     total: usize,
-    trained_count: Option<usize>,
 ) {
-    let which = &set.described;
-    match (set.name, unmeasured, all) {
-        ("untrained", _, Some(all)) => {
+    match (set.set, unmeasured, all, set.trained_count()) {
+        ("untrained", _, Some(all), _) => {
             println!("MAPE {error:.2} % on {which}; {all:.2} % on all {total}")
         }
-        ("all", Some(u), _) if trained_count.is_some() => println!(
+        ("all", Some(u), _, Some(trained)) => println!(
             "MAPE {error:.2} % on {which}; {u:.2} % on the {} not used for training",
-            total - trained_count.unwrap_or(0)
+            total - trained
         ),
         _ => println!("MAPE {error:.2} % on {which}"),
     }
 }
 
-/// Per row of `table`, whether the model was built from it; `None` if the model does not
-/// record its training configurations.
-fn trained_mask(file: &ModelFile, table: &Table) -> Option<Vec<bool>> {
-    training_rows(file, table).map(|training| {
-        let mut trained = vec![false; table.rows.len()];
-        for r in training {
-            trained[r] = true;
+/// The configurations evaluated on, in words.
+fn described(set: &EvaluationRows, test: Option<&Path>, total: usize) -> String {
+    match (set.set, test, set.trained_count()) {
+        (_, Some(test), _) => {
+            format!("the {} configurations of {}", set.rows.len(), test.display())
         }
-        trained
-    })
-}
-
-/// The rows the model was not built from.
-fn untrained_rows(trained: &[bool]) -> Vec<usize> {
-    (0..trained.len()).filter(|r| !trained[*r]).collect()
-}
-
-/// What `knobs evaluate` evaluates on: the --test configurations, else those the model was
-/// not built from (unless --all or it does not record them), else all of DATA.
-fn evaluation_set(
-    args: &EvaluateArgs,
-    data: &Dataset,
-    trained: Option<&[bool]>,
-    total: usize,
-) -> Result<EvaluationSet> {
-    Ok(match (&args.test, trained) {
-        (Some(test), _) => {
-            let rows = lookup(data, test, &args.data)?;
-            EvaluationSet {
-                described: format!("the {} configurations of {}", rows.len(), test.display()),
-                rows,
-                name: "test",
-            }
+        ("untrained", ..) => format!(
+            "{} configurations not used for training (of {total})",
+            set.rows.len()
+        ),
+        (_, _, Some(trained)) => {
+            format!("all {total} configurations ({trained} of them used for training)")
         }
-        (None, Some(trained)) if !args.all => {
-            let rows = untrained_rows(trained);
-            EvaluationSet {
-                described: format!(
-                    "{} configurations not used for training (of {total})",
-                    rows.len()
-                ),
-                rows,
-                name: "untrained",
-            }
-        }
-        (None, Some(trained)) => EvaluationSet {
-            rows: (0..total).collect(),
-            name: "all",
-            described: format!(
-                "all {total} configurations ({} of them used for training)",
-                trained.iter().filter(|&&b| b).count()
-            ),
-        },
-        (None, None) => EvaluationSet {
-            rows: (0..total).collect(),
-            name: "all",
-            described: format!(
-                "all {total} configurations (the model does not record its training configurations)"
-            ),
-        },
-    })
+        _ => format!(
+            "all {total} configurations (the model does not record its training configurations)"
+        ),
+    }
 }
 
 /// The rows of `data` holding the configurations listed in a CSV file.
@@ -440,7 +390,7 @@ fn lookup(data: &Dataset, test: &Path, data_path: &Path) -> Result<Vec<usize>> {
                 format!(
                     "{}: configuration `{}` is not measured in {}",
                     test.display(),
-                    data.space.format_configuration(c),
+                    space::shown_configuration(&data.space.format_configuration(c)),
                     data_path.display()
                 )
             })
