@@ -358,7 +358,11 @@ fn print_mape(
 fn described(set: &EvaluationRows, test: Option<&Path>, total: usize) -> String {
     match (set.set, test, set.trained_count()) {
         (_, Some(test), _) => {
-            format!("the {} configurations of {}", set.rows.len(), test.display())
+            format!(
+                "the {} configurations of {}",
+                set.rows.len(),
+                test.display()
+            )
         }
         ("untrained", ..) => format!(
             "{} configurations not used for training (of {total})",

@@ -130,7 +130,8 @@ pub fn predict(args: PredictArgs) -> Result<Outcome> {
         // A CSV file; a name ending in `.csv` is one even when it does not exist (an error).
         Some(input) if Path::new(input).is_file() || input.to_lowercase().ends_with(".csv") => {
             let csv = File::open(input).with_context(|| input.to_string())?;
-            let warnings = predict_csv(csv, input, std::io::stdout().lock(), predict_one)?;
+            let out = std::io::stdout().lock();
+            let warnings = predict_csv(csv, input, &file.options(), out, predict_one)?;
             warnings.iter().for_each(|w| eprintln!("warning: {w}"));
             return Ok(Outcome::Done);
         }
@@ -139,7 +140,8 @@ pub fn predict(args: PredictArgs) -> Result<Outcome> {
     };
     if args.input.is_none() && looks_like_csv(&text) {
         let out = std::io::stdout().lock();
-        let warnings = predict_csv(text.as_bytes(), "standard input", out, predict_one)?;
+        let (text, required) = (text.as_bytes(), file.options());
+        let warnings = predict_csv(text, "standard input", &required, out, predict_one)?;
         warnings.iter().for_each(|w| eprintln!("warning: {w}"));
         return Ok(Outcome::Done);
     }

@@ -248,10 +248,13 @@ impl BoundModelFile {
 /// Reads configurations as CSV (a header of option names; a row per configuration) and
 /// writes them back with a final `prediction` column, each row's options and values given
 /// to `predict`, which answers the prediction and its warnings (the checks every input
-/// path shares). Returns the warnings, each after `FILE:LINE: `.
+/// path shares). Every option in `required` (those the model uses) must be a column: a CSV
+/// lacking one is more likely a mistake than a choice to leave it off. Returns the
+/// warnings, each after `FILE:LINE: `.
 pub fn predict_csv(
     input: impl Read,
     shown: &str,
+    required: &[&str],
     output: impl Write,
     mut predict: impl FnMut(&Given) -> Result<(f64, Vec<String>), Error>,
 ) -> Result<Vec<String>, Error> {
@@ -281,6 +284,12 @@ pub fn predict_csv(
         .find(|(i, c)| columns[..*i].contains(c))
     {
         return Err(err(1, format!("column `{}` appears twice", twice.1)));
+    }
+    if let Some(missing) = required.iter().find(|o| !columns.contains(o)) {
+        return Err(err(
+            1,
+            format!("the model uses option `{missing}`, which the CSV has no column for"),
+        ));
     }
     let mut writer = csv::Writer::from_writer(output);
     let io = |e: csv::Error| err(0, e.to_string());
@@ -454,7 +463,14 @@ mod tests {
             let values: Vec<f64> = g.iter().map(|(_, v)| *v).collect();
             Ok((back.bind(&columns)?.predict(&values), vec![]))
         };
-        predict_csv("level,x\n3,0\n9,1\n".as_bytes(), "c.csv", &mut out, predict).unwrap();
+        predict_csv(
+            "level,x\n3,0\n9,1\n".as_bytes(),
+            "c.csv",
+            &[],
+            &mut out,
+            predict,
+        )
+        .unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "level,x,prediction\n3,0,1.5\n9,1,3.5\n"
@@ -505,6 +521,7 @@ mod tests {
         let warnings = predict_csv(
             "A,B,C\n0,0,1\n1,1,0\n".as_bytes(),
             "c.csv",
+            &[],
             &mut out,
             predict,
         )
@@ -519,27 +536,47 @@ mod tests {
             warnings,
             ["c.csv:2: the model does not know option `C`; it is ignored (and in 1 more rows)"]
         );
-        let e = predict_csv("A\n2\n".as_bytes(), "c.csv", Vec::new(), predict).unwrap();
+        let e = predict_csv("A\n2\n".as_bytes(), "c.csv", &[], Vec::new(), predict).unwrap();
         assert!(
             e[0].starts_with("c.csv:2: `A=2` is outside the values"),
             "{e:?}"
         );
-        let e = predict_csv("A,B\n0,1\n1\n".as_bytes(), "c.csv", Vec::new(), predict).unwrap_err();
+        let e = predict_csv(
+            "A,B\n0,1\n1\n".as_bytes(),
+            "c.csv",
+            &[],
+            Vec::new(),
+            predict,
+        )
+        .unwrap_err();
         assert_eq!(
             e.to_string(),
             "c.csv:3: row has 1 fields but the header has 2"
         );
-        let e = predict_csv("".as_bytes(), "c.csv", Vec::new(), predict).unwrap_err();
+        let e = predict_csv("".as_bytes(), "c.csv", &[], Vec::new(), predict).unwrap_err();
         assert_eq!(
             e.to_string(),
             "c.csv: the CSV is empty: it needs a header of option names and a row per configuration"
         );
-        let w = predict_csv("A,B\n".as_bytes(), "c.csv", Vec::new(), predict).unwrap();
+        let w = predict_csv("A,B\n".as_bytes(), "c.csv", &[], Vec::new(), predict).unwrap();
         assert_eq!(
             w,
             ["c.csv: no configurations: the CSV has a header and no rows"]
         );
-        let e = predict_csv("A,A\n1,0\n".as_bytes(), "c.csv", Vec::new(), predict).unwrap_err();
+        let e =
+            predict_csv("A,A\n1,0\n".as_bytes(), "c.csv", &[], Vec::new(), predict).unwrap_err();
         assert_eq!(e.to_string(), "c.csv:1: column `A` appears twice");
+        let e = predict_csv(
+            "A\n1\n".as_bytes(),
+            "c.csv",
+            &["A", "B"],
+            Vec::new(),
+            predict,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "c.csv:1: the model uses option `B`, which the CSV has no column for"
+        );
     }
 }
