@@ -328,8 +328,9 @@ fn largest_difference(
     j: usize,
     key: impl Fn(&[f64]) -> Vec<u64>,
 ) -> Option<f64> {
-    // Per key, per value of the column: the smallest and largest prediction.
-    let mut groups: HashMap<Vec<u64>, BTreeMap<u64, (f64, f64, f64)>> = HashMap::new();
+    // Per key, per value of the column: the value, the smallest and largest prediction.
+    type ByValue = BTreeMap<u64, (f64, f64, f64)>;
+    let mut groups: HashMap<Vec<u64>, ByValue> = HashMap::new();
     for (r, &p) in rows.iter().zip(predictions) {
         let entry = groups
             .entry(key(r))
