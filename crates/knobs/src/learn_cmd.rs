@@ -208,6 +208,7 @@ pub fn learn_model(args: LearnArgs) -> Result<Outcome> {
     let cv_mre = file.provenance.get("cv_mre").and_then(|v| v.as_f64());
     let leaves: usize = file.trees.iter().map(|t| t.leaves()).sum();
     let log = file.transform == model::Transform::Log;
+    let left_out = left_out(&args.data, &data, args.commit.as_deref())?;
     if args.json {
         return crate::print_json(&json!({
             "learner": resolved,
@@ -215,6 +216,8 @@ pub fn learn_model(args: LearnArgs) -> Result<Outcome> {
             "seed": args.seed,
             "training_configurations": rows.len(),
             "configurations": data.configurations.len(),
+            "left_out_failed": left_out.map(|(failed, _)| failed),
+            "left_out_timed_out": left_out.map(|(_, timed_out)| timed_out),
             "seconds": seconds,
             "cv_mre_percent": cv_mre.map(|cv| cv * 100.0),
             "transform": if log { "log" } else { "none" },
@@ -230,8 +233,11 @@ pub fn learn_model(args: LearnArgs) -> Result<Outcome> {
         rows.len(),
         data.configurations.len()
     );
-    if let Some(left_out) = left_out(&args.data, &data, args.commit.as_deref())? {
-        println!("{left_out}");
+    if let Some((failed, timed_out)) = left_out {
+        println!(
+            "{} measured configurations left out: no run succeeded ({failed} failed, {timed_out} timed out; `knobs results show` lists them)",
+            failed + timed_out
+        );
     }
     if let Some(cv) = cv_mre {
         println!("cross-validated MRE on the sample: {:.2} %", cv * 100.0);
@@ -253,10 +259,10 @@ pub fn learn_model(args: LearnArgs) -> Result<Outcome> {
     Ok(Outcome::Done)
 }
 
-/// The configurations of a results store that have runs but none that succeeded, which the
-/// dataset leaves out, in words: `8 measured configurations left out: no run succeeded
-/// (5 failed, 3 timed out)`; `None` for other data, or when none is left out.
-fn left_out(path: &Path, data: &Dataset, commit: Option<&str>) -> Result<Option<String>> {
+/// How many configurations of a results store have runs but none that succeeded, which the
+/// dataset leaves out: those that failed, and those that timed out; `None` for other data,
+/// or when none is left out.
+fn left_out(path: &Path, data: &Dataset, commit: Option<&str>) -> Result<Option<(usize, usize)>> {
     if !crate::measure_cmd::is_store(path) || commit.is_some() {
         return Ok(None);
     }
@@ -273,11 +279,7 @@ fn left_out(path: &Path, data: &Dataset, commit: Option<&str>) -> Result<Option<
         return Ok(None);
     }
     let timed_out = failing.iter().filter(|s| s.1).count();
-    Ok(Some(format!(
-        "{} measured configurations left out: no run succeeded ({} failed, {timed_out} timed out; `knobs results show` lists them)",
-        failing.len(),
-        failing.len() - timed_out
-    )))
+    Ok(Some((failing.len() - timed_out, timed_out)))
 }
 
 pub fn evaluate_model(args: EvaluateArgs) -> Result<Outcome> {

@@ -526,7 +526,7 @@ mod tests {
             predict,
         )
         .unwrap();
-        // Predictions print to 6 significant digits, not `7.300000000000001`.
+        // Predictions print without floating-point noise: 4.3, not `4.300000000000001`.
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "A,B,C,prediction\n0,0,1,1\n1,1,0,4.3\n"

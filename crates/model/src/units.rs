@@ -1,14 +1,15 @@
 //! One way to print values, for people and for machines, used by every command and export:
-//! a value with its unit ([`Scale`]: `428.91 ms`), a number for a file ([`plain_number`]:
-//! `0.310332`, never `0.31033199999999994`), and the empty configuration's one spelling
+//! a value with its unit ([`Scale`], [`show_value`]: `428.912 ms`), a number for a file
+//! ([`plain_number`]: `0.310332`, never `0.31033199999999994`), and the empty configuration's one spelling
 //! (re-exported from `space` by the commands: `(no option selected)`).
 
 /// Significant digits of [`plain_number`].
-pub const SIGNIFICANT_DIGITS: usize = 6;
+pub const SIGNIFICANT_DIGITS: usize = 12;
 
 /// A number for a CSV or JSON export and for a person alike: rounded to
-/// [`SIGNIFICANT_DIGITS`] significant digits, printed the shortest way that reads back to
-/// that (`0.310332`, `1250`, `4.3`, `1.5e-9` below 1e-4).
+/// [`SIGNIFICANT_DIGITS`] significant digits, which drops the noise of binary floating point
+/// (`0.31033199999999994` is `0.310332`) and keeps what any measurement holds, printed the
+/// shortest way that reads back to that (`1250`, `4.3`, `1.5e-9` below 1e-4).
 pub fn plain_number(value: f64) -> String {
     if value == 0.0 || !value.is_finite() {
         return format!("{}", if value == 0.0 { 0.0 } else { value });
@@ -123,7 +124,7 @@ mod tests {
     #[test]
     fn plain_numbers_are_short_and_read_back() {
         assert_eq!(plain_number(0.31033199999999994), "0.310332");
-        assert_eq!(plain_number(0.4289119851056211), "0.428912");
+        assert_eq!(plain_number(0.4289119851056211), "0.428911985106");
         assert_eq!(plain_number(4.300000000000001), "4.3");
         assert_eq!(plain_number(1250.0), "1250");
         assert_eq!(plain_number(-0.1435), "-0.1435");
