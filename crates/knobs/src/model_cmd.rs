@@ -345,7 +345,7 @@ fn print_effects(file: &ModelFile, effects: &Effects, scale: &Scale, precision: 
         let how = match o.others {
             Some(0) => "",
             Some(_) => "  (swapped for another member)",
-            None => "  (no two configurations differ in it alone: any pair)",
+            None => "  (over any two configurations that differ in it)",
         };
         println!("  option {:<24} {}{how}", o.option, shown(o.effect));
     }

@@ -31,6 +31,10 @@ use crate::units::Scale;
 /// most; beyond, it lists an evenly spread selection of them.
 pub const MOST_COMBINATIONS: usize = 65_536;
 
+/// How much work (rows × options²) the search for pairs that differ in an option and one
+/// other may take per option; beyond, [`OptionEffect::others`] is `None`.
+const MOST_PAIR_WORK: usize = 20_000_000;
+
 /// Configurations to read effects over: one row of values per configuration, a column per
 /// option, and what they are in words.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -153,7 +157,8 @@ pub struct OptionEffect {
     pub effect: f64,
     /// How many other options differ in those pairs: 0 when the option varies alone, 1 for
     /// a member of an alternative; `None` when no two configurations differ in the option
-    /// and at most one other (then every pair that differs in the option counts).
+    /// and at most one other, or too many configurations of too many options to search
+    /// (then every pair that differs in the option counts).
     pub others: Option<usize>,
 }
 
@@ -301,8 +306,11 @@ fn option_effect(option: &str, j: usize, rows: &[Vec<f64>], predictions: &[f64])
             others: Some(0),
         };
     }
+    // One grouping per other option: bounded so that a large sample of many options stays
+    // quick; past the bound, every pair counts (and says so).
+    let affordable = rows.len().saturating_mul(width * width) <= MOST_PAIR_WORK;
     let one_other = (0..width)
-        .filter(|&k| k != j)
+        .filter(|&k| k != j && affordable)
         .filter_map(|k| held(Some(k)))
         .max_by(|a, b| a.abs().total_cmp(&b.abs()));
     if let Some(effect) = one_other {
