@@ -153,13 +153,21 @@ pub fn assign(file: &ModelFile, known: &KnownValues, given: &Given) -> Result<As
             continue;
         }
         if !known.allows(name, value) {
-            warnings.push(format!(
-                "`{name}={value}` is outside the values the model knows ({}): the prediction is an extrapolation",
-                known.listed(name)
-            ));
+            warnings.push(outside(known, name, value));
         }
         if let Some(i) = used {
             values[i] = Some(value);
+        }
+    }
+    // A binary option left out is off, and checked as if given so: typed or a CSV row, the
+    // same configuration gets the same warnings.
+    let left_out = known
+        .0
+        .keys()
+        .filter(|o| !known.is_numeric(o) && !given.iter().any(|(n, _)| n == *o));
+    for option in left_out {
+        if !known.allows(option, 0.0) {
+            warnings.push(outside(known, option, 0.0));
         }
     }
     let values = values
@@ -176,6 +184,14 @@ pub fn assign(file: &ModelFile, known: &KnownValues, given: &Given) -> Result<As
         values,
         warnings,
     })
+}
+
+/// The warning for a value outside those known: the same whichever input gave it.
+fn outside(known: &KnownValues, option: &str, value: f64) -> String {
+    format!(
+        "`{option}={value}` is outside the values the model knows ({}): the prediction is an extrapolation",
+        known.listed(option)
+    )
 }
 
 /// Whether an option is numeric, so that leaving it out is an error rather than "off".
@@ -223,6 +239,17 @@ mod tests {
             a.warnings[0].starts_with("`parallel=3` is outside the values the model knows (1, 2)")
         );
         assert!(a.warnings[1].contains("does not know option `turbo`"));
+        // `extreme` was on in one configuration and off in the other; a binary option only
+        // ever on is warned of when left out (off), as a CSV row with a 0 for it is.
+        let mut always = file.clone();
+        always.record_training(
+            &["check".into(), "level".into(), "parallel".into()],
+            vec![vec![1.0, 6.0, 1.0]],
+        );
+        let known_always = KnownValues::from_training(&always);
+        let a = parse_assignment(&always, &known_always, "level=6,parallel=1").unwrap();
+        assert_eq!(a.warnings.len(), 1, "{:?}", a.warnings);
+        assert!(a.warnings[0].starts_with("`check=0` is outside the values the model knows (1)"));
         let e = parse_assignment(&file, &known, "extreme,parallel=1").unwrap_err();
         assert_eq!(
             e.to_string(),
