@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use learn::experiment::{CompareRow, SizeResult, compare, deepperf};
-use learn::{Learner, Table, evaluate, learn, sample_rows, training_rows};
+use learn::{EvaluationRows, Learner, Table, evaluate, learn, sample_rows};
 use model::ModelFile;
 use serde_json::json;
 use space::formats::read_configurations_csv;
@@ -212,6 +212,7 @@ pub fn learn_model(args: LearnArgs) -> Result<Outcome> {
     let cv_mre = file.provenance.get("cv_mre").and_then(|v| v.as_f64());
     let leaves: usize = file.trees.iter().map(|t| t.leaves()).sum();
     let log = file.transform == model::Transform::Log;
+    let left_out = left_out(&args.data, &data, args.commit.as_deref())?;
     if args.json {
         return crate::print_json(&json!({
             "learner": resolved,
@@ -219,6 +220,8 @@ pub fn learn_model(args: LearnArgs) -> Result<Outcome> {
             "seed": args.seed,
             "training_configurations": rows.len(),
             "configurations": data.configurations.len(),
+            "left_out_failed": left_out.map(|(failed, _)| failed),
+            "left_out_timed_out": left_out.map(|(_, timed_out)| timed_out),
             "seconds": seconds,
             "cv_mre_percent": cv_mre.map(|cv| cv * 100.0),
             "transform": if log { "log" } else { "none" },
@@ -234,6 +237,12 @@ pub fn learn_model(args: LearnArgs) -> Result<Outcome> {
         rows.len(),
         data.configurations.len()
     );
+    if let Some((failed, timed_out)) = left_out {
+        println!(
+            "{} measured configurations left out: no run succeeded ({failed} failed, {timed_out} timed out; `knobs results show` lists them)",
+            failed + timed_out
+        );
+    }
     if let Some(cv) = cv_mre {
         println!("cross-validated MRE on the sample: {:.2} %", cv * 100.0);
     }
@@ -254,13 +263,27 @@ pub fn learn_model(args: LearnArgs) -> Result<Outcome> {
     Ok(Outcome::Done)
 }
 
-/// The configurations `knobs evaluate` computes its error on.
-struct EvaluationSet {
-    rows: Vec<usize>,
-    /// `test`, `untrained` or `all`: the `set` of the JSON output.
-    name: &'static str,
-    /// The configurations in words, for the text output.
-    described: String,
+/// How many configurations of a results store have runs but none that succeeded, which the
+/// dataset leaves out: those that failed, and those that timed out; `None` for other data,
+/// or when none is left out.
+fn left_out(path: &Path, data: &Dataset, commit: Option<&str>) -> Result<Option<(usize, usize)>> {
+    if !crate::measure_cmd::is_store(path) || commit.is_some() {
+        return Ok(None);
+    }
+    let runs = measure::Store::open_existing(path)?.runs(&measure::Selection::default())?;
+    // Per configuration of this system: whether any run succeeded, whether one timed out.
+    let mut by_configuration: HashMap<&str, (bool, bool)> = HashMap::new();
+    for run in runs.iter().filter(|r| r.system == data.space.name) {
+        let seen = by_configuration.entry(&run.configuration).or_default();
+        seen.0 |= run.is_ok();
+        seen.1 |= run.status == "timeout";
+    }
+    let failing: Vec<&(bool, bool)> = by_configuration.values().filter(|s| !s.0).collect();
+    if failing.is_empty() {
+        return Ok(None);
+    }
+    let timed_out = failing.iter().filter(|s| s.1).count();
+    Ok(Some((failing.len() - timed_out, timed_out)))
 }
 
 pub fn evaluate_model(args: EvaluateArgs) -> Result<Outcome> {
@@ -268,9 +291,12 @@ pub fn evaluate_model(args: EvaluateArgs) -> Result<Outcome> {
     let data = load_data(&args.data, args.space.as_deref())?;
     let table = Table::new(&data);
     let total = table.rows.len();
-    let trained = trained_mask(&file, &table);
-    let trained_count = trained.as_ref().map(|t| t.iter().filter(|&&b| b).count());
-    let set = evaluation_set(&args, &data, trained.as_deref(), total)?;
+    let test = args
+        .test
+        .as_deref()
+        .map(|t| lookup(&data, t, &args.data))
+        .transpose()?;
+    let set = EvaluationRows::choose(&file, &table, test, args.all);
     if set.rows.is_empty() {
         bail!(
             "{}: no configurations to evaluate on (the model was trained on all of them); give --test or --all",
@@ -287,7 +313,7 @@ pub fn evaluate_model(args: EvaluateArgs) -> Result<Outcome> {
     let (unmeasured, all) = if args.test.is_some() {
         (None, None)
     } else {
-        let unmeasured = match trained.as_deref().map(untrained_rows) {
+        let unmeasured = match set.untrained() {
             Some(rows) if !rows.is_empty() => Some(mape(&rows)?),
             _ => None,
         };
@@ -300,101 +326,61 @@ pub fn evaluate_model(args: EvaluateArgs) -> Result<Outcome> {
             "mape_percent": error,
             "mape_unmeasured_percent": unmeasured,
             "mape_all_percent": all,
-            "set": set.name,
+            "set": set.set,
             "test": args.test,
             "configurations": set.rows.len(),
             "of": total,
-            "training_configurations": trained_count,
+            "training_configurations": set.trained_count(),
         }))?;
     } else {
-        print_mape(&set, error, unmeasured, all, total, trained_count);
+        let which = described(&set, args.test.as_deref(), total);
+        print_mape(&set, &which, error, unmeasured, all, total);
     }
     Ok(Outcome::Done)
 }
 
 /// The error of `knobs evaluate` as text, with the one that goes beside it.
 fn print_mape(
-    set: &EvaluationSet,
+    set: &EvaluationRows,
+    which: &str,
     error: f64,
     unmeasured: Option<f64>,
     all: Option<f64>,
     total: usize,
-    trained_count: Option<usize>,
 ) {
-    let which = &set.described;
-    match (set.name, unmeasured, all) {
-        ("untrained", _, Some(all)) => {
+    match (set.set, unmeasured, all, set.trained_count()) {
+        ("untrained", _, Some(all), _) => {
             println!("MAPE {error:.2} % on {which}; {all:.2} % on all {total}")
         }
-        ("all", Some(u), _) if trained_count.is_some() => println!(
+        ("all", Some(u), _, Some(trained)) => println!(
             "MAPE {error:.2} % on {which}; {u:.2} % on the {} not used for training",
-            total - trained_count.unwrap_or(0)
+            total - trained
         ),
         _ => println!("MAPE {error:.2} % on {which}"),
     }
 }
 
-/// Per row of `table`, whether the model was built from it; `None` if the model does not
-/// record its training configurations.
-fn trained_mask(file: &ModelFile, table: &Table) -> Option<Vec<bool>> {
-    training_rows(file, table).map(|training| {
-        let mut trained = vec![false; table.rows.len()];
-        for r in training {
-            trained[r] = true;
+/// The configurations evaluated on, in words.
+fn described(set: &EvaluationRows, test: Option<&Path>, total: usize) -> String {
+    match (set.set, test, set.trained_count()) {
+        (_, Some(test), _) => {
+            format!(
+                "the {} configurations of {}",
+                set.rows.len(),
+                test.display()
+            )
         }
-        trained
-    })
-}
-
-/// The rows the model was not built from.
-fn untrained_rows(trained: &[bool]) -> Vec<usize> {
-    (0..trained.len()).filter(|r| !trained[*r]).collect()
-}
-
-/// What `knobs evaluate` evaluates on: the --test configurations, else those the model was
-/// not built from (unless --all or it does not record them), else all of DATA.
-fn evaluation_set(
-    args: &EvaluateArgs,
-    data: &Dataset,
-    trained: Option<&[bool]>,
-    total: usize,
-) -> Result<EvaluationSet> {
-    Ok(match (&args.test, trained) {
-        (Some(test), _) => {
-            let rows = lookup(data, test, &args.data)?;
-            EvaluationSet {
-                described: format!("the {} configurations of {}", rows.len(), test.display()),
-                rows,
-                name: "test",
-            }
+        ("untrained", ..) => format!(
+            "{} configurations not used for training (of {total})",
+            set.rows.len()
+        ),
+        (_, _, Some(trained)) => {
+            format!("all {total} configurations ({trained} of them used for training)")
         }
-        (None, Some(trained)) if !args.all => {
-            let rows = untrained_rows(trained);
-            EvaluationSet {
-                described: format!(
-                    "{} configurations not used for training (of {total})",
-                    rows.len()
-                ),
-                rows,
-                name: "untrained",
-            }
-        }
-        (None, Some(trained)) => EvaluationSet {
-            rows: (0..total).collect(),
-            name: "all",
-            described: format!(
-                "all {total} configurations ({} of them used for training)",
-                trained.iter().filter(|&&b| b).count()
-            ),
-        },
-        (None, None) => EvaluationSet {
-            rows: (0..total).collect(),
-            name: "all",
-            described: format!(
-                "all {total} configurations (the model does not record its training configurations)"
-            ),
-        },
-    })
+        _ => format!(
+            "all {total} configurations (the model does not record its training configurations)"
+        ),
+    }
 }
 
 /// The rows of `data` holding the configurations listed in a CSV file.
@@ -414,7 +400,7 @@ fn lookup(data: &Dataset, test: &Path, data_path: &Path) -> Result<Vec<usize>> {
                 format!(
                     "{}: configuration `{}` is not measured in {}",
                     test.display(),
-                    data.space.format_configuration(c),
+                    space::shown_configuration(&data.space.format_configuration(c)),
                     data_path.display()
                 )
             })

@@ -457,6 +457,14 @@ fn show(args: &StoreArgs, sort: SortArg, json: bool) -> Result<Outcome> {
         ..args.selection_in(&store)?
     };
     let (metric, why) = store.resolve_metric(&selection, requested)?;
+    let why = match args.metric {
+        Some(_) if requested != Metric::Auto => format!("{} (--metric)", metric.name()),
+        _ => why,
+    };
+    let unit = match args.drift {
+        DriftArg::Relative => format!("{} per reference", metric.name()),
+        _ => metric.label().to_string(),
+    };
     let mut summaries = store.summaries_with(&selection, metric, args.drift.into())?;
     sort_summaries(&mut summaries, sort);
     note_other_variants(&store, &selection)?;
@@ -479,13 +487,13 @@ fn show(args: &StoreArgs, sort: SortArg, json: bool) -> Result<Outcome> {
             "variant": args.variant,
             "commit": selection.commit,
             "metric": metric.name(),
-            "unit": metric.label(),
+            "unit": unit,
             "configurations": summaries,
         }))?;
         return Ok(Outcome::Done);
     }
     eprintln!("metric: {why}");
-    print_summaries(&stored, &selection, (requested, metric), &summaries)?;
+    print_summaries(&stored, &selection, (requested, &unit), &summaries)?;
     Ok(Outcome::Done)
 }
 
@@ -522,11 +530,11 @@ fn note_other_variants(store: &Store, selection: &Selection) -> Result<()> {
 }
 
 /// The summaries as a table, one configuration a line under a heading; `metrics` are the
-/// metric asked for and what it resolved to.
+/// metric asked for and the unit its values are in.
 fn print_summaries(
     stored: &StoredSpec,
     selection: &Selection,
-    (requested, metric): (Metric, Metric),
+    (requested, unit): (Metric, &str),
     summaries: &[ConfigurationSummary],
 ) -> Result<()> {
     let mut out = std::io::stdout().lock();
@@ -540,7 +548,7 @@ fn print_summaries(
         } else {
             format!(", commit {}", selection.commit)
         },
-        metric.label(),
+        unit,
         summaries.len()
     )?;
     // Under `auto`, which time each configuration is read in: a wall-time one did not keep
@@ -623,7 +631,11 @@ fn export(args: &StoreArgs, format: ExportFormat, out: Option<&Path>) -> Result<
     match format {
         ExportFormat::Csv => {
             let metric = args.metric(&db)?;
-            let data = db.dataset_with(&args.selection_in(&db)?, metric, args.drift.into())?;
+            let mut data = db.dataset_with(&args.selection_in(&db)?, metric, args.drift.into())?;
+            // Values as every command prints them: 0.310332, not 0.31033199999999994.
+            for v in &mut data.performance {
+                *v = model::plain_number(*v).parse().unwrap_or(*v);
+            }
             write_dataset_csv(&data, &mut sink)?;
         }
         ExportFormat::Json => {

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use model::{
-    KnownValues, ModelFile, Ranges, Scale, Threshold, Transform, importances,
-    influence_from_subspaces, parse_assignment, predict_csv, subspaces_from_influence,
+    Configurations, Effects, Given, KnownValues, ModelFile, Scale, Threshold, Transform, assign,
+    importances, influence_from_subspaces, parse_given, predict_csv, show_value,
+    subspaces_from_influence,
 };
 
 use crate::Outcome;
@@ -41,19 +42,27 @@ pub struct PredictArgs {
 
 #[derive(Subcommand)]
 pub enum ModelCommand {
-    /// Print a model, its terms ranked by their effect over the options' ranges, optionally
-    /// pruning small terms; warns of models that fit their noise or are constant.
+    /// Print a model, its options and terms ranked by their effect (the largest difference
+    /// each makes to the prediction between configurations, never more than the model's
+    /// spread), optionally pruning small terms; warns of models that fit their noise or are
+    /// constant.
     #[command(
         after_help = "Example:\n  knobs model show examples/running-example/model.json\n  \
-        knobs model show examples/running-example/model.json --prune-relative 0.05 --json"
+        knobs model show MODEL --spec examples/xz/knobs.toml --prune-relative 0.05 --json"
     )]
     Show {
         /// The model JSON (docs/model-json.md).
         model: PathBuf,
-        /// Drop terms whose |coefficient| is below this value.
+        /// A system spec or space: effects are read over its valid configurations (default:
+        /// the configurations the model was built from).
+        #[arg(long)]
+        spec: Option<PathBuf>,
+        /// Drop terms whose effect is below this value (in the model's unit: seconds for a
+        /// time, ln units for a log model).
         #[arg(long, conflicts_with = "prune_relative")]
         prune_absolute: Option<f64>,
-        /// Drop terms whose |coefficient| is below this fraction of the largest one.
+        /// Drop terms whose effect is below this fraction of the model's spread (its largest
+        /// prediction minus its smallest).
         #[arg(long)]
         prune_relative: Option<f64>,
         /// Decimals to print (default: 2, in a unit that suits the model: s, ms, µs).
@@ -89,16 +98,17 @@ pub enum ModelCommand {
 
 pub fn predict(args: PredictArgs) -> Result<Outcome> {
     let file = ModelFile::load(&args.model)?;
+    if let Some(system) = args.spec.as_deref().and_then(spec_system) {
+        file.check_system(&system, &args.model.display().to_string())?;
+    }
     let space = args.spec.as_deref().map(load_space).transpose()?;
     if let (Some(space), Some(n)) = (&space, args.top.or(args.best.then_some(1))) {
-        let top = report::fastest(&file, space, n)?;
-        let scale = Scale::for_metric(
-            file.metric.as_deref(),
-            top.iter().map(|(_, p)| p.abs()).fold(0.0, f64::max),
-        );
-        for (configuration, prediction) in top {
-            let shown = space::shown_configuration(&configuration);
-            println!("{:>12}  {shown}", scale.show(prediction, 3));
+        for (configuration, prediction) in report::fastest(&file, space, n)? {
+            let value = show_value(prediction, file.metric.as_deref());
+            println!(
+                "{value:>12}  {}",
+                space::shown_configuration(&configuration)
+            );
         }
         return Ok(Outcome::Done);
     }
@@ -106,23 +116,33 @@ pub fn predict(args: PredictArgs) -> Result<Outcome> {
         Some(space) => known_values(space),
         None => KnownValues::from_training(&file),
     };
+    // Every input path (typed, CSV file, standard input) is checked the same way.
+    let predict_one = |given: &Given| -> Result<(f64, Vec<String>), model::Error> {
+        let assignment = assign(&file, &known, given)?;
+        let mut warnings = assignment.warnings;
+        if let Some(why) = space.as_ref().and_then(|s| s.why_invalid(given)) {
+            warnings.push(format!("not a valid configuration of the space: {why}"));
+        }
+        let prediction = file.bind(&assignment.columns)?.predict(&assignment.values);
+        Ok((prediction, warnings))
+    };
     let text = match args.input.as_deref() {
         // A CSV file; a name ending in `.csv` is one even when it does not exist (an error).
         Some(input) if Path::new(input).is_file() || input.to_lowercase().ends_with(".csv") => {
             let csv = File::open(input).with_context(|| input.to_string())?;
-            predict_csv(&file, csv, input, std::io::stdout().lock())?;
+            let out = std::io::stdout().lock();
+            let warnings = predict_csv(csv, input, &file.options(), out, predict_one)?;
+            warnings.iter().for_each(|w| eprintln!("warning: {w}"));
             return Ok(Outcome::Done);
         }
         Some(configuration) => configuration.to_string(),
         None => std::io::read_to_string(std::io::stdin()).context("standard input")?,
     };
     if args.input.is_none() && looks_like_csv(&text) {
-        predict_csv(
-            &file,
-            text.as_bytes(),
-            "standard input",
-            std::io::stdout().lock(),
-        )?;
+        let out = std::io::stdout().lock();
+        let (text, required) = (text.as_bytes(), file.options());
+        let warnings = predict_csv(text, "standard input", &required, out, predict_one)?;
+        warnings.iter().for_each(|w| eprintln!("warning: {w}"));
         return Ok(Outcome::Done);
     }
     let lines: Vec<&str> = match args.input {
@@ -130,20 +150,23 @@ pub fn predict(args: PredictArgs) -> Result<Outcome> {
         None => text.lines().filter(|l| !l.trim().is_empty()).collect(),
     };
     for line in lines {
-        let assignment = parse_assignment(&file, &known, line)?;
-        for warning in &assignment.warnings {
-            eprintln!("warning: {warning}");
+        let (prediction, warnings) = predict_one(&parse_given(line)?)?;
+        for warning in &warnings {
+            eprintln!("warning: `{}`: {warning}", line.trim());
         }
-        if let Some(rule) = space.as_ref().and_then(|s| broken_rule(s, line)) {
-            eprintln!(
-                "warning: `{}` is not a valid configuration: {rule}",
-                line.trim()
-            );
-        }
-        let prediction = file.bind(&assignment.columns)?.predict(&assignment.values);
-        println!("{prediction}  {}", space::shown_configuration(line.trim()));
+        let value = show_value(prediction, file.metric.as_deref());
+        println!("{value}  {}", space::shown_configuration(line.trim()));
     }
     Ok(Outcome::Done)
+}
+
+/// The system a system spec describes (`None` for a file that only describes a space: its
+/// name may be its file's).
+pub fn spec_system(path: &Path) -> Option<String> {
+    measure::SystemSpec::load(path)
+        .ok()
+        .filter(|spec| spec.run.is_some())
+        .map(|spec| spec.name)
 }
 
 /// A system spec's space (`knobs.toml`), or a space file of any format `knobs space` reads.
@@ -152,13 +175,6 @@ fn load_space(path: &Path) -> Result<space::ConfigSpace> {
         Ok(spec) => Ok(spec.space),
         Err(_) => Ok(space::load_space(path)?),
     }
-}
-
-/// A rule of the space the configuration breaks, if it reads as one of its configurations
-/// (values outside the space are warned of already).
-fn broken_rule(space: &space::ConfigSpace, text: &str) -> Option<String> {
-    let config = space.parse_configuration(text).ok()?;
-    space.violations(&config).first().map(|r| r.why.clone())
 }
 
 /// Every value of every option of the space.
@@ -189,6 +205,7 @@ pub fn run(cmd: ModelCommand) -> Result<Outcome> {
     match cmd {
         ModelCommand::Show {
             model,
+            spec,
             prune_absolute,
             prune_relative,
             precision,
@@ -199,7 +216,7 @@ pub fn run(cmd: ModelCommand) -> Result<Outcome> {
                 (_, Some(r)) => Some(Threshold::Relative(r)),
                 _ => None,
             };
-            show(&model, threshold, precision, json)
+            show(&model, spec.as_deref(), threshold, precision, json)
         }
         ModelCommand::FromSubspaces { options, cells } => {
             let terms = influence_from_subspaces(&options, &cells)?;
@@ -227,28 +244,47 @@ pub fn run(cmd: ModelCommand) -> Result<Outcome> {
     }
 }
 
+/// What a model's effects are read over: the valid configurations of `spec` (a system spec
+/// or space) when given, else those the model was built from, else its values' combinations.
+fn effect_configurations(file: &ModelFile, spec: Option<&Path>) -> Result<Configurations> {
+    let Some(path) = spec else {
+        return Ok(Configurations::of_model(file));
+    };
+    let space = load_space(path)?;
+    report::valid_configurations(&space)?.with_context(|| {
+        format!(
+            "{}: more than {} valid configurations to read effects over; drop --spec to read them over the model's training configurations",
+            path.display(),
+            report::MOST_VALID
+        )
+    })
+}
+
 /// `knobs model show`: the model's terms ranked by effect in a unit that suits them, its
-/// trees, its regions, and what to beware of.
+/// trees, its regions, its options' effects, and what to beware of.
 fn show(
     path: &Path,
+    spec: Option<&Path>,
     threshold: Option<Threshold>,
     precision: Option<usize>,
     json: bool,
 ) -> Result<Outcome> {
     let mut file = ModelFile::load(path)?;
+    let configurations = effect_configurations(&file, spec)?;
     let mut dropped = 0;
     if let Some(t) = threshold {
-        dropped += file.terms.prune(t).len();
+        let effects = Effects::of(&file, configurations.clone())?;
+        dropped += effects.prune(&mut file.terms, t).len();
         for r in &mut file.regions {
-            r.terms.prune(t);
+            effects.prune(&mut r.terms, t);
         }
     }
     if json {
         println!("{}", file.to_json());
         return Ok(Outcome::Done);
     }
-    let ranges = Ranges::from_training(&file);
-    let scale = Scale::of_model(&file, &ranges, None);
+    let effects = Effects::of(&file, configurations)?;
+    let scale = Scale::of_model(&file, &effects, None);
     let precision = precision.unwrap_or(2);
     if let Some(system) = &file.system {
         println!("system: {system}");
@@ -265,10 +301,11 @@ fn show(
     if file.transform == Transform::Log {
         println!("transform: log (the model predicts ln(performance))");
     }
+    print_members(&file, &effects, &scale, precision);
     if !file.trees.is_empty() {
         print_trees(&file, precision);
     }
-    let terms = file.terms.format_ranked(&ranges, &scale, precision);
+    let terms = file.terms.format_ranked(&effects, &scale, precision);
     if file.trees.is_empty() {
         println!("{terms}");
     } else if !file.terms.terms().is_empty() {
@@ -278,10 +315,87 @@ fn show(
         println!("({dropped} terms below the threshold pruned)");
     }
     for r in &file.regions {
-        let local = r.terms.format_ranked(&ranges, &scale, precision);
+        let local = r.terms.format_ranked(&effects, &scale, precision);
         println!("{}", region_line(r, &local));
     }
+    print_effects(&file, &effects, &scale, precision);
     Ok(Outcome::Done)
+}
+
+/// The options' and terms' effects, each a difference between two predictions of the
+/// configurations the effects are read over, and the model's spread they never exceed.
+fn print_effects(file: &ModelFile, effects: &Effects, scale: &Scale, precision: usize) {
+    let shown = |effect: f64| match file.transform {
+        Transform::Log => format!("×{:.prec$}", effect.exp(), prec = precision.max(2)),
+        Transform::Identity => scale.show(effect, precision),
+    };
+    println!(
+        "effects over {}; the predictions span {}:",
+        effects.configurations.described,
+        match file.transform {
+            Transform::Log => format!(
+                "×{:.prec$}",
+                effects.spread().exp(),
+                prec = precision.max(2)
+            ),
+            Transform::Identity => scale.show(effects.spread(), precision),
+        }
+    );
+    for o in &effects.options {
+        let how = match o.others {
+            Some(0) => "",
+            Some(_) => "  (swapped for another member)",
+            None => "  (over any two configurations that differ in it)",
+        };
+        println!("  option {:<24} {}{how}", o.option, shown(o.effect));
+    }
+    for t in file.terms.ranked_terms(effects) {
+        if t.options.is_empty() {
+            continue;
+        }
+        let offset = if effects.is_offset(t) {
+            "  (offset by other terms: its coefficient alone moves further)"
+        } else {
+            ""
+        };
+        println!(
+            "  term   {:<24} {}{offset}",
+            t.label(),
+            shown(effects.term(t))
+        );
+    }
+}
+
+/// A mean of learners (`auto`'s or `L1+L2`): what it is, and each member as learned, its
+/// terms at full weight, so that no weighted coefficient reads as an effect.
+fn print_members(file: &ModelFile, effects: &Effects, scale: &Scale, precision: usize) {
+    let Some(members) = file.provenance.get("members").and_then(|m| m.as_array()) else {
+        return;
+    };
+    println!(
+        "mean of {k} models{}, each weighted 1/{k}: the terms and trees below are their weighted sum; each member as learned:",
+        if file.transform == Transform::Log {
+            " of ln(performance)"
+        } else {
+            ""
+        },
+        k = members.len()
+    );
+    for m in members {
+        let terms: model::InfluenceModel =
+            serde_json::from_value(m["terms"].clone()).unwrap_or_default();
+        let mut parts = Vec::new();
+        if !terms.terms().is_empty() {
+            parts.push(terms.format_ranked(effects, scale, precision));
+        }
+        match m["trees"].as_u64().unwrap_or(0) {
+            0 => {}
+            1 => parts.push("a regression tree".into()),
+            n => parts.push(format!("a forest of {n} trees")),
+        }
+        let learner = m["learner"].as_str().unwrap_or("?");
+        println!("  {learner}: {}", parts.join(" plus "));
+    }
 }
 
 /// Tree models: how many trees, how deep, how many leaves, and which options matter most.
@@ -308,29 +422,43 @@ fn print_trees(file: &ModelFile, precision: usize) {
 }
 
 /// Prints the global model and the regions that matter most, ranked by effect in a unit
-/// that suits them, leaving out terms below 1 % of the largest global effect (measurement
-/// noise); the file has everything.
+/// that suits them, leaving out terms below 1 % of the model's spread (measurement noise);
+/// the file has everything.
 pub fn print_model(model: &model::ModelFile, most_regions: usize) {
-    let ranges = Ranges::from_training(model);
-    let scale = Scale::of_model(model, &ranges, None);
-    let effect = |t: &model::Term| t.effect(&ranges).abs();
-    let largest = model.terms.terms().iter().map(effect).fold(0.0, f64::max);
-    let limit = 0.01 * largest;
+    let effects = match Effects::of(model, Configurations::of_model(model)) {
+        Ok(effects) => effects,
+        Err(e) => {
+            println!("{} (the model cannot be read: {e})", model.terms);
+            return;
+        }
+    };
+    let scale = Scale::of_model(model, &effects, None);
+    let limit = 0.01 * effects.spread();
     let shown = |terms: &model::InfluenceModel| {
         // `prune` keeps the intercept; a region's near-zero intercept is noise too.
-        let kept = terms.terms().iter().filter(|t| effect(t) >= limit).cloned();
-        model::InfluenceModel::from_terms(kept).format_ranked(&ranges, &scale, 2)
+        let kept = terms
+            .terms()
+            .iter()
+            .filter(|t| {
+                let size = match t.options.is_empty() {
+                    true => t.value,
+                    false => effects.term(t),
+                };
+                size.abs() >= limit
+            })
+            .cloned();
+        model::InfluenceModel::from_terms(kept).format_ranked(&effects, &scale, 2)
     };
     if !scale.unit.is_empty() {
         println!("model ({}):", scale.unit);
     }
     println!("{}", shown(&model.terms));
-    // Regions by the size of their local model.
-    let weight = |r: &model::Region| r.terms.terms().iter().map(effect).sum::<f64>();
+    // Regions by how far their local model moves.
+    let weight = |r: &model::Region| effects.spread_of(&r.terms);
     let mut regions: Vec<&model::Region> = model
         .regions
         .iter()
-        .filter(|r| weight(r) >= 0.01 * largest)
+        .filter(|r| weight(r) >= limit)
         .collect();
     regions.sort_by(|a, b| weight(b).total_cmp(&weight(a)));
     let hidden = model.regions.len() - regions.len().min(most_regions);

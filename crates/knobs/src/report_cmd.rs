@@ -52,6 +52,16 @@ pub fn report(args: ReportArgs) -> Result<Outcome> {
     } else {
         None
     };
+    // Models of another system than the store's (or, without a store, the spec's) are refused.
+    let system = match &measurements {
+        Some(m) => Some(m.system.clone()),
+        None => crate::model_cmd::spec_system(&args.store.spec),
+    };
+    for named in models.iter().filter(|_| system.is_some()) {
+        named
+            .file
+            .check_system(system.as_deref().unwrap_or_default(), &named.name)?;
+    }
     let mut source_dirs = args.sources.clone();
     if let Some(dir) = args.store.spec.parent() {
         source_dirs.push(if dir.as_os_str().is_empty() {

@@ -576,3 +576,95 @@ fn experiments_print_json() {
         assert!(r["margin_percent"].as_f64().unwrap() >= 0.0, "{json}");
     }
 }
+
+/// A mean of learners says so and shows each member's terms at full weight: the linear
+/// member's line is the model that learner alone learns, not its halved coefficients.
+#[test]
+fn a_mean_of_learners_shows_each_member_at_full_weight() {
+    let dir = TempDir::new().unwrap();
+    let data = shared("deepperf/x264.csv");
+    let learn = |learner: &str, out: &Path| {
+        ok(&[
+            "learn",
+            &data,
+            "--learner",
+            learner,
+            "--sample",
+            "random:60",
+            "--seed",
+            "2",
+            "--out",
+            s(out),
+        ])
+    };
+    let alone = dir.path().join("stepwise.json");
+    let mean = dir.path().join("mean.json");
+    learn("stepwise", &alone);
+    learn("stepwise+cart", &mean);
+    let alone_shown = ok(&["model", "show", s(&alone)]).0;
+    let formula = alone_shown
+        .lines()
+        .find(|l| l.contains('·'))
+        .unwrap_or_else(|| panic!("{alone_shown}"));
+    let shown = ok(&["model", "show", s(&mean)]).0;
+    assert!(
+        shown.contains("mean of 2 models, each weighted 1/2"),
+        "{shown}"
+    );
+    let member = shown
+        .lines()
+        .find(|l| l.trim_start().starts_with("stepwise"))
+        .unwrap_or_else(|| panic!("{shown}"));
+    let member_terms = member.split_once(": ").unwrap().1;
+    assert_eq!(member_terms, formula, "{shown}");
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.trim_start().starts_with("cart") && l.ends_with("a regression tree")),
+        "{shown}"
+    );
+}
+
+/// `learn` from a store says how many measured configurations it left out and why: here
+/// `sleep` with a bad argument fails, and one too long times out.
+#[test]
+fn learn_says_which_configurations_it_left_out() {
+    let dir = TempDir::new().unwrap();
+    let spec = dir.path().join("knobs.toml");
+    fs::write(
+        &spec,
+        r#"
+name = "sleeper"
+[run]
+program = "sleep"
+args = ["0.001", "{options}"]
+timeout = 0.5
+[measure]
+repetitions = 1
+[[workload]]
+name = "none"
+[[option]]
+name = "a"
+on = ["0.002"]
+[[option]]
+name = "bad"
+on = ["not-a-number"]
+[[option]]
+name = "hang"
+on = ["30"]
+"#,
+    )
+    .unwrap();
+    // Exit status aside (failures may be an error): the runs are in the store.
+    run_knobs(&["measure", "--spec", s(&spec), "--sample", "all"], None);
+    let store = dir.path().join("knobs.db");
+    let model = dir.path().join("m.json");
+    let out = ok(&["learn", s(&store), "--learner", "ols:a", "--out", s(&model)]).0;
+    assert!(out.contains("from 2 of 2 configurations"), "{out}");
+    assert!(
+        out.contains(
+            "6 measured configurations left out: no run succeeded (4 failed, 2 timed out;"
+        ),
+        "{out}"
+    );
+}

@@ -258,6 +258,16 @@ fn fit(
                 models.push(f);
                 chosen.push(l);
             }
+            // Each member as learned, so that a reader sees its terms at full weight.
+            let recorded: Vec<Value> = models
+                .iter()
+                .zip(&chosen)
+                .map(|(f, l)| {
+                    let file = f.to_model_file(table);
+                    json!({"learner": l.to_string(), "terms": file.terms, "trees": file.trees.len()})
+                })
+                .collect();
+            notes.insert("members".into(), Value::Array(recorded));
             (Fitted::average(&models), resolved(Kind::Mean(chosen)))
         }
         Kind::Auto(s) => {
@@ -398,6 +408,58 @@ pub fn training_rows(file: &ModelFile, table: &Table) -> Option<Vec<usize>> {
             })
             .collect(),
     )
+}
+
+/// Which configurations a model is evaluated on (`knobs evaluate`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct EvaluationRows {
+    pub rows: Vec<usize>,
+    /// `test` (the rows asked for), `untrained` or `all`.
+    pub set: &'static str,
+    /// Per row of the table, whether the model was built from it; `None` when the model
+    /// does not record its training configurations.
+    pub trained: Option<Vec<bool>>,
+}
+
+impl EvaluationRows {
+    /// The rows asked for (`test`), else those the model was not built from, else (with
+    /// `all`, or when the model does not record them) every row of the table.
+    pub fn choose(
+        file: &ModelFile,
+        table: &Table,
+        test: Option<Vec<usize>>,
+        all: bool,
+    ) -> EvaluationRows {
+        let trained = training_rows(file, table).map(|training| {
+            let mut trained = vec![false; table.rows.len()];
+            for r in training {
+                trained[r] = true;
+            }
+            trained
+        });
+        let (rows, set) = match (test, &trained) {
+            (Some(rows), _) => (rows, "test"),
+            (None, Some(t)) if !all => (untrained(t), "untrained"),
+            (None, _) => ((0..table.rows.len()).collect(), "all"),
+        };
+        EvaluationRows { rows, set, trained }
+    }
+
+    /// The rows the model was not built from (`None` when it does not record them).
+    pub fn untrained(&self) -> Option<Vec<usize>> {
+        self.trained.as_deref().map(untrained)
+    }
+
+    /// How many rows the model was built from, if it records them.
+    pub fn trained_count(&self) -> Option<usize> {
+        self.trained
+            .as_ref()
+            .map(|t| t.iter().filter(|&&b| b).count())
+    }
+}
+
+fn untrained(trained: &[bool]) -> Vec<usize> {
+    (0..trained.len()).filter(|r| !trained[*r]).collect()
 }
 
 /// MAPE (%) of a model file's predictions on the given rows of the table.

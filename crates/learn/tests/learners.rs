@@ -456,3 +456,41 @@ fn alternatives_are_expressed_against_a_reference_member() {
         }
     }
 }
+
+/// What `knobs evaluate` evaluates on: the rows asked for, else those the model was not
+/// built from, else (with `all`, or a model that does not record them) every row.
+#[test]
+fn evaluation_rows_leave_out_the_training_configurations() {
+    let d = brute_force(3, |r| 1.0 + r[0]);
+    let table = Table::new(&d);
+    let file = learn(&d, &[0, 1, 2], &learner("ols:A"), 1).unwrap();
+    let untrained = learn::EvaluationRows::choose(&file, &table, None, false);
+    assert_eq!(
+        (untrained.rows.as_slice(), untrained.set),
+        (&[3, 4, 5, 6, 7][..], "untrained")
+    );
+    assert_eq!(untrained.trained_count(), Some(3));
+    let all = learn::EvaluationRows::choose(&file, &table, None, true);
+    assert_eq!((all.rows.len(), all.set), (8, "all"));
+    assert_eq!(all.untrained().unwrap(), [3, 4, 5, 6, 7]);
+    let test = learn::EvaluationRows::choose(&file, &table, Some(vec![1]), false);
+    assert_eq!((test.rows.as_slice(), test.set), (&[1][..], "test"));
+    let unrecorded = ModelFile::new(file.terms.clone());
+    let all = learn::EvaluationRows::choose(&unrecorded, &table, None, false);
+    assert_eq!((all.rows.len(), all.set, all.trained), (8, "all", None));
+}
+
+/// A mean of learners records each member as learned.
+#[test]
+fn a_mean_records_its_members() {
+    let d = brute_force(3, |r| 1.0 + 2.0 * r[0]);
+    let file = learn(&d, &all_rows(&d), &learner("ols:A+cart"), 1).unwrap();
+    let members = file.provenance["members"].as_array().unwrap();
+    assert_eq!(members.len(), 2);
+    assert!(members[0]["learner"].as_str().unwrap().starts_with("ols"));
+    let terms: model::InfluenceModel = serde_json::from_value(members[0]["terms"].clone()).unwrap();
+    let a = terms.terms().iter().find(|t| t.label() == "A").unwrap();
+    // At full weight: the file's own terms hold half of it.
+    assert!((a.value - 2.0).abs() < 1e-9, "{a:?}");
+    assert_eq!(members[1]["trees"], 1);
+}

@@ -42,6 +42,11 @@ impl KnownValues {
         }
     }
 
+    /// The values listed for an option, smallest first (empty when not listed).
+    pub fn values(&self, option: &str) -> Vec<f64> {
+        self.0.get(option).cloned().unwrap_or_default()
+    }
+
     /// Whether an option takes values other than 0 and 1.
     pub fn is_numeric(&self, option: &str) -> bool {
         self.0
@@ -82,20 +87,13 @@ pub struct Assignment {
     pub warnings: Vec<String>,
 }
 
-/// Reads `a,b,level=6` (or `a=1`; unlisted binary options are off) for `file`: every numeric
-/// option the model uses needs a value; an option neither the model nor `known` has is
-/// ignored with a warning, and a value outside `known` is used with one.
-pub fn parse_assignment(
-    file: &ModelFile,
-    known: &KnownValues,
-    text: &str,
-) -> Result<Assignment, Error> {
-    let columns: Vec<String> = file.options().into_iter().map(String::from).collect();
-    let mut values: Vec<Option<f64>> = columns
-        .iter()
-        .map(|c| (!needs_value(file, known, c)).then_some(0.0))
-        .collect();
-    let mut warnings = Vec::new();
+/// A configuration as every option given and its value, from any input (a typed
+/// `level=6,extreme`, a CSV row): binary options 0/1, numeric ones their number.
+pub type Given = Vec<(String, f64)>;
+
+/// Reads `a,b,level=6` (or `a=1`) as the options given; an option given twice is an error.
+pub fn parse_given(text: &str) -> Result<Given, Error> {
+    let mut given: Given = Vec::new();
     for item in text
         .split([',', ' '])
         .map(str::trim)
@@ -114,6 +112,39 @@ pub fn parse_assignment(
             }
             None => (item, 1.0),
         };
+        if given.iter().any(|(n, _)| n == name) {
+            return Err(Error::Invalid(format!(
+                "option `{name}` appears more than once in the configuration"
+            )));
+        }
+        given.push((name.to_string(), value));
+    }
+    Ok(given)
+}
+
+/// Reads `a,b,level=6` (or `a=1`; unlisted binary options are off) for `file`: see
+/// [`assign`].
+pub fn parse_assignment(
+    file: &ModelFile,
+    known: &KnownValues,
+    text: &str,
+) -> Result<Assignment, Error> {
+    assign(file, known, &parse_given(text)?)
+}
+
+/// The values of the model's options in a configuration given by any input, checked the
+/// same way for all: every numeric option the model uses needs a value (binary ones left out
+/// are off); an option neither the model nor `known` has is ignored with a warning, and a
+/// value outside `known` is used with one.
+pub fn assign(file: &ModelFile, known: &KnownValues, given: &Given) -> Result<Assignment, Error> {
+    let columns: Vec<String> = file.options().into_iter().map(String::from).collect();
+    let mut values: Vec<Option<f64>> = columns
+        .iter()
+        .map(|c| (!needs_value(file, known, c)).then_some(0.0))
+        .collect();
+    let mut warnings = Vec::new();
+    for (name, value) in given {
+        let (name, value) = (name.as_str(), *value);
         let used = columns.iter().position(|c| c == name);
         if used.is_none() && !known.0.contains_key(name) {
             warnings.push(format!(
@@ -122,13 +153,21 @@ pub fn parse_assignment(
             continue;
         }
         if !known.allows(name, value) {
-            warnings.push(format!(
-                "`{name}={value}` is outside the values the model knows ({}): the prediction is an extrapolation",
-                known.listed(name)
-            ));
+            warnings.push(outside(known, name, value));
         }
         if let Some(i) = used {
             values[i] = Some(value);
+        }
+    }
+    // A binary option left out is off, and checked as if given so: typed or a CSV row, the
+    // same configuration gets the same warnings.
+    let left_out = known
+        .0
+        .keys()
+        .filter(|o| !known.is_numeric(o) && !given.iter().any(|(n, _)| n == *o));
+    for option in left_out {
+        if !known.allows(option, 0.0) {
+            warnings.push(outside(known, option, 0.0));
         }
     }
     let values = values
@@ -145,6 +184,14 @@ pub fn parse_assignment(
         values,
         warnings,
     })
+}
+
+/// The warning for a value outside those known: the same whichever input gave it.
+fn outside(known: &KnownValues, option: &str, value: f64) -> String {
+    format!(
+        "`{option}={value}` is outside the values the model knows ({}): the prediction is an extrapolation",
+        known.listed(option)
+    )
 }
 
 /// Whether an option is numeric, so that leaving it out is an error rather than "off".
@@ -192,11 +239,27 @@ mod tests {
             a.warnings[0].starts_with("`parallel=3` is outside the values the model knows (1, 2)")
         );
         assert!(a.warnings[1].contains("does not know option `turbo`"));
+        // `extreme` was on in one configuration and off in the other; a binary option only
+        // ever on is warned of when left out (off), as a CSV row with a 0 for it is.
+        let mut always = file.clone();
+        always.record_training(
+            &["check".into(), "level".into(), "parallel".into()],
+            vec![vec![1.0, 6.0, 1.0]],
+        );
+        let known_always = KnownValues::from_training(&always);
+        let a = parse_assignment(&always, &known_always, "level=6,parallel=1").unwrap();
+        assert_eq!(a.warnings.len(), 1, "{:?}", a.warnings);
+        assert!(a.warnings[0].starts_with("`check=0` is outside the values the model knows (1)"));
         let e = parse_assignment(&file, &known, "extreme,parallel=1").unwrap_err();
         assert_eq!(
             e.to_string(),
             "numeric option `level` needs a value, as in `level=…`"
         );
         assert!(parse_assignment(&file, &known, "level=six").is_err());
+        let e = parse_assignment(&file, &known, "level=6,level=3").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "option `level` appears more than once in the configuration"
+        );
     }
 }

@@ -8,6 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
+use crate::assignment::Given;
 use crate::influence::{BoundModel, InfluenceModel};
 use crate::tree::{BoundTree, Tree};
 
@@ -165,6 +166,18 @@ impl ModelFile {
         }
     }
 
+    /// Refuses to answer for another system: an error naming both when the model records a
+    /// system other than `system` (`shown`: the model's path).
+    pub fn check_system(&self, system: &str, shown: &str) -> Result<(), Error> {
+        match &self.system {
+            Some(own) if own != system => Err(Error::File {
+                path: shown.into(),
+                message: format!("a model of `{own}`, not of `{system}`"),
+            }),
+            _ => Ok(()),
+        }
+    }
+
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("model serialises")
     }
@@ -232,14 +245,19 @@ impl BoundModelFile {
     }
 }
 
-/// Reads configurations as CSV (a header of option names; extra columns allowed) and writes
-/// them back with a final `prediction` column.
+/// Reads configurations as CSV (a header of option names; a row per configuration) and
+/// writes them back with a final `prediction` column, each row's options and values given
+/// to `predict`, which answers the prediction and its warnings (the checks every input
+/// path shares). Every option in `required` (those the model uses) must be a column: a CSV
+/// lacking one is more likely a mistake than a choice to leave it off. Returns the
+/// warnings, each after `FILE:LINE: `.
 pub fn predict_csv(
-    model: &ModelFile,
     input: impl Read,
     shown: &str,
+    required: &[&str],
     output: impl Write,
-) -> Result<(), Error> {
+    mut predict: impl FnMut(&Given) -> Result<(f64, Vec<String>), Error>,
+) -> Result<Vec<String>, Error> {
     let err = |line: u64, message: String| Error::File {
         path: if line == 0 {
             shown.to_string()
@@ -252,14 +270,35 @@ pub fn predict_csv(
         .trim(csv::Trim::All)
         .from_reader(input);
     let header = reader.headers().map_err(|e| err(1, e.to_string()))?.clone();
+    if header.iter().all(str::is_empty) {
+        return Err(err(
+            0,
+            "the CSV is empty: it needs a header of option names and a row per configuration"
+                .into(),
+        ));
+    }
     let columns: Vec<&str> = header.iter().collect();
-    let bound = model.bind(&columns).map_err(|e| err(1, e.to_string()))?;
+    if let Some(twice) = columns
+        .iter()
+        .enumerate()
+        .find(|(i, c)| columns[..*i].contains(c))
+    {
+        return Err(err(1, format!("column `{}` appears twice", twice.1)));
+    }
+    if let Some(missing) = required.iter().find(|o| !columns.contains(o)) {
+        return Err(err(
+            1,
+            format!("the model uses option `{missing}`, which the CSV has no column for"),
+        ));
+    }
     let mut writer = csv::Writer::from_writer(output);
     let io = |e: csv::Error| err(0, e.to_string());
     let mut out_header: Vec<&str> = columns.clone();
     out_header.push("prediction");
     writer.write_record(&out_header).map_err(io)?;
-    let mut row = vec![0.0; columns.len()];
+    // Each warning once, at its first line, with how many more rows it applies to.
+    let mut warnings: Vec<(String, u64, usize)> = Vec::new();
+    let mut rows = 0;
     for record in reader.records() {
         let record = record.map_err(|e| {
             let line = e.position().map_or(0, |p| p.line());
@@ -274,20 +313,45 @@ pub fn predict_csv(
             }
         })?;
         let line = record.position().map_or(0, |p| p.line());
-        for (i, cell) in record.iter().enumerate() {
-            row[i] = cell.parse().map_err(|_| {
-                err(
-                    line,
-                    format!("`{cell}` is not a number (column `{}`)", columns[i]),
-                )
-            })?;
+        let given = record
+            .iter()
+            .zip(&columns)
+            .map(|(cell, column)| {
+                let value = cell.parse().map_err(|_| {
+                    err(
+                        line,
+                        format!("`{cell}` is not a number (column `{column}`)"),
+                    )
+                })?;
+                Ok((column.to_string(), value))
+            })
+            .collect::<Result<Given, Error>>()?;
+        let (prediction, said) = predict(&given).map_err(|e| err(line, e.to_string()))?;
+        for w in said {
+            match warnings.iter_mut().find(|(text, ..)| *text == w) {
+                Some(seen) => seen.2 += 1,
+                None => warnings.push((w, line, 0)),
+            }
         }
         let mut fields: Vec<String> = record.iter().map(str::to_string).collect();
-        fields.push(format!("{}", bound.predict(&row)));
+        fields.push(crate::units::plain_number(prediction));
         writer.write_record(&fields).map_err(io)?;
+        rows += 1;
+    }
+    let mut said: Vec<String> = warnings
+        .into_iter()
+        .map(|(w, line, more)| match more {
+            0 => format!("{shown}:{line}: {w}"),
+            n => format!("{shown}:{line}: {w} (and in {n} more rows)"),
+        })
+        .collect();
+    if rows == 0 {
+        said.push(format!(
+            "{shown}: no configurations: the CSV has a header and no rows"
+        ));
     }
     writer.flush().map_err(|e| err(0, e.to_string()))?;
-    Ok(())
+    Ok(said)
 }
 
 #[cfg(test)]
@@ -394,7 +458,19 @@ mod tests {
         assert_eq!(bound.predict(&[0.0, 6.0]), 3.5);
         assert!(back.bind(&["x"]).is_err());
         let mut out = Vec::new();
-        predict_csv(&back, "level,x\n3,0\n9,1\n".as_bytes(), "c.csv", &mut out).unwrap();
+        let predict = |g: &Given| {
+            let columns: Vec<&str> = g.iter().map(|(c, _)| c.as_str()).collect();
+            let values: Vec<f64> = g.iter().map(|(_, v)| *v).collect();
+            Ok((back.bind(&columns)?.predict(&values), vec![]))
+        };
+        predict_csv(
+            "level,x\n3,0\n9,1\n".as_bytes(),
+            "c.csv",
+            &[],
+            &mut out,
+            predict,
+        )
+        .unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "level,x,prediction\n3,0,1.5\n9,1,3.5\n"
@@ -434,23 +510,73 @@ mod tests {
         let m = ModelFile::new(InfluenceModel::from_terms([
             Term::new::<&str>(&[], 1.0),
             Term::new(&["A"], 3.0),
-            Term::new(&["A", "B"], 3.0),
+            Term::new(&["A", "B"], 0.1 + 0.2),
         ]));
+        let known = crate::KnownValues::default();
+        let predict = |g: &Given| {
+            let a = crate::assign(&m, &known, g)?;
+            Ok((m.bind(&a.columns)?.predict(&a.values), a.warnings))
+        };
         let mut out = Vec::new();
-        predict_csv(&m, "A,B,C\n0,0,1\n1,1,0\n".as_bytes(), "c.csv", &mut out).unwrap();
+        let warnings = predict_csv(
+            "A,B,C\n0,0,1\n1,1,0\n".as_bytes(),
+            "c.csv",
+            &[],
+            &mut out,
+            predict,
+        )
+        .unwrap();
+        // Predictions print without floating-point noise: 4.3, not `4.300000000000001`.
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "A,B,C,prediction\n0,0,1,1\n1,1,0,7\n"
+            "A,B,C,prediction\n0,0,1,1\n1,1,0,4.3\n"
         );
-        let e = predict_csv(&m, "A,C\n0,1\n".as_bytes(), "c.csv", Vec::new()).unwrap_err();
+        // The unknown column C is warned of per row, as for a typed configuration.
         assert_eq!(
-            e.to_string(),
-            "c.csv:1: the model uses option `B`, which the configurations lack"
+            warnings,
+            ["c.csv:2: the model does not know option `C`; it is ignored (and in 1 more rows)"]
         );
-        let e = predict_csv(&m, "A,B\n0,1\n1\n".as_bytes(), "c.csv", Vec::new()).unwrap_err();
+        let e = predict_csv("A\n2\n".as_bytes(), "c.csv", &[], Vec::new(), predict).unwrap();
+        assert!(
+            e[0].starts_with("c.csv:2: `A=2` is outside the values"),
+            "{e:?}"
+        );
+        let e = predict_csv(
+            "A,B\n0,1\n1\n".as_bytes(),
+            "c.csv",
+            &[],
+            Vec::new(),
+            predict,
+        )
+        .unwrap_err();
         assert_eq!(
             e.to_string(),
             "c.csv:3: row has 1 fields but the header has 2"
+        );
+        let e = predict_csv("".as_bytes(), "c.csv", &[], Vec::new(), predict).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "c.csv: the CSV is empty: it needs a header of option names and a row per configuration"
+        );
+        let w = predict_csv("A,B\n".as_bytes(), "c.csv", &[], Vec::new(), predict).unwrap();
+        assert_eq!(
+            w,
+            ["c.csv: no configurations: the CSV has a header and no rows"]
+        );
+        let e =
+            predict_csv("A,A\n1,0\n".as_bytes(), "c.csv", &[], Vec::new(), predict).unwrap_err();
+        assert_eq!(e.to_string(), "c.csv:1: column `A` appears twice");
+        let e = predict_csv(
+            "A\n1\n".as_bytes(),
+            "c.csv",
+            &["A", "B"],
+            Vec::new(),
+            predict,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "c.csv:1: the model uses option `B`, which the CSV has no column for"
         );
     }
 }

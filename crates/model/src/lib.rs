@@ -8,8 +8,10 @@
 //! that other tools rely on ([`ModelFile`], documented in `docs/model-json.md`). Black-box
 //! learners that are not linear store regression [`Tree`]s in the model file, and a model
 //! may predict ln(performance) ([`Transform::Log`]); [`ModelFile::bind`] predicts with any
-//! of them. Terms are ranked by their effect over the options' ranges ([`Ranges`]), not by
-//! their coefficients, and printed in a unit that suits them ([`Scale`]).
+//! of them. Options and terms are ranked by their effect: the largest difference they make to
+//! the model's prediction between configurations ([`Effects`] over [`Configurations`]),
+//! never more than the model's own spread, not by their coefficients; values are printed
+//! in a unit that suits them ([`Scale`]).
 //!
 //! Architecture invariant: models refer to options by name only; this crate knows nothing of
 //! constraint reasoning (`space`), programs or measurements.
@@ -21,9 +23,10 @@ mod influence;
 mod reference;
 mod subspace;
 mod tree;
+mod units;
 
-pub use assignment::{Assignment, KnownValues, parse_assignment};
-pub use effects::{Ranges, Scale, is_seconds, warnings};
+pub use assignment::{Assignment, Given, KnownValues, assign, parse_assignment, parse_given};
+pub use effects::{Configurations, Effects, MOST_COMBINATIONS, OptionEffect, warnings};
 pub use file::{
     BoundModelFile, FORMAT, ModelFile, Region, SourceSpan, Transform, VERSION, predict_csv,
 };
@@ -33,6 +36,7 @@ pub use subspace::{
     MAX_OPTIONS, influence_from_levels, influence_from_subspaces, subspaces_from_influence,
 };
 pub use tree::{Node, Tree, importances};
+pub use units::{SIGNIFICANT_DIGITS, Scale, is_seconds, plain_number, show_value};
 
 /// Errors of this crate; each message is one line for the user.
 #[derive(Debug, thiserror::Error)]

@@ -1,8 +1,9 @@
 //! `report`: one self-contained HTML page of what matters in a system's performance, from
 //! its results store and any models of it (`knobs report`).
 //!
-//! The page ranks options and terms by their effect over the options' whole ranges (bars
-//! with units), lists the interactions, plots each model's predictions against the
+//! The page ranks options and terms by their effect, the largest difference each makes to
+//! the model's prediction between valid configurations (bars with units, see
+//! [`model::Effects`]), lists the interactions, plots each model's predictions against the
 //! measurements with each configuration's confidence interval, shows the per-region local
 //! models with their function, file and lines (and the source lines themselves when the
 //! files are at hand), the measurement noise of every configuration, and, for a store with
@@ -28,6 +29,7 @@ mod html;
 mod sections;
 mod svg;
 mod trace;
+mod valid;
 
 use std::path::PathBuf;
 
@@ -35,6 +37,7 @@ pub use data::{Measured, Measurements};
 pub use fastest::{MOST_CONFIGURATIONS, fastest};
 pub use html::escape;
 pub use trace::{chrome_trace, region_names};
+pub use valid::{MOST_VALID, effect_configurations, valid_configurations};
 
 /// Errors of this crate; each message is one line for the user.
 #[derive(Debug, thiserror::Error)]

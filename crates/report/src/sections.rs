@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
-use model::{Factor, ModelFile, Ranges, Scale, Term, Transform, importances};
-use space::{Domain, shown_configuration};
+use model::{Effects, ModelFile, Scale, Term, Transform, importances};
+use space::shown_configuration;
 
 use crate::data::Measurements;
 use crate::html::{BAR_LEGEND, escape, table};
@@ -66,8 +66,8 @@ pub fn header(input: &Input, system: &str) -> String {
 
 /// The sentence naming the first model's most influential option.
 fn top_option(named: &NamedModel, input: &Input) -> Option<String> {
-    let ranges = ranges(&named.file, input.measurements.as_ref());
-    let ranked = option_bars(&named.file, &ranges);
+    let effects = effects(&named.file, input.measurements.as_ref()).ok()?;
+    let ranked = option_bars(&named.file, &effects);
     let first = ranked.first()?;
     Some(format!(
         "Most influential option: <strong>{}</strong> ({}, by <code>{}</code>).",
@@ -77,24 +77,13 @@ fn top_option(named: &NamedModel, input: &Input) -> Option<String> {
     ))
 }
 
-/// The options' ranges: their values in the measured space, else in the model's training
-/// configurations.
-fn ranges(file: &ModelFile, measurements: Option<&Measurements>) -> Ranges {
-    let Some(m) = measurements else {
-        return Ranges::from_training(file);
-    };
-    let mut ranges = Ranges::default();
-    for o in m.space.options() {
-        if let Domain::Numeric { values } = &o.domain {
-            for v in values {
-                ranges.include(&o.name, *v);
-            }
-        }
-    }
-    ranges
+/// The model's effects over the measured space's valid configurations (see
+/// [`crate::effect_configurations`]).
+fn effects(file: &ModelFile, measurements: Option<&Measurements>) -> Result<Effects, String> {
+    Effects::of(file, crate::effect_configurations(file, measurements)).map_err(|e| e.to_string())
 }
 
-/// How a term's effect reads: `+12.4 ms`, or `×1.85` for a model of ln(performance).
+/// How an effect reads: `+12.4 ms`, or `×1.85` for a model of ln(performance).
 fn effect_text(effect: f64, file: &ModelFile, scale: &Scale) -> String {
     match file.transform {
         Transform::Log => format!("×{:.3}", effect.exp()),
@@ -105,34 +94,21 @@ fn effect_text(effect: f64, file: &ModelFile, scale: &Scale) -> String {
     }
 }
 
-/// Options ranked by the summed |effect| of the terms they appear in (by their importance
-/// for tree models), coloured by the sign of that sum.
-fn option_bars(file: &ModelFile, ranges: &Ranges) -> Vec<Bar> {
-    let scale = Scale::of_model(file, ranges, Some("time_s"));
-    let mut by_option: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
-    for t in file.terms.terms() {
-        let effect = t.effect(ranges);
-        let mut options: Vec<&str> = t.options.iter().map(Factor::option).collect();
-        options.dedup();
-        for o in options {
-            let entry = by_option.entry(o).or_default();
-            entry.0 += effect.abs();
-            entry.1 += effect;
-        }
-    }
-    let mut bars: Vec<Bar> = by_option
-        .into_iter()
-        .map(|(o, (size, signed))| Bar {
-            label: o.to_string(),
-            value: if signed < 0.0 { -size } else { size },
-            text: match file.transform {
-                Transform::Log => format!("×{:.3}, all its terms", size.exp()),
-                Transform::Identity => format!("{}, all its terms", scale.show(size, 2)),
-            },
+/// Options ranked by their effect (by their importance for tree models without terms),
+/// coloured by its sign: what the larger value does to the prediction.
+fn option_bars(file: &ModelFile, effects: &Effects) -> Vec<Bar> {
+    let scale = Scale::of_model(file, effects, Some("time_s"));
+    let mut bars: Vec<Bar> = effects
+        .options
+        .iter()
+        .map(|o| Bar {
+            label: o.option.clone(),
+            value: o.effect,
+            text: effect_text(o.effect, file, &scale),
             interaction: false,
         })
         .collect();
-    if bars.is_empty() && !file.trees.is_empty() {
+    if file.terms.terms().iter().all(|t| t.options.is_empty()) && !file.trees.is_empty() {
         bars = importances(&file.trees)
             .into_iter()
             .map(|(o, share)| Bar {
@@ -148,22 +124,27 @@ fn option_bars(file: &ModelFile, ranges: &Ranges) -> Vec<Bar> {
 }
 
 /// The terms but the intercept and those too small to see (below 0.1 % of the largest).
-fn term_bars(file: &ModelFile, ranges: &Ranges, terms: &[&Term]) -> Vec<Bar> {
-    let scale = Scale::of_model(file, ranges, Some("time_s"));
+fn term_bars(file: &ModelFile, effects: &Effects, terms: &[&Term]) -> Vec<Bar> {
+    let scale = Scale::of_model(file, effects, Some("time_s"));
     let largest = terms
         .iter()
         .filter(|t| !t.options.is_empty())
-        .map(|t| t.effect(ranges).abs())
+        .map(|t| effects.term(t).abs())
         .fold(0.0, f64::max);
     terms
         .iter()
-        .filter(|t| !t.options.is_empty() && t.effect(ranges).abs() >= 1e-3 * largest)
+        .filter(|t| !t.options.is_empty() && effects.term(t).abs() >= 1e-3 * largest)
         .map(|t| {
-            let effect = t.effect(ranges);
+            let effect = effects.term(t);
+            let offset = if effects.is_offset(t) {
+                " (offset by other terms)"
+            } else {
+                ""
+            };
             Bar {
                 label: t.label(),
                 value: effect,
-                text: effect_text(effect, file, &scale),
+                text: format!("{}{offset}", effect_text(effect, file, &scale)),
                 interaction: t.options.len() > 1,
             }
         })
@@ -172,16 +153,32 @@ fn term_bars(file: &ModelFile, ranges: &Ranges, terms: &[&Term]) -> Vec<Bar> {
 
 pub fn model(named: &NamedModel, input: &Input) -> String {
     let file = &named.file;
-    let ranges = ranges(file, input.measurements.as_ref());
-    let scale = Scale::of_model(file, &ranges, Some("time_s"));
     let mut out = format!("<h2>Model <code>{}</code></h2>", escape(&named.name));
+    let effects = match effects(file, input.measurements.as_ref()) {
+        Ok(effects) => effects,
+        Err(e) => {
+            let _ = write!(
+                out,
+                "<p class=\"warning\">Warning: the model cannot predict these configurations: {}.</p>",
+                escape(&e)
+            );
+            return out;
+        }
+    };
+    let scale = Scale::of_model(file, &effects, Some("time_s"));
     out.push_str(&provenance(file, &scale));
     for w in model::warnings(file) {
         let _ = write!(out, "<p class=\"warning\">Warning: {}.</p>", escape(&w));
     }
-    let options = option_bars(file, &ranges);
+    let _ = write!(
+        out,
+        "<p class=\"meta\">Effects are read over {}: an option's is the largest difference in prediction between two of them that differ in the option (and, for a member of an alternative, the member swapped for it), a term's how far its own value moves; none exceeds the model's spread, {}.</p>",
+        escape(&effects.configurations.described),
+        escape(&spread_text(&effects, file, &scale))
+    );
+    let options = option_bars(file, &effects);
     if !options.is_empty() {
-        out.push_str("<h3>Options, ranked by their effect over their whole range</h3>");
+        out.push_str("<h3>Options, ranked by the largest difference each makes</h3>");
         out.push_str(&svg::bars(
             "options",
             "Options by effect",
@@ -189,8 +186,8 @@ pub fn model(named: &NamedModel, input: &Input) -> String {
             CHART_WIDTH,
         ));
     }
-    let ranked = file.terms.ranked_terms(&ranges);
-    let terms = term_bars(file, &ranges, &ranked);
+    let ranked = file.terms.ranked_terms(&effects);
+    let terms = term_bars(file, &effects, &ranked);
     if !terms.is_empty() {
         let _ = write!(
             out,
@@ -213,9 +210,18 @@ pub fn model(named: &NamedModel, input: &Input) -> String {
         out.push_str(&predicted_vs_measured(file, m));
     }
     if !file.regions.is_empty() {
-        out.push_str(&regions(file, &ranges, &scale, &input.source_dirs));
+        out.push_str(&regions(file, &effects, &scale, &input.source_dirs));
     }
     out
+}
+
+/// The model's largest prediction over its smallest: `×15.2` for a log model, else their
+/// difference in the scale's unit.
+fn spread_text(effects: &Effects, file: &ModelFile, scale: &Scale) -> String {
+    match file.transform {
+        Transform::Log => format!("×{:.3}", effects.spread().exp()),
+        Transform::Identity => scale.show(effects.spread(), 2),
+    }
 }
 
 fn provenance(file: &ModelFile, scale: &Scale) -> String {
@@ -365,17 +371,11 @@ fn training_rows(file: &ModelFile, names: &[&str]) -> Vec<Vec<f64>> {
 
 fn regions(
     file: &ModelFile,
-    ranges: &Ranges,
+    effects: &Effects,
     scale: &Scale,
     dirs: &[std::path::PathBuf],
 ) -> String {
-    let weight = |r: &model::Region| {
-        r.terms
-            .terms()
-            .iter()
-            .map(|t| t.effect(ranges).abs())
-            .sum::<f64>()
-    };
+    let weight = |r: &model::Region| effects.spread_of(&r.terms);
     let mut regions: Vec<&model::Region> = file.regions.iter().collect();
     regions.sort_by(|a, b| weight(b).total_cmp(&weight(a)));
     let bars: Vec<Bar> = regions
@@ -389,7 +389,7 @@ fn regions(
         })
         .collect();
     let mut out = format!(
-        "<h3>Regions ({}), by the size of their local models</h3>",
+        "<h3>Regions ({}), by how far their local models move over the configurations</h3>",
         file.regions.len()
     );
     out.push_str(&svg::bars(
@@ -413,7 +413,7 @@ fn regions(
             } else {
                 format!(" ({})", scale.unit)
             },
-            escape(&r.terms.format_ranked(ranges, scale, 3))
+            escape(&r.terms.format_ranked(effects, scale, 3))
         );
         if let Some(code) = r.location.as_ref().and_then(|l| source_lines(l, dirs)) {
             out.push_str(&code);

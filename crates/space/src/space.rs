@@ -589,6 +589,54 @@ impl ConfigSpace {
         Ok(Configuration(out))
     }
 
+    /// Reads a configuration from options given by name with their values (a typed
+    /// configuration or a CSV row: 0/1 for a binary option, the number for a numeric one);
+    /// binary options not given are off. Names the space lacks are an error, as are a value
+    /// outside an option's domain and a numeric option without a value.
+    pub fn configuration_from_named(
+        &self,
+        given: &[(String, f64)],
+    ) -> Result<Configuration, Error> {
+        let mut values: Vec<Option<u32>> = self
+            .options
+            .iter()
+            .map(|o| if o.is_binary() { Some(0) } else { None })
+            .collect();
+        for (name, value) in given {
+            let id = self.resolve(name, "the configuration")?;
+            let o = self.option(id);
+            values[id.index()] = Some(o.value_index(*value).ok_or_else(|| {
+                Error::Config(format!(
+                    "`{}` is not a value of option `{name}`",
+                    format_number(*value)
+                ))
+            })?);
+        }
+        values
+            .into_iter()
+            .zip(&self.options)
+            .map(|(v, o)| {
+                v.ok_or_else(|| Error::Config(format!("numeric option `{}` has no value", o.name)))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Configuration)
+    }
+
+    /// Why options given by name (as [`ConfigSpace::configuration_from_named`] reads them,
+    /// names the space lacks left out) are not a valid configuration of the space: the
+    /// first rule broken, or why they are not a configuration at all; `None` when valid.
+    pub fn why_invalid(&self, given: &[(String, f64)]) -> Option<String> {
+        let known: Vec<(String, f64)> = given
+            .iter()
+            .filter(|(n, _)| self.find(n).is_some())
+            .cloned()
+            .collect();
+        match self.configuration_from_named(&known) {
+            Ok(config) => self.violations(&config).first().map(|r| r.why.clone()),
+            Err(e) => Some(e.to_string()),
+        }
+    }
+
     /// Reads one configuration from numeric cells given in option order (a CSV row).
     pub fn configuration_from_values(&self, cells: &[f64]) -> Result<Configuration, Error> {
         if cells.len() != self.options.len() {
@@ -743,5 +791,40 @@ mod tests {
             .filter(|s| s.chars().count() == 1)
             .collect();
         assert_eq!(listed, NAME_PUNCTUATION, "{row}");
+    }
+
+    #[test]
+    fn options_given_by_name_are_checked_as_a_typed_configuration() {
+        let mut s = ConfigSpace::new("c");
+        s.add_numeric("level", &[0.0, 6.0]).unwrap();
+        let check = s.add_binary("check", None, true).unwrap();
+        let a = s.add_binary("crc32", Some(check), false).unwrap();
+        let b = s.add_binary("crc64", Some(check), false).unwrap();
+        s.add_group(GroupKind::Alternative, Some(check), vec![a, b])
+            .unwrap();
+        let given = |items: &[(&str, f64)]| -> Vec<(String, f64)> {
+            items.iter().map(|(n, v)| (n.to_string(), *v)).collect()
+        };
+        let valid = given(&[("level", 6.0), ("check", 1.0), ("crc32", 1.0), ("id", 7.0)]);
+        assert_eq!(s.why_invalid(&valid), None);
+        let both = given(&[
+            ("level", 6.0),
+            ("check", 1.0),
+            ("crc32", 1.0),
+            ("crc64", 1.0),
+        ]);
+        assert!(s.why_invalid(&both).is_some());
+        let no_check = given(&[("level", 6.0)]);
+        assert!(s.why_invalid(&no_check).is_some());
+        let no_level = given(&[("check", 1.0), ("crc32", 1.0)]);
+        assert_eq!(
+            s.why_invalid(&no_level).unwrap(),
+            "numeric option `level` has no value"
+        );
+        let seven = given(&[("level", 7.0), ("check", 1.0), ("crc32", 1.0)]);
+        assert_eq!(
+            s.why_invalid(&seven).unwrap(),
+            "`7` is not a value of option `level`"
+        );
     }
 }
