@@ -264,26 +264,17 @@ pub fn learn_model(args: LearnArgs) -> Result<Outcome> {
 }
 
 /// How many configurations of a results store have runs but none that succeeded, which the
-/// dataset leaves out: those that failed, and those that timed out; `None` for other data,
-/// or when none is left out.
+/// dataset leaves out, as (failed, timed out); `None` for other data, or when none is left out.
 fn left_out(path: &Path, data: &Dataset, commit: Option<&str>) -> Result<Option<(usize, usize)>> {
-    if !crate::measure_cmd::is_store(path) || commit.is_some() {
+    if !measure::Store::is_sqlite_file(path) || commit.is_some() {
         return Ok(None);
     }
-    let runs = measure::Store::open_existing(path)?.runs(&measure::Selection::default())?;
-    // Per configuration of this system: whether any run succeeded, whether one timed out.
-    let mut by_configuration: HashMap<&str, (bool, bool)> = HashMap::new();
-    for run in runs.iter().filter(|r| r.system == data.space.name) {
-        let seen = by_configuration.entry(&run.configuration).or_default();
-        seen.0 |= run.is_ok();
-        seen.1 |= run.status == "timeout";
-    }
-    let failing: Vec<&(bool, bool)> = by_configuration.values().filter(|s| !s.0).collect();
-    if failing.is_empty() {
-        return Ok(None);
-    }
-    let timed_out = failing.iter().filter(|s| s.1).count();
-    Ok(Some((failing.len() - timed_out, timed_out)))
+    let selection = measure::Selection {
+        system: Some(data.space.name.clone()),
+        ..Default::default()
+    };
+    let counts = measure::Store::open_existing(path)?.configurations_without_success(&selection)?;
+    Ok((counts != (0, 0)).then_some(counts))
 }
 
 pub fn evaluate_model(args: EvaluateArgs) -> Result<Outcome> {

@@ -204,6 +204,33 @@ impl Store {
         self.dataset(selection, self.spec_metric(selection)?)
     }
 
+    /// Of the selected configurations with runs, how many have none that succeeded — a
+    /// dataset leaves them out —, as (failed, timed out): a configuration with a timeout
+    /// among its runs counts as timed out.
+    pub fn configurations_without_success(
+        &self,
+        selection: &Selection,
+    ) -> Result<(usize, usize), Error> {
+        let mut by_configuration: BTreeMap<String, (bool, bool)> = BTreeMap::new();
+        for run in self.runs(selection)? {
+            let seen = by_configuration
+                .entry(run.configuration.clone())
+                .or_default();
+            seen.0 |= run.is_ok();
+            seen.1 |= run.status == "timeout";
+        }
+        let failing = by_configuration.values().filter(|s| !s.0);
+        let (mut failed, mut timed_out) = (0, 0);
+        for &(_, timeout) in failing {
+            if timeout {
+                timed_out += 1;
+            } else {
+                failed += 1;
+            }
+        }
+        Ok((failed, timed_out))
+    }
+
     /// The one spec the selection designates: with several specs of one system (it was
     /// edited), the latest; with several systems, the selection must say which.
     pub fn spec(&self, selection: &Selection) -> Result<StoredSpec, Error> {
