@@ -84,11 +84,7 @@ fn render(report: &Report) -> Result<()> {
         report
             .configurations
             .iter()
-            .map(|c| if c.is_empty() {
-                "(nothing selected)"
-            } else {
-                c
-            })
+            .map(|c| space::shown_configuration(c))
             .collect::<Vec<_>>()
             .join("; "),
         report.instrumented_functions

@@ -68,11 +68,7 @@ fn render(report: &Report) -> Result<()> {
     for p in &report.paths {
         eprintln!(
             "  {}: {}{}",
-            if p.configuration.is_empty() {
-                "(nothing selected)"
-            } else {
-                &p.configuration
-            },
+            space::shown_configuration(&p.configuration),
             if p.reached.is_empty() {
                 "reached no option".to_string()
             } else {
