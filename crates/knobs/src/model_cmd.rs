@@ -101,6 +101,9 @@ pub fn predict(args: PredictArgs) -> Result<Outcome> {
     if let Some(system) = args.spec.as_deref().and_then(spec_system) {
         file.check_system(&system, &args.model.display().to_string())?;
     }
+    if let Some(warning) = model::unmeasured_warning(&file) {
+        eprintln!("warning: {warning}");
+    }
     let space = args.spec.as_deref().map(load_space).transpose()?;
     if let (Some(space), Some(n)) = (&space, args.top.or(args.best.then_some(1))) {
         for (configuration, prediction) in report::fastest(&file, space, n)? {

@@ -186,6 +186,25 @@ fn configcrusher_refuses_a_model_from_failed_configurations_unless_allowed() {
         "{}",
         text.stderr
     );
+    // Whoever reads the model later is told too: `model show` and `predict` warn of the
+    // configurations no run measured and the terms left out for them.
+    let model_path = report["model_path"].as_str().unwrap();
+    let shown = succeeds(knobs().args(["model", "show", model_path])).text();
+    assert!(
+        shown.lines().any(
+            |l| l.starts_with("warning: built with failed configurations")
+                && l.contains("HEAVY·ITER=8")
+        ),
+        "{shown}"
+    );
+    let predicted = succeeds(knobs().args(["predict", model_path, "HEAVY,ITER=8"]));
+    assert!(
+        predicted
+            .stderr
+            .contains("predictions for those configurations are not measured"),
+        "{}",
+        predicted.stderr
+    );
 }
 
 #[test]

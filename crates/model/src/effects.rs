@@ -446,8 +446,38 @@ impl Scale {
 /// What a reader should know before trusting a model, one sentence each: a learned model
 /// with about as many terms as configurations it was built from fits their noise; a
 /// constant says no option matters.
+/// A white-box model built with failed configurations accepted records, under `unmeasured`,
+/// the cells no successful run measured and the terms it left out for them: its predictions
+/// for configurations in those cells are not measured, and a reader must be told.
+pub fn unmeasured_warning(file: &ModelFile) -> Option<String> {
+    let entries = file.provenance.get("unmeasured")?.as_array()?;
+    let left_out: Vec<String> = entries
+        .iter()
+        .flat_map(|e| e["terms_left_out"].as_array().into_iter().flatten())
+        .filter_map(|t| t.as_str().map(str::to_string))
+        .collect();
+    let cells: Vec<String> = entries
+        .iter()
+        .flat_map(|e| e["cells"].as_array().into_iter().flatten())
+        .filter_map(|c| c.as_str().map(str::to_string))
+        .collect();
+    (!entries.is_empty()).then(|| {
+        format!(
+            "built with failed configurations: no successful run measured {}; the model leaves \
+             out {}, so its predictions for those configurations are not measured",
+            cells.join("; "),
+            if left_out.is_empty() {
+                "no term".to_string()
+            } else {
+                left_out.join(", ")
+            }
+        )
+    })
+}
+
+/// Why a reader should be careful with this model, one sentence each.
 pub fn warnings(file: &ModelFile) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut out: Vec<String> = unmeasured_warning(file).into_iter().collect();
     let terms = file.terms.terms().len();
     let trained = file
         .provenance

@@ -26,7 +26,9 @@ mod tree;
 mod units;
 
 pub use assignment::{Assignment, Given, KnownValues, assign, parse_assignment, parse_given};
-pub use effects::{Configurations, Effects, MOST_COMBINATIONS, OptionEffect, warnings};
+pub use effects::{
+    Configurations, Effects, MOST_COMBINATIONS, OptionEffect, unmeasured_warning, warnings,
+};
 pub use file::{
     BoundModelFile, FORMAT, ModelFile, Region, SourceSpan, Transform, VERSION, predict_csv,
 };
