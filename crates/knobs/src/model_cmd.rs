@@ -288,7 +288,13 @@ fn show(
     }
     let effects = Effects::of(&file, configurations)?;
     let scale = Scale::of_model(&file, &effects, None);
-    let precision = precision.unwrap_or(2);
+    let resolution = file
+        .provenance
+        .get("profile_period_seconds")
+        .and_then(|p| p.as_f64());
+    let precision = precision
+        .or_else(|| resolution.and_then(|r| scale.decimals_for(r)))
+        .unwrap_or(2);
     if let Some(system) = &file.system {
         println!("system: {system}");
     }
@@ -427,6 +433,16 @@ fn print_trees(file: &ModelFile, precision: usize) {
 /// Prints the global model and the regions that matter most, ranked by effect in a unit
 /// that suits them, leaving out terms below 1 % of the model's spread (measurement noise);
 /// the file has everything.
+/// Decimals for a model's terms: 2, or for a sampled model (Comprex's profiler) as many as the
+/// sampling period resolves.
+fn measured_precision(file: &ModelFile, scale: &Scale) -> usize {
+    file.provenance
+        .get("profile_period_seconds")
+        .and_then(|p| p.as_f64())
+        .and_then(|period| scale.decimals_for(period))
+        .unwrap_or(2)
+}
+
 pub fn print_model(model: &model::ModelFile, most_regions: usize) {
     let effects = match Effects::of(model, Configurations::of_model(model)) {
         Ok(effects) => effects,
@@ -436,6 +452,7 @@ pub fn print_model(model: &model::ModelFile, most_regions: usize) {
         }
     };
     let scale = Scale::of_model(model, &effects, None);
+    let precision = measured_precision(model, &scale);
     let limit = 0.01 * effects.spread();
     let shown = |terms: &model::InfluenceModel| {
         // `prune` keeps the intercept; a region's near-zero intercept is noise too.
@@ -450,7 +467,7 @@ pub fn print_model(model: &model::ModelFile, most_regions: usize) {
                 size.abs() >= limit
             })
             .cloned();
-        model::InfluenceModel::from_terms(kept).format_ranked(&effects, &scale, 2)
+        model::InfluenceModel::from_terms(kept).format_ranked(&effects, &scale, precision)
     };
     if !scale.unit.is_empty() {
         println!("model ({}):", scale.unit);

@@ -62,3 +62,38 @@ fn exports_and_results_show_print_values_and_labels_one_way() {
     let heading = out.lines().next().unwrap();
     assert!(heading.contains("metric wall per reference"), "{heading}");
 }
+
+/// A model from a sampling profiler is shown to the resolution its samples have: 1 ms
+/// samples of times in ms print without decimals, the same model without a sampling period
+/// with two.
+#[test]
+fn a_sampled_model_is_shown_to_its_sampling_resolution() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = |period: Option<f64>| {
+        let mut provenance = serde_json::json!({});
+        if let Some(p) = period {
+            provenance["profile_period_seconds"] = p.into();
+        }
+        serde_json::json!({
+            "format": "knobs-model",
+            "version": 1,
+            "metric": "wall time (s)",
+            "terms": [
+                { "options": [], "value": 0.020 },
+                { "options": ["A"], "value": 0.031 },
+            ],
+            "provenance": provenance,
+        })
+    };
+    let shown = |name: &str, period: Option<f64>| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, model(period).to_string()).unwrap();
+        let out = knobs_ok(&["model", "show"], &path).text();
+        out.lines()
+            .find(|l| l.contains("·A"))
+            .unwrap_or_else(|| panic!("no model line in {out}"))
+            .to_string()
+    };
+    assert_eq!(shown("sampled.json", Some(0.001)), "20 + 31·A");
+    assert_eq!(shown("timed.json", None), "20.00 + 31.00·A");
+}

@@ -44,6 +44,13 @@ pub struct Scale {
 }
 
 impl Scale {
+    /// How many decimals show a value measured to `resolution` (in the metric's unit, before
+    /// this scale) and no more: a profiler sampling every 1 ms, shown in ms, has 0.
+    pub fn decimals_for(&self, resolution: f64) -> Option<usize> {
+        let step = resolution * self.factor;
+        (step.is_finite() && step > 0.0).then(|| (-step.log10()).ceil().max(0.0) as usize)
+    }
+
     /// Values printed as they are.
     pub const NONE: Scale = Scale {
         factor: 1.0,
@@ -136,5 +143,17 @@ mod tests {
             show_value(31033.199999999997, Some("max_rss_kib")),
             "31033.2"
         );
+    }
+
+    #[test]
+    fn a_resolution_sets_the_decimals_shown() {
+        let ms = Scale {
+            factor: 1e3,
+            unit: "ms",
+        };
+        assert_eq!(ms.decimals_for(0.001), Some(0));
+        assert_eq!(ms.decimals_for(0.0001), Some(1));
+        assert_eq!(Scale::NONE.decimals_for(0.001), Some(3));
+        assert_eq!(ms.decimals_for(0.0), None);
     }
 }
