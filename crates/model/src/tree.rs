@@ -13,7 +13,7 @@ use crate::Error;
 
 /// One node of a [`Tree`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, try_from = "NodeFields")]
 pub enum Node {
     /// `value(option) <= threshold` goes to `left`, otherwise to `right` (node indices).
     Split {
@@ -29,6 +29,55 @@ pub enum Node {
     Leaf {
         value: f64,
     },
+}
+
+/// A node as written, read key by key so that a malformed node is named by what it lacks
+/// (an untagged enum would only say that no variant matched).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NodeFields {
+    option: Option<String>,
+    threshold: Option<f64>,
+    left: Option<usize>,
+    right: Option<usize>,
+    gain: Option<f64>,
+    value: Option<f64>,
+}
+
+impl TryFrom<NodeFields> for Node {
+    type Error = String;
+
+    fn try_from(n: NodeFields) -> Result<Node, String> {
+        match (n.option, n.threshold, n.left, n.right, n.value) {
+            (None, None, None, None, Some(value)) if n.gain.is_none() => Ok(Node::Leaf { value }),
+            (Some(option), Some(threshold), Some(left), Some(right), None) => Ok(Node::Split {
+                option,
+                threshold,
+                left,
+                right,
+                gain: n.gain,
+            }),
+            (_, _, _, _, Some(_)) => Err(
+                "a leaf has only `value`; a split has `option`, `threshold`, `left`, `right`"
+                    .into(),
+            ),
+            (option, threshold, left, right, None) => {
+                let missing: Vec<&str> = [
+                    ("option", option.is_none()),
+                    ("threshold", threshold.is_none()),
+                    ("left", left.is_none()),
+                    ("right", right.is_none()),
+                ]
+                .into_iter()
+                .filter_map(|(k, absent)| absent.then_some(k))
+                .collect();
+                Err(format!(
+                    "a tree node needs `value` (a leaf) or `option`, `threshold`, `left` and `right` (a split); this one lacks `{}`",
+                    missing.join("`, `")
+                ))
+            }
+        }
+    }
 }
 
 /// A regression tree; node 0 is the root.
@@ -272,5 +321,30 @@ mod tests {
         }
         assert!(t.check().is_err());
         assert!(Tree { nodes: vec![] }.check().is_err());
+    }
+
+    #[test]
+    fn nodes_read_back_and_a_malformed_one_is_named_by_what_it_lacks() {
+        let tree = Tree {
+            nodes: vec![
+                Node::Split {
+                    option: "A".into(),
+                    threshold: 0.5,
+                    left: 1,
+                    right: 2,
+                    gain: Some(1.0),
+                },
+                Node::Leaf { value: 1.0 },
+                Node::Leaf { value: 2.0 },
+            ],
+        };
+        let text = serde_json::to_string(&tree).unwrap();
+        assert_eq!(serde_json::from_str::<Tree>(&text).unwrap(), tree);
+        let e =
+            serde_json::from_str::<Tree>(r#"{"nodes": [{"option": "A", "left": 1, "right": 2}]}"#)
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("lacks `threshold`"), "{e}");
+        assert!(!e.contains("untagged"), "{e}");
     }
 }
