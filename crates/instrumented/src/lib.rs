@@ -12,10 +12,12 @@
 //! Architecture invariant: no approach's algorithms live here (regions, partitions, models
 //! belong to the approach crates); no LLVM types (through `llvm`'s API only).
 
-pub mod counting;
 pub mod infer;
 pub mod native;
 mod table;
+
+/// The counting build (`metric = "instructions"`).
+pub mod counting;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

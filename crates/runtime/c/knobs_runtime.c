@@ -52,6 +52,12 @@
  * exactly, whatever the machine is doing; `__knobs_test_sleep(ns)` advances it without the
  * CPU clock (which is the test time less the sleeps). The normal build has none of it.
  *
+ * Count clock: compiled with -DKNOBS_COUNT_CLOCK (`runtime::build_counting`), the clock is
+ * the thread's count of the program's own IR instructions, `__knobs_instructions` (defined
+ * here, kept by the code `llvm::instrument_counting` adds to every segment of original code):
+ * no calibration (the probes add nothing to it), no CPU clock, and the file says
+ * `unit instructions` and holds whole counts (docs/region-times.md, "Counting").
+ *
  * Hot path: one clock read (rdtsc when the CPU has an invariant TSC, converted at exit with
  * the ratio to CLOCK_MONOTONIC over the whole run; else clock_gettime), a thread-local
  * pointer, a few loads and stores. No locks, no system calls, no allocation except when a
