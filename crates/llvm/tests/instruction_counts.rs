@@ -33,8 +33,20 @@ fn clang() -> &'static Path {
     Path::new("clang-19")
 }
 
-/// The counting build of the program with `probes`, linked in `dir` as `name`.
+/// The counting build of the program with `probes`, linked in `dir` as `name` with the
+/// region timers' counting runtime.
 fn build(compiled: &llvm::fixture::Compiled, probes: &[RegionProbe], name: &str) -> PathBuf {
+    let runtime = runtime::build_counting(clang(), Path::new(env!("CARGO_TARGET_TMPDIR"))).unwrap();
+    build_with(compiled, probes, name, runtime)
+}
+
+/// [`build`] with another runtime library.
+fn build_with(
+    compiled: &llvm::fixture::Compiled,
+    probes: &[RegionProbe],
+    name: &str,
+    runtime: PathBuf,
+) -> PathBuf {
     let dir = compiled.dir.path();
     let bc = dir.join(format!("{name}.bc"));
     let (_, counters) = instrument_counting(
@@ -50,7 +62,6 @@ fn build(compiled: &llvm::fixture::Compiled, probes: &[RegionProbe], name: &str)
         counters.segments > 0 && counters.instructions > 0,
         "{counters:?}"
     );
-    let runtime = runtime::build_counting(clang(), Path::new(env!("CARGO_TARGET_TMPDIR"))).unwrap();
     let exe = dir.join(name);
     let flags: Vec<String> = runtime::LINK_FLAGS.iter().map(|f| f.to_string()).collect();
     link_instrumented(clang(), &bc, &[runtime], &flags, &exe, true).unwrap();
@@ -156,5 +167,49 @@ fn regions_get_exactly_their_own_instructions_and_the_probes_none() {
         assert!(truth.regions.is_empty());
         assert_eq!(truth.total, at(n).total, "n = {n}");
         assert_eq!(truth.base, truth.total);
+    }
+}
+
+#[test]
+fn the_call_tree_counts_what_the_region_timers_count() {
+    let compiled = llvm::fixture::compile("count.c", SOURCE);
+    let p = &compiled.translation.program;
+    let probes = [
+        function_region(p, "work", 0),
+        function_region(p, "other", 1),
+    ];
+    let timers = build(&compiled, &probes, "regions");
+    let library =
+        runtime::call_tree::build_counting(clang(), Path::new(env!("CARGO_TARGET_TMPDIR")));
+    let tree_exe = build_with(&compiled, &probes, "tree", library.unwrap());
+    for n in [0, 7, 50] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tree.txt");
+        let out = Command::new(&tree_exe)
+            .arg(n.to_string())
+            .env(runtime::call_tree::ENV_VAR, &file)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let tree = runtime::call_tree::CallTree::read(&file).unwrap();
+        assert!(tree.counted && tree.visit_overhead == 0.0 && tree.cpu_total.is_none());
+        let regions = run(&timers, n);
+        // The same counter read by two runtimes: the same total, the same count per function,
+        // and every instruction charged to exactly one node.
+        assert_eq!(tree.total, regions.total, "n = {n}");
+        let node = |f: u32| tree.nodes.iter().find(|x| x.function == Some(f)).unwrap();
+        for f in [0, 1] {
+            assert_eq!(
+                node(f).self_seconds,
+                regions.regions[&f].self_seconds,
+                "n = {n}"
+            );
+            assert_eq!(node(f).entries, 1);
+        }
+        assert_eq!(tree.nodes[0].self_seconds, regions.base);
+        assert_eq!(
+            tree.nodes.iter().map(|x| x.self_seconds).sum::<f64>(),
+            tree.total
+        );
     }
 }
