@@ -429,6 +429,7 @@ fn read_region_times(
             if counting { "instructions" } else { "time" }
         ));
     }
+    instrumented::counting::comparable_with_its_truth(&times)?;
     // Every inferred setting the run contradicts, so one round of re-analysis drops them all.
     let mut inferred: Vec<String> = Vec::new();
     for (&id, violation) in &times.fixed_violations {

@@ -84,3 +84,39 @@ pub fn plain_counting_build(
         true,
     )
 }
+
+/// Whether a counting build's run is comparable with its ground truth: only threads with
+/// region events are counted (from their start to their last event) and the ground truth
+/// has no region, so a run in which another thread than the main one entered a region
+/// counts instructions its truth does not. An error saying so for such a run.
+pub fn comparable_with_its_truth(times: &runtime::RegionTimes) -> Result<(), String> {
+    if times.counted && times.threads > 1 {
+        return Err(format!(
+            "the counting build counts one thread exactly, and {} threads entered regions in \
+             this run (docs/region-times.md, \"Counting\")",
+            times.threads
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_counted_run_with_more_than_one_counted_thread_is_refused() {
+        let mut times = runtime::RegionTimes {
+            counted: true,
+            threads: 1,
+            ..Default::default()
+        };
+        assert!(comparable_with_its_truth(&times).is_ok());
+        times.threads = 2;
+        let e = comparable_with_its_truth(&times).unwrap_err();
+        assert!(e.contains("2 threads entered regions"), "{e}");
+        // Timed runs are not the counting build's concern.
+        times.counted = false;
+        assert!(comparable_with_its_truth(&times).is_ok());
+    }
+}
