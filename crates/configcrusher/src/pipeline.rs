@@ -380,7 +380,21 @@ pub fn instrument(
         })
         .collect();
     let bitcode = settings.work_dir.join("program.instrumented.bc");
-    let stats = llvm::instrument_with_checks(
+    // `metric = "instructions"`: the counting build, its runs a variant of their own.
+    let counting = instrumented::counting::counts_instructions(spec);
+    let instrument = if counting {
+        |ssa: &Path,
+         p: &ir::Program,
+         at: &llvm::LlvmPositions,
+         probes: &[RegionProbe],
+         checks: &[llvm::ValueCheck],
+         out: &Path| {
+            llvm::instrument_counting(ssa, p, at, probes, checks, out).map(|(stats, _)| stats)
+        }
+    } else {
+        llvm::instrument_with_checks
+    };
+    let stats = instrument(
         &analysed.ssa,
         program,
         &analysed.translation.positions,
@@ -388,14 +402,21 @@ pub fn instrument(
         &checks,
         &bitcode,
     )?;
-    let runtime = settings.region_timer_runtime()?;
+    let (runtime, approach) = if counting {
+        (
+            instrumented::counting::counting_runtime(settings)?,
+            "configcrusher-counted",
+        )
+    } else {
+        (settings.region_timer_runtime()?, "configcrusher")
+    };
     let (binary, variant) = instrumented::link(
         spec,
         settings,
         &bitcode,
         runtime,
         runtime::LINK_FLAGS,
-        "configcrusher",
+        approach,
         true,
     )?;
     Ok(Instrumented {
@@ -430,8 +451,22 @@ const INFERRED_VIOLATED: &str = "the inferred fixed setting";
 fn read_region_times(
     path: &Path,
     fixed_reads: &[FixedRead],
+    counting: bool,
 ) -> Result<Vec<RegionMeasurement>, String> {
     let times = runtime::RegionTimes::read(path).map_err(|e| e.to_string())?;
+    if times.counted != counting {
+        return Err(format!(
+            "{}: the region file is in {} but the spec measures {}",
+            path.display(),
+            if times.counted {
+                "instructions"
+            } else {
+                "seconds"
+            },
+            if counting { "instructions" } else { "time" }
+        ));
+    }
+    instrumented::counting::comparable_with_its_truth(&times)?;
     // Every inferred setting the run contradicts, so one round of re-analysis drops them all.
     let mut inferred: Vec<String> = Vec::new();
     for (&id, violation) in &times.fixed_violations {
@@ -476,7 +511,13 @@ pub fn measure_configurations(
     configurations: &[Configuration],
     on_event: &mut dyn FnMut(Event),
 ) -> Result<CampaignReport, Error> {
-    ::instrumented::measure_instrumented(
+    let counting = ::instrumented::counting::counts_instructions(spec);
+    let measure = if counting {
+        ::instrumented::counting::measure_counted
+    } else {
+        ::instrumented::measure_instrumented
+    };
+    measure(
         store,
         settings,
         spec,
@@ -487,7 +528,9 @@ pub fn measure_configurations(
             env: REGION_TIMES_ENV.into(),
             read: {
                 let fixed_reads = instrumented.fixed_reads.clone();
-                std::sync::Arc::new(move |path: &Path| read_region_times(path, &fixed_reads))
+                std::sync::Arc::new(move |path: &Path| {
+                    read_region_times(path, &fixed_reads, counting)
+                })
             },
         },
         configurations,
@@ -605,6 +648,13 @@ pub fn native_correction(
     on_event: &mut dyn FnMut(Event),
 ) -> Result<Result<NativeCorrection, String>, Error> {
     use measure::Metric;
+    if ::instrumented::counting::counts_instructions(spec) {
+        return Ok(Err(
+            "counted instructions: the probes add none to any count, so the counting build's \
+             counts are the program's own and there is no native time to scale them by"
+                .into(),
+        ));
+    }
     if settings.test_clock {
         return Ok(Err(
             "the region timers' test clock counts the program's work, not the machine's time"

@@ -19,6 +19,9 @@ pub mod infer;
 pub mod native;
 mod table;
 
+/// The counting build (`metric = "instructions"`).
+pub mod counting;
+
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -609,6 +612,9 @@ impl RegionClocks {
         match self.clock.as_str() {
             "cpu" => format!("CPU time (s, user + system), from {source}"),
             "wall" => format!("wall time (s), from {source}"),
+            "instructions" => format!(
+                "instructions (the program's own LLVM IR instructions, counted), from {source}"
+            ),
             _ => format!(
                 "CPU time (s), wall time for configurations measured without CPU times, from \
                  {source}"
@@ -667,6 +673,20 @@ pub fn region_clocks(
         configurations.insert(config);
     }
     let (wanted, mut why) = match (forced, spec.measure.metric) {
+        (Some(clock), Metric::Instructions) => {
+            return Err(Error::Invalid(format!(
+                "--region-clock {}: the spec's metric is `instructions`, which the counting \
+                 build counts; it reads no clock",
+                clock.name()
+            )));
+        }
+        (None, Metric::Instructions) => {
+            return Ok(RegionClocks {
+                clock: "instructions".into(),
+                why: "instructions (the spec's metric): the counting build's own count".into(),
+                cpu: Default::default(),
+            });
+        }
         (Some(RegionClock::Wall), _) => {
             return Ok(RegionClocks::wall("wall (as asked)"));
         }

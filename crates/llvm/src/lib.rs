@@ -23,12 +23,14 @@
 mod bitcode;
 pub mod compile;
 pub mod fixture;
+pub mod instruction_counters;
 pub mod instrument;
 pub mod taint_pass;
 pub mod translate;
 
 pub use compile::{CompileOptions, compile_c};
 
+pub use instruction_counters::{CounterStats, add_instruction_counters, instrument_counting};
 pub use instrument::{
     InstrumentStats, Observing, RegionProbe, ValueCheck, instrument, instrument_observing,
     instrument_with_checks, link_instrumented,

@@ -52,6 +52,11 @@
  * so the tree, the calibration and its subtraction can be checked exactly whatever the machine
  * is doing; `void __knobs_test_sleep(uint64_t ns)` advances it without the CPU clock (which is
  * the test time less the sleeps, and costs nothing to read). The normal build has none of it.
+ *
+ * Count clock: compiled with -DKNOBS_COUNT_CLOCK (`runtime::call_tree::build_counting`), the
+ * clock is the program's count of its own IR instructions (docs/region-times.md,
+ * "Counting"): `unit instructions` after the header, whole counts in `total` and the nodes'
+ * self fields, `visit_overhead` 0 (the visits add nothing to the count), no CPU clock.
  */
 #define _GNU_SOURCE
 #include <stdatomic.h>
@@ -123,6 +128,17 @@ static uint64_t kc_cpu(void) { return atomic_load(&kc_test_now) - atomic_load(&k
 
 /* A visit's fixed virtual cost around its clock read. */
 #define KC_WORK(ns) __knobs_test_work(ns)
+#elif defined(KNOBS_COUNT_CLOCK)
+/* The count clock (`runtime::call_tree::build_counting`): the thread's count of the program's
+ * own IR instructions, kept by the code `llvm::instrument_counting` adds (the region timers'
+ * counting build defines the same counter; link one of them). The visits add nothing to it. */
+KNOBS_API __thread uint64_t __knobs_instructions __attribute__((tls_model("initial-exec")));
+
+static uint64_t kc_now(void) { return __knobs_instructions; }
+
+static uint64_t kc_cpu(void) { return 0; }
+
+#define KC_WORK(ns) ((void)0)
 #else
 static uint64_t kc_now(void) {
   struct timespec t;
@@ -336,6 +352,9 @@ static double kc_visit_overhead(void) {
  * reads it (default 100); and one read's cost (the median of a few). */
 static void kc_cpu_start(void) {
   const char *s = getenv("KNOBS_REGION_CPU_US");
+#ifdef KNOBS_COUNT_CLOCK
+  s = "off"; /* counts are not time: no CPU clock beside them */
+#endif
   if (s && !strcmp(s, "off"))
     return;
   if (s && *s) {
@@ -363,7 +382,11 @@ static void kc_cpu_start(void) {
 static __attribute__((constructor(101))) void kc_start(void) {
   kc_is_main = 1;
   kc_cpu_start();
+#ifdef KNOBS_COUNT_CLOCK
+  kc_start_ns = 0; /* the program's instructions from its start, as the region timers count */
+#else
   kc_start_ns = kc_now();
+#endif
   kc_start_cpu_ns = kc_cpu_on ? kc_cpu() : 0;
   kc_init(&kc_main);
   kc_main.cpu = kc_cpu_on;
@@ -386,10 +409,18 @@ static __attribute__((destructor(101))) void kc_finish(void) {
   FILE *f = fopen(path, "w");
   if (!f)
     return;
-  fprintf(f,
-          "knobs-call-tree 1\ntotal %.9f\nvisit_overhead %.12f\ncalibration %.9f\n"
-          "other_threads %llu\n",
-          total, overhead, calibration, (unsigned long long)atomic_load(&kc_other_threads));
+#ifdef KNOBS_COUNT_CLOCK
+  /* Counts: whole numbers where seconds are otherwise, and a `unit` line saying so. */
+  const double scale = 1.0;
+  total = (double)(now - kc_start_ns);
+  fprintf(f, "knobs-call-tree 1\nunit instructions\n");
+#else
+  const double scale = 1e-9;
+  fprintf(f, "knobs-call-tree 1\n");
+#endif
+  fprintf(f, "total %.*f\nvisit_overhead %.12f\ncalibration %.9f\nother_threads %llu\n",
+          scale == 1.0 ? 0 : 9, total, overhead, calibration,
+          (unsigned long long)atomic_load(&kc_other_threads));
   if (kc_cpu_on)
     fprintf(f, "cpu_total %.9f\ncpu_reads %llu\ncpu_read_ns %llu\ncpu_interval_us %llu\n", cpu_total,
             (unsigned long long)cpu_reads, (unsigned long long)kc_cpu_read_ns,
@@ -401,7 +432,8 @@ static __attribute__((destructor(101))) void kc_finish(void) {
       fputs("- - ", f);
     else
       fprintf(f, "%u %u ", n->parent, n->func);
-    fprintf(f, "%llu %.9f", (unsigned long long)n->entries, (double)n->self_ns * 1e-9);
+    fprintf(f, "%llu %.*f", (unsigned long long)n->entries, scale == 1.0 ? 0 : 9,
+            (double)n->self_ns * scale);
     if (kc_cpu_on)
       fprintf(f, " %.9f", (double)n->cpu_ns * 1e-9);
     fputc('\n', f);

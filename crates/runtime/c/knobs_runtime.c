@@ -52,6 +52,12 @@
  * exactly, whatever the machine is doing; `__knobs_test_sleep(ns)` advances it without the
  * CPU clock (which is the test time less the sleeps). The normal build has none of it.
  *
+ * Count clock: compiled with -DKNOBS_COUNT_CLOCK (`runtime::build_counting`), the clock is
+ * the thread's count of the program's own IR instructions, `__knobs_instructions` (defined
+ * here, kept by the code `llvm::instrument_counting` adds to every segment of original code):
+ * no calibration (the probes add nothing to it), no CPU clock, and the file says
+ * `unit instructions` and holds whole counts (docs/region-times.md, "Counting").
+ *
  * Hot path: one clock read (rdtsc when the CPU has an invariant TSC, converted at exit with
  * the ratio to CLOCK_MONOTONIC over the whole run; else clock_gettime), a thread-local
  * pointer, a few loads and stores. No locks, no system calls, no allocation except when a
@@ -77,6 +83,11 @@
 #endif
 
 #define KNOBS_API __attribute__((visibility("default")))
+#ifdef KNOBS_COUNT_CLOCK
+#define KNOBS_COUNTING 1
+#else
+#define KNOBS_COUNTING 0
+#endif
 #define KNOBS_COLD __attribute__((noinline, cold))
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
@@ -188,6 +199,15 @@ static uint64_t cpu_ns(void) {
 }
 #endif
 
+#ifdef KNOBS_COUNT_CLOCK
+/* The count clock (`runtime::build_counting`): the thread's count of the program's own IR
+ * instructions, which the instrumentation (`llvm::add_instruction_counters`) adds to at every
+ * straight-line segment of original code. The probes add nothing to it, so their cost is
+ * zero by construction; docs/region-times.md says what is counted. */
+KNOBS_API __thread uint64_t __knobs_instructions __attribute__((tls_model("initial-exec")));
+
+static inline uint64_t ticks(void) { return __knobs_instructions; }
+#else
 static inline uint64_t ticks(void) {
 #ifdef KNOBS_HAVE_TSC
     if (__builtin_expect(knobs_use_tsc, 1))
@@ -195,6 +215,7 @@ static inline uint64_t ticks(void) {
 #endif
     return mono_ns();
 }
+#endif
 
 static void *map(size_t bytes) {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -275,6 +296,9 @@ static int cmp_u64(const void *a, const void *b) {
  * KNOBS_REGION_COMPENSATE=0 or when memory is short. */
 static KNOBS_COLD void calibrate(void) {
     const char *setting = getenv("KNOBS_REGION_COMPENSATE");
+#ifdef KNOBS_COUNT_CLOCK
+    setting = "0"; /* the probes add nothing to the count: no cost to take out */
+#endif
     if (setting && !strcmp(setting, "0"))
         return;
     struct knobs_thread *t = map(sizeof *t);
@@ -328,6 +352,9 @@ static double ns_per_tick_at(uint64_t now) {
  * ticks, and the median cost of one read. */
 static KNOBS_COLD void calibrate_cpu(void) {
     const char *setting = getenv("KNOBS_REGION_CPU_US");
+#ifdef KNOBS_COUNT_CLOCK
+    setting = "off"; /* counts are not time: no CPU clock beside them */
+#endif
     if (setting && !strcmp(setting, "off"))
         return;
     if (setting && *setting) {
@@ -410,7 +437,11 @@ static KNOBS_COLD struct knobs_thread *thread_init(void) {
         munmap(t, sizeof *t);
         return NULL;
     }
+#ifdef KNOBS_COUNT_CLOCK
+    t->last = 0; /* a thread's count starts with the thread: its code before its first event */
+#else
     t->last = ticks();
+#endif
     t->after_exit = 1;
     if (knobs_cpu_on)
         t->cpu_sync = cpu_ns();
@@ -657,7 +688,15 @@ static __attribute__((destructor(101))) void knobs_finish(void) {
         self->depth = 0;
     }
     double ns_per_tick = 1.0;
-    if (knobs_use_tsc && now > knobs_tick0)
+#ifdef KNOBS_COUNT_CLOCK
+    /* Counts are printed as whole numbers in the seconds' fields, with a `unit` line. */
+    const double amount_scale = 1.0;
+    const int decimals = 0;
+#else
+    const double amount_scale = 1e-9;
+    const int decimals = 9;
+#endif
+    if (!KNOBS_COUNTING && knobs_use_tsc && now > knobs_tick0)
         ns_per_tick = (double)(mono1 - knobs_mono0) / (double)(now - knobs_tick0);
 
     uint64_t base = 0, regions = 0, unmatched = 0, threads = 0, probes = 0;
@@ -686,17 +725,20 @@ static __attribute__((destructor(101))) void knobs_finish(void) {
     /* Region lines first into a second pass: totals need the sums. */
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1) {
-            double s = 1e-9 * ns_per_tick;
+            double s = amount_scale * ns_per_tick;
             double base_cpu = 1e-9 * ((double)base_cpu_ns + (double)base_cpu_ticks * ns_per_tick);
             fprintf(f, "knobs-region-times 2\n");
-            fprintf(f, "total\t%.9f\n", (double)(base + regions) * s);
-            fprintf(f, "base\t%.9f\n", (double)base * s);
+            if (KNOBS_COUNTING)
+                fprintf(f, "unit\tinstructions\n");
+            fprintf(f, "total\t%.*f\n", decimals, (double)(base + regions) * s);
+            fprintf(f, "base\t%.*f\n", decimals, (double)base * s);
             fprintf(f, "wall\t%.9f\n", 1e-9 * (double)(mono1 - knobs_mono0));
             fprintf(f, "threads\t%llu\n", (unsigned long long)threads);
             fprintf(f, "unmatched_exits\t%llu\n", (unsigned long long)unmatched);
             fprintf(f, "open_at_exit\t%u\n", open);
-            fprintf(f, "probes\t%.9f\n", (double)probes * s);
-            fprintf(f, "startup\t%.9f\n", 1e-9 * (double)knobs_startup_ns);
+            fprintf(f, "probes\t%.*f\n", decimals, (double)probes * s);
+            fprintf(f, "startup\t%.*f\n", decimals,
+                    KNOBS_COUNTING ? 0.0 : 1e-9 * (double)knobs_startup_ns);
             fprintf(f, "event_cost_ns\t%.3f\n",
                     0.5 * (double)(knobs_probe_cost[0][1] + knobs_probe_cost[1][0]) *
                         ns_per_tick);
@@ -763,7 +805,7 @@ static __attribute__((destructor(101))) void knobs_finish(void) {
                 fprintf(f, "%u\t%.9f\t%llu\t%.9f\n", id, (double)tk * 1e-9 * ns_per_tick,
                         (unsigned long long)n, cpu);
             } else if (n || tk) {
-                fprintf(f, "%u\t%.9f\t%llu\n", id, (double)tk * 1e-9 * ns_per_tick,
+                fprintf(f, "%u\t%.*f\t%llu\n", id, decimals, (double)tk * amount_scale * ns_per_tick,
                         (unsigned long long)n);
             }
         }

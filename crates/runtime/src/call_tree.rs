@@ -39,6 +39,15 @@ pub fn build_test_clock(clang: &Path, out_dir: &Path) -> Result<PathBuf, Error> 
     crate::build_test_clock_library(clang, out_dir, "calltree", SOURCE, CFLAGS)
 }
 
+/// [`build`]'s library with the count clock (`-DKNOBS_COUNT_CLOCK`, as
+/// [`crate::build_counting`]): nodes are charged the program's own IR instructions, counted by
+/// the code `llvm::instrument_counting` adds, not time.
+pub fn build_counting(clang: &Path, out_dir: &Path) -> Result<PathBuf, Error> {
+    let mut flags = CFLAGS.to_vec();
+    flags.push(crate::COUNT_CLOCK_FLAG);
+    crate::build_library(clang, out_dir, "calltree-counting", SOURCE, &flags)
+}
+
 /// One node of the call tree.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallNode {
@@ -72,6 +81,9 @@ pub struct CallTree {
     /// Reads of the CPU clock (long intervals only), and one read's calibrated cost (ns).
     pub cpu_reads: u64,
     pub cpu_read_ns: f64,
+    /// The file says `unit instructions` ([`build_counting`]): `total` and every node's
+    /// `self_seconds` are counts of the program's IR instructions, `visit_overhead` is 0.
+    pub counted: bool,
 }
 
 impl CallTree {
@@ -96,6 +108,7 @@ impl CallTree {
             cpu_total: None,
             cpu_reads: 0,
             cpu_read_ns: 0.0,
+            counted: false,
         };
         for (i, line) in lines {
             let n = i + 1;
@@ -108,6 +121,7 @@ impl CallTree {
                     .ok_or_else(|| bad(n, format!("field {k} is not a number: `{line}`")))
             };
             match fields.first() {
+                Some(&"unit") if fields.get(1) == Some(&"instructions") => tree.counted = true,
                 Some(&"total") => tree.total = number(1)?,
                 Some(&"visit_overhead") => tree.visit_overhead = number(1)?,
                 Some(&"calibration") => tree.calibration = number(1)?,

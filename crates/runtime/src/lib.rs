@@ -146,6 +146,23 @@ pub fn build_test_clock(clang: &Path, out_dir: &Path) -> Result<PathBuf, Error> 
     build_test_clock_library(clang, out_dir, "runtime", SOURCE, CFLAGS)
 }
 
+/// [`build`]'s library with the count clock ([`COUNT_CLOCK_FLAG`]): intervals are measured
+/// by the thread's count of the program's own IR instructions (`__knobs_instructions`, which
+/// `llvm::add_instruction_counters` makes the program keep), not by a clock; the file says
+/// `unit instructions` and its amounts are whole counts (docs/region-times.md, "Counting").
+pub fn build_counting(clang: &Path, out_dir: &Path) -> Result<PathBuf, Error> {
+    let mut flags = CFLAGS.to_vec();
+    flags.push(COUNT_CLOCK_FLAG);
+    build_library(clang, out_dir, "runtime-counting", SOURCE, &flags)
+}
+
+/// The flag that compiles the region timers with the count clock.
+pub const COUNT_CLOCK_FLAG: &str = "-DKNOBS_COUNT_CLOCK";
+
+/// The thread-local counter (`uint64_t`, initial-exec TLS) the counting build defines and
+/// the instrumented program adds its instructions to.
+pub const INSTRUCTION_COUNTER: &str = "__knobs_instructions";
+
 /// The flag that compiles a runtime with its test clock.
 pub const TEST_CLOCK_FLAG: &str = "-DKNOBS_TEST_CLOCK";
 
@@ -356,6 +373,10 @@ pub struct RegionTimes {
     pub fixed_violations: BTreeMap<u32, FixedViolation>,
     /// With [`OBSERVE_ENV`] set: what each check that ran saw, by check id.
     pub observed: BTreeMap<u32, ObservedValue>,
+    /// The file's `unit` is `instructions` (the counting build, [`build_counting`]): every
+    /// "seconds" field above (`total`, `base`, `probes`, a region's self time) is a count of
+    /// the program's IR instructions, `probes` and `startup` are 0 and there are no CPU times.
+    pub counted: bool,
 }
 
 impl RegionTimes {
@@ -514,6 +535,11 @@ impl RegionTimes {
                 "cpu_base" => cpu.base = seconds(fields[1])?,
                 "cpu_startup" => cpu.startup = seconds(fields[1])?,
                 "startup" => times.startup = seconds(fields[1])?,
+                "unit" => match fields[1].trim() {
+                    "instructions" => times.counted = true,
+                    "seconds" => times.counted = false,
+                    u => return Err(err(n, format!("unknown unit `{u}`"))),
+                },
                 "cpu_reads" => cpu.reads = count(fields[1])?,
                 "cpu_read_ns" => cpu.read_ns = seconds(fields[1])?,
                 "cpu_interval_us" => cpu.interval_us = seconds(fields[1])?,
@@ -620,6 +646,29 @@ mod tests {
         let e = bad("knobs-region-times 1\ntotal\t1\nbase\t0\n1\t1\t1\n1\t1\t1\n").to_string();
         assert!(e.contains("twice"), "{e}");
         assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn reads_the_unit_of_a_counted_file() {
+        let text = "knobs-region-times 2\nunit\tinstructions\ntotal\t1500\nbase\t250\n0\t1250\t3\n";
+        let t = RegionTimes::parse(text, Path::new("x")).unwrap();
+        assert!(t.counted);
+        assert_eq!(
+            (t.total, t.base, t.regions[&0].self_seconds),
+            (1500.0, 250.0, 1250.0)
+        );
+        let timed = RegionTimes::parse("knobs-region-times 2\ntotal\t1\nbase\t0\n", Path::new("x"));
+        assert!(!timed.unwrap().counted);
+        let e = RegionTimes::parse(
+            "knobs-region-times 2\nunit\tcycles\ntotal\t1\nbase\t0\n",
+            Path::new("f"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("f:2:") && e.contains("unknown unit `cycles`"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -106,6 +106,10 @@ pub struct Campaign<'a> {
     pub program: Option<PathBuf>,
     /// Collects per-region times that the program writes to a file.
     pub regions: Option<RegionOutput>,
+    /// The program counts its own instructions and its region file holds counts (the
+    /// region timers' counting build): with `metric = "instructions"` a run's instructions
+    /// are what its regions add up to, not a counter's around the process.
+    pub counted_regions: bool,
     /// The `[history]` commit (full id) whose build `program` is; its runs are stored and
     /// resumed under it. `""`: the program as the spec runs it.
     pub commit: String,
@@ -150,6 +154,7 @@ impl<'a> Campaign<'a> {
             variant: String::new(),
             program: None,
             regions: None,
+            counted_regions: false,
             commit: String::new(),
             backend: Backend::Local,
         }
@@ -200,6 +205,10 @@ impl<'a> Campaign<'a> {
             .push((output.env.clone(), file.display().to_string()));
         let mut result = runner::run(&invocation);
         let regions = read_regions(&*output.read, &mut result, &file);
+        if self.counted_regions && result.outcome.is_ok() {
+            let total: f64 = regions.iter().map(|r| r.seconds).sum();
+            result.instructions = Some(total.round() as u64);
+        }
         (result, regions)
     }
 

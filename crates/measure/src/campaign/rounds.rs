@@ -51,6 +51,8 @@ impl Campaign<'_> {
             owner: store::owner_of_this_process(),
             waiting_for: None,
             counter: match self.settings.metric {
+                // The counting build counts itself.
+                Metric::Instructions if self.counted_regions => None,
                 Metric::Instructions if self.regions.is_some() => {
                     return Err(Error::Invalid(
                         "metric `instructions` counts whole runs; the white-box approaches time \
