@@ -288,13 +288,7 @@ fn show(
     }
     let effects = Effects::of(&file, configurations)?;
     let scale = Scale::of_model(&file, &effects, None);
-    let resolution = file
-        .provenance
-        .get("profile_period_seconds")
-        .and_then(|p| p.as_f64());
-    let precision = precision
-        .or_else(|| resolution.and_then(|r| scale.decimals_for(r)))
-        .unwrap_or(2);
+    let precision = precision.unwrap_or_else(|| measured_precision(&file, &scale));
     if let Some(system) = &file.system {
         println!("system: {system}");
     }
@@ -433,14 +427,14 @@ fn print_trees(file: &ModelFile, precision: usize) {
 /// Prints the global model and the regions that matter most, ranked by effect in a unit
 /// that suits them, leaving out terms below 1 % of the model's spread (measurement noise);
 /// the file has everything.
-/// Decimals for a model's terms: 2, or for a sampled model (Comprex's profiler) as many as the
-/// sampling period resolves.
+/// Decimals for a model's terms: 2, or for a sampled model (Comprex's profiler) one more than
+/// a single sample resolves, as its values are means of many samples.
 fn measured_precision(file: &ModelFile, scale: &Scale) -> usize {
     file.provenance
         .get("profile_period_seconds")
         .and_then(|p| p.as_f64())
         .and_then(|period| scale.decimals_for(period))
-        .unwrap_or(2)
+        .map_or(2, |decimals| decimals + 1)
 }
 
 pub fn print_model(model: &model::ModelFile, most_regions: usize) {

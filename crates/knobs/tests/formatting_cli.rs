@@ -63,9 +63,9 @@ fn exports_and_results_show_print_values_and_labels_one_way() {
     assert!(heading.contains("metric wall per reference"), "{heading}");
 }
 
-/// A model from a sampling profiler is shown to the resolution its samples have: 1 ms
-/// samples of times in ms print without decimals, the same model without a sampling period
-/// with two.
+/// A model from a sampling profiler is shown to the resolution its samples have: its values
+/// are means of 1 ms samples, so in ms with one decimal; the same model without a sampling
+/// period with two.
 #[test]
 fn a_sampled_model_is_shown_to_its_sampling_resolution() {
     let dir = tempfile::tempdir().unwrap();
@@ -94,6 +94,6 @@ fn a_sampled_model_is_shown_to_its_sampling_resolution() {
             .unwrap_or_else(|| panic!("no model line in {out}"))
             .to_string()
     };
-    assert_eq!(shown("sampled.json", Some(0.001)), "20 + 31·A");
+    assert_eq!(shown("sampled.json", Some(0.001)), "20.0 + 31.0·A");
     assert_eq!(shown("timed.json", None), "20.00 + 31.00·A");
 }
