@@ -8,7 +8,6 @@
 //! Nothing here depends on the machine's speed: the top option is computed from the model
 //! file the run wrote, whatever the measurements were.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -125,42 +124,24 @@ fn ink(png_path: &Path) -> (usize, usize, usize) {
     (inked, red, pixels.len() / channels)
 }
 
-/// The options with the largest summed |coefficient × range| over the terms it appears in
-/// (xz: `level` spans 0…9, `threads` 1…2, binary options 0…1).
-fn top_options(model: &serde_json::Value) -> Vec<String> {
-    let span = |o: &str| match o {
-        "level" => 9.0,
-        _ => 1.0,
-    };
-    let mut by_option: BTreeMap<String, f64> = BTreeMap::new();
-    for t in model["terms"].as_array().unwrap() {
-        let factors: Vec<&str> = t["options"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|f| f.as_str().unwrap())
-            .collect();
-        let effect: f64 = factors
-            .iter()
-            .map(|f| if f.contains('=') { 1.0 } else { span(f) })
-            .product::<f64>()
-            * t["value"].as_f64().unwrap();
-        let mut names: Vec<&str> = factors
-            .iter()
-            .map(|f| f.split('=').next().unwrap())
-            .collect();
-        names.dedup();
-        for n in names {
-            *by_option.entry(n.to_string()).or_default() += effect.abs();
-        }
-    }
-    // Options whose terms are the same (an option only in an interaction with another)
-    // tie, and either may be named first.
-    let top = by_option.values().copied().fold(0.0, f64::max);
-    by_option
-        .into_iter()
-        .filter(|(_, effect)| *effect >= top * (1.0 - 1e-9))
-        .map(|(option, _)| option)
+/// The options `knobs model show --spec` ranks first (ties included): the report must name
+/// one of them, as both read effects over the space's valid configurations (how effects are
+/// computed is `model_effects_cli.rs`'s to check).
+fn top_options(shown: &str) -> Vec<String> {
+    let options: Vec<(String, String)> = shown
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("option "))
+        .map(|rest| {
+            let mut words = rest.split_whitespace();
+            let name = words.next().unwrap().to_string();
+            (name, words.collect::<Vec<_>>().join(" "))
+        })
+        .collect();
+    let first = &options.first().expect("model show lists options").1;
+    options
+        .iter()
+        .filter(|(_, effect)| effect == first)
+        .map(|(name, _)| name.clone())
         .collect()
 }
 
@@ -230,9 +211,10 @@ fn reports_render_in_chromium() {
     ] {
         assert!(!html.contains(forbidden), "the report has `{forbidden}`");
     }
-    let model: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(xz.join("stepwise.json")).unwrap()).unwrap();
-    let top = top_options(&model);
+    let top = top_options(&knobs(
+        &xz,
+        &["model", "show", "stepwise.json", "--spec", "knobs.toml"],
+    ));
 
     let browsed = browse(&xz.join("report.html"), &["--dump-dom"]);
     assert!(browsed.console.is_empty(), "console: {:?}", browsed.console);
