@@ -53,9 +53,7 @@ pub fn measure_counted(
         program: Some(binary.to_path_buf()),
         regions: Some(output),
         counted_regions: true,
-        retry_failed: settings.retry_failed,
-        backend: settings.backend.clone(),
-        ..Campaign::new(spec, workload)
+        ..settings.campaign(spec, workload)
     };
     Ok(campaign.run(store, configurations, on_event)?)
 }
