@@ -1,0 +1,160 @@
+//! Writes the encoded file from a scan: directives of decision groups become `if` chains
+//! (statements) or disappear with dispatchers appended (definitions), constant ones `#if 0`
+//! or `#if 1`, features used as values become reads of their globals. Every replacement keeps
+//! the line count, and a `#line` after the prelude keeps the original numbering.
+
+use crate::condition::{self, Condition};
+use crate::lex::Lexed;
+use crate::scan::{Dispatch, GroupPlan, Plan, Scanned};
+use crate::{Feature, MacroValue};
+
+pub fn rewrite(
+    path: &str,
+    text: &str,
+    lexed: &Lexed,
+    scanned: &Scanned,
+    live: &[Feature],
+) -> String {
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    let line_end = |line: usize| line_starts.get(line).map_or(text.len(), |&next| next - 1);
+    let mut edits: Vec<(usize, usize, String)> = Vec::new();
+    for group in &scanned.groups {
+        for (k, replacement) in directive_replacements(group, lexed, live)
+            .into_iter()
+            .enumerate()
+        {
+            let d = &lexed.directives[group.directives[k]];
+            let lines = d.last_line - d.first_line;
+            let start = line_starts[d.first_line - 1];
+            edits.push((
+                start,
+                line_end(d.last_line),
+                replacement + &"\n".repeat(lines),
+            ));
+        }
+        if let Plan::Definitions(dispatches) = &group.plan {
+            for dispatch in dispatches {
+                for &(branch, token) in &dispatch.variants {
+                    let t = &lexed.tokens[token];
+                    edits.push((
+                        t.offset,
+                        t.offset + t.text.len(),
+                        variant_name(&t.text, branch),
+                    ));
+                }
+            }
+        }
+    }
+    for &i in &scanned.value_uses {
+        let t = &lexed.tokens[i];
+        let feature = live
+            .iter()
+            .find(|f| f.macro_name == t.text)
+            .expect("a live feature");
+        edits.push((t.offset, t.offset + t.text.len(), value(feature)));
+    }
+    edits.sort_by_key(|e| std::cmp::Reverse(e.0));
+    let mut out = text.to_string();
+    for (start, end, replacement) in edits {
+        out.replace_range(start..end, &replacement);
+    }
+    let mut prelude = String::new();
+    if !live.is_empty() {
+        let globals: Vec<String> = live.iter().map(Feature::global).collect();
+        prelude = format!("extern int {};\n", globals.join(", "));
+    }
+    format!(
+        "{prelude}#line 1 \"{}\"\n{out}",
+        path.replace('\\', "\\\\").replace('"', "\\\"")
+    )
+}
+
+fn variant_name(name: &str, branch: usize) -> String {
+    format!("{name}__knobs_variant_{branch}")
+}
+
+/// A feature's macro as a value: its value in the variant the global selects.
+fn value(feature: &Feature) -> String {
+    match (&feature.on, &feature.off) {
+        (MacroValue::Defined(on), MacroValue::Defined(off)) => {
+            format!("({} ? {on} : {off})", feature.global())
+        }
+        (MacroValue::Defined(v), MacroValue::Undefined)
+        | (MacroValue::Undefined, MacroValue::Defined(v)) => format!("({v})"),
+        (MacroValue::Undefined, MacroValue::Undefined) => feature.macro_name.clone(),
+    }
+}
+
+fn c_condition(condition: &Option<Condition>) -> String {
+    match condition {
+        None => "1".into(),
+        Some(Condition::Constant(v)) => i32::from(*v).to_string(),
+        Some(Condition::Decision { features, table }) => {
+            condition::c_expression(features, table, crate::global)
+        }
+        // Never planned: the scan refuses both.
+        Some(Condition::Independent | Condition::Mixed { .. }) => unreachable!("not encoded"),
+    }
+}
+
+fn directive_replacements(group: &GroupPlan, lexed: &Lexed, _live: &[Feature]) -> Vec<String> {
+    let last = group.directives.len() - 1;
+    (0..group.directives.len())
+        .map(|k| {
+            let name = lexed.directives[group.directives[k]].name.as_str();
+            let condition = group.conditions.get(k);
+            match &group.plan {
+                Plan::Constant => match (name, condition) {
+                    ("else", _) => "#else".into(),
+                    ("endif", _) => "#endif".into(),
+                    (_, Some(c)) => {
+                        let keyword = if k == 0 { "#if" } else { "#elif" };
+                        format!("{keyword} {}", c_condition(c))
+                    }
+                    _ => unreachable!("a condition per #if and #elif"),
+                },
+                Plan::Statements => match (k, name) {
+                    (_, "endif") => "}".into(),
+                    (_, "else") => "} else {".into(),
+                    (0, _) => format!("if ({}) {{", c_condition(condition.expect("a condition"))),
+                    _ => format!(
+                        "}} else if ({}) {{",
+                        c_condition(condition.expect("a condition"))
+                    ),
+                },
+                Plan::Definitions(dispatches) if k == last => dispatches
+                    .iter()
+                    .map(|d| dispatcher(d, group, lexed))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                Plan::Definitions(_) => String::new(),
+            }
+        })
+        .collect()
+}
+
+/// One line defining the function under its own name: it calls the variant of the branch
+/// the features select.
+fn dispatcher(dispatch: &Dispatch, group: &GroupPlan, lexed: &Lexed) -> String {
+    let header: Vec<&str> = lexed.tokens[dispatch.header.0..dispatch.header.1]
+        .iter()
+        .map(|t| t.text.as_str())
+        .collect();
+    let arguments = dispatch.arguments.join(", ");
+    let mut body = String::new();
+    for &(branch, _) in &dispatch.variants {
+        let call = format!("{}({arguments})", variant_name(&dispatch.name, branch));
+        let action = if dispatch.returns_void {
+            format!("{{ {call}; return; }}")
+        } else {
+            format!("return {call};")
+        };
+        body.push_str(&format!(
+            "if ({}) {action} ",
+            c_condition(&group.conditions[branch])
+        ));
+    }
+    format!("{} {{ {body}__builtin_trap(); }}", header.join(" "))
+}

@@ -1,0 +1,148 @@
+//! The simulator of a real C program, built with clang, run in every configuration of its
+//! features, prints what the real variant (built with the features' macros) prints.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use variants::{Feature, SourceFile};
+
+fn clang() -> &'static str {
+    "clang-19"
+}
+
+fn build(dir: &Path, name: &str, sources: &[PathBuf], defines: &[String]) -> PathBuf {
+    let out = dir.join(name);
+    let status = Command::new(clang())
+        .args(["-O1", "-w", "-o"])
+        .arg(&out)
+        .args(sources)
+        .args(defines)
+        .status()
+        .expect("clang-19 runs");
+    assert!(status.success(), "{name} builds");
+    out
+}
+
+fn run(binary: &Path, env: &[(String, String)]) -> String {
+    let out = Command::new(binary)
+        .arg("6")
+        .envs(env.iter().cloned())
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Every configuration of `features`: the real variant's defines, and the simulator's env.
+fn check_every_variant(dir: &Path, source: &Path, features: &[Feature]) -> variants::Simulator {
+    let text = std::fs::read_to_string(source).unwrap();
+    let path = source.display().to_string();
+    let simulator = variants::encode(&[SourceFile { path, text }], features);
+    assert!(simulator.refusals.is_empty(), "{:?}", simulator.refusals);
+    let encoded = dir.join("encoded.c");
+    std::fs::write(&encoded, &simulator.files[0].text).unwrap();
+    let features_c = dir.join("features.c");
+    std::fs::write(&features_c, simulator.features_source()).unwrap();
+    let sim = build(dir, "simulator", &[encoded, features_c], &[]);
+    for mask in 0..(1usize << features.len()) {
+        let mut defines = Vec::new();
+        let mut env = Vec::new();
+        for (i, f) in features.iter().enumerate() {
+            let on = mask & (1 << i) != 0;
+            let value = if on { &f.on } else { &f.off };
+            if let variants::MacroValue::Defined(v) = value {
+                defines.push(format!("-D{}={v}", f.macro_name));
+            }
+            env.push((f.env_var(), u8::from(on).to_string()));
+        }
+        let real = build(
+            dir,
+            &format!("variant{mask}"),
+            &[source.to_path_buf()],
+            &defines,
+        );
+        assert_eq!(
+            run(&sim, &env),
+            run(&real, &[]),
+            "configuration {defines:?}"
+        );
+    }
+    simulator
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn the_bundled_scanner_is_encoded_whole() {
+    let dir = temp("variants-scanner");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/ifdef/scanner.c");
+    let features = [
+        Feature::defined_when_on("LOGGING", "logging"),
+        Feature::defined_when_on("COLOR_SCAN", "color_scan"),
+        Feature::defined_when_on("AUTO_SCAN", "auto_scan"),
+    ];
+    let simulator = check_every_variant(&dir, &source, &features);
+    assert_eq!(simulator.encoded.len(), 3);
+    // Two statement groups (AUTO_SCAN, LOGGING with AUTO_SCAN nested) and two definition
+    // groups (log_line, scan_page).
+    assert_eq!(simulator.decisions, 5);
+}
+
+const MIXED: &str = r#"
+#include <stdio.h>
+#ifndef FAST
+#  define FAST 0
+#endif
+static int table[4] = {1, 2, 3, 4};
+#if FAST
+static int step(int x, int y) { return x * 2 + y; }
+#elif defined(WIDE)
+static int step(int x, int y) { return x * 3 - y; }
+#else
+static int step(int x, int y) { return x + y; }
+#endif
+static void report(int v) { printf("%d\n", v); }
+int main(int argc, char **argv) {
+    int total = argc;
+    int chunk = 16 << FAST;
+    for (int i = 0; i < 4; i++) {
+        total += table[i];
+#ifdef WIDE
+        switch (i) {
+        case 1: total += 100; break;
+        default: total += 1;
+        }
+#endif
+#if FAST && defined(WIDE)
+        total *= 2;
+#elif !FAST
+        total += step(i, chunk);
+#else
+        {
+            int local = step(total, i);
+            total ^= local;
+        }
+#endif
+    }
+    report(total + chunk);
+    return 0;
+}
+"#;
+
+#[test]
+fn elif_chains_valued_macros_and_switches_are_encoded() {
+    let dir = temp("variants-mixed");
+    let source = dir.join("mixed.c");
+    std::fs::write(&source, MIXED).unwrap();
+    // FAST is -DFAST=1 / -DFAST=0 (the default idiom above is dead in both), WIDE #ifdef style.
+    let features = [
+        Feature::valued("FAST", "fast"),
+        Feature::defined_when_on("WIDE", "wide"),
+    ];
+    let _ = check_every_variant(&dir, &source, &features);
+}
