@@ -146,10 +146,19 @@ struct Open {
     taken: bool,
     /// File context: per branch, function definitions (name, name token, header range) and
     /// other declared names.
-    functions: Vec<(usize, String, usize, (usize, usize))>,
+    functions: Vec<Definition>,
     declared: Vec<(usize, String)>,
     /// Code context: names declared at the group's own level, with their line.
     locals: Vec<(String, usize)>,
+}
+
+/// A function defined in a branch of a file-scope decision group.
+struct Definition {
+    branch: usize,
+    name: String,
+    name_token: usize,
+    /// Its header: from its first token to its `{`.
+    header: (usize, usize),
 }
 
 /// A declaration in a decision branch whose later use is checked once the walk is done.
@@ -333,21 +342,17 @@ impl Walker<'_> {
         let line = dir.first_line;
         match dir.name.as_str() {
             "if" | "ifdef" | "ifndef" => self.open_group(d),
-            "elif" | "else" => {
-                if self.membership.contains_key(&d) {
-                    self.end_branch(line);
-                    let o = self.open.last_mut().expect("an open group");
-                    o.branch += 1;
-                    self.state = o.start.clone();
-                    self.resume_statement();
-                    self.set_branch_liveness();
-                }
+            "elif" | "else" if self.membership.contains_key(&d) => {
+                self.end_branch(line);
+                let o = self.open.last_mut().expect("an open group");
+                o.branch += 1;
+                self.state = o.start.clone();
+                self.resume_statement();
+                self.set_branch_liveness();
             }
-            "endif" => {
-                if self.membership.contains_key(&d) && !self.open.is_empty() {
-                    self.end_branch(line);
-                    self.close_group();
-                }
+            "endif" if self.membership.contains_key(&d) && !self.open.is_empty() => {
+                self.end_branch(line);
+                self.close_group();
             }
             "define" | "undef" => {
                 if self.dead() {
@@ -360,7 +365,7 @@ impl Walker<'_> {
                     .map(|t| t.text.clone())
                     .unwrap_or_default();
                 if self.features.iter().any(|f| f.macro_name == name) {
-                    self.refuse(line, Pattern::ConditionalMacro, &[name.clone()]);
+                    self.refuse(line, Pattern::ConditionalMacro, std::slice::from_ref(&name));
                 }
                 let used: Vec<String> = body.tokens[1.min(body.tokens.len())..]
                     .iter()
@@ -491,10 +496,9 @@ impl Walker<'_> {
     fn definitions(&mut self, o: &Open) -> Option<Plan> {
         let features = self.groups[o.group].features.clone();
         let line = self.lexed.directives[self.groups[o.group].directives[0]].first_line;
-        let mut by_name: BTreeMap<&str, Vec<&(usize, String, usize, (usize, usize))>> =
-            BTreeMap::new();
+        let mut by_name: BTreeMap<&str, Vec<&Definition>> = BTreeMap::new();
         for f in &o.functions {
-            by_name.entry(f.1.as_str()).or_default().push(f);
+            by_name.entry(f.name.as_str()).or_default().push(f);
         }
         let mut declared: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         for (branch, name) in &o.declared {
@@ -510,7 +514,7 @@ impl Walker<'_> {
             if defs.len() < 2 {
                 continue;
             }
-            let (_, _, _, header) = *defs[0];
+            let header = defs[0].header;
             let Some((arguments, returns_void)) = signature(&self.tokens[header.0..header.1], name)
             else {
                 self.refuse(line, Pattern::FunctionSignature, &features);
@@ -518,7 +522,7 @@ impl Walker<'_> {
             };
             dispatches.push(Dispatch {
                 name: name.to_string(),
-                variants: defs.iter().map(|d| (d.0, d.2)).collect(),
+                variants: defs.iter().map(|d| (d.branch, d.name_token)).collect(),
                 header,
                 arguments,
                 returns_void,
@@ -689,8 +693,14 @@ impl Walker<'_> {
         }
         if let Some(name_token) = function_name(self.tokens, start, brace) {
             let name = self.tokens[name_token].text.clone();
-            o.functions
-                .push((o.branch, name, name_token, (start, brace)));
+            let header = (start, brace);
+            let branch = o.branch;
+            o.functions.push(Definition {
+                branch,
+                name,
+                name_token,
+                header,
+            });
         }
     }
 
