@@ -19,20 +19,21 @@ pub fn rewrite(
         .chain(text.match_indices('\n').map(|(i, _)| i + 1))
         .collect();
     let line_end = |line: usize| line_starts.get(line).map_or(text.len(), |&next| next - 1);
+    // A directive's lines become `replacement` and as many empty lines as it continued over.
+    let directive_edit = |d: usize, replacement: String| {
+        let d = &lexed.directives[d];
+        let lines = d.last_line - d.first_line;
+        let start = line_starts[d.first_line - 1];
+        (
+            start,
+            line_end(d.last_line),
+            replacement + &"\n".repeat(lines),
+        )
+    };
     let mut edits: Vec<(usize, usize, String)> = Vec::new();
     for group in &scanned.groups {
-        for (k, replacement) in directive_replacements(group, lexed, live)
-            .into_iter()
-            .enumerate()
-        {
-            let d = &lexed.directives[group.directives[k]];
-            let lines = d.last_line - d.first_line;
-            let start = line_starts[d.first_line - 1];
-            edits.push((
-                start,
-                line_end(d.last_line),
-                replacement + &"\n".repeat(lines),
-            ));
+        for (k, replacement) in directive_replacements(group, lexed).into_iter().enumerate() {
+            edits.push(directive_edit(group.directives[k], replacement));
         }
         if let Plan::Definitions(dispatches) = &group.plan {
             for dispatch in dispatches {
@@ -46,6 +47,13 @@ pub fn rewrite(
                 }
             }
         }
+    }
+    for &d in &scanned.guarded_definitions {
+        let line = lexed.directives[d].first_line;
+        let message = format!(
+            "#error \"{path}:{line}: this redefines a feature the variant simulator reads at run time\""
+        );
+        edits.push(directive_edit(d, message));
     }
     for &i in &scanned.value_uses {
         let t = &lexed.tokens[i];
@@ -99,7 +107,7 @@ fn c_condition(condition: &Option<Condition>) -> String {
     }
 }
 
-fn directive_replacements(group: &GroupPlan, lexed: &Lexed, _live: &[Feature]) -> Vec<String> {
+fn directive_replacements(group: &GroupPlan, lexed: &Lexed) -> Vec<String> {
     let last = group.directives.len() - 1;
     (0..group.directives.len())
         .map(|k| {

@@ -49,6 +49,9 @@ pub struct Scanned {
     pub groups: Vec<GroupPlan>,
     /// Tokens that are a feature's macro used as a value in code.
     pub value_uses: Vec<usize>,
+    /// Definitions of a feature's macro under conditions on other macros only (directive
+    /// indices): the simulator cannot follow them, and its build stops where one applies.
+    pub guarded_definitions: Vec<usize>,
 }
 
 impl Scanned {
@@ -364,8 +367,16 @@ impl Walker<'_> {
                     .first()
                     .map(|t| t.text.clone())
                     .unwrap_or_default();
+                let deciding = self.deciding_features();
                 if self.features.iter().any(|f| f.macro_name == name) {
-                    self.refuse(line, Pattern::ConditionalMacro, std::slice::from_ref(&name));
+                    if deciding.is_empty() && !self.open.is_empty() {
+                        // Under conditions on other macros only: those are the same in the
+                        // simulator's build as in the real ones, so the simulator's build
+                        // fails exactly where the definition would take effect.
+                        self.out.guarded_definitions.push(d);
+                    } else {
+                        self.refuse(line, Pattern::ConditionalMacro, std::slice::from_ref(&name));
+                    }
                 }
                 let used: Vec<String> = body.tokens[1.min(body.tokens.len())..]
                     .iter()
@@ -373,7 +384,6 @@ impl Walker<'_> {
                     .map(|t| t.text.clone())
                     .collect();
                 self.refuse(line, Pattern::MacroDefinitionUse, &used);
-                let deciding = self.deciding_features();
                 self.refuse(line, Pattern::ConditionalMacro, &deciding);
             }
             _ => {}

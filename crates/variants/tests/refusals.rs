@@ -214,3 +214,17 @@ fn refusals_read_as_file_line_feature_and_pattern() {
         "src/p.c:2: A stays build-only: a struct, union or enum member"
     );
 }
+
+#[test]
+fn a_feature_redefined_under_other_macros_stops_the_simulator_build_where_it_applies() {
+    let valued = vec![Feature::valued("A", "a")];
+    let file = SourceFile {
+        path: "h.h".into(),
+        text: "#if defined(FREESTANDING)\n#  define A 0\n#endif\nint f(void) { return A; }\n".into(),
+    };
+    let simulator = variants::encode(&[file], &valued);
+    assert!(simulator.refusals.is_empty(), "{:?}", simulator.refusals);
+    let text = &simulator.files[0].text;
+    assert!(text.contains("#error \"h.h:2: this redefines a feature"), "{text}");
+    assert!(text.contains("return (knobs_feature_A ? 1 : 0);"), "{text}");
+}
