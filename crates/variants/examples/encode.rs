@@ -3,13 +3,14 @@
 //!
 //!   cargo run -p variants --example encode -- OUT_DIR ROOT FEATURE... -- FILE...
 //!
-//! FEATURE is `NAME` (`-DNAME` when selected, undefined when not) or `NAME=0/1` (`-DNAME=1`
-//! and `-DNAME=0`); FILE paths are relative to ROOT and written to the same place under
+//! FEATURE is `NAME` (`-DNAME` when selected, undefined when not) or `NAME=ON/OFF`, the
+//! macro's value when selected and when not, `-` for undefined (`FAST=1/0`,
+//! `SQLITE_THREADSAFE=0/1`); FILE paths are relative to ROOT and written to the same place under
 //! OUT_DIR, with `knobs_features.c`. Refusals go to standard output.
 
 use std::path::Path;
 
-use variants::{Feature, SourceFile};
+use variants::{Feature, MacroValue, SourceFile};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -17,9 +18,21 @@ fn main() {
     let (out, root) = (Path::new(&args[0]), Path::new(&args[1]));
     let features: Vec<Feature> = args[2..split]
         .iter()
-        .map(|f| match f.strip_suffix("=0/1") {
-            Some(name) => Feature::valued(name, &name.to_lowercase()),
-            None => Feature::defined_when_on(f, &f.to_lowercase()),
+        .map(|f| {
+            let Some((name, values)) = f.split_once('=') else {
+                return Feature::defined_when_on(f, &f.to_lowercase());
+            };
+            let value = |v: &str| match v {
+                "-" => MacroValue::Undefined,
+                v => MacroValue::Defined(v.parse().expect("an integer or -")),
+            };
+            let (on, off) = values.split_once('/').expect("NAME=ON/OFF");
+            Feature {
+                macro_name: name.into(),
+                option: name.to_lowercase(),
+                on: value(on),
+                off: value(off),
+            }
         })
         .collect();
     let files: Vec<SourceFile> = args[split + 1..]
