@@ -14,7 +14,10 @@ use variants::{Feature, MacroValue, SourceFile};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let split = args.iter().position(|a| a == "--").expect("FEATURE... -- FILE...");
+    let split = args
+        .iter()
+        .position(|a| a == "--")
+        .expect("FEATURE... -- FILE...");
     let (out, root) = (Path::new(&args[0]), Path::new(&args[1]));
     let features: Vec<Feature> = args[2..split]
         .iter()

@@ -17,6 +17,7 @@
 
 mod condition;
 mod lex;
+mod lift;
 mod rewrite;
 mod scan;
 

@@ -35,6 +35,14 @@ pub fn rewrite(
         for (k, replacement) in directive_replacements(group, lexed).into_iter().enumerate() {
             edits.push(directive_edit(group.directives[k], replacement));
         }
+        for (start, end, replacement) in group.lift.iter().flat_map(|l| &l.statements) {
+            let (first, last) = (&lexed.tokens[*start], &lexed.tokens[*end]);
+            edits.push((
+                first.offset,
+                last.offset + last.text.len(),
+                replacement.clone(),
+            ));
+        }
         if let Plan::Definitions(dispatches) = &group.plan {
             for dispatch in dispatches {
                 for &(branch, token) in &dispatch.variants {
@@ -126,7 +134,16 @@ fn directive_replacements(group: &GroupPlan, lexed: &Lexed) -> Vec<String> {
                 Plan::Statements => match (k, name) {
                     (_, "endif") => "}".into(),
                     (_, "else") => "} else {".into(),
-                    (0, _) => format!("if ({}) {{", c_condition(condition.expect("a condition"))),
+                    (0, _) => {
+                        let lifted = group
+                            .lift
+                            .as_ref()
+                            .map_or(String::new(), |l| l.declarations.clone() + " ");
+                        format!(
+                            "{lifted}if ({}) {{",
+                            c_condition(condition.expect("a condition"))
+                        )
+                    }
                     _ => format!(
                         "}} else if ({}) {{",
                         c_condition(condition.expect("a condition"))

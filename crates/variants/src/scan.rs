@@ -3,10 +3,11 @@
 //! structure through every branch (each branch starts from the state its group opened in),
 //! and checks each decision group against the disciplined patterns.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::condition::{self, Condition};
 use crate::lex::{Lexed, Token, TokenKind};
+use crate::lift::{self, Lift, Local};
 use crate::{Feature, Pattern};
 
 /// How a conditional group over features is encoded.
@@ -40,6 +41,8 @@ pub struct GroupPlan {
     pub directives: Vec<usize>,
     pub conditions: Vec<Option<Condition>>,
     pub plan: Plan,
+    /// Statements: the declarations lifted out of the group.
+    pub lift: Option<Lift>,
 }
 
 #[derive(Debug, Default)]
@@ -151,8 +154,8 @@ struct Open {
     /// other declared names.
     functions: Vec<Definition>,
     declared: Vec<(usize, String)>,
-    /// Code context: names declared at the group's own level, with their line.
-    locals: Vec<(String, usize)>,
+    /// Code context: declarations at the group's own level.
+    locals: Vec<Local>,
 }
 
 /// A function defined in a branch of a file-scope decision group.
@@ -164,9 +167,14 @@ struct Definition {
     header: (usize, usize),
 }
 
-/// A declaration in a decision branch whose later use is checked once the walk is done.
+/// A statement group's declarations, whose later uses are checked once the walk is done.
 struct LocalCheck {
-    names: Vec<(String, usize)>,
+    /// The group's plan in `Scanned::groups`.
+    plan: usize,
+    locals: Vec<Local>,
+    branches: usize,
+    has_else: bool,
+    /// The first token after the group.
     after: usize,
     features: Vec<String>,
 }
@@ -468,16 +476,6 @@ impl Walker<'_> {
             o.context = None;
             self.refuse(line, Pattern::Unbalanced, &features);
         }
-        let o = self.open.last_mut().expect("an open group");
-        if !o.locals.is_empty() {
-            let names = std::mem::take(&mut o.locals);
-            let features = self.groups[o.group].features.clone();
-            self.local_checks.push(LocalCheck {
-                names,
-                after: self.next_token,
-                features,
-            });
-        }
     }
 
     fn close_group(&mut self) {
@@ -493,11 +491,23 @@ impl Walker<'_> {
         };
         if let Some(plan) = plan {
             let group = &self.groups[o.group];
+            let statements = matches!(plan, Plan::Statements);
             self.out.groups.push(GroupPlan {
                 directives: group.directives.clone(),
                 conditions: group.conditions.clone(),
                 plan,
+                lift: None,
             });
+            if statements && !o.locals.is_empty() {
+                self.local_checks.push(LocalCheck {
+                    plan: self.out.groups.len() - 1,
+                    locals: o.locals,
+                    branches: group.conditions.len(),
+                    has_else: group.conditions.last().is_some_and(Option::is_none),
+                    after: self.next_token,
+                    features: group.features.clone(),
+                });
+            }
         }
     }
 
@@ -679,14 +689,19 @@ impl Walker<'_> {
         let statement = &self.tokens[start..end];
         let names = declared_names(statement);
         match o.context {
-            Some(Context::Code) => {
-                o.locals
-                    .extend(names.into_iter().map(|n| (n, statement[0].line)));
+            Some(Context::Code) if !names.is_empty() => {
+                let branch = o.branch;
+                o.locals.push(Local {
+                    branch,
+                    start,
+                    end,
+                    names,
+                });
             }
             Some(Context::File) => {
                 o.declared.extend(names.into_iter().map(|n| (o.branch, n)));
             }
-            None => {}
+            _ => {}
         }
     }
 
@@ -730,8 +745,15 @@ impl Walker<'_> {
         }
     }
 
+    /// Declarations the code after their group uses are lifted out of it, or refused.
     fn check_locals(&mut self) {
         for check in std::mem::take(&mut self.local_checks) {
+            let declared: BTreeSet<&str> = check
+                .locals
+                .iter()
+                .flat_map(|l| l.names.iter().map(String::as_str))
+                .collect();
+            let mut used_after = BTreeSet::new();
             let mut depth = 0i64;
             for t in &self.tokens[check.after.min(self.tokens.len())..] {
                 match t.text.as_str() {
@@ -742,9 +764,29 @@ impl Walker<'_> {
                 if depth < 0 {
                     break;
                 }
-                if let Some((_, line)) = check.names.iter().find(|(n, _)| *n == t.text) {
-                    self.refuse(*line, Pattern::DeclarationUsedAfter, &check.features);
-                    break;
+                if declared.contains(t.text.as_str()) {
+                    used_after.insert(t.text.clone());
+                }
+            }
+            if used_after.is_empty() {
+                continue;
+            }
+            let tokens = self.tokens;
+            match lift::lift(
+                tokens,
+                &check.locals,
+                check.branches,
+                check.has_else,
+                &used_after,
+            ) {
+                Some(lift) => self.out.groups[check.plan].lift = Some(lift),
+                None => {
+                    for local in &check.locals {
+                        if local.names.iter().any(|n| used_after.contains(n)) {
+                            let line = tokens[local.start].line;
+                            self.refuse(line, Pattern::DeclarationUsedAfter, &check.features);
+                        }
+                    }
                 }
             }
         }

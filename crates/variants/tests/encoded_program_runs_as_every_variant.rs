@@ -95,6 +95,7 @@ fn the_bundled_scanner_is_encoded_whole() {
 
 const MIXED: &str = r#"
 #include <stdio.h>
+#include <stdlib.h>
 #ifndef FAST
 #  define FAST 0
 #endif
@@ -107,6 +108,23 @@ static int step(int x, int y) { return x * 3 - y; }
 static int step(int x, int y) { return x + y; }
 #endif
 static void report(int v) { printf("%d\n", v); }
+typedef struct { int v[2]; } pair;
+static int heap_or_stack(int n) {
+#if FAST
+    int *p = malloc(sizeof(int) * 2);
+    if (!p) return 0;
+#else
+    pair s;
+    int *const p = s.v;
+#endif
+    p[0] = n;
+    p[1] = n * 2;
+    int r = p[0] + p[1];
+#if FAST
+    free(p);
+#endif
+    return r;
+}
 int main(int argc, char **argv) {
     int total = argc;
     int chunk = 16 << FAST;
@@ -129,7 +147,7 @@ int main(int argc, char **argv) {
         }
 #endif
     }
-    report(total + chunk);
+    report(total + chunk + heap_or_stack(total));
     return 0;
 }
 "#;

@@ -120,18 +120,52 @@ fn a_value_in_a_constant_expression() {
 }
 
 #[test]
-fn a_declaration_used_after_its_block() {
+fn a_declaration_used_after_its_block_that_cannot_be_lifted() {
+    // Declared in one branch only: the other variant uses an outer `n` (or does not compile).
     refused_alone(
-        "int f(void) {\n#ifdef A\n  int n = 2;\n#else\n  int n = 3;\n#endif\n  return n;\n}\n",
+        "int n;\nint f(void) {\n#ifdef A\n  int n = 2;\n#endif\n  return n;\n}\n",
+        &[4],
+        Pattern::DeclarationUsedAfter,
+    );
+    // Another type per branch.
+    refused_alone(
+        "int f(void) {\n#ifdef A\n  long n = 2;\n#else\n  int n = 3;\n#endif\n  return n;\n}\n",
         &[3, 5],
         Pattern::DeclarationUsedAfter,
     );
-    // Used only inside: encoded.
+    // An array.
+    refused_alone(
+        "int f(void) {\n#ifdef A\n  int n[2] = {1, 2};\n#else\n  int n[2] = {3, 4};\n#endif\n  return n[0];\n}\n",
+        &[3, 5],
+        Pattern::DeclarationUsedAfter,
+    );
+    // Used only inside: nothing to lift.
     let (refused, _) = refusals(
         "int f(void) {\n  int r = 0;\n#ifdef A\n  int n = 2;\n  r = n;\n#endif\n  return r;\n}\n",
         &a(),
     );
     assert!(refused.is_empty(), "{refused:?}");
+}
+
+#[test]
+fn declarations_of_one_variable_in_every_branch_are_lifted_before_the_if() {
+    let text = "int f(void) {\n#ifdef A\n  S *p = alloc();\n  if (!p) return 0;\n#else\n  S s;\n  S *const p = &s;\n#endif\n  return use(p);\n}\n";
+    let file = SourceFile {
+        path: "p.c".into(),
+        text: text.into(),
+    };
+    let simulator = variants::encode(&[file], &a());
+    assert!(simulator.refusals.is_empty(), "{:?}", simulator.refusals);
+    let encoded = &simulator.files[0].text;
+    // `s` goes too: `p` points to it after the group.
+    assert!(
+        encoded.contains("S *p; S s; if (knobs_feature_A) {"),
+        "{encoded}"
+    );
+    assert!(
+        encoded.contains("p = alloc ( );") && encoded.contains("p = & s;"),
+        "{encoded}"
+    );
 }
 
 #[test]
@@ -220,11 +254,15 @@ fn a_feature_redefined_under_other_macros_stops_the_simulator_build_where_it_app
     let valued = vec![Feature::valued("A", "a")];
     let file = SourceFile {
         path: "h.h".into(),
-        text: "#if defined(FREESTANDING)\n#  define A 0\n#endif\nint f(void) { return A; }\n".into(),
+        text: "#if defined(FREESTANDING)\n#  define A 0\n#endif\nint f(void) { return A; }\n"
+            .into(),
     };
     let simulator = variants::encode(&[file], &valued);
     assert!(simulator.refusals.is_empty(), "{:?}", simulator.refusals);
     let text = &simulator.files[0].text;
-    assert!(text.contains("#error \"h.h:2: this redefines a feature"), "{text}");
+    assert!(
+        text.contains("#error \"h.h:2: this redefines a feature"),
+        "{text}"
+    );
     assert!(text.contains("return (knobs_feature_A ? 1 : 0);"), "{text}");
 }
