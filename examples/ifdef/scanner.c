@@ -1,8 +1,10 @@
 /* A document scanner in the style of the family-based measurement paper's running example
  * (its Figure 3): Base is always built; Logging, ColorScan and AutoScan are features chosen
- * when the program is built (-DLOGGING, -DCOLOR_SCAN, -DAUTO_SCAN), annotated with #ifdef
- * around whole statements and whole functions, so knobs can encode them as run-time reads
- * (a variant simulator). Every cost is counted work, the same in every run. */
+ * when the program is built (-DLOGGING, -DCOLOR_SCAN, -DAUTO_SCAN). As feature modules
+ * refine methods, each feature here is a set of functions, defined and called under #ifdef,
+ * and code that runs only when two features are built is their interaction. knobs encodes
+ * the features as run-time reads (a variant simulator). Every cost is counted work, the same
+ * in every run. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -13,19 +15,31 @@ static unsigned long work(unsigned long n, unsigned long seed) {
     return x;
 }
 
-#ifdef LOGGING
-static unsigned long log_line(const char *what, unsigned long n) {
-    return work(n, 3) ^ (unsigned long)what[0];
+static unsigned long scan_page(int page) {
+    return work(2000, (unsigned long)page);
+}
+
+#ifdef COLOR_SCAN
+static unsigned long scan_colors(int page) {
+    return work(3000, (unsigned long)page + 1);
 }
 #endif
 
-#ifdef COLOR_SCAN
-static unsigned long scan_page(int page) {
-    return work(4000, (unsigned long)page) ^ work(1000, (unsigned long)page + 1);
+#ifdef AUTO_SCAN
+static unsigned long adjust_contrast(int page) {
+    return work(700, (unsigned long)page);
 }
-#else
-static unsigned long scan_page(int page) {
-    return work(2000, (unsigned long)page);
+#endif
+
+#ifdef LOGGING
+static unsigned long log_page(int page) {
+    return work(300, (unsigned long)page + 7);
+}
+#endif
+
+#if defined(LOGGING) && defined(AUTO_SCAN)
+static unsigned long log_adjustment(int page) {
+    return work(200, (unsigned long)page + 11);
 }
 #endif
 
@@ -34,14 +48,16 @@ int main(int argc, char **argv) {
     unsigned long digest = work(5000, 1);
     for (int page = 0; page < pages; page++) {
 #ifdef AUTO_SCAN
-        if (page % 2 == 0)
-            digest ^= work(700, (unsigned long)page);
+        digest ^= adjust_contrast(page);
 #endif
         digest ^= scan_page(page);
+#ifdef COLOR_SCAN
+        digest ^= scan_colors(page);
+#endif
 #ifdef LOGGING
-        digest ^= log_line("page", 300);
+        digest ^= log_page(page);
 #ifdef AUTO_SCAN
-        digest ^= log_line("auto", 200);
+        digest ^= log_adjustment(page);
 #endif
 #endif
     }

@@ -118,6 +118,17 @@ pub fn c_expression(
     terms.join(" || ")
 }
 
+/// The features a decision requires selected when it is exactly their conjunction
+/// (`#ifdef A`, `#if defined(A) && defined(B)`), else None.
+pub fn conjunction(features: &[String], table: &[bool]) -> Option<Vec<String>> {
+    let required = (0..features.len())
+        .filter(|&i| (0..table.len()).all(|mask| !table[mask] || mask & (1 << i) != 0))
+        .fold(0usize, |m, i| m | (1 << i));
+    let exact = (0..table.len()).all(|mask| table[mask] == (mask & required == required));
+    let names = (0..features.len()).filter(|&i| required & (1 << i) != 0);
+    (exact && required != 0).then(|| names.map(|i| features[i].clone()).collect())
+}
+
 fn first_word(body: &str) -> String {
     body.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .next()
@@ -405,6 +416,21 @@ mod tests {
             c_expression(&features, &table, |n| n.to_lowercase()),
             "(a && !b)"
         );
+    }
+
+    #[test]
+    fn a_conjunction_of_selected_features_is_recognised() {
+        let read_conjunction = |body: &str| match read("if", body, &features()) {
+            Condition::Decision { features, table } => conjunction(&features, &table),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(read_conjunction("defined(A)"), Some(vec!["A".into()]));
+        assert_eq!(
+            read_conjunction("defined(A) && B"),
+            Some(vec!["A".into(), "B".into()])
+        );
+        assert_eq!(read_conjunction("defined(A) || B"), None);
+        assert_eq!(read_conjunction("!defined(A)"), None);
     }
 
     #[test]

@@ -178,6 +178,19 @@ pub struct Simulator {
     pub refusals: Vec<Refusal>,
     /// Conditional groups turned into run-time decisions (statement and function level).
     pub decisions: usize,
+    /// The functions that exist only where certain features are selected, under their name in
+    /// the simulator: each feature's functions (a feature map for family-based measurement).
+    pub feature_functions: Vec<FeatureFunction>,
+}
+
+/// A function of the simulator defined only where all of `features` are selected.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FeatureFunction {
+    pub function: String,
+    /// The features' macros, sorted; more than one is their interaction.
+    pub features: Vec<String>,
+    pub file: String,
+    pub line: usize,
 }
 
 impl Simulator {
@@ -239,12 +252,21 @@ pub fn encode(files: &[SourceFile], features: &[Feature]) -> Simulator {
     refusals.sort();
     refusals.dedup_by(|a, b| a.file == b.file && a.line == b.line && a.feature == b.feature);
     let mut decisions = 0;
+    let mut feature_functions = Vec::new();
     let encoded_files = files
         .iter()
         .zip(&lexed)
         .map(|(file, lexed)| {
             let scanned = scan::scan(lexed, &live);
             decisions += scanned.decisions();
+            for (token, features) in &scanned.feature_functions {
+                feature_functions.push(FeatureFunction {
+                    function: rewrite::function_name(&scanned, lexed, *token),
+                    features: features.clone(),
+                    file: file.path.clone(),
+                    line: lexed.tokens[*token].line,
+                });
+            }
             SourceFile {
                 path: file.path.clone(),
                 text: rewrite::rewrite(&file.path, &file.text, lexed, &scanned, &live),
@@ -262,5 +284,6 @@ pub fn encode(files: &[SourceFile], features: &[Feature]) -> Simulator {
         build_only,
         refusals,
         decisions,
+        feature_functions,
     }
 }

@@ -87,6 +87,23 @@ pub fn rewrite(
     )
 }
 
+/// The simulator's name of the function whose definition names it at `token`: renamed when
+/// it is one variant of several.
+pub fn function_name(scanned: &Scanned, lexed: &Lexed, token: usize) -> String {
+    let name = &lexed.tokens[token].text;
+    let dispatched = scanned.groups.iter().find_map(|g| match &g.plan {
+        Plan::Definitions(ds) => ds
+            .iter()
+            .flat_map(|d| &d.variants)
+            .find(|(_, t)| *t == token),
+        _ => None,
+    });
+    match dispatched {
+        Some(&(branch, _)) => variant_name(name, branch),
+        None => name.clone(),
+    }
+}
+
 fn variant_name(name: &str, branch: usize) -> String {
     format!("{name}__knobs_variant_{branch}")
 }

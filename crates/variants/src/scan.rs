@@ -52,6 +52,9 @@ pub struct Scanned {
     pub groups: Vec<GroupPlan>,
     /// Tokens that are a feature's macro used as a value in code.
     pub value_uses: Vec<usize>,
+    /// Functions defined only where a conjunction of selected features holds: (the token of
+    /// the function's name, the features, sorted).
+    pub feature_functions: Vec<(usize, Vec<String>)>,
     /// Definitions of a feature's macro under conditions on other macros only (directive
     /// indices): the simulator cannot follow them, and its build stops where one applies.
     pub guarded_definitions: Vec<usize>,
@@ -710,13 +713,19 @@ impl Walker<'_> {
             return;
         }
         let depth = self.state.frames.len();
-        let Some(o) = self.open.last_mut() else {
+        let Some(o) = self.open.last() else {
             return;
         };
         if o.context != Some(Context::File) || o.start.frames.len() != depth {
             return;
         }
         if let Some(name_token) = function_name(self.tokens, start, brace) {
+            if let Some(features) = self.required_features() {
+                self.out.feature_functions.push((name_token, features));
+            }
+            let Some(o) = self.open.last_mut() else {
+                return;
+            };
             let name = self.tokens[name_token].text.clone();
             let header = (start, brace);
             let branch = o.branch;
@@ -727,6 +736,23 @@ impl Walker<'_> {
                 header,
             });
         }
+    }
+
+    /// The features every enclosing decision branch requires selected, when each is a
+    /// conjunction of selected features.
+    fn required_features(&self) -> Option<Vec<String>> {
+        let mut required = Vec::new();
+        for o in self.open.iter().filter(|o| o.context.is_some()) {
+            match &self.groups[o.group].conditions[o.branch] {
+                Some(Condition::Decision { features, table }) => {
+                    required.extend(condition::conjunction(features, table)?);
+                }
+                _ => return None,
+            }
+        }
+        required.sort();
+        required.dedup();
+        (!required.is_empty()).then_some(required)
     }
 
     fn check_value_use(&mut self, i: usize) {

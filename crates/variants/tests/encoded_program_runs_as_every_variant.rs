@@ -88,9 +88,24 @@ fn the_bundled_scanner_is_encoded_whole() {
     ];
     let simulator = check_every_variant(&dir, &source, &features);
     assert_eq!(simulator.encoded.len(), 3);
-    // Two statement groups (AUTO_SCAN, LOGGING with AUTO_SCAN nested) and two definition
-    // groups (log_line, scan_page).
-    assert_eq!(simulator.decisions, 5);
+    // Four statement groups (AUTO_SCAN, COLOR_SCAN, LOGGING with AUTO_SCAN nested) and four
+    // definition groups, one per feature's function.
+    assert_eq!(simulator.decisions, 8);
+    let map: Vec<(String, Vec<String>)> = simulator
+        .feature_functions
+        .iter()
+        .map(|f| (f.function.clone(), f.features.clone()))
+        .collect();
+    let owned = |f: &str, fs: &[&str]| (f.to_string(), fs.iter().map(|s| s.to_string()).collect());
+    assert_eq!(
+        map,
+        vec![
+            owned("scan_colors", &["COLOR_SCAN"]),
+            owned("adjust_contrast", &["AUTO_SCAN"]),
+            owned("log_page", &["LOGGING"]),
+            owned("log_adjustment", &["AUTO_SCAN", "LOGGING"]),
+        ]
+    );
 }
 
 const MIXED: &str = r#"
