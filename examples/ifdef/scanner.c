@@ -1,8 +1,8 @@
 /* A document scanner in the style of the family-based measurement paper's running example
  * (its Figure 3): Base is always built; Logging, ColorScan and AutoScan are features chosen
  * when the program is built (-DLOGGING, -DCOLOR_SCAN, -DAUTO_SCAN). As feature modules
- * refine methods, each feature here is a set of functions, defined and called under #ifdef,
- * and code that runs only when two features are built is their interaction. knobs encodes
+ * refine methods, each feature here is a set of functions, defined and called under #ifdef;
+ * Logging calling AutoScan's log_adjustment is their interaction. knobs encodes
  * the features as run-time reads (a variant simulator). Every cost is counted work, the same
  * in every run. */
 #include <stdio.h>
@@ -29,17 +29,19 @@ static unsigned long scan_colors(int page) {
 static unsigned long adjust_contrast(int page) {
     return work(700, (unsigned long)page);
 }
+
+static unsigned long log_adjustment(int page) {
+    return work(200, (unsigned long)page + 11);
+}
 #endif
 
 #ifdef LOGGING
 static unsigned long log_page(int page) {
-    return work(300, (unsigned long)page + 7);
-}
+    unsigned long line = work(300, (unsigned long)page + 7);
+#ifdef AUTO_SCAN
+    line ^= log_adjustment(page);
 #endif
-
-#if defined(LOGGING) && defined(AUTO_SCAN)
-static unsigned long log_adjustment(int page) {
-    return work(200, (unsigned long)page + 11);
+    return line;
 }
 #endif
 
@@ -56,9 +58,6 @@ int main(int argc, char **argv) {
 #endif
 #ifdef LOGGING
         digest ^= log_page(page);
-#ifdef AUTO_SCAN
-        digest ^= log_adjustment(page);
-#endif
 #endif
     }
     printf("%lu\n", digest);

@@ -6,7 +6,9 @@
 //! selected, undefined or `-DNAME=0` when not). Disciplined annotations are encoded:
 //! conditional groups around whole statements become `if (…) {…} else {…}`, around whole
 //! function definitions renamed variants behind a dispatcher, and a feature's value used in
-//! code becomes a read of its global. Everything else is refused with its line and the
+//! code becomes a read of its global; a function that exists only where one feature is selected
+//! is marked as that feature's (`knobs:feature=`, family-based measurement's feature map).
+//! Everything else is refused with its line and the
 //! pattern's name ([`Pattern`]); a refused feature stays build-only (the simulator is built
 //! with it as before), and so does every feature sharing a condition with it. Line numbers
 //! of the encoded file are the original's (`#line`), so what is reported on the simulator
@@ -259,7 +261,7 @@ pub fn encode(files: &[SourceFile], features: &[Feature]) -> Simulator {
         .map(|(file, lexed)| {
             let scanned = scan::scan(lexed, &live);
             decisions += scanned.decisions();
-            for (token, features) in &scanned.feature_functions {
+            for (_, token, features) in &scanned.feature_functions {
                 feature_functions.push(FeatureFunction {
                     function: rewrite::function_name(&scanned, lexed, *token),
                     features: features.clone(),

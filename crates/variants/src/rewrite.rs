@@ -63,6 +63,19 @@ pub fn rewrite(
         );
         edits.push(directive_edit(d, message));
     }
+    for (start, _, features) in &scanned.feature_functions {
+        let [feature] = features.as_slice() else {
+            continue;
+        };
+        let option = &live
+            .iter()
+            .find(|f| &f.macro_name == feature)
+            .expect("a live feature")
+            .option;
+        let offset = lexed.tokens[*start].offset;
+        let annotation = format!("__attribute__((annotate(\"knobs:feature={option}\"))) ");
+        edits.push((offset, offset, annotation));
+    }
     for &i in &scanned.value_uses {
         let t = &lexed.tokens[i];
         let feature = live

@@ -52,9 +52,9 @@ pub struct Scanned {
     pub groups: Vec<GroupPlan>,
     /// Tokens that are a feature's macro used as a value in code.
     pub value_uses: Vec<usize>,
-    /// Functions defined only where a conjunction of selected features holds: (the token of
-    /// the function's name, the features, sorted).
-    pub feature_functions: Vec<(usize, Vec<String>)>,
+    /// Functions defined only where a conjunction of selected features holds: (the first
+    /// token of the definition, the token of its name, the features, sorted).
+    pub feature_functions: Vec<(usize, usize, Vec<String>)>,
     /// Definitions of a feature's macro under conditions on other macros only (directive
     /// indices): the simulator cannot follow them, and its build stops where one applies.
     pub guarded_definitions: Vec<usize>,
@@ -721,7 +721,9 @@ impl Walker<'_> {
         }
         if let Some(name_token) = function_name(self.tokens, start, brace) {
             if let Some(features) = self.required_features() {
-                self.out.feature_functions.push((name_token, features));
+                self.out
+                    .feature_functions
+                    .push((start, name_token, features));
             }
             let Some(o) = self.open.last_mut() else {
                 return;
