@@ -50,8 +50,8 @@ for h in 0 1; do for f in 0 1; do
       decompress) args=(-dc "$work/input.lz4");;
     esac
     real=$(count "$work/out-real" "$work/real-$h$f" "${args[@]}")
-    sim=$(count "$work/out-sim" env KNOBS_FEATURE_LZ4_HEAPMODE=$h KNOBS_FEATURE_LZ4_FAST_DEC_LOOP=$f \
-        "$work/simulator" "${args[@]}")
+    sim=$(KNOBS_FEATURE_LZ4_HEAPMODE=$h KNOBS_FEATURE_LZ4_FAST_DEC_LOOP=$f \
+        count "$work/out-sim" "$work/simulator" "${args[@]}")
     cmp -s "$work/out-real" "$work/out-sim" || { log "outputs differ: $w at $h$f"; exit 1; }
     rows+=("$h $f $w $real $sim")
   done
