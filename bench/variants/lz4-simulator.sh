@@ -60,10 +60,11 @@ commit=$(git rev-parse --short HEAD)
 [ -z "$(git status --porcelain --untracked-files=no)" ] || commit="$commit+"
 day=$(date -u +%Y-%m-%d)
 out=docs/results/studies/variants-lz4-$day-${commit%+}.md
-printf '%s\n' "${rows[@]}" | python3 - "$out" "$commit" <<'PY'
+printf '%s\n' "${rows[@]}" > "$work/rows.txt"
+python3 - "$out" "$commit" "$work/rows.txt" <<'PY'
 import datetime, platform, sys
-out, commit = sys.argv[1:]
-rows = [l.split() for l in sys.stdin.read().splitlines()]
+out, commit, rows_file = sys.argv[1:]
+rows = [l.split() for l in open(rows_file).read().splitlines()]
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.machine())
 count = {(h, f, w): (int(r), int(s)) for h, f, w, r, s in rows}
 lines = ["# LZ4's variant simulator against its real builds, in counted instructions", "",
