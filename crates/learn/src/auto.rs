@@ -19,10 +19,10 @@
 
 use crate::cv;
 use crate::learner::{
-    AutoSettings, BoostSettings, CartSettings, ForestSettings, Kind, LassoSettings, Learner,
-    StepwiseSettings,
+    AutoSettings, BoostSettings, CartSettings, DivideSettings, ForestSettings, Kind, LassoSettings,
+    Learner, StepwiseSettings,
 };
-use crate::{Target, lasso, stepwise, tree};
+use crate::{Target, divide, lasso, stepwise, tree};
 
 /// Folds when the settings leave it open: 10 up to 100 training configurations, 5 up to
 /// 200, 3 above (the folds then still train on well over a hundred configurations, and
@@ -165,6 +165,7 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
     let boost_settings = BoostSettings::default();
     let mut boost_predicted =
         vec![vec![vec![0.0; m]; tree::BOOST_ROUNDS.len()]; tree::BOOST_DEPTHS.len()];
+    let mut divide_predicted = vec![vec![0.0; m]; divide::DEPTHS.len()];
     for (f, fold) in folds.iter().enumerate() {
         let train = cv::complement(m, fold);
         let test_rows: Vec<usize> = fold.iter().map(|&p| target.rows[p]).collect();
@@ -194,6 +195,12 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
             &mut forest_predicted,
             &fitted.predict_rows(target.table, &test_rows),
         );
+        for (d, values) in divide::grid_held_out(target, &train, fold, seed)
+            .iter()
+            .enumerate()
+        {
+            put(&mut divide_predicted[d], values);
+        }
         let grid = tree::boost_grid_held_out(target, &train, fold, boost_settings.rate);
         for (d, by_rounds) in grid.iter().enumerate() {
             for (r, values) in by_rounds.iter().enumerate() {
@@ -233,6 +240,13 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
         }
     }
     let (bbd, bbr, _) = b_best;
+    let mut d_best = (0, f64::INFINITY);
+    for (d, p) in divide_predicted.iter().enumerate() {
+        let e = error(p);
+        if e < d_best.1 {
+            d_best = (d, e);
+        }
+    }
     vec![
         Scored {
             learner: with_log(Kind::Stepwise(stepwise_settings)),
@@ -266,6 +280,14 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
                 ..boost_settings
             })),
             predicted: std::mem::take(&mut boost_predicted[bbd][bbr]),
+        },
+        Scored {
+            learner: with_log(Kind::Divide(DivideSettings {
+                tune: false,
+                depth: divide::DEPTHS[d_best.0],
+                ..DivideSettings::default()
+            })),
+            predicted: divide_predicted.swap_remove(d_best.0),
         },
     ]
 }
