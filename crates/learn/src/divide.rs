@@ -19,8 +19,9 @@ use crate::fitted::Fitted;
 use crate::learner::{DivideSettings, StepwiseSettings};
 use crate::{Target, cv, stepwise};
 
-/// The depths `auto` scores (a depth-d tree has at most 2^d regions).
-pub const DEPTHS: [usize; 3] = [1, 2, 3];
+/// The depths tuning scores (a depth-d tree has at most 2^d regions); deeper trees leave
+/// regions too small for a model of their own at the sample sizes where dividing helps.
+pub const DEPTHS: [usize; 2] = [1, 2];
 
 /// Fewest training configurations a region may hold: fewer leave the region's model with
 /// nothing to learn from.
@@ -214,4 +215,75 @@ fn restricted(term: &TermSpec, b: f64, literals: &[(usize, bool)]) -> Vec<(TermS
         out.push((t, sign * b));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::Table;
+    use crate::{Learner, train};
+
+    /// Every combination of five binary options; the performance switches regime on `a`:
+    /// 10 + 5·b + 2·d + e where a is on, 20 + 3·c + 4·d where it is off.
+    fn regimes() -> Table {
+        let names: Vec<String> = ["a", "b", "c", "d", "e"].map(String::from).to_vec();
+        let rows: Vec<Vec<f64>> = (0..32u32)
+            .map(|i| (0..5).map(|j| ((i >> j) & 1) as f64).collect())
+            .collect();
+        let performance = rows
+            .iter()
+            .map(|r| {
+                if r[0] == 1.0 {
+                    10.0 + 5.0 * r[1] + 2.0 * r[3] + r[4]
+                } else {
+                    20.0 + 3.0 * r[2] + 4.0 * r[3]
+                }
+            })
+            .collect();
+        Table {
+            levels: vec![vec![]; names.len()],
+            names,
+            rows,
+            performance,
+        }
+    }
+
+    fn mre(table: &Table, learner: &str) -> f64 {
+        let all: Vec<usize> = (0..table.rows.len()).collect();
+        let learner: Learner = learner.parse().unwrap();
+        let trained = train(table, &all, &learner, 1).unwrap();
+        let predicted = trained.predict(table, &all);
+        crate::cv::relative_error_sum(&predicted, &table.performance) / all.len() as f64
+    }
+
+    #[test]
+    fn regions_expand_into_one_exact_model() {
+        let table = regimes();
+        // One split on `a`, an additive model per side, written as products of options:
+        // 20 + 3c + 4d − 10a + 5ab − 3ac − 2ad + ae.
+        assert!(mre(&table, "divide:depth=1") < 1e-9);
+        assert!(mre(&table, "divide:depth=1,log") < 1e-9);
+        // Without dividing, the same stepwise search stops short of the exact model.
+        assert!(mre(&table, "stepwise:degree=1") > 0.01);
+    }
+
+    #[test]
+    fn a_term_restricted_to_a_region_is_zero_outside_it() {
+        // b·c on the region a = 1, d = 0: b·c·a·(1 − d) = abc − abcd.
+        let term = TermSpec(vec![Basic::Value(1), Basic::Value(2)]);
+        let expanded = restricted(&term, 2.0, &[(0, true), (3, false)]);
+        for i in 0..16u32 {
+            let row: Vec<f64> = (0..4).map(|j| ((i >> j) & 1) as f64).collect();
+            let value: f64 = expanded.iter().map(|(t, b)| b * t.eval(&row)).sum();
+            let inside = row[0] == 1.0 && row[3] == 0.0;
+            let expected = if inside { 2.0 * row[1] * row[2] } else { 0.0 };
+            assert_eq!(value, expected, "{row:?}");
+        }
+        // A term on an option the region fixes to 0 vanishes; fixed to 1, the factor is 1.
+        assert!(restricted(&TermSpec(vec![Basic::Value(3)]), 1.0, &[(3, false)]).is_empty());
+        assert_eq!(
+            restricted(&TermSpec(vec![Basic::Value(0)]), 1.0, &[(0, true)]),
+            vec![(TermSpec(vec![Basic::Value(0)]), 1.0)]
+        );
+    }
 }

@@ -7,7 +7,7 @@
 //! | `cart` | `tune` (grid search over `depth` × `leaf` by cross-validation, `folds=10`), or fixed `depth=N\|none`, `leaf=N` |
 //! | `rf` | `trees=100`, `mtry=N` (options tried per split, at random; default all, i.e. bagged trees), `leaf=1` |
 //! | `boost` | `tune` (grid search over `depth` 2–4 × `rounds` 25–200 by cross-validation, `folds=10`), or fixed `depth=N`, `rounds=N`; `rate=0.2` |
-//! | `divide` | `tune` (depth 1–3 by cross-validation, `folds=10`), or fixed `depth=N`: a tree of binary options divides the space into regions, a stepwise model per region |
+//! | `divide` | `tune` (depth 1 or 2 by cross-validation, `folds=10`), or fixed `depth=N`: a tree of binary options divides the space into regions, a stepwise model per region |
 //! | `ols:TERMS` | terms separated by `,`, factors by `*`: `ols:A,B,A*B,level=6` (the intercept is always fitted) |
 //! | `auto` | `folds=N` (default 10 up to 100 training configurations, 5 up to 200, 3 above): picks learner, settings and transform by cross-validation |
 //! | `L1+L2+…` | the mean of several learners' models (all with or all without `log`) |
@@ -162,7 +162,7 @@ impl Default for BoostSettings {
 /// Divide and learn (see `divide.rs`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct DivideSettings {
-    /// Choose the depth among 1–3 by cross-validation; otherwise the fixed `depth`.
+    /// Choose the depth, 1 or 2, by cross-validation; otherwise the fixed `depth`.
     pub tune: bool,
     /// Depth of the dividing tree (at most 2^depth regions).
     pub depth: usize,
