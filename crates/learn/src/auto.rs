@@ -2,18 +2,19 @@
 //! cross-validation on the training sample only.
 //!
 //! Candidates: stepwise selection, LASSO with pairwise terms at every λ of its path, CART at
-//! every depth × leaf size of its grid, bagged regression trees (`rf`), and boosted trees at
-//! every depth × rounds of their grid — each on the performance and, when every performance
-//! is positive, on ln(performance) — and the means of two or more of the best of each
-//! family with the same transform (a mean of models is again one model: terms plus trees). All are scored by the same k-fold split of the
-//! training configurations: the mean relative error of their held-out predictions. Grid
+//! every depth × leaf size of its grid, bagged regression trees (`rf`), boosted trees at
+//! every depth × rounds of their grid, and divide-and-learn at each of its depths — each on
+//! the performance and, when every performance is positive, on ln(performance) — and the
+//! means of two or more of the best of each family with the same transform (a mean of
+//! models is again one model: terms plus trees). All are scored by the same k-fold split of
+//! the training configurations: the mean relative error of their held-out predictions. Grid
 //! settings (λ, depth, leaf) are scored side by side in that one cross-validation rather
 //! than tuned again inside each fold, which costs one fit per fold instead of one per grid
 //! point.
 //!
 //! Which candidate wins: on small samples the cross-validated errors of dozens of
 //! candidates are noisy, and the smallest one is often luck. So the default is the most
-//! stable candidate — the mean of all five families (on ln(performance) when possible) —
+//! stable candidate — the mean of all six families (on ln(performance) when possible) —
 //! and the candidate with the smallest error replaces it only when it is better by more
 //! than one standard error of the paired per-configuration differences.
 
