@@ -673,6 +673,7 @@ mod tests {
             "rf:trees=100000000",
             "lasso:degree=50",
             "boost:rounds=1000000000",
+            "divide:depth=9",
         ] {
             let e = absurd.parse::<Learner>().unwrap_err().to_string();
             assert!(e.contains("at most"), "{absurd}: {e}");
@@ -680,6 +681,8 @@ mod tests {
         assert!("ols".parse::<Learner>().is_err());
         assert!("cart:tune,depth=3".parse::<Learner>().is_err());
         assert!("boost:rate=0".parse::<Learner>().is_err());
+        let e = "divide:leaf=3".parse::<Learner>().unwrap_err().to_string();
+        assert!(e.contains("unknown setting `leaf=3`"), "{e}");
         assert!("stepwise:improvement=2".parse::<Learner>().is_err());
     }
 
