@@ -2,27 +2,28 @@
 //! cross-validation on the training sample only.
 //!
 //! Candidates: stepwise selection, LASSO with pairwise terms at every λ of its path, CART at
-//! every depth × leaf size of its grid, bagged regression trees (`rf`), and boosted trees at
-//! every depth × rounds of their grid — each on the performance and, when every performance
-//! is positive, on ln(performance) — and the means of two or more of the best of each
-//! family with the same transform (a mean of models is again one model: terms plus trees). All are scored by the same k-fold split of the
-//! training configurations: the mean relative error of their held-out predictions. Grid
+//! every depth × leaf size of its grid, bagged regression trees (`rf`), boosted trees at
+//! every depth × rounds of their grid, and divide-and-learn at each of its depths — each on
+//! the performance and, when every performance is positive, on ln(performance) — and the
+//! means of two or more of the best of each family with the same transform (a mean of
+//! models is again one model: terms plus trees). All are scored by the same k-fold split of
+//! the training configurations: the mean relative error of their held-out predictions. Grid
 //! settings (λ, depth, leaf) are scored side by side in that one cross-validation rather
 //! than tuned again inside each fold, which costs one fit per fold instead of one per grid
 //! point.
 //!
 //! Which candidate wins: on small samples the cross-validated errors of dozens of
 //! candidates are noisy, and the smallest one is often luck. So the default is the most
-//! stable candidate — the mean of all five families (on ln(performance) when possible) —
+//! stable candidate — the mean of all six families (on ln(performance) when possible) —
 //! and the candidate with the smallest error replaces it only when it is better by more
 //! than one standard error of the paired per-configuration differences.
 
 use crate::cv;
 use crate::learner::{
-    AutoSettings, BoostSettings, CartSettings, ForestSettings, Kind, LassoSettings, Learner,
-    StepwiseSettings,
+    AutoSettings, BoostSettings, CartSettings, DivideSettings, ForestSettings, Kind, LassoSettings,
+    Learner, StepwiseSettings,
 };
-use crate::{Target, lasso, stepwise, tree};
+use crate::{Target, divide, lasso, stepwise, tree};
 
 /// Folds when the settings leave it open: 10 up to 100 training configurations, 5 up to
 /// 200, 3 above (the folds then still train on well over a hundred configurations, and
@@ -165,6 +166,7 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
     let boost_settings = BoostSettings::default();
     let mut boost_predicted =
         vec![vec![vec![0.0; m]; tree::BOOST_ROUNDS.len()]; tree::BOOST_DEPTHS.len()];
+    let mut divide_predicted = vec![vec![0.0; m]; divide::DEPTHS.len()];
     for (f, fold) in folds.iter().enumerate() {
         let train = cv::complement(m, fold);
         let test_rows: Vec<usize> = fold.iter().map(|&p| target.rows[p]).collect();
@@ -194,6 +196,12 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
             &mut forest_predicted,
             &fitted.predict_rows(target.table, &test_rows),
         );
+        for (d, values) in divide::grid_held_out(target, &train, fold, seed)
+            .iter()
+            .enumerate()
+        {
+            put(&mut divide_predicted[d], values);
+        }
         let grid = tree::boost_grid_held_out(target, &train, fold, boost_settings.rate);
         for (d, by_rounds) in grid.iter().enumerate() {
             for (r, values) in by_rounds.iter().enumerate() {
@@ -233,6 +241,13 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
         }
     }
     let (bbd, bbr, _) = b_best;
+    let mut d_best = (0, f64::INFINITY);
+    for (d, p) in divide_predicted.iter().enumerate() {
+        let e = error(p);
+        if e < d_best.1 {
+            d_best = (d, e);
+        }
+    }
     vec![
         Scored {
             learner: with_log(Kind::Stepwise(stepwise_settings)),
@@ -266,6 +281,14 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
                 ..boost_settings
             })),
             predicted: std::mem::take(&mut boost_predicted[bbd][bbr]),
+        },
+        Scored {
+            learner: with_log(Kind::Divide(DivideSettings {
+                tune: false,
+                depth: divide::DEPTHS[d_best.0],
+                ..DivideSettings::default()
+            })),
+            predicted: divide_predicted.swap_remove(d_best.0),
         },
     ]
 }

@@ -7,6 +7,7 @@
 //! | `cart` | `tune` (grid search over `depth` × `leaf` by cross-validation, `folds=10`), or fixed `depth=N\|none`, `leaf=N` |
 //! | `rf` | `trees=100`, `mtry=N` (options tried per split, at random; default all, i.e. bagged trees), `leaf=1` |
 //! | `boost` | `tune` (grid search over `depth` 2–4 × `rounds` 25–200 by cross-validation, `folds=10`), or fixed `depth=N`, `rounds=N`; `rate=0.2` |
+//! | `divide` | `tune` (depth 1 or 2 by cross-validation, `folds=10`), or fixed `depth=N`: a tree of binary options divides the space into regions, a stepwise model per region |
 //! | `ols:TERMS` | terms separated by `,`, factors by `*`: `ols:A,B,A*B,level=6` (the intercept is always fitted) |
 //! | `auto` | `folds=N` (default 10 up to 100 training configurations, 5 up to 200, 3 above): picks learner, settings and transform by cross-validation |
 //! | `L1+L2+…` | the mean of several learners' models (all with or all without `log`) |
@@ -36,6 +37,8 @@ pub enum Kind {
     Cart(CartSettings),
     Forest(ForestSettings),
     Boost(BoostSettings),
+    /// Divide and learn: a tree of binary options splits the space, stepwise per region.
+    Divide(DivideSettings),
     /// Ordinary least squares on these terms (each a list of factors) plus an intercept.
     Ols(Vec<Vec<Factor>>),
     Auto(AutoSettings),
@@ -156,6 +159,26 @@ impl Default for BoostSettings {
     }
 }
 
+/// Divide and learn (see `divide.rs`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DivideSettings {
+    /// Choose the depth, 1 or 2, by cross-validation; otherwise the fixed `depth`.
+    pub tune: bool,
+    /// Depth of the dividing tree (at most 2^depth regions).
+    pub depth: usize,
+    pub folds: usize,
+}
+
+impl Default for DivideSettings {
+    fn default() -> Self {
+        DivideSettings {
+            tune: true,
+            depth: 2,
+            folds: 10,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AutoSettings {
     /// Cross-validation folds; `None` = 10 up to 100 training configurations, 5 up to 200,
@@ -164,7 +187,7 @@ pub struct AutoSettings {
 }
 
 impl Learner {
-    pub const HELP: &'static str = "stepwise | lasso | cart | rf | boost | ols:TERMS | auto, with settings after `:` (e.g. `lasso:degree=2,log`), or a mean `L1+L2`";
+    pub const HELP: &'static str = "stepwise | lasso | cart | rf | boost | divide | ols:TERMS | auto, with settings after `:` (e.g. `lasso:degree=2,log`), or a mean `L1+L2`";
 
     pub fn new(kind: Kind) -> Learner {
         Learner { kind, log: false }
@@ -178,6 +201,7 @@ impl Learner {
             Kind::Cart(_) => "cart",
             Kind::Forest(_) => "rf",
             Kind::Boost(_) => "boost",
+            Kind::Divide(_) => "divide",
             Kind::Ols(_) => "ols",
             Kind::Auto(_) => "auto",
             Kind::Mean(_) => "mean",
@@ -205,8 +229,8 @@ impl Learner {
     }
 }
 
-const NAMES: [&str; 8] = [
-    "stepwise", "lasso", "cart", "rf", "forest", "boost", "ols", "auto",
+const NAMES: [&str; 9] = [
+    "stepwise", "lasso", "cart", "rf", "forest", "boost", "divide", "ols", "auto",
 ];
 
 fn number<T: FromStr>(learner: &str, key: &str, value: &str) -> Result<T, Error> {
@@ -220,6 +244,8 @@ fn number<T: FromStr>(learner: &str, key: &str, value: &str) -> Result<T, Error>
 /// The largest count a learner setting may ask for (trees, rounds, folds, λ values, …):
 /// beyond it a typo would allocate gigabytes before learning anything.
 const MAX_COUNT: usize = 100_000;
+/// The deepest dividing tree: its regions' terms expand into 2^depth products each.
+const MAX_DIVIDE_DEPTH: usize = 8;
 /// The largest interaction degree of candidate terms: their number grows as options^degree.
 const MAX_DEGREE: usize = 10;
 
@@ -431,6 +457,27 @@ impl FromStr for Learner {
                 s.tune = !fixed;
                 Kind::Boost(s)
             }
+            "divide" => {
+                let mut s = DivideSettings::default();
+                for item in &items {
+                    match split_setting(item) {
+                        ("tune", None) => s.tune = true,
+                        ("depth", Some(v)) => {
+                            s.tune = false;
+                            s.depth = positive(head, "depth", v)?;
+                            if s.depth > MAX_DIVIDE_DEPTH {
+                                return Err(Error::Learner(format!(
+                                    "learner `divide`: `depth` is at most {MAX_DIVIDE_DEPTH} (a region per combination of the options split on), not {v}"
+                                )));
+                            }
+                        }
+                        ("folds", Some(v)) => s.folds = positive(head, "folds", v)?,
+                        _ if is_log(item) => log = true,
+                        _ => return Err(unknown(item, "tune, depth=N, folds=N, log")),
+                    }
+                }
+                Kind::Divide(s)
+            }
             "ols" => {
                 let mut terms = Vec::new();
                 for item in &items {
@@ -540,6 +587,8 @@ impl fmt::Display for Learner {
                 format!("rounds={}", s.rounds),
                 format!("rate={}", s.rate),
             ],
+            Kind::Divide(s) if s.tune => vec!["tune".into(), format!("folds={}", s.folds)],
+            Kind::Divide(s) => vec![format!("depth={}", s.depth)],
             Kind::Ols(terms) => terms
                 .iter()
                 .map(|t| {
@@ -584,6 +633,8 @@ mod tests {
             "rf:trees=10,mtry=3",
             "boost",
             "boost:depth=2,rounds=50,rate=0.1,log",
+            "divide",
+            "divide:depth=3,log",
             "ols:A,B,A*B,level=6,transform=log",
             "ols:",
             "auto:folds=5",
@@ -622,6 +673,7 @@ mod tests {
             "rf:trees=100000000",
             "lasso:degree=50",
             "boost:rounds=1000000000",
+            "divide:depth=9",
         ] {
             let e = absurd.parse::<Learner>().unwrap_err().to_string();
             assert!(e.contains("at most"), "{absurd}: {e}");
@@ -629,6 +681,8 @@ mod tests {
         assert!("ols".parse::<Learner>().is_err());
         assert!("cart:tune,depth=3".parse::<Learner>().is_err());
         assert!("boost:rate=0".parse::<Learner>().is_err());
+        let e = "divide:leaf=3".parse::<Learner>().unwrap_err().to_string();
+        assert!(e.contains("unknown setting `leaf=3`"), "{e}");
         assert!("stepwise:improvement=2".parse::<Learner>().is_err());
     }
 

@@ -8,6 +8,8 @@
 //! - `cart`: a regression tree, depth and leaf size by cross-validation;
 //! - `rf`: a random forest (bagged trees);
 //! - `boost`: gradient-boosted shallow trees, depth and rounds by cross-validation;
+//! - `divide`: divide and learn — a tree of binary options splits the space into regions,
+//!   a stepwise model per region (depth by cross-validation);
 //! - `ols:TERMS`: least squares on given terms;
 //! - `auto`: whichever of these, or a mean of several (and settings, and whether to model
 //!   ln(performance)) cross-validates best on the training sample,
@@ -27,6 +29,7 @@
 mod auto;
 mod cv;
 mod data;
+mod divide;
 pub mod experiment;
 mod fitted;
 pub mod lasso;
@@ -45,8 +48,8 @@ use space::Dataset;
 pub use data::Table;
 pub use experiment::sample_rows;
 pub use learner::{
-    AutoSettings, BoostSettings, CartSettings, ForestSettings, Kind, LassoSettings, Learner,
-    StepwiseSettings,
+    AutoSettings, BoostSettings, CartSettings, DivideSettings, ForestSettings, Kind, LassoSettings,
+    Learner, StepwiseSettings,
 };
 pub use linalg::least_squares;
 
@@ -239,6 +242,15 @@ fn fit(
                 tune: false,
                 depth,
                 rounds,
+                ..s.clone()
+            });
+            (fitted, resolved(kind))
+        }
+        Kind::Divide(s) => {
+            let (fitted, depth) = divide::fit(&target, s, seed);
+            let kind = Kind::Divide(DivideSettings {
+                tune: false,
+                depth,
                 ..s.clone()
             });
             (fitted, resolved(kind))
