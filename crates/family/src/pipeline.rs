@@ -164,7 +164,15 @@ pub fn probed_functions(
             unprobed: Vec::new(),
         });
     };
-    let (binary, _) = instrument(spec, settings, analysed, &functions, "family-calibration")?;
+    // Timed, also when the model is counted: the probes' cost is time, not instructions.
+    let (binary, _) = instrument(
+        spec,
+        settings,
+        analysed,
+        &functions,
+        "family-calibration",
+        false,
+    )?;
     let analysis = spec.analysis_workload()?;
     spec.prepare_workload(analysis)?;
     let tree = calibration_run(spec, &binary, first, analysis, &settings.work_dir)?;
@@ -223,13 +231,17 @@ fn calibration_run(
 }
 
 /// Stage 3: `functions` with enter/exit calls, linked with the call-tree runtime (its
-/// test-clock build when the settings ask for it); the binary and its store variant.
+/// test-clock build when the settings ask for it); the binary and its store variant. With
+/// `counting` (`metric = "instructions"`), the program counts its own IR instructions and the
+/// call tree's clock is that count (`runtime::call_tree::build_counting`): the model is in
+/// instructions, in the unit of `instrumented::counting::plain_counting_build`'s truth.
 pub fn instrument(
     spec: &SystemSpec,
     settings: &instrumented::Settings,
     analysed: &Analysed,
     functions: &[ir::FuncId],
     name: &str,
+    counting: bool,
 ) -> Result<(PathBuf, String), Error> {
     let built = &analysed.built;
     let program = analysed.program();
@@ -238,21 +250,27 @@ pub fn instrument(
         .enumerate()
         .filter_map(|(id, f)| instrumented::function_probe(program, *f, id as u32))
         .collect();
+    let name = if counting {
+        format!("{name}-counted")
+    } else {
+        name.to_string()
+    };
     let bitcode = settings.work_dir.join(format!("program.{name}.bc"));
-    llvm::instrument(
-        &built.ssa,
-        program,
-        &built.translation.positions,
-        &probes,
-        &bitcode,
-    )?;
+    let positions = &built.translation.positions;
+    let runtime = if counting {
+        llvm::instrument_counting(&built.ssa, program, positions, &probes, &[], &bitcode)?;
+        runtime::call_tree::build_counting(&settings.clang, &settings.work_dir.join("runtime"))?
+    } else {
+        llvm::instrument(&built.ssa, program, positions, &probes, &bitcode)?;
+        settings.call_tree_runtime()?
+    };
     Ok(instrumented::link(
         spec,
         settings,
         &bitcode,
-        settings.call_tree_runtime()?,
+        runtime,
         runtime::call_tree::LINK_FLAGS,
-        name,
+        &name,
         true,
     )?)
 }
@@ -273,7 +291,12 @@ pub fn measure_simulator(
 ) -> Result<(CampaignReport, Option<String>), Error> {
     let names = Arc::new(names);
     let read = move |path: &Path| read_call_tree(path, &names);
-    let measured = instrumented::measure_instrumented(
+    let measure = if instrumented::counting::counts_instructions(spec) {
+        instrumented::counting::measure_counted
+    } else {
+        instrumented::measure_instrumented
+    };
+    let measured = measure(
         store,
         settings,
         spec,
@@ -297,6 +320,14 @@ pub fn measure_simulator(
 /// region.
 fn read_call_tree(path: &Path, names: &[String]) -> Result<Vec<RegionMeasurement>, String> {
     let tree = runtime::call_tree::CallTree::read(path).map_err(|e| e.to_string())?;
+    if tree.counted && tree.other_threads > 0 {
+        // The count clock is the traced thread's count; the truth counts the whole program.
+        return Err(format!(
+            "the counting build counts the main thread only, and {} enter/exit events came from other \
+             threads in this run: their instructions are in no calling context",
+            tree.other_threads
+        ));
+    }
     let corrected = tree.corrected_self_seconds();
     let corrected_cpu = tree.corrected_cpu_seconds();
     let mut out = Vec::with_capacity(tree.nodes.len() + 1);
@@ -354,6 +385,17 @@ pub fn measure_native(
     configurations: &[Configuration],
     reporter: &mut dyn Reporter,
 ) -> Result<(Option<CampaignReport>, Option<String>), Error> {
+    if instrumented::counting::counts_instructions(spec) {
+        return Ok((
+            None,
+            Some(
+                "counted instructions: the probes add none to any count, so the variant \
+                 simulator's counts are the program's own and there is no native time to \
+                 correct them by"
+                    .into(),
+            ),
+        ));
+    }
     if settings.test_clock {
         return Ok((
             None,

@@ -129,8 +129,15 @@ pub fn run(
         .map(|f| analysed.program().func(*f).name.clone())
         .collect();
     report.instrumented_functions = names.len();
-    let (binary, variant) =
-        pipeline::instrument(spec, settings, &analysed, &probed.functions, "family")?;
+    let counting = instrumented::counting::counts_instructions(spec);
+    let (binary, variant) = pipeline::instrument(
+        spec,
+        settings,
+        &analysed,
+        &probed.functions,
+        "family",
+        counting,
+    )?;
     reporter.note(&format!(
         "running the variant simulator: {} configuration(s)",
         configurations.len()
