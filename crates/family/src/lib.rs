@@ -19,6 +19,7 @@
 //! LLVM; only `pipeline` builds and runs programs, through `instrumented`, `llvm` and
 //! `measure`.
 
+pub mod dependence;
 pub mod features;
 pub mod model;
 pub mod pipeline;

@@ -94,6 +94,51 @@ pub fn fit_to_native(run: &mut RunTimes, native: f64) -> f64 {
     removed
 }
 
+/// A calling context's features in a run of `configuration` (Algorithm 2's prefix and the
+/// function's own feature): a feature met twice counts once (S-Ref), a mandatory one not at
+/// all (S-Mand). A feature's function that ran with its feature off gets no factor, and a
+/// note in `notes` says so.
+pub fn context_factors(
+    valid: &ValidConfigurations,
+    feature_of: &BTreeMap<String, OptionId>,
+    path: &[String],
+    configuration: &Configuration,
+    notes: &mut Vec<String>,
+) -> Vec<Factor> {
+    let space = valid.space();
+    let mut factors: Vec<Factor> = Vec::new();
+    for name in path {
+        let Some(&o) = feature_of.get(name) else {
+            continue;
+        };
+        let option = space.option(o);
+        let value = configuration.0[o.index()];
+        let factor = if option.is_binary() {
+            if value == 0 {
+                let note = format!(
+                    "function `{name}` (feature `{}`) ran in `{}`, where its feature is off: its time goes to the features that called it",
+                    option.name,
+                    space.format_configuration(configuration)
+                );
+                if !notes.contains(&note) {
+                    notes.push(note);
+                }
+                continue;
+            }
+            if !valid.allows(&[(o, 0)]) {
+                continue; // S-Mand
+            }
+            Factor::Option(option.name.clone())
+        } else {
+            Factor::Equals(option.name.clone(), option.numeric_value(value))
+        };
+        if !factors.contains(&factor) {
+            factors.push(factor); // S-Ref
+        }
+    }
+    factors
+}
+
 /// The model, per function: each function's local model, and the base (time outside every
 /// function: the process's start and end).
 #[derive(Clone, Debug)]
@@ -111,7 +156,6 @@ pub fn build(
     runs: &[RunTimes],
 ) -> FamilyModel {
     let space = valid.space();
-    let mandatory = |o: OptionId| space.option(o).is_binary() && !valid.allows(&[(o, 0)]);
     // (function, term's factors as text) → per run, its time; the factors of each term.
     let mut times: BTreeMap<(String, Vec<String>), BTreeMap<usize, f64>> = BTreeMap::new();
     let mut factors_of: BTreeMap<Vec<String>, Vec<Factor>> = BTreeMap::new();
@@ -161,36 +205,8 @@ pub fn build(
     }
     for (r, run) in runs.iter().enumerate() {
         for Context { path, seconds, .. } in &run.contexts {
-            let mut factors: Vec<Factor> = Vec::new();
-            for name in path {
-                let Some(&o) = feature_of.get(name) else {
-                    continue;
-                };
-                let option = space.option(o);
-                let value = run.configuration.0[o.index()];
-                let factor = if option.is_binary() {
-                    if value == 0 {
-                        let note = format!(
-                            "function `{name}` (feature `{}`) ran in `{}`, where its feature is off: its time goes to the features that called it",
-                            option.name,
-                            space.format_configuration(&run.configuration)
-                        );
-                        if !notes.contains(&note) {
-                            notes.push(note);
-                        }
-                        continue;
-                    }
-                    if mandatory(o) {
-                        continue; // S-Mand
-                    }
-                    Factor::Option(option.name.clone())
-                } else {
-                    Factor::Equals(option.name.clone(), option.numeric_value(value))
-                };
-                if !factors.contains(&factor) {
-                    factors.push(factor); // S-Ref
-                }
-            }
+            let mut factors =
+                context_factors(valid, feature_of, path, &run.configuration, &mut notes);
             if let Some(m) = &member_of_run[r]
                 && !factors.contains(m)
             {

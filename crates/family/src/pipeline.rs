@@ -55,6 +55,16 @@ impl Analysed {
     pub fn program(&self) -> &ir::Program {
         &self.built.translation.program
     }
+
+    /// The feature map by function name.
+    pub fn feature_names(&self) -> BTreeMap<String, OptionId> {
+        let program = self.program();
+        self.features
+            .by_function
+            .iter()
+            .map(|(f, o)| (program.func(*f).name.clone(), *o))
+            .collect()
+    }
 }
 
 /// Stage 1: build and analyse the program. The analysis reads it specialised to its fixed
@@ -593,18 +603,21 @@ pub fn build_model(
     spec: &SystemSpec,
     analysed: &Analysed,
     runs: &[RunTimes],
+    corrections: &BTreeMap<String, Vec<model::Term>>,
     unmeasured: Option<Unmeasured>,
     clocks: &instrumented::RegionClocks,
 ) -> Result<(ModelFile, Vec<String>), Error> {
     let valid = ValidConfigurations::new(&spec.space)?;
     let program = analysed.program();
-    let feature_of: BTreeMap<String, OptionId> = analysed
-        .features
-        .by_function
-        .iter()
-        .map(|(f, o)| (program.func(*f).name.clone(), *o))
-        .collect();
-    let built = crate::model::build(&valid, &feature_of, runs);
+    let mut built = crate::model::build(&valid, &analysed.feature_names(), runs);
+    for (function, terms) in corrections {
+        let own = built.functions.remove(function).unwrap_or_default();
+        let correction = model::InfluenceModel::from_terms(terms.iter().cloned());
+        built.functions.insert(
+            function.clone(),
+            model::InfluenceModel::sum([&own, &correction]),
+        );
+    }
     let mut regions = vec![Region {
         id: instrumented::BASE.into(),
         location: None,

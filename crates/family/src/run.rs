@@ -9,6 +9,12 @@ use measure::campaign::CampaignReport;
 use serde::Serialize;
 use space::ValidConfigurations;
 
+use std::collections::BTreeMap;
+
+use space::{Configuration, OptionId};
+
+use crate::dependence::{self, CostDependence, Tolerance};
+use crate::model::RunTimes;
 use crate::pipeline::{self, ProbeThresholds};
 use crate::{Error, MappedFunction, UnseenInfluence};
 
@@ -29,6 +35,10 @@ pub struct Options {
     /// Read the call trees by this clock (default: as the spec's metric resolves,
     /// `instrumented::region_clocks`).
     pub region_clock: Option<instrumented::RegionClock>,
+    /// The paper's model only: assume every calling context costs the same whatever options
+    /// ran before (§5.2), with no further runs to check it (default: check it and model the
+    /// contexts whose cost depends on options, [`crate::dependence`]).
+    pub constant_cost: bool,
 }
 
 impl Default for Options {
@@ -40,6 +50,7 @@ impl Default for Options {
             probe_min_entries: 1000,
             probe_min_ns: 100.0,
             region_clock: None,
+            constant_cost: false,
         }
     }
 }
@@ -78,12 +89,28 @@ pub struct Report {
     /// rule ConfigCrusher's region times are read by; trees without CPU times, e.g.
     /// `KNOBS_REGION_CPU_US=off`, by the wall clock, and `why` says so).
     pub call_tree_clock: Option<instrumented::RegionClocks>,
+    /// Beyond the paper's assumption that a context's cost does not depend on the options
+    /// (§5.2): the further runs and the contexts whose cost does; `None` with
+    /// [`Options::constant_cost`], or when every feature is mandatory.
+    pub cost_dependence: Option<CostDependence>,
     /// What failed runs of the variant simulator left unmeasured (`--allow-failed`), and the
     /// terms the model leaves out for it.
     pub unmeasured: Vec<instrumented::failed::Unmeasured>,
     #[serde(flatten)]
     pub output: Option<ModelOutput>,
     pub notes: Vec<String>,
+}
+
+impl Report {
+    /// Adds `note` unless the report has it already (the measuring stages run again for the
+    /// further runs of the constant-cost check).
+    fn note(&mut self, note: Option<String>) {
+        if let Some(note) = note
+            && !self.notes.contains(&note)
+        {
+            self.notes.push(note);
+        }
+    }
 }
 
 /// How far one run's contexts were corrected to the native program's time.
@@ -143,17 +170,47 @@ pub fn run(
         configurations.len()
     ));
     let store = session.store()?;
-    let (runs, succeeded, unmeasured, clocks) = measure(
-        &store,
+    let fewest = (!options.constant_cost)
+        .then(|| dependence::fewest_features(&valid, &configurations[0]))
+        .flatten()
+        .filter(|f| !configurations.contains(f));
+    let mut measured: Vec<Configuration> = configurations.clone();
+    measured.extend(fewest.clone());
+    let simulator = Simulator {
+        store: &store,
         session,
-        (&binary, &variant),
+        binary: &binary,
+        variant: &variant,
         names,
-        &configurations,
-        options.region_clock,
-        &mut report,
-        reporter,
-    )?;
-    let (mut file, notes) = pipeline::build_model(spec, &analysed, &runs, unmeasured, &clocks)?;
+        region_clock: options.region_clock,
+    };
+    let (mut runs, mut succeeded, unmeasured, mut clocks) =
+        measure(&simulator, &measured, &mut report, reporter)?;
+    let mut corrections = BTreeMap::new();
+    if let Some(fewest) = fewest {
+        let feature_of = analysed.feature_names();
+        let checked = check_constant_cost(
+            &simulator,
+            (&valid, &feature_of),
+            (&configurations[0], &fewest),
+            (&mut runs, &mut succeeded, &mut clocks),
+            &mut report,
+            reporter,
+        )?;
+        if let Some(dependence) = checked {
+            corrections = dependence::correction_terms(
+                &valid,
+                &feature_of,
+                &configurations[0],
+                &dependence.contexts,
+            );
+            report.notes.extend(dependence_notes(&dependence));
+            report.cost_dependence = Some(dependence);
+        }
+    }
+    runs.retain(|r| configurations.contains(&r.configuration));
+    let (mut file, notes) =
+        pipeline::build_model(spec, &analysed, &runs, &corrections, unmeasured, &clocks)?;
     report.notes.extend(notes);
     report.unmeasured = instrumented::failed::recorded(&file);
     report.call_tree_clock = Some(clocks);
@@ -194,23 +251,151 @@ fn new_report(
         native_measurement: None,
         overhead_correction: Vec::new(),
         call_tree_clock: None,
+        cost_dependence: None,
         unmeasured: Vec::new(),
         output: None,
         notes: analysed.notes.clone(),
     }
 }
 
+/// The instrumented variant simulator and where its runs go.
+struct Simulator<'a> {
+    store: &'a measure::store::Store,
+    session: &'a Session,
+    binary: &'a std::path::Path,
+    variant: &'a str,
+    /// The instrumented functions, in probe order.
+    names: Vec<String>,
+    region_clock: Option<instrumented::RegionClock>,
+}
+
+/// Beyond the constant-cost assumption (§5.2): the first run against the run with the
+/// fewest features (measured with the others); where a context's cost differs, one further
+/// run per option that differs, with only it deselected, and the contexts whose cost
+/// depends on options from them. `runs`, `succeeded` and `clocks` then cover the further
+/// runs too. `None` when no context's cost differs.
+#[allow(clippy::type_complexity)]
+fn check_constant_cost(
+    simulator: &Simulator,
+    (valid, feature_of): (&ValidConfigurations, &BTreeMap<String, OptionId>),
+    (first, fewest): (&Configuration, &Configuration),
+    (runs, succeeded, clocks): (
+        &mut Vec<RunTimes>,
+        &mut Vec<Configuration>,
+        &mut instrumented::RegionClocks,
+    ),
+    report: &mut Report,
+    reporter: &mut dyn Reporter,
+) -> Result<Option<CostDependence>, Error> {
+    let spec = &simulator.session.spec;
+    let tolerance = match instrumented::counting::counts_instructions(spec) {
+        true => Tolerance::COUNTED,
+        false => Tolerance::TIMED,
+    };
+    let run_of =
+        |runs: &[RunTimes], c: &Configuration| runs.iter().find(|r| r.configuration == *c).cloned();
+    let (Some(first_run), Some(fewest_run)) = (run_of(runs, first), run_of(runs, fewest)) else {
+        return Ok(None); // a failed run (--allow-failed): nothing to compare
+    };
+    let mut further = vec![spec.space.format_configuration(fewest)];
+    if dependence::differing(feature_of, &first_run, &fewest_run, tolerance).is_empty() {
+        return Ok(None);
+    }
+    let flips: Vec<(OptionId, Configuration)> = dependence::candidate_options(valid, first, fewest)
+        .into_iter()
+        .filter_map(|o| Some((o, dependence::deselected(valid, first, o)?)))
+        .collect();
+    let mut all: Vec<Configuration> = succeeded.clone();
+    for (_, c) in &flips {
+        if !all.contains(c) {
+            all.push(c.clone());
+            further.push(spec.space.format_configuration(c));
+        }
+    }
+    reporter.note(&format!(
+        "checking the constant-cost assumption (§5.2): {} run(s) with one option deselected",
+        flips.len()
+    ));
+    let (new_runs, new_succeeded, _, new_clocks) = measure(simulator, &all, report, reporter)?;
+    (*runs, *succeeded, *clocks) = (new_runs, new_succeeded, new_clocks);
+    let flipped: Vec<(OptionId, RunTimes)> = flips
+        .iter()
+        .filter_map(|(o, c)| Some((*o, run_of(runs, c)?)))
+        .collect();
+    let contexts = dependence::dependent_contexts(
+        valid,
+        feature_of,
+        &first_run,
+        &fewest_run,
+        &flipped,
+        tolerance,
+    );
+    let total = dependence::costs(&first_run).1;
+    Ok((!contexts.is_empty()).then(|| CostDependence::new(further, contexts, total)))
+}
+
+/// What the check of the constant-cost assumption found, for the notes.
+fn dependence_notes(dependence: &CostDependence) -> Vec<String> {
+    const SHOWN: usize = 5;
+    let mut functions = dependence.functions.clone();
+    if functions.len() > SHOWN {
+        let more = functions.len() - SHOWN;
+        functions.truncate(SHOWN);
+        functions.push(format!("{more} more"));
+    }
+    let noticeable = dependence.contexts.len() - dependence.minor;
+    let mut notes = vec![match noticeable {
+        0 => format!(
+            "the paper's assumption that a function costs the same whatever options ran \
+             before (§5.2) fails by less than {} % of the run in {} calling contexts; the \
+             model takes each one's cost per option from the runs with it deselected \
+             (`cost_dependence`)",
+            dependence::NOTICEABLE * 100.0,
+            dependence.minor
+        ),
+        _ => format!(
+            "the paper's assumption that a function costs the same whatever options ran \
+             before (§5.2) fails in {noticeable} calling contexts, of {} (options: {}), and \
+             by less than {} % of the run in {} more; the model takes each one's cost per \
+             option from the runs with it deselected (`cost_dependence`)",
+            functions.join(", "),
+            dependence.options.join(", "),
+            dependence::NOTICEABLE * 100.0,
+            dependence.minor
+        ),
+    }];
+    let interacting: Vec<&str> = dependence
+        .contexts
+        .iter()
+        .filter(|c| {
+            let d = (c.fewest_measured - c.fewest_predicted).abs();
+            d > 1e-6 * c.fewest_measured.abs().max(c.first.abs()).max(1.0)
+        })
+        .map(|c| c.context.as_str())
+        .collect();
+    if !interacting.is_empty() {
+        notes.push(format!(
+            "{} of them cost differently with the fewest features than their per-option changes \
+             add up to (options acting on them together, not modelled): {}",
+            interacting.len(),
+            interacting
+                .iter()
+                .take(SHOWN)
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    notes
+}
+
 /// The measuring stages: the variant simulator's runs, the native program's, and each
 /// successful run's contexts fitted to its native time; the configurations that succeeded,
 /// what the failed ones left unmeasured, and the clock the call trees are read by.
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+#[allow(clippy::type_complexity)]
 fn measure(
-    store: &measure::store::Store,
-    session: &Session,
-    (binary, variant): (&std::path::Path, &str),
-    names: Vec<String>,
+    simulator: &Simulator,
     configurations: &[space::Configuration],
-    region_clock: Option<instrumented::RegionClock>,
     report: &mut Report,
     reporter: &mut dyn Reporter,
 ) -> Result<
@@ -222,6 +407,14 @@ fn measure(
     ),
     Error,
 > {
+    let Simulator {
+        store,
+        session,
+        binary,
+        variant,
+        region_clock,
+        ..
+    } = *simulator;
     let (spec, settings, workload) = (&session.spec, &session.settings, session.workload());
     let (measured, failed) = pipeline::measure_simulator(
         store,
@@ -229,17 +422,17 @@ fn measure(
         spec,
         workload,
         (binary, variant),
-        names,
+        simulator.names.clone(),
         configurations,
         reporter,
     )?;
-    report.notes.extend(failed);
+    report.note(failed);
     let (succeeded, unmeasured) = pipeline::successful_runs(spec, configurations, &measured)?;
     report.measurement = Some(measured);
 
     let (native, why_not) =
         pipeline::measure_native(store, settings, spec, workload, &succeeded, reporter)?;
-    report.notes.extend(why_not);
+    report.note(why_not);
     // The clock the call trees are read by, as ConfigCrusher's region times (the runtime
     // records both); the native times, the time outside the trees and the model by it.
     let clocks = instrumented::region_clocks(store, spec, workload, variant, region_clock)?;
@@ -247,7 +440,7 @@ fn measure(
     let native_times = match &native {
         Some(native) => {
             let (times, note) = pipeline::native_times(store, spec, workload, &clocks, native)?;
-            report.notes.extend(note);
+            report.note(note);
             times
         }
         None => Default::default(),
