@@ -25,7 +25,11 @@ pub struct DependentContext {
     /// The functions from the outermost instrumented one down, `main>compress>find_matches`.
     pub context: String,
     pub function: String,
-    /// Its cost in the first run (every feature selected), 0 where it did not run there.
+    /// The run it was found in (every feature selected, one of the variant simulator's),
+    /// and that run's total.
+    pub run: String,
+    pub run_total: f64,
+    /// Its cost in that run, 0 where it did not run there.
     pub first: f64,
     /// The options whose deselection changes its cost, and by how much (cost with the option
     /// deselected less cost in the first run).
@@ -45,7 +49,7 @@ pub struct CostDependence {
     /// The calling contexts whose cost depends on options, the largest change first.
     pub contexts: Vec<DependentContext>,
     /// The functions and options that break the assumption noticeably (a change of at least
-    /// [`NOTICEABLE`] of the first run's total), the largest change first.
+    /// [`NOTICEABLE`] of its run's total), the largest change first.
     pub functions: Vec<String>,
     pub options: Vec<String>,
     /// Contexts with smaller changes (modelled all the same).
@@ -56,24 +60,13 @@ pub struct CostDependence {
 pub const NOTICEABLE: f64 = 0.01;
 
 impl CostDependence {
-    /// The report of `contexts`, sorted, with the functions and options they name; `total`
-    /// is the first run's.
-    pub fn new(
-        configurations: Vec<String>,
-        mut contexts: Vec<DependentContext>,
-        total: f64,
-    ) -> Self {
-        contexts.sort_by(|a, b| b.largest_change().total_cmp(&a.largest_change()));
+    /// The report of `contexts`, sorted, with the functions and options they name.
+    pub fn new(configurations: Vec<String>, mut contexts: Vec<DependentContext>) -> Self {
+        contexts.sort_by(|a, b| b.share().total_cmp(&a.share()));
         let mut functions: Vec<String> = Vec::new();
         let mut options: Vec<(String, f64)> = Vec::new();
-        let minor = contexts
-            .iter()
-            .filter(|c| c.largest_change() < NOTICEABLE * total)
-            .count();
-        for c in contexts
-            .iter()
-            .filter(|c| c.largest_change() >= NOTICEABLE * total)
-        {
+        let minor = contexts.iter().filter(|c| c.share() < NOTICEABLE).count();
+        for c in contexts.iter().filter(|c| c.share() >= NOTICEABLE) {
             if !functions.contains(&c.function) {
                 functions.push(c.function.clone());
             }
@@ -96,6 +89,14 @@ impl CostDependence {
 }
 
 impl DependentContext {
+    /// [`DependentContext::largest_change`] as a share of its run's total.
+    pub fn share(&self) -> f64 {
+        match self.run_total > 0.0 {
+            true => self.largest_change() / self.run_total,
+            false => 0.0,
+        }
+    }
+
     /// The largest change one option makes, or the difference in the run with the fewest
     /// features.
     pub fn largest_change(&self) -> f64 {
@@ -308,6 +309,8 @@ pub fn dependent_contexts(
         out.push(DependentContext {
             function: context.rsplit('>').next().unwrap_or_default().to_string(),
             context,
+            run: space.format_configuration(&first.configuration),
+            run_total: total,
             first: a,
             changes,
             fewest_measured,
@@ -345,6 +348,44 @@ pub fn correction_terms(
         }
     }
     out
+}
+
+/// The factors of the alternatives `other` chooses apart from `first`: its members of
+/// alternative groups and its values of numeric options where they differ.
+pub fn chosen_apart(
+    valid: &ValidConfigurations,
+    first: &Configuration,
+    other: &Configuration,
+) -> Vec<Factor> {
+    let space = valid.space();
+    chosen_literals(valid, other)
+        .into_iter()
+        .filter(|(o, v)| first.0[o.index()] != *v)
+        .filter_map(|(o, v)| {
+            let option = space.option(o);
+            match option.is_binary() {
+                true => (v == 1).then(|| Factor::Option(option.name.clone())),
+                false => Some(Factor::Equals(option.name.clone(), option.numeric_value(v))),
+            }
+        })
+        .collect()
+}
+
+/// Adds `terms`, each times `factors` and `sign`, to `into`.
+pub fn add_terms(
+    into: &mut BTreeMap<String, Vec<Term>>,
+    terms: &BTreeMap<String, Vec<Term>>,
+    factors: &[Factor],
+    sign: f64,
+) {
+    for (function, list) in terms {
+        let out = into.entry(function.clone()).or_default();
+        for t in list {
+            let mut with = t.options.clone();
+            with.extend(factors.iter().cloned());
+            out.push(Term::from_factors(with, sign * t.value));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -661,8 +661,12 @@ fn location(program: &ir::Program, function: &str) -> Option<SourceSpan> {
 
 /// The variant simulator's configurations: every feature selected, and the members of each
 /// set of mutually exclusive alternatives (alternative groups, numeric options' values)
-/// spread over as few runs as the largest set needs (§3.3), each run otherwise selecting as
-/// much as the constraints allow; a member no such run takes gets a run of its own.
+/// varied one set at a time (§3.3): a first run with the first member of every set the
+/// constraints allow, then per set one run per other member with the first run's choices
+/// of the other sets, so each run's difference from the first is one member's (varying the
+/// sets together would leave the model unable to tell the sets' effects apart). Each run
+/// otherwise selects as much as the constraints allow; a member no such run takes gets a
+/// run of its own.
 pub fn variant_simulator_runs(valid: &ValidConfigurations) -> Vec<Configuration> {
     let space = valid.space();
     let mut choices: Vec<Vec<Literal>> = Vec::new();
@@ -680,7 +684,6 @@ pub fn variant_simulator_runs(valid: &ValidConfigurations) -> Vec<Configuration>
             );
         }
     }
-    let largest = choices.iter().map(Vec::len).max().unwrap_or(1).max(1);
     let fullest = |literals: &[Literal]| {
         let mut bdd = valid.bdd().clone();
         for l in literals {
@@ -688,19 +691,49 @@ pub fn variant_simulator_runs(valid: &ValidConfigurations) -> Vec<Configuration>
         }
         valid.extreme_in(&bdd, true)
     };
-    let mut runs: Vec<Configuration> = Vec::new();
-    for i in 0..largest {
-        let mut literals: Vec<Literal> = Vec::new();
-        for c in &choices {
-            literals.push(c[i % c.len()]);
-            if !valid.allows(&literals) {
+    // Adds to `literals` each set's first member in `order` the constraints allow.
+    let complete = |literals: &mut Vec<Literal>,
+                    skip: Option<usize>,
+                    order: &dyn Fn(usize) -> Vec<Literal>| {
+        for k in (0..choices.len()).filter(|k| Some(*k) != skip) {
+            for l in order(k) {
+                literals.push(l);
+                if valid.allows(literals) {
+                    break;
+                }
                 literals.pop();
             }
         }
-        if let Some(c) = fullest(&literals)
-            && !runs.contains(&c)
-        {
-            runs.push(c);
+    };
+    let mut first: Vec<Literal> = Vec::new();
+    complete(&mut first, None, &|k| choices[k].clone());
+    let Some(first_run) = fullest(&first) else {
+        return Vec::new();
+    };
+    let mut runs: Vec<Configuration> = vec![first_run.clone()];
+    // The first run's choice of set `k` first, then its other members.
+    let first_choice = |k: usize| -> Vec<Literal> {
+        let mut order: Vec<Literal> = choices[k]
+            .iter()
+            .copied()
+            .filter(|l| first_run.0[l.0.index()] == l.1)
+            .collect();
+        order.extend(choices[k].iter().copied());
+        order
+    };
+    for (k, set) in choices.iter().enumerate() {
+        for l in set {
+            if first_run.0[l.0.index()] == l.1 {
+                continue;
+            }
+            let mut literals = vec![*l];
+            complete(&mut literals, Some(k), &first_choice);
+            if valid.allows(&literals)
+                && let Some(c) = fullest(&literals)
+                && !runs.contains(&c)
+            {
+                runs.push(c);
+            }
         }
     }
     for l in choices.iter().flatten() {

@@ -13,6 +13,8 @@ use std::collections::BTreeMap;
 
 use space::{Configuration, OptionId};
 
+use model::Term;
+
 use crate::dependence::{self, CostDependence, Tolerance};
 use crate::model::RunTimes;
 use crate::pipeline::{self, ProbeThresholds};
@@ -170,12 +172,22 @@ pub fn run(
         configurations.len()
     ));
     let store = session.store()?;
-    let fewest = (!options.constant_cost)
-        .then(|| dependence::fewest_features(&valid, &configurations[0]))
-        .flatten()
-        .filter(|f| !configurations.contains(f));
+    // Per run, the run with the fewest features beside it (the constant-cost check).
+    let fewest: Vec<Option<Configuration>> = configurations
+        .iter()
+        .map(|c| {
+            (!options.constant_cost)
+                .then(|| dependence::fewest_features(&valid, c))
+                .flatten()
+                .filter(|f| !configurations.contains(f))
+        })
+        .collect();
     let mut measured: Vec<Configuration> = configurations.clone();
-    measured.extend(fewest.clone());
+    for f in fewest.iter().flatten() {
+        if !measured.contains(f) {
+            measured.push(f.clone());
+        }
+    }
     let simulator = Simulator {
         store: &store,
         session,
@@ -184,26 +196,27 @@ pub fn run(
         names,
         region_clock: options.region_clock,
     };
-    let (mut runs, mut succeeded, unmeasured, mut clocks) =
+    let (mut runs, mut succeeded, mut clocks) =
         measure(&simulator, &measured, &mut report, reporter)?;
+    // What failed runs leave unmeasured is the variant simulator's: the check's runs with
+    // the same alternatives do not measure the terms the model takes from its runs.
+    let (_, unmeasured) = match &report.measurement {
+        Some(m) => pipeline::successful_runs(spec, &configurations, m)?,
+        None => (Vec::new(), None),
+    };
     let mut corrections = BTreeMap::new();
-    if let Some(fewest) = fewest {
+    if fewest.iter().any(Option::is_some) {
         let feature_of = analysed.feature_names();
         let checked = check_constant_cost(
             &simulator,
             (&valid, &feature_of),
-            (&configurations[0], &fewest),
+            (&configurations, &fewest),
             (&mut runs, &mut succeeded, &mut clocks),
             &mut report,
             reporter,
         )?;
-        if let Some(dependence) = checked {
-            corrections = dependence::correction_terms(
-                &valid,
-                &feature_of,
-                &configurations[0],
-                &dependence.contexts,
-            );
+        if let Some((dependence, terms)) = checked {
+            corrections = terms;
             report.notes.extend(dependence_notes(&dependence));
             report.cost_dependence = Some(dependence);
         }
@@ -269,16 +282,19 @@ struct Simulator<'a> {
     region_clock: Option<instrumented::RegionClock>,
 }
 
-/// Beyond the constant-cost assumption (§5.2): the first run against the run with the
-/// fewest features (measured with the others); where a context's cost differs, one further
-/// run per option that differs, with only it deselected, and the contexts whose cost
-/// depends on options from them. `runs`, `succeeded` and `clocks` then cover the further
-/// runs too. `None` when no context's cost differs.
+/// Beyond the constant-cost assumption (§5.2): each of the variant simulator's runs
+/// (`paper`) against the run with the fewest features beside it (`fewest`, measured with
+/// them); where a context's cost differs, one further run per option that differs, with only
+/// it deselected, and the contexts whose cost depends on options from them, with the terms
+/// that model them per function. The first run's terms hold for every configuration, and
+/// another run's (it chooses other alternatives) replace them where its alternatives are
+/// chosen. `runs`, `succeeded` and `clocks` then cover the further runs too. `None` when no
+/// context's cost differs.
 #[allow(clippy::type_complexity)]
 fn check_constant_cost(
     simulator: &Simulator,
     (valid, feature_of): (&ValidConfigurations, &BTreeMap<String, OptionId>),
-    (first, fewest): (&Configuration, &Configuration),
+    (paper, fewest): (&[Configuration], &[Option<Configuration>]),
     (runs, succeeded, clocks): (
         &mut Vec<RunTimes>,
         &mut Vec<Configuration>,
@@ -286,7 +302,7 @@ fn check_constant_cost(
     ),
     report: &mut Report,
     reporter: &mut dyn Reporter,
-) -> Result<Option<CostDependence>, Error> {
+) -> Result<Option<(CostDependence, BTreeMap<String, Vec<Term>>)>, Error> {
     let spec = &simulator.session.spec;
     let tolerance = match instrumented::counting::counts_instructions(spec) {
         true => Tolerance::COUNTED,
@@ -294,44 +310,71 @@ fn check_constant_cost(
     };
     let run_of =
         |runs: &[RunTimes], c: &Configuration| runs.iter().find(|r| r.configuration == *c).cloned();
-    let (Some(first_run), Some(fewest_run)) = (run_of(runs, first), run_of(runs, fewest)) else {
-        return Ok(None); // a failed run (--allow-failed): nothing to compare
-    };
-    let mut further = vec![spec.space.format_configuration(fewest)];
-    if dependence::differing(feature_of, &first_run, &fewest_run, tolerance).is_empty() {
+    let mut further: Vec<Configuration> = Vec::new();
+    let mut plans = Vec::new();
+    for (p, (c, f)) in paper.iter().zip(fewest).enumerate() {
+        let Some(f) = f else { continue };
+        if !further.contains(f) {
+            further.push(f.clone());
+        }
+        // A failed run (--allow-failed) leaves nothing to compare.
+        let (Some(with), Some(without)) = (run_of(runs, c), run_of(runs, f)) else {
+            continue;
+        };
+        if dependence::differing(feature_of, &with, &without, tolerance).is_empty() {
+            continue;
+        }
+        let flips: Vec<(OptionId, Configuration)> = dependence::candidate_options(valid, c, f)
+            .into_iter()
+            .filter_map(|o| Some((o, dependence::deselected(valid, c, o)?)))
+            .collect();
+        plans.push((p, with, without, flips));
+    }
+    if plans.is_empty() {
         return Ok(None);
     }
-    let flips: Vec<(OptionId, Configuration)> = dependence::candidate_options(valid, first, fewest)
-        .into_iter()
-        .filter_map(|o| Some((o, dependence::deselected(valid, first, o)?)))
-        .collect();
     let mut all: Vec<Configuration> = succeeded.clone();
-    for (_, c) in &flips {
-        if !all.contains(c) {
-            all.push(c.clone());
-            further.push(spec.space.format_configuration(c));
+    for (_, _, _, flips) in &plans {
+        for (_, c) in flips {
+            if !all.contains(c) {
+                all.push(c.clone());
+                further.push(c.clone());
+            }
         }
     }
     reporter.note(&format!(
         "checking the constant-cost assumption (§5.2): {} run(s) with one option deselected",
-        flips.len()
+        all.len() - succeeded.len()
     ));
-    let (new_runs, new_succeeded, _, new_clocks) = measure(simulator, &all, report, reporter)?;
+    let (new_runs, new_succeeded, new_clocks) = measure(simulator, &all, report, reporter)?;
     (*runs, *succeeded, *clocks) = (new_runs, new_succeeded, new_clocks);
-    let flipped: Vec<(OptionId, RunTimes)> = flips
+    let mut contexts = Vec::new();
+    let mut terms: BTreeMap<String, Vec<Term>> = BTreeMap::new();
+    let mut first_terms: BTreeMap<String, Vec<Term>> = BTreeMap::new();
+    for (p, with, without, flips) in plans {
+        let flipped: Vec<(OptionId, RunTimes)> = flips
+            .iter()
+            .filter_map(|(o, c)| Some((*o, run_of(runs, c)?)))
+            .collect();
+        let found =
+            dependence::dependent_contexts(valid, feature_of, &with, &without, &flipped, tolerance);
+        let found_terms = dependence::correction_terms(valid, feature_of, &paper[p], &found);
+        if p == 0 {
+            dependence::add_terms(&mut terms, &found_terms, &[], 1.0);
+            first_terms = found_terms;
+        } else {
+            // Where this run's alternatives are chosen, its terms instead of the first's.
+            let chosen = dependence::chosen_apart(valid, &paper[0], &paper[p]);
+            dependence::add_terms(&mut terms, &found_terms, &chosen, 1.0);
+            dependence::add_terms(&mut terms, &first_terms, &chosen, -1.0);
+        }
+        contexts.extend(found);
+    }
+    let further = further
         .iter()
-        .filter_map(|(o, c)| Some((*o, run_of(runs, c)?)))
+        .map(|c| spec.space.format_configuration(c))
         .collect();
-    let contexts = dependence::dependent_contexts(
-        valid,
-        feature_of,
-        &first_run,
-        &fewest_run,
-        &flipped,
-        tolerance,
-    );
-    let total = dependence::costs(&first_run).1;
-    Ok((!contexts.is_empty()).then(|| CostDependence::new(further, contexts, total)))
+    Ok((!contexts.is_empty()).then(|| (CostDependence::new(further, contexts), terms)))
 }
 
 /// What the check of the constant-cost assumption found, for the notes.
@@ -390,8 +433,8 @@ fn dependence_notes(dependence: &CostDependence) -> Vec<String> {
 }
 
 /// The measuring stages: the variant simulator's runs, the native program's, and each
-/// successful run's contexts fitted to its native time; the configurations that succeeded,
-/// what the failed ones left unmeasured, and the clock the call trees are read by.
+/// successful run's contexts fitted to its native time; the configurations that succeeded
+/// and the clock the call trees are read by.
 #[allow(clippy::type_complexity)]
 fn measure(
     simulator: &Simulator,
@@ -402,7 +445,6 @@ fn measure(
     (
         Vec<crate::model::RunTimes>,
         Vec<space::Configuration>,
-        Option<instrumented::failed::Unmeasured>,
         instrumented::RegionClocks,
     ),
     Error,
@@ -427,7 +469,7 @@ fn measure(
         reporter,
     )?;
     report.note(failed);
-    let (succeeded, unmeasured) = pipeline::successful_runs(spec, configurations, &measured)?;
+    let (succeeded, _) = pipeline::successful_runs(spec, configurations, &measured)?;
     report.measurement = Some(measured);
 
     let (native, why_not) =
@@ -456,7 +498,7 @@ fn measure(
         &native_times,
     )?;
     report.overhead_correction = fits;
-    Ok((runs, succeeded, unmeasured, clocks))
+    Ok((runs, succeeded, clocks))
 }
 
 #[cfg(test)]
@@ -464,8 +506,8 @@ mod tests {
     use crate::pipeline::variant_simulator_runs;
     use space::{ConfigSpace, Configuration, GroupKind, ValidConfigurations};
 
-    /// One run for binary options; alternatives and numeric values spread over as many runs
-    /// as the largest set has members, every member in some run, constraints kept.
+    /// One run for binary options; alternatives and numeric values one set at a time, every
+    /// member in some run, constraints kept.
     #[test]
     fn runs_cover_every_alternative_with_every_feature_selected() {
         let mut s = ConfigSpace::new("t");
@@ -486,7 +528,23 @@ mod tests {
         s.add_constraint("raw => !A", "test").unwrap();
         let valid = ValidConfigurations::new(&s).unwrap();
         let runs = variant_simulator_runs(&valid);
-        assert_eq!(runs.len(), 3, "{runs:?}");
+        // The first, two more codecs, the other level: one set varied at a time.
+        assert_eq!(runs.len(), 4, "{runs:?}");
+        for r in &runs[1..] {
+            let differing = ["zip", "lz", "raw", "level"]
+                .iter()
+                .filter(|n| {
+                    let o = s.find(n).unwrap().index();
+                    r.0[o] != runs[0].0[o]
+                })
+                .count();
+            // A codec replaces another (two members differ), or the level does.
+            assert!(
+                differing == 2 || differing == 1,
+                "{r:?} against {:?}",
+                runs[0]
+            );
+        }
         for r in &runs {
             assert!(valid.is_valid(r));
         }
