@@ -216,7 +216,11 @@ pub fn build(
                 }
             })
             .collect();
-        if one_set_each.is_none() {
+        if one_set_each.is_some() {
+            notes.push(format!(
+                "the runs vary {varied} sets of alternatives one at a time: each set's effect is added to the others', and how the sets interact (one set's member changing another's effect) is not measured"
+            ));
+        } else {
             notes.push(format!(
                 "the runs vary {varied} sets of alternatives together: time outside the alternatives' own functions is averaged over the runs, not told apart by alternative"
             ));
@@ -486,7 +490,8 @@ mod tests {
             &BTreeMap::new(),
             &[run(fast, 0), run(best, 0), run(fast, 1)],
         );
-        assert!(m.notes.is_empty(), "{:?}", m.notes);
+        assert_eq!(m.notes.len(), 1, "{:?}", m.notes);
+        assert!(m.notes[0].contains("one at a time"), "{:?}", m.notes);
         let mut parts = vec![&m.base];
         parts.extend(m.functions.values());
         let global = InfluenceModel::sum(parts);
