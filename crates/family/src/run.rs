@@ -92,8 +92,9 @@ pub struct Report {
     /// `KNOBS_REGION_CPU_US=off`, by the wall clock, and `why` says so).
     pub call_tree_clock: Option<instrumented::RegionClocks>,
     /// Beyond the paper's assumption that a context's cost does not depend on the options
-    /// (§5.2): the further runs and the contexts whose cost does; `None` with
-    /// [`Options::constant_cost`], or when every feature is mandatory.
+    /// (§5.2): the further runs and the contexts whose cost does (none when the check found
+    /// none); `None` with [`Options::constant_cost`], or when there was nothing to check
+    /// (every feature mandatory, or a failed run).
     pub cost_dependence: Option<CostDependence>,
     /// What failed runs of the variant simulator left unmeasured (`--allow-failed`), and the
     /// terms the model leaves out for it.
@@ -288,8 +289,8 @@ struct Simulator<'a> {
 /// it deselected, and the contexts whose cost depends on options from them, with the terms
 /// that model them per function. The first run's terms hold for every configuration, and
 /// another run's (it chooses other alternatives) replace them where its alternatives are
-/// chosen. `runs`, `succeeded` and `clocks` then cover the further runs too. `None` when no
-/// context's cost differs.
+/// chosen. `runs`, `succeeded` and `clocks` then cover the further runs too. `None` when
+/// there was nothing to check (no further run, or a failed one).
 #[allow(clippy::type_complexity)]
 fn check_constant_cost(
     simulator: &Simulator,
@@ -330,8 +331,19 @@ fn check_constant_cost(
             .collect();
         plans.push((p, with, without, flips));
     }
+    let shown = |runs: &[Configuration]| -> Vec<String> {
+        runs.iter()
+            .map(|c| spec.space.format_configuration(c))
+            .collect()
+    };
     if plans.is_empty() {
-        return Ok(None);
+        // Checked: no context's cost differs.
+        return Ok((!further.is_empty()).then(|| {
+            (
+                CostDependence::new(shown(&further), Vec::new()),
+                BTreeMap::new(),
+            )
+        }));
     }
     let mut all: Vec<Configuration> = succeeded.clone();
     for (_, _, _, flips) in &plans {
@@ -370,16 +382,18 @@ fn check_constant_cost(
         }
         contexts.extend(found);
     }
-    let further = further
-        .iter()
-        .map(|c| spec.space.format_configuration(c))
-        .collect();
-    Ok((!contexts.is_empty()).then(|| (CostDependence::new(further, contexts), terms)))
+    Ok(Some((
+        CostDependence::new(shown(&further), contexts),
+        terms,
+    )))
 }
 
 /// What the check of the constant-cost assumption found, for the notes.
 fn dependence_notes(dependence: &CostDependence) -> Vec<String> {
     const SHOWN: usize = 5;
+    if dependence.contexts.is_empty() {
+        return Vec::new();
+    }
     let mut functions = dependence.functions.clone();
     if functions.len() > SHOWN {
         let more = functions.len() - SHOWN;

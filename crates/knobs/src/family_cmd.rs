@@ -167,6 +167,13 @@ fn print_cost_dependence(report: &Report) {
     let Some(d) = &report.cost_dependence else {
         return;
     };
+    if d.contexts.is_empty() {
+        eprintln!(
+            "constant cost (§5.2) checked by {} further run(s): no calling context costs differently with options deselected",
+            d.configurations.len()
+        );
+        return;
+    }
     eprintln!(
         "constant cost (§5.2) checked by {} further run(s): {} calling contexts cost differently with options deselected",
         d.configurations.len(),
