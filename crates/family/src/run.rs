@@ -37,10 +37,12 @@ pub struct Options {
     /// Read the call trees by this clock (default: as the spec's metric resolves,
     /// `instrumented::region_clocks`).
     pub region_clock: Option<instrumented::RegionClock>,
-    /// The paper's model only: assume every calling context costs the same whatever options
-    /// ran before (§5.2), with no further runs to check it (default: check it and model the
-    /// contexts whose cost depends on options, [`crate::dependence`]).
-    pub constant_cost: bool,
+    /// Whether to check the paper's assumption that every calling context costs the same
+    /// whatever options ran before (§5.2) with further runs and model the contexts whose cost
+    /// depends on options ([`crate::dependence`]), or assume it (the paper's model alone).
+    /// `None`: check in counted instructions, assume in time, where one run per
+    /// configuration cannot tell a change of a context's cost from the machine's noise.
+    pub check_constant_cost: Option<bool>,
 }
 
 impl Default for Options {
@@ -52,7 +54,7 @@ impl Default for Options {
             probe_min_entries: 1000,
             probe_min_ns: 100.0,
             region_clock: None,
-            constant_cost: false,
+            check_constant_cost: None,
         }
     }
 }
@@ -93,7 +95,8 @@ pub struct Report {
     pub call_tree_clock: Option<instrumented::RegionClocks>,
     /// Beyond the paper's assumption that a context's cost does not depend on the options
     /// (§5.2): the further runs and the contexts whose cost does (none when the check found
-    /// none); `None` with [`Options::constant_cost`], or when there was nothing to check
+    /// none); `None` when not checked ([`Options::check_constant_cost`]) or when there was
+    /// nothing to check
     /// (every feature mandatory, or a failed run).
     pub cost_dependence: Option<CostDependence>,
     /// What failed runs of the variant simulator left unmeasured (`--allow-failed`), and the
@@ -174,10 +177,11 @@ pub fn run(
     ));
     let store = session.store()?;
     // Per run, the run with the fewest features beside it (the constant-cost check).
+    let check = options.check_constant_cost.unwrap_or(counting);
     let fewest: Vec<Option<Configuration>> = configurations
         .iter()
         .map(|c| {
-            (!options.constant_cost)
+            check
                 .then(|| dependence::fewest_features(&valid, c))
                 .flatten()
                 .filter(|f| !configurations.contains(f))

@@ -45,12 +45,22 @@ pub struct FamilyArgs {
     /// and the model. Default: failed runs are an error naming them.
     #[arg(long)]
     allow_failed: bool,
-    /// The paper's model only: assume a function costs the same whatever options ran before
-    /// (its §5.2), with no further runs. Default: a run with the fewest features checks it,
-    /// and where a calling context's cost differs, one run per option with only it
-    /// deselected models that context per option (listed as `depends on`).
-    #[arg(long)]
-    constant_cost: bool,
+    /// The paper's assumption that a function costs the same whatever options ran before
+    /// (its §5.2): `check` it with further runs (beside each run of the variant simulator, one
+    /// with the fewest features; where a calling context's cost differs, one per option with
+    /// only it deselected) and model the contexts that break it, listed as `depends on
+    /// options`; or `assume` it (the paper's model alone). `auto`: check in counted
+    /// instructions (`metric = "instructions"`), assume in time, where one run per
+    /// configuration cannot tell such a change from the machine's noise.
+    #[arg(long, value_enum, default_value = "auto")]
+    constant_cost: ConstantCostArg,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ConstantCostArg {
+    Auto,
+    Check,
+    Assume,
 }
 
 pub fn family(args: FamilyArgs) -> Result<Outcome> {
@@ -63,7 +73,11 @@ pub fn family(args: FamilyArgs) -> Result<Outcome> {
         probe_min_entries: args.probe_min_entries,
         probe_min_ns: args.probe_min_ns,
         region_clock: args.region_clock.forced(),
-        constant_cost: args.constant_cost,
+        check_constant_cost: match args.constant_cost {
+            ConstantCostArg::Auto => None,
+            ConstantCostArg::Check => Some(true),
+            ConstantCostArg::Assume => Some(false),
+        },
     };
     let report = family::run(&session, &options, &mut Progress::new())?;
     if args.session.json {

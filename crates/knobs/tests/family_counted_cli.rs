@@ -88,7 +88,10 @@ fn family(spec: &Path, extra: &[&str]) -> serde_json::Value {
 fn the_printer_drivers_counted_model_matches_the_counted_brute_force() {
     let (dir, spec) = example("family-printer");
     let paper = dir.path().join("paper.json");
-    let report = family(&spec, &["--constant-cost", "-o", paper.to_str().unwrap()]);
+    let report = family(
+        &spec,
+        &["--constant-cost", "assume", "-o", paper.to_str().unwrap()],
+    );
     assert_eq!(report["configurations"].as_array().unwrap().len(), 1);
     assert_eq!(
         report["call_tree_clock"]["clock"], "instructions",
@@ -134,7 +137,10 @@ fn a_cost_an_option_sets_before_the_function_runs_is_found_and_modelled() {
     assert_eq!(truth.len(), 8);
 
     let paper = dir.path().join("paper.json");
-    family(&spec, &["--constant-cost", "-o", paper.to_str().unwrap()]);
+    family(
+        &spec,
+        &["--constant-cost", "assume", "-o", paper.to_str().unwrap()],
+    );
     let (paper_mape, _) = errors(&spec, &paper, &truth);
     eprintln!("the paper's model: MAPE {paper_mape:.3} %");
     assert!(paper_mape > 20.0, "MAPE {paper_mape:.3} %");
