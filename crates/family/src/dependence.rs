@@ -2,11 +2,14 @@
 //! features ran before). A compressor's level sets how long its match finder searches later,
 //! in code no feature owns: one run with every feature selected sees one cost of it, and the
 //! paper's model charges it to every configuration. This module finds the calling contexts
-//! whose cost depends on options, from the first run and further runs chosen for it — the
-//! configuration with the fewest features selected ([`fewest_features`]), then, where a
-//! context's cost differs between the two, one run per option that differs, with only that
-//! option deselected ([`deselected`]) — and models each such context from them: its cost in
-//! the first run, plus per option the change deselecting it makes ([`correction_terms`]).
+//! whose cost depends on options, from each run of the variant simulator (every feature
+//! selected) and further runs chosen for it — the configuration with the same alternatives
+//! and the fewest features selected ([`fewest_features`]), then, where a context's cost
+//! differs between the two, one run per option that differs, with only that option
+//! deselected ([`deselected`]) — and models each such context from them: its cost in the
+//! run, plus per option the change deselecting it makes ([`correction_terms`]); another run's
+//! terms replace the first's where its alternatives are chosen ([`chosen_apart`],
+//! [`add_terms`]).
 //! Options acting on a context together (an interaction among them) are not modelled: the
 //! run with the fewest features shows it, and [`DependentContext::fewest_predicted`] says
 //! how far off the per-option terms are there.
