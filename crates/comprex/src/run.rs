@@ -210,7 +210,16 @@ pub fn run(
         return Ok(report);
     }
     let mut method_level = explore(spec, settings, analysis, options, &mut report, reporter)?;
-    if !options.all_probes {
+    let counted = instrumented::counting::counts_instructions(spec);
+    if counted && !options.all_probes {
+        // Calibration keeps probes from costing time; a count has no such cost to avoid.
+        report.notes.push(
+            "counted instructions: every method region gets a probe (a probe adds nothing to \
+             the count, so there is nothing to calibrate)"
+                .into(),
+        );
+    }
+    if !options.all_probes && !counted {
         report.probes = Some(probe(
             spec,
             settings,
@@ -284,6 +293,24 @@ fn profile(
         ));
     }
     measure::runner::kill_runs_on_interrupt();
+    if profiled.counted {
+        reporter.note(
+            "counted instructions: each probed method's self count of the program's IR \
+             instructions, the base the rest (docs/profiler.md, \"Counted instructions\")",
+        );
+        let workload = session.workload();
+        let measured = measure_profiled(
+            store,
+            session,
+            &profiled,
+            workload,
+            configurations,
+            reporter,
+        )?;
+        report.notes.extend(measured.1);
+        report.measurement = Some(measured.0);
+        return Ok((profiled, session.workload().clone()));
+    }
     let clock = pipeline::choose_profile_clock(
         store,
         spec,
@@ -300,22 +327,42 @@ fn profile(
         profiled.variant.push_str("+cpu");
     }
     report.profile_clock = Some(clock);
+    let (measured, notes) = measure_profiled(
+        store,
+        session,
+        &profiled,
+        &workload,
+        configurations,
+        reporter,
+    )?;
+    report.notes.extend(notes);
+    report.measurement = Some(measured);
+    Ok((profiled, workload))
+}
+
+/// The explored configurations measured with the profiled build, and the notes on its
+/// failed runs.
+fn measure_profiled(
+    store: &measure::store::Store,
+    session: &Session,
+    profiled: &pipeline::Profiled,
+    workload: &measure::Workload,
+    configurations: &[space::Configuration],
+    reporter: &mut dyn Reporter,
+) -> Result<(measure::campaign::CampaignReport, Option<String>), Error> {
+    let (spec, settings) = (&session.spec, &session.settings);
     let measured = pipeline::measure_configurations(
         store,
         settings,
         spec,
-        &workload,
-        &profiled,
+        workload,
+        profiled,
         configurations,
         &mut |event| reporter.measurement(event),
     )?;
     reporter.note(&measured.summary(spec.measure.max_cv));
-    report.notes.extend(instrumented::failed::check(
-        &measured,
-        settings.allow_failed,
-    )?);
-    report.measurement = Some(measured);
-    Ok((profiled, workload))
+    let notes = instrumented::failed::check(&measured, settings.allow_failed)?;
+    Ok((measured, notes))
 }
 
 /// The report before anything ran: the system, the workloads, the space's size.
@@ -471,6 +518,13 @@ fn correct_overhead(
     reporter: &mut dyn Reporter,
 ) -> Result<Option<pipeline::OverheadCorrection>, Error> {
     if options.overhead_correction == 0 {
+        return Ok(None);
+    }
+    if profiled.counted {
+        report.notes.push(
+            "no overhead correction: counted instructions, and the probes add none to any count"
+                .into(),
+        );
         return Ok(None);
     }
     let correction = pipeline::overhead_correction(
