@@ -36,6 +36,9 @@ pub struct Options {
     /// The profiler samples this clock (default: as the spec's metric resolves,
     /// [`pipeline::choose_profile_clock`]).
     pub profile_clock: Option<instrumented::RegionClock>,
+    /// A callee's cost partitioned by its callers' decisions too, or by its own only (the
+    /// paper's).
+    pub callee_partitions: pipeline::CalleePartitions,
 }
 
 impl Default for Options {
@@ -53,6 +56,7 @@ impl Default for Options {
             seed: 1,
             model_path: None,
             profile_clock: None,
+            callee_partitions: pipeline::CalleePartitions::Callers,
         }
     }
 }
@@ -77,6 +81,8 @@ pub struct Report {
     pub measurement: Option<measure::campaign::CampaignReport>,
     pub overhead_correction: Option<CorrectionReport>,
     pub trivial_terms: usize,
+    /// Per method region partitioned by its callers' decisions too, those callers.
+    pub callee_partitions: std::collections::BTreeMap<String, Vec<String>>,
     /// Regions whose partition may be incomplete (§V.D).
     pub suspects: Vec<Suspect>,
     /// The model file written, with the store and variant its measurements are in.
@@ -228,6 +234,16 @@ pub fn run(
             options,
             reporter,
         )?);
+    }
+    if options.callee_partitions == pipeline::CalleePartitions::Callers {
+        partition_by_callers(
+            spec,
+            analysis,
+            &mut method_level,
+            options,
+            &mut report,
+            reporter,
+        )?;
     }
     let configurations = &method_level.exploration.configurations;
     report.configurations = configurations
@@ -386,6 +402,7 @@ fn new_report(
         measurement: None,
         overhead_correction: None,
         trivial_terms: 0,
+        callee_partitions: Default::default(),
         suspects: Vec::new(),
         output: None,
         notes: Vec::new(),
@@ -459,6 +476,35 @@ fn explore(
     ));
     report.exploration = Some(exploration);
     Ok(explored)
+}
+
+/// Every method region's partition refined by its transitive callers' decisions, said in a
+/// line (the taint runs it needed, the regions that gained callers).
+fn partition_by_callers(
+    spec: &measure::SystemSpec,
+    analysis: &measure::Workload,
+    method_level: &mut pipeline::Explored,
+    options: &Options,
+    report: &mut Report,
+    reporter: &mut dyn Reporter,
+) -> Result<(), Error> {
+    let mut progress = TaintProgress::default();
+    let (runs, inherited) = pipeline::partition_by_callers(
+        spec,
+        analysis,
+        method_level,
+        options.max_runs,
+        &mut |_, _| progress.ran(reporter),
+    )
+    .map_err(|e| budget_error(e, options.max_runs))?;
+    reporter.note(&format!(
+        "callee partitions: {} of {} method regions also partitioned by their callers' \
+         decisions ({runs} more taint runs; --callee-partitions own for the paper's)",
+        inherited.len(),
+        method_level.exploration.regions(Granularity::Method).len()
+    ));
+    report.callee_partitions = inherited;
+    Ok(())
 }
 
 /// Probe selection, and the folding of unprobed methods into the partitions of the probed
