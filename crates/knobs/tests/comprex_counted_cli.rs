@@ -69,6 +69,62 @@ int main(int argc, char **argv) {
 }
 "#;
 
+/// Issue 45's helper program with a work loop for its sleep (`examples/comprex-callers` sleeps):
+/// `helper` works in proportion to the length it is given, called through a function pointer
+/// M chooses (25 or 45), under `if (S)` (10), and W's 1 or 4 times with a length H chooses (10
+/// or 30); X is a loop of main's own.
+const HELPER_C: &str = r#"#include <string.h>
+
+#define OPTION(name) __attribute__((used, annotate("knobs:option=" #name))) static int name
+OPTION(M);
+OPTION(S);
+OPTION(W);
+OPTION(H);
+OPTION(X);
+
+static volatile unsigned long sink;
+
+struct params {
+    int length;
+};
+static struct params small = {10}, large = {30};
+
+static void helper(int length) {
+    unsigned long acc = sink;
+    for (int i = 0; i < length * 1000; i++)
+        acc = acc * 2654435761u + (unsigned long)i;
+    sink = acc;
+}
+
+static void handle_short(void) { helper(25); }
+static void handle_long(void) { helper(45); }
+
+int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-M")) M = 1;
+        if (!strcmp(argv[i], "-S")) S = 1;
+        if (!strcmp(argv[i], "-W")) W = 1;
+        if (!strcmp(argv[i], "-H")) H = 1;
+        if (!strcmp(argv[i], "-X")) X = 1;
+    }
+    void (*handle)(void) = M ? handle_long : handle_short;
+    handle();
+    if (S)
+        helper(10);
+    struct params *p = H ? &large : &small;
+    int trips = W ? 4 : 1;
+    for (int t = 0; t < trips; t++)
+        helper(p->length);
+    if (X) {
+        unsigned long acc = sink;
+        for (int i = 0; i < 30000; i++)
+            acc = acc * 2654435761u + (unsigned long)i;
+        sink = acc;
+    }
+    return 0;
+}
+"#;
+
 /// A spec for a program `./NAME` built from `main.c`, its options given as `-OPTION`, measured
 /// in counted instructions.
 fn spec(name: &str, options: &[&str]) -> String {
@@ -188,6 +244,33 @@ fn comprex_in_counts_models_the_running_example_exactly() {
         assert!(
             terms.contains(&term.to_string()),
             "{term} missing: {terms:?}"
+        );
+    }
+}
+
+#[test]
+fn comprex_in_counts_charges_a_callees_work_to_the_options_of_its_callers() {
+    let options = ["M", "S", "W", "H", "X"];
+    let (dir, spec_path) = common::c_subject(HELPER_C, &spec("helper", &options));
+    knobs()
+        .args(["comprex", "--spec"])
+        .arg(&spec_path)
+        .assert()
+        .success()
+        .stderr(contains("also partitioned by their callers' decisions"));
+    let model = dir.path().join("helper.comprex.json");
+    let truth = brute_force(&spec_path, &dir.path().join("truth"), &options);
+    let error = mape(&predict(&model, &options, &truth, dir.path()), &truth);
+    eprintln!("MAPE of Comprex's counted model of the helper program: {error:.6} %");
+    assert!(
+        error <= 3.0,
+        "MAPE {error:.4} % against the counted brute force"
+    );
+    let terms = labels(&model);
+    for option in ["M", "S", "W", "H", "X"] {
+        assert!(
+            terms.iter().any(|t| t.split('·').any(|o| o == option)),
+            "{option} missing: {terms:?}"
         );
     }
 }
