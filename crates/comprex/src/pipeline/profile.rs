@@ -6,11 +6,13 @@ use crate::Error;
 use crate::Granularity;
 use instrumented::Settings;
 use measure::campaign::{CampaignReport, Event, RegionOutput};
+use measure::region_output::ReadRegions;
 use measure::store::{RegionMeasurement, Store};
 use measure::{SystemSpec, Workload};
 use space::Configuration;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A build with method-level regions linked to the sampling profiler.
 pub struct Profiled {
@@ -130,23 +132,17 @@ pub fn measure_configurations(
     configurations: &[Configuration],
     on_event: &mut dyn FnMut(Event),
 ) -> Result<CampaignReport, Error> {
-    if profiled.counted {
-        return Ok(instrumented::counting::measure_counted(
-            store,
-            settings,
-            spec,
-            workload,
-            &profiled.binary,
-            &profiled.variant,
-            RegionOutput {
-                env: runtime::ENV_VAR.into(),
-                read: std::sync::Arc::new(read_counts),
-            },
-            configurations,
-            on_event,
-        )?);
-    }
-    Ok(instrumented::measure_instrumented(
+    // The counting build's region file holds each method's self count; the profiler's, its
+    // samples.
+    let (measure, read): (Measure, Arc<ReadRegions>) = if profiled.counted {
+        (
+            instrumented::counting::measure_counted,
+            Arc::new(read_counts),
+        )
+    } else {
+        (instrumented::measure_instrumented, Arc::new(read_profile))
+    };
+    Ok(measure(
         store,
         settings,
         spec,
@@ -154,10 +150,24 @@ pub fn measure_configurations(
         &profiled.binary,
         &profiled.variant,
         RegionOutput {
-            env: runtime::profiler::ENV_VAR.into(),
-            read: std::sync::Arc::new(read_profile),
+            env: runtime::ENV_VAR.into(),
+            read,
         },
         configurations,
         on_event,
     )?)
 }
+
+/// How a build's configurations are measured (`instrumented::measure_instrumented`, or
+/// `instrumented::counting::measure_counted` for the counting build).
+type Measure = fn(
+    &Store,
+    &Settings,
+    &SystemSpec,
+    &Workload,
+    &Path,
+    &str,
+    RegionOutput,
+    &[Configuration],
+    &mut dyn FnMut(Event),
+) -> Result<CampaignReport, instrumented::Error>;
