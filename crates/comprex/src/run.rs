@@ -478,7 +478,7 @@ fn explore(
     Ok(explored)
 }
 
-/// Every method region's partition refined by its transitive callers' decisions, said in a
+/// Every method region's partition refined by its nearest region callers' decisions, said in a
 /// line (the taint runs it needed, the regions that gained callers).
 fn partition_by_callers(
     spec: &measure::SystemSpec,

@@ -77,7 +77,7 @@ pub struct ComprexArgs {
     #[arg(long)]
     allow_failed: bool,
     /// How a callee's cost is partitioned: `callers` (default) by its own decisions and those
-    /// of its transitive callers (the branches, function-pointer choices and loops that decide
+    /// of its nearest callers that are regions (the branches, function-pointer choices and loops that decide
     /// whether, how often and with what it is called), or `own` by its own decisions only, as
     /// the paper does.
     #[arg(long, value_enum, default_value = "callers")]

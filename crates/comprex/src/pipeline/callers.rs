@@ -8,7 +8,7 @@
 //! (a copy, a sleep) reports only the decisions whose data taint adds an option beyond that
 //! context, so the options that chose or repeated the call vanish from its partition
 //! (issue 45's helper: M's handlers and S's call lost, only H and W kept). Here every
-//! method region's partition is refined by the decisions of its transitive callers in the call
+//! method region's partition is refined by the decisions of its nearest region callers in the call
 //! graph (direct, and indirect through points-to), replaying the taint runs and running more
 //! where that leaves subspaces unexplored.
 
@@ -21,14 +21,14 @@ use std::collections::{BTreeMap, BTreeSet};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CalleePartitions {
-    /// By its own decisions and its transitive callers' (the default).
+    /// By its own decisions and its nearest region callers' (the default).
     #[default]
     Callers,
     /// By its own decisions only, as the paper does.
     Own,
 }
 
-/// Refines every method region's partition by the decisions of its transitive callers
+/// Refines every method region's partition by the decisions of its nearest region callers
 /// (composed with the folding of unprobed methods already in `explored.fold`). Returns the
 /// taint runs that needed beyond those made, and the regions that gained a caller.
 pub fn partition_by_callers(
@@ -46,7 +46,7 @@ pub fn partition_by_callers(
         .collect();
     let program = &explored.built.translation.program;
     let callers = super::probes::call_graph_callers(explored);
-    // Per region, the methods that call it, transitively.
+    // Per region, the nearest region methods that call it.
     let mut inherited: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for region in &regions {
         let Some(f) = program.function_named(region) else {
@@ -54,18 +54,24 @@ pub fn partition_by_callers(
         };
         let mut visited = BTreeSet::from([f]);
         let mut stack = vec![f];
+        // Up the call graph to the nearest callers that are regions: a caller without a
+        // decision passes its callers' on (a handler called through a pointer), a region
+        // caller's own partition already holds what decided its calls.
+        let mut names = Vec::new();
         while let Some(g) = stack.pop() {
-            for c in &callers[g] {
-                if visited.insert(*c) {
-                    stack.push(*c);
+            for &c in &callers[g] {
+                if !visited.insert(c) {
+                    continue;
+                }
+                let name = &program.func(c).name;
+                if regions.contains(name) {
+                    names.push(name.clone());
+                } else {
+                    stack.push(c);
                 }
             }
         }
-        let names: Vec<String> = visited
-            .into_iter()
-            .filter(|&g| g != f)
-            .map(|g| program.func(g).name.clone())
-            .collect();
+        names.sort();
         if !names.is_empty() {
             inherited.insert(region.clone(), names);
         }
