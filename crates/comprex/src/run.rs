@@ -36,6 +36,9 @@ pub struct Options {
     /// The profiler samples this clock (default: as the spec's metric resolves,
     /// [`pipeline::choose_profile_clock`]).
     pub profile_clock: Option<instrumented::RegionClock>,
+    /// A callee's cost partitioned by its callers' decisions too, or by its own only (the
+    /// paper's).
+    pub callee_partitions: pipeline::CalleePartitions,
 }
 
 impl Default for Options {
@@ -53,6 +56,7 @@ impl Default for Options {
             seed: 1,
             model_path: None,
             profile_clock: None,
+            callee_partitions: pipeline::CalleePartitions::Callers,
         }
     }
 }
@@ -77,6 +81,8 @@ pub struct Report {
     pub measurement: Option<measure::campaign::CampaignReport>,
     pub overhead_correction: Option<CorrectionReport>,
     pub trivial_terms: usize,
+    /// Per method region partitioned by its callers' decisions too, those callers.
+    pub callee_partitions: std::collections::BTreeMap<String, Vec<String>>,
     /// Regions whose partition may be incomplete (§V.D).
     pub suspects: Vec<Suspect>,
     /// The model file written, with the store and variant its measurements are in.
@@ -210,7 +216,16 @@ pub fn run(
         return Ok(report);
     }
     let mut method_level = explore(spec, settings, analysis, options, &mut report, reporter)?;
-    if !options.all_probes {
+    let counted = instrumented::counting::counts_instructions(spec);
+    if counted && !options.all_probes {
+        // Calibration keeps probes from costing time; a count has no such cost to avoid.
+        report.notes.push(
+            "counted instructions: every method region gets a probe (a probe adds nothing to \
+             the count, so there is nothing to calibrate)"
+                .into(),
+        );
+    }
+    if !options.all_probes && !counted {
         report.probes = Some(probe(
             spec,
             settings,
@@ -219,6 +234,16 @@ pub fn run(
             options,
             reporter,
         )?);
+    }
+    if options.callee_partitions == pipeline::CalleePartitions::Callers {
+        partition_by_callers(
+            spec,
+            analysis,
+            &mut method_level,
+            options,
+            &mut report,
+            reporter,
+        )?;
     }
     let configurations = &method_level.exploration.configurations;
     report.configurations = configurations
@@ -284,6 +309,24 @@ fn profile(
         ));
     }
     measure::runner::kill_runs_on_interrupt();
+    if profiled.counted {
+        reporter.note(
+            "counted instructions: each probed method's self count of the program's IR \
+             instructions, the base the rest (docs/profiler.md, \"Counted instructions\")",
+        );
+        let workload = session.workload();
+        let measured = measure_profiled(
+            store,
+            session,
+            &profiled,
+            workload,
+            configurations,
+            reporter,
+        )?;
+        report.notes.extend(measured.1);
+        report.measurement = Some(measured.0);
+        return Ok((profiled, session.workload().clone()));
+    }
     let clock = pipeline::choose_profile_clock(
         store,
         spec,
@@ -300,22 +343,42 @@ fn profile(
         profiled.variant.push_str("+cpu");
     }
     report.profile_clock = Some(clock);
+    let (measured, notes) = measure_profiled(
+        store,
+        session,
+        &profiled,
+        &workload,
+        configurations,
+        reporter,
+    )?;
+    report.notes.extend(notes);
+    report.measurement = Some(measured);
+    Ok((profiled, workload))
+}
+
+/// The explored configurations measured with the profiled build, and the notes on its
+/// failed runs.
+fn measure_profiled(
+    store: &measure::store::Store,
+    session: &Session,
+    profiled: &pipeline::Profiled,
+    workload: &measure::Workload,
+    configurations: &[space::Configuration],
+    reporter: &mut dyn Reporter,
+) -> Result<(measure::campaign::CampaignReport, Option<String>), Error> {
+    let (spec, settings) = (&session.spec, &session.settings);
     let measured = pipeline::measure_configurations(
         store,
         settings,
         spec,
-        &workload,
-        &profiled,
+        workload,
+        profiled,
         configurations,
         &mut |event| reporter.measurement(event),
     )?;
     reporter.note(&measured.summary(spec.measure.max_cv));
-    report.notes.extend(instrumented::failed::check(
-        &measured,
-        settings.allow_failed,
-    )?);
-    report.measurement = Some(measured);
-    Ok((profiled, workload))
+    let notes = instrumented::failed::check(&measured, settings.allow_failed)?;
+    Ok((measured, notes))
 }
 
 /// The report before anything ran: the system, the workloads, the space's size.
@@ -339,6 +402,7 @@ fn new_report(
         measurement: None,
         overhead_correction: None,
         trivial_terms: 0,
+        callee_partitions: Default::default(),
         suspects: Vec::new(),
         output: None,
         notes: Vec::new(),
@@ -414,6 +478,35 @@ fn explore(
     Ok(explored)
 }
 
+/// Every method region's partition refined by its nearest region callers' decisions, said in a
+/// line (the taint runs it needed, the regions that gained callers).
+fn partition_by_callers(
+    spec: &measure::SystemSpec,
+    analysis: &measure::Workload,
+    method_level: &mut pipeline::Explored,
+    options: &Options,
+    report: &mut Report,
+    reporter: &mut dyn Reporter,
+) -> Result<(), Error> {
+    let mut progress = TaintProgress::default();
+    let (runs, inherited) = pipeline::partition_by_callers(
+        spec,
+        analysis,
+        method_level,
+        options.max_runs,
+        &mut |_, _| progress.ran(reporter),
+    )
+    .map_err(|e| budget_error(e, options.max_runs))?;
+    reporter.note(&format!(
+        "callee partitions: {} of {} method regions also partitioned by their callers' \
+         decisions ({runs} more taint runs; --callee-partitions own for the paper's)",
+        inherited.len(),
+        method_level.exploration.regions(Granularity::Method).len()
+    ));
+    report.callee_partitions = inherited;
+    Ok(())
+}
+
 /// Probe selection, and the folding of unprobed methods into the partitions of the probed
 /// ones their time goes to.
 fn probe(
@@ -471,6 +564,13 @@ fn correct_overhead(
     reporter: &mut dyn Reporter,
 ) -> Result<Option<pipeline::OverheadCorrection>, Error> {
     if options.overhead_correction == 0 {
+        return Ok(None);
+    }
+    if profiled.counted {
+        report.notes.push(
+            "no overhead correction: counted instructions, and the probes add none to any count"
+                .into(),
+        );
         return Ok(None);
     }
     let correction = pipeline::overhead_correction(

@@ -76,6 +76,18 @@ pub struct ComprexArgs {
     /// subspace). Default: failed configurations are an error naming them.
     #[arg(long)]
     allow_failed: bool,
+    /// How a callee's cost is partitioned: `callers` (default) by its own decisions and those
+    /// of its nearest callers that are regions (the branches, function-pointer choices and loops that decide
+    /// whether, how often and with what it is called), or `own` by its own decisions only, as
+    /// the paper does.
+    #[arg(long, value_enum, default_value = "callers")]
+    callee_partitions: CalleeArg,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum CalleeArg {
+    Callers,
+    Own,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -118,6 +130,10 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
         seed: args.seed,
         model_path: args.out,
         profile_clock: args.profile_clock.forced(),
+        callee_partitions: match args.callee_partitions {
+            CalleeArg::Callers => comprex::pipeline::CalleePartitions::Callers,
+            CalleeArg::Own => comprex::pipeline::CalleePartitions::Own,
+        },
     };
     let report = comprex::run(&session, &options, &mut Progress::new())?;
     if args.session.json {

@@ -26,6 +26,7 @@
 //!    global model; trivial terms and regions whose partition may be incomplete (§V.D) are
 //!    reported.
 
+mod callers;
 mod clock;
 mod model;
 mod overhead;
@@ -33,6 +34,7 @@ mod probes;
 mod profile;
 mod taint;
 
+pub use callers::{CalleePartitions, partition_by_callers};
 pub use clock::{DECIDING_RUNS, ProfileClock, choose_profile_clock, sampled_by};
 pub use model::{build_model, build_model_corrected};
 pub use overhead::{OverheadCorrection, OverheadFit, choose, overhead_correction};

@@ -29,7 +29,7 @@ pub(super) fn outside_the_profile(
     let Some(config) = some else {
         return Ok(None);
     };
-    if profiled.test_clock {
+    if profiled.test_clock || profiled.counted {
         return Ok(None);
     }
     let clock = super::clock::sampled_clock(spec, workload, config)?;
@@ -126,14 +126,20 @@ pub fn build_model_corrected(
     let regions = explored.exploration.regions(explored.granularity);
     let mut model = crate::build_model(&valid, regions, &region_times, settings)?;
     model.file.system = Some(spec.name.clone());
-    let metric = super::clock::ProfileClock::metric_text(clock);
+    let metric = if profiled.counted {
+        "instructions (the program's own LLVM IR instructions, counted), from the method probes"
+    } else {
+        super::clock::ProfileClock::metric_text(clock)
+    };
     model.file.metric = Some(metric.into());
     let provenance = &mut model.file.provenance;
     provenance.insert("approach".into(), "comprex".into());
-    provenance.insert("profile_clock".into(), clock.name().into());
+    if !profiled.counted {
+        provenance.insert("profile_clock".into(), clock.name().into());
+    }
     // What one sample is worth: a region's time in one run is a whole number of them (not on
-    // the test clock, whose samples are the program's own counted work).
-    if !profiled.test_clock {
+    // the test clock, whose samples are the program's own counted work, nor in counts).
+    if !profiled.test_clock && !profiled.counted {
         provenance.insert(
             "profile_period_seconds".into(),
             super::clock::sampling_period(workload).into(),

@@ -151,19 +151,9 @@ pub fn select_probes(
         .collect();
     let regions: Vec<String> = ProbeSelection::all(explored).probed;
 
-    // Callers in the call graph (direct, and indirect through points-to).
     let program = &explored.built.translation.program;
-    let dominance = analysis::ProgramDominance::new(program);
-    let influence = analysis::analyse(program, &dominance, &explored.built.sources);
-    let callers = |f: ir::FuncId| -> Vec<ir::FuncId> {
-        let mut out: Vec<ir::FuncId> = influence.call_graph.callers[f]
-            .iter()
-            .map(|&i| program.block(program.inst(i).block).func)
-            .collect();
-        out.sort_unstable();
-        out.dedup();
-        out
-    };
+    let calling = call_graph_callers(explored);
+    let callers = |f: ir::FuncId| -> Vec<ir::FuncId> { calling[f].clone() };
     let mut kept = Vec::new();
     loop {
         let probed: BTreeSet<&str> = regions
@@ -221,6 +211,25 @@ pub fn select_probes(
             kept.push(m);
         }
     }
+}
+
+/// Per function, the functions that call it in the call graph (`analysis::analyse`'s: direct
+/// calls, and indirect calls resolved by points-to), sorted.
+pub(super) fn call_graph_callers(explored: &Explored) -> ir::IdVec<ir::FuncId, Vec<ir::FuncId>> {
+    let program = &explored.built.translation.program;
+    let dominance = analysis::ProgramDominance::new(program);
+    let influence = analysis::analyse(program, &dominance, &explored.built.sources);
+    let mut callers = ir::IdVec::with_default(program.functions.len());
+    for (f, calls) in influence.call_graph.callers.iter_enumerated() {
+        let mut out: Vec<ir::FuncId> = calls
+            .iter()
+            .map(|&i| program.block(program.inst(i).block).func)
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        callers[f] = out;
+    }
+    callers
 }
 
 /// Per method of a calibration build: most entries in one run, total entries, total self

@@ -6,11 +6,13 @@ use crate::Error;
 use crate::Granularity;
 use instrumented::Settings;
 use measure::campaign::{CampaignReport, Event, RegionOutput};
+use measure::region_output::ReadRegions;
 use measure::store::{RegionMeasurement, Store};
 use measure::{SystemSpec, Workload};
 use space::Configuration;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A build with method-level regions linked to the sampling profiler.
 pub struct Profiled {
@@ -26,6 +28,10 @@ pub struct Profiled {
     /// the samples the program took with `__knobs_test_sample`, so the runner's real times
     /// mean nothing next to them (no time outside the profile, no overhead correction).
     pub test_clock: bool,
+    /// The counting build (`metric = "instructions"`): the probes are region timers reading
+    /// the program's own count of its IR instructions, so each method's "time" is its exact
+    /// self count and the base holds everything outside a probed method.
+    pub counted: bool,
 }
 
 /// Stage 2: enter/exit calls around the methods of the explored regions, linked with the
@@ -65,38 +71,55 @@ pub(super) fn instrument_named(
             None => unprobed.push(region.id.clone()),
         }
     }
-    let bitcode = settings.work_dir.join(format!("program.{approach}.bc"));
-    llvm::instrument(
-        &explored.built.ssa,
-        program,
-        &explored.built.translation.positions,
-        &probes,
-        &bitcode,
-    )?;
-    // The test clock's build with `settings.test_clock`: time is then the samples the program
-    // takes with `__knobs_test_sample`, not the machine's.
-    let library = settings.profiler_runtime()?;
+    let counted = instrumented::counting::counts_instructions(spec);
+    let positions = &explored.built.translation.positions;
+    let ssa = &explored.built.ssa;
+    let (bitcode, library, link_flags, approach) = if counted {
+        // The region timers on the program's own instruction count: a probed method's self
+        // count is exact (the probes add nothing to it), where a profiler's samples are not.
+        let approach = format!("{approach}-counted");
+        let bitcode = settings.work_dir.join(format!("program.{approach}.bc"));
+        llvm::instrument_counting(ssa, program, positions, &probes, &[], &bitcode)?;
+        let library = instrumented::counting::counting_runtime(settings)?;
+        (bitcode, library, runtime::LINK_FLAGS, approach)
+    } else {
+        let bitcode = settings.work_dir.join(format!("program.{approach}.bc"));
+        llvm::instrument(ssa, program, positions, &probes, &bitcode)?;
+        // The test clock's build with `settings.test_clock`: time is then the samples the
+        // program takes with `__knobs_test_sample`, not the machine's.
+        let library = settings.profiler_runtime()?;
+        let flags = runtime::profiler::LINK_FLAGS;
+        (bitcode, library, flags, approach.to_string())
+    };
     let (binary, variant) = instrumented::link(
-        spec,
-        settings,
-        &bitcode,
-        library,
-        runtime::profiler::LINK_FLAGS,
-        approach,
-        true,
+        spec, settings, &bitcode, library, link_flags, &approach, true,
     )?;
     Ok(Profiled {
         binary,
         variant,
         methods: ids,
         unprobed,
-        test_clock: settings.test_clock,
+        test_clock: settings.test_clock && !counted,
+        counted,
     })
 }
 
 pub(super) fn read_profile(path: &Path) -> Result<Vec<RegionMeasurement>, String> {
     let profile = runtime::profiler::Profile::read(path).map_err(|e| e.to_string())?;
     Ok(instrumented::region_measurements(&profile.times))
+}
+
+/// The counting build's region file: per probed method its self count of instructions.
+fn read_counts(path: &Path) -> Result<Vec<RegionMeasurement>, String> {
+    let times = runtime::RegionTimes::read(path).map_err(|e| e.to_string())?;
+    if !times.counted {
+        return Err(format!(
+            "{}: the region file is in seconds but the spec measures instructions",
+            path.display()
+        ));
+    }
+    instrumented::counting::comparable_with_its_truth(&times)?;
+    Ok(instrumented::region_measurements(&times))
 }
 
 /// Stage 3: measure configurations with the profiled build and the real workload.
@@ -109,7 +132,17 @@ pub fn measure_configurations(
     configurations: &[Configuration],
     on_event: &mut dyn FnMut(Event),
 ) -> Result<CampaignReport, Error> {
-    Ok(instrumented::measure_instrumented(
+    // The counting build's region file holds each method's self count; the profiler's, its
+    // samples.
+    let (measure, read): (Measure, Arc<ReadRegions>) = if profiled.counted {
+        (
+            instrumented::counting::measure_counted,
+            Arc::new(read_counts),
+        )
+    } else {
+        (instrumented::measure_instrumented, Arc::new(read_profile))
+    };
+    Ok(measure(
         store,
         settings,
         spec,
@@ -117,10 +150,24 @@ pub fn measure_configurations(
         &profiled.binary,
         &profiled.variant,
         RegionOutput {
-            env: runtime::profiler::ENV_VAR.into(),
-            read: std::sync::Arc::new(read_profile),
+            env: runtime::ENV_VAR.into(),
+            read,
         },
         configurations,
         on_event,
     )?)
 }
+
+/// How a build's configurations are measured (`instrumented::measure_instrumented`, or
+/// `instrumented::counting::measure_counted` for the counting build).
+type Measure = fn(
+    &Store,
+    &Settings,
+    &SystemSpec,
+    &Workload,
+    &Path,
+    &str,
+    RegionOutput,
+    &[Configuration],
+    &mut dyn FnMut(Event),
+) -> Result<CampaignReport, instrumented::Error>;

@@ -126,10 +126,25 @@ pub fn fold(
     if fold.is_empty() {
         return Ok(0);
     }
+    let runs = refold(spec, workload, explored, fold.clone(), max_runs, on_run)?;
+    explored.fold = fold;
+    Ok(runs)
+}
+
+/// The exploration replayed with `fold` (`comprex::Explorer::fold_methods`), and more taint
+/// runs until every subspace is explored. Returns the number of new runs.
+pub(super) fn refold(
+    spec: &SystemSpec,
+    workload: &Workload,
+    explored: &mut Explored,
+    fold: BTreeMap<String, Vec<String>>,
+    max_runs: usize,
+    on_run: &mut dyn FnMut(&str, usize),
+) -> Result<usize, Error> {
     let valid = ValidConfigurations::new(&spec.space)?;
     let mut explorer =
         crate::Explorer::new(&valid, explore_settings(Granularity::Method, max_runs));
-    explorer.fold_methods(fold.clone());
+    explorer.fold_methods(fold);
     explorer.replay(&explored.exploration)?;
     let out = explored.built.ssa.with_file_name("taint-run.json");
     let started = Instant::now();
@@ -147,6 +162,5 @@ pub fn fold(
     explored.exploration = explorer.finish();
     explored.granularity = Granularity::Method;
     explored.seconds += started.elapsed().as_secs_f64();
-    explored.fold = fold;
     Ok(new)
 }
