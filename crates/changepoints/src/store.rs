@@ -286,6 +286,7 @@ impl MeasurementSource for StoreSource<'_> {
                             commit: id,
                             program,
                             configuration: config.clone(),
+                            failed_build: None,
                         });
                         Vec::new()
                     });
