@@ -60,6 +60,8 @@ pub struct VariantBuild {
     pub seconds: f64,
     /// The program, or the failed build's log.
     pub path: PathBuf,
+    /// The build log.
+    pub log: PathBuf,
 }
 
 impl VariantsReport {
@@ -195,12 +197,33 @@ impl Variants {
     }
 }
 
+impl VariantBuild {
+    /// As the results store keeps it.
+    pub fn stored(&self) -> measure::store::StoredBuild {
+        measure::store::StoredBuild {
+            build_values: self.values.clone(),
+            status: if self.status == "failed" {
+                "failed"
+            } else {
+                "built"
+            }
+            .into(),
+            seconds: self.seconds,
+            log: self.log.display().to_string(),
+        }
+    }
+}
+
 impl VariantsReport {
     fn add(&mut self, values: &BuildValues, build: &Build) -> VariantBuild {
         self.variants += 1;
         let (status, seconds, path, cached) = match build {
             Build::Built(b) => ("built", b.seconds, b.program.clone(), b.cached),
             Build::Failed(f) => ("failed", f.seconds, f.log.clone(), f.cached),
+        };
+        let log = match build {
+            Build::Built(b) => b.dir.with_extension("log"),
+            Build::Failed(f) => f.log.clone(),
         };
         if status == "failed" {
             self.failed += 1;
@@ -222,6 +245,7 @@ impl VariantsReport {
             },
             seconds,
             path,
+            log,
         };
         self.builds.push(variant.clone());
         variant

@@ -250,6 +250,10 @@ fn measure_variants(
             )
         },
     )?;
+    let selection = campaign.selection().at_commit(commit.unwrap_or(""));
+    for b in &builds.builds {
+        store.record_build(&selection, &b.stored())?;
+    }
     let report = with_progress(|on_event| Ok(campaign.run_at_commits(store, &pairs, on_event)?))?;
     Ok((report, builds))
 }
@@ -530,6 +534,7 @@ fn show(args: &StoreArgs, sort: SortArg, json: bool) -> Result<Outcome> {
             stored.system
         );
     }
+    let builds = store.builds_summary(&selection)?;
     if json {
         crate::print_json(&json!({
             "store": args.path(),
@@ -539,12 +544,19 @@ fn show(args: &StoreArgs, sort: SortArg, json: bool) -> Result<Outcome> {
             "commit": selection.commit,
             "metric": metric.name(),
             "unit": unit,
+            "builds": builds,
             "configurations": summaries,
         }))?;
         return Ok(Outcome::Done);
     }
     eprintln!("metric: {why}");
     print_summaries(&stored, &selection, (requested, &unit), &summaries)?;
+    if let Some(b) = builds {
+        println!(
+            "builds (apart from the runs' times): {} sets of build-option values, {} failed, {:.1} s of building",
+            b.builds, b.failed, b.seconds
+        );
+    }
     Ok(Outcome::Done)
 }
 

@@ -111,8 +111,8 @@ fn one_build_per_set_of_build_values_and_none_the_second_time() {
     assert_eq!(second["runs"], 0, "{second}");
     assert_eq!(built_dirs(dir.path()), 8);
 
-    // The build options are options: the stored configurations name them, and the heavy
-    // variant is measured slower in instructions-free terms by its runs' presence.
+    // The build options are options: the stored configurations name them. The builds'
+    // time is stored apart from the runs'.
     let shown = knobs_ok(&["results", "show", "--json", "--spec"], &spec).json();
     let configurations = shown["configurations"].as_array().unwrap();
     assert_eq!(configurations.len(), 16);
@@ -121,6 +121,19 @@ fn one_build_per_set_of_build_values_and_none_the_second_time() {
             .iter()
             .any(|c| c["configuration"].as_str().unwrap().contains("heavy")),
         "{shown}"
+    );
+    assert_eq!(shown["builds"]["builds"], 8, "{shown}");
+    assert_eq!(shown["builds"]["failed"], 0, "{shown}");
+    assert!(
+        shown["builds"]["seconds"].as_f64().unwrap() > 0.0,
+        "{shown}"
+    );
+    let table = knobs_ok(&["results", "show", "--spec"], &spec).text();
+    assert!(
+        table.contains(
+            "builds (apart from the runs' times): 8 sets of build-option values, 0 failed, "
+        ),
+        "{table}"
     );
 
     // An edited source builds again, each set once more.
