@@ -81,7 +81,7 @@ impl OptionBuild {
 /// What a configuration's build options add to the build: `-D` definitions (`CPPFLAGS`),
 /// compiler flags (`CFLAGS`), linker flags (`LDFLAGS`) and configure arguments, in the
 /// options' order.
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct BuildValues {
     pub defines: Vec<String>,
     pub flags: Vec<String>,
