@@ -258,3 +258,18 @@ fn bad_build_keys_are_one_line_errors_naming_them() {
         "{line}"
     );
 }
+
+/// The white-box approaches analyse one build: on a spec with build options each says so in
+/// one line, naming them.
+#[test]
+fn white_box_approaches_name_the_build_options_they_cannot_take() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = subject(dir.path(), "");
+    let line = common::error_in(&["crush", "--spec", s(&spec)], None);
+    assert!(
+        line.contains(
+            "ConfigCrusher needs one build, but options `heavy`, `rounds`, `o2` act on the build"
+        ),
+        "{line}"
+    );
+}
