@@ -241,13 +241,12 @@ fn measure_variants(
         commit.unwrap_or(""),
         campaign.retry_failed,
         &mut |b| {
-            eprintln!(
-                "build {} ({}, {:.1} s): {}",
-                b.status,
-                b.values,
-                b.seconds,
-                b.path.display()
-            )
+            let how = match b.status {
+                "cached" => format!("from the cache (built in {:.1} s)", b.seconds),
+                "failed" => format!("failed after {:.1} s, its log", b.seconds),
+                _ => format!("built in {:.1} s", b.seconds),
+            };
+            eprintln!("build of {}: {how}: {}", b.values, b.path.display())
         },
     )?;
     let selection = campaign.selection().at_commit(commit.unwrap_or(""));
