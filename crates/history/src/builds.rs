@@ -123,7 +123,7 @@ pub fn status(builds: &Path, commit: &str, recipe: &str, output: &str) -> Option
 
 /// What the cache holds under an entry name.
 pub(crate) fn status_of(builds: &Path, name: &str, commit: &str, output: &str) -> Option<Build> {
-    let dir = builds.join(&name);
+    let dir = builds.join(name);
     if let Ok(text) = std::fs::read_to_string(dir.join(MARKER))
         && let Ok(record) = serde_json::from_str::<BuiltRecord>(&text)
         && dir.join(output).is_file()
