@@ -111,8 +111,14 @@ impl RunResult {
     }
 
     pub(crate) fn failed_to_start(why: String) -> RunResult {
+        RunResult::not_run(Outcome::SpawnFailed(why))
+    }
+
+    /// A run that did not happen, ended as `outcome` (it could not start, or its program did
+    /// not build).
+    pub(crate) fn not_run(outcome: Outcome) -> RunResult {
         RunResult {
-            outcome: Outcome::SpawnFailed(why),
+            outcome,
             wall: 0.0,
             user: 0.0,
             system_cpu_s: 0.0,

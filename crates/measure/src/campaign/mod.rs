@@ -146,19 +146,12 @@ impl FailedBuild {
     /// The failed run it is stored as.
     fn as_run(&self) -> RunResult {
         RunResult {
-            outcome: runner::Outcome::BuildFailed(format!(
+            stderr_tail: self.log_tail.clone(),
+            ..RunResult::not_run(runner::Outcome::BuildFailed(format!(
                 "{}; log: {}",
                 self.why,
                 self.log.display()
-            )),
-            wall: 0.0,
-            user: 0.0,
-            system_cpu_s: 0.0,
-            cpu_wait: 0.0,
-            max_rss_kib: 0,
-            instructions: None,
-            stderr_tail: self.log_tail.clone(),
-            escaped: Vec::new(),
+            )))
         }
     }
 }

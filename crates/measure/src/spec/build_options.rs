@@ -117,13 +117,18 @@ impl BuildValues {
         }
     }
 
-    /// The environment a build recipe runs with: `CPPFLAGS`, `CFLAGS` and `LDFLAGS`.
+    /// The environment a build recipe runs with: `CPPFLAGS`, `CFLAGS` and `LDFLAGS`, each
+    /// only when not empty (an empty `CFLAGS` would override a Makefile's `CFLAGS ?= -O2`).
     pub fn env(&self) -> Vec<(String, String)> {
-        vec![
-            ("CPPFLAGS".into(), self.defines.join(" ")),
-            ("CFLAGS".into(), self.flags.join(" ")),
-            ("LDFLAGS".into(), self.link.join(" ")),
+        [
+            ("CPPFLAGS", &self.defines),
+            ("CFLAGS", &self.flags),
+            ("LDFLAGS", &self.link),
         ]
+        .into_iter()
+        .filter(|(_, list)| !list.is_empty())
+        .map(|(name, list)| (name.to_string(), list.join(" ")))
+        .collect()
     }
 
     /// A recipe step with its `{configure}` element replaced by the configure arguments and
@@ -291,5 +296,82 @@ impl SystemSpec {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::spec::test_support::parse;
+
+    const SPEC: &str = r#"
+name = "b"
+[build]
+recipe = [["./configure", "{configure}"], ["make", "{cflags}"]]
+output = "prog"
+[run]
+args = ["{options}"]
+[[option]]
+name = "table"
+build = { define = "TABLE", configure = ["--with-table"], off_configure = ["--without-table"] }
+[[option]]
+name = "bits"
+values = [12, 16]
+build = { define = "BITS", flags = ["-falign-functions={value}"] }
+[[option]]
+name = "o3"
+build = { flags = ["-O3"], off_flags = ["-O2"], link = ["-flto"] }
+[[option]]
+name = "quiet"
+on = ["-q"]
+"#;
+
+    /// Each option adds its part in the options' order; a binary option's `define` is left
+    /// undefined when not selected; the run-time option adds nothing to the build.
+    #[test]
+    fn a_configuration_expands_to_its_build_values() {
+        let spec = parse(SPEC).unwrap();
+        assert_eq!(spec.build_options(), ["table", "bits", "o3"]);
+        let values = |text: &str| spec.build_values(&spec.space.parse_configuration(text).unwrap());
+        let on = values("table,bits=16,o3,quiet");
+        assert_eq!(on.defines, ["-DTABLE", "-DBITS=16"]);
+        assert_eq!(on.flags, ["-falign-functions=16", "-O3"]);
+        assert_eq!(on.link, ["-flto"]);
+        assert_eq!(on.configure, ["--with-table"]);
+        assert_eq!(
+            on.describe(),
+            "-DTABLE -DBITS=16 -falign-functions=16 -O3 -flto --with-table"
+        );
+        let off = values("bits=12");
+        assert_eq!(off.defines, ["-DBITS=12"]);
+        assert_eq!(off.flags, ["-falign-functions=12", "-O2"]);
+        assert!(off.link.is_empty());
+        assert_eq!(
+            off.expand(&["./configure".into(), "{configure}".into(), "x".into()]),
+            ["./configure", "--without-table", "x"]
+        );
+        // Only what is set reaches the environment: a Makefile's own default stays.
+        assert_eq!(
+            off.env(),
+            [
+                ("CPPFLAGS".to_string(), "-DBITS=12".to_string()),
+                ("CFLAGS".to_string(), "-falign-functions=12 -O2".to_string())
+            ]
+        );
+        // The run-time option does not change the build; the build options do.
+        assert_eq!(values("bits=12,quiet"), off);
+        assert_ne!(values("bits=12,table").key(), off.key());
+    }
+
+    /// The build keys and the recipe are part of what a measurement means.
+    #[test]
+    fn the_hash_covers_build_keys_and_the_recipe() {
+        let a = parse(SPEC).unwrap();
+        let b = parse(&SPEC.replace("\"-O3\"]", "\"-O3\", \"-march=native\"]")).unwrap();
+        let c = parse(&SPEC.replace("[\"make\", ", "[\"gmake\", ")).unwrap();
+        let d =
+            parse(&SPEC.replace("output = \"prog\"", "output = \"prog\"\ntimeout = 50")).unwrap();
+        assert_ne!(a.hash, b.hash);
+        assert_ne!(a.hash, c.hash);
+        assert_eq!(a.hash, d.hash);
     }
 }
