@@ -151,28 +151,6 @@ struct BuiltRecord {
     seconds: f64,
 }
 
-/// Builds `commit` with the recipe: a fresh checkout in a temporary directory, every step
-/// in it in order (their output appended to the log), then the rename into place.
-pub fn build(
-    git_dir: &Path,
-    builds: &Path,
-    commit: &str,
-    recipe: &str,
-    spec: &HistorySpec,
-) -> Result<Build, Error> {
-    let job = Job {
-        name: entry_name(commit, recipe),
-        commit: commit.to_string(),
-        recipe: recipe.to_string(),
-        source: Source::Commit(git_dir.to_path_buf()),
-        steps: spec.build.clone(),
-        output: spec.output.clone(),
-        timeout: spec.build_timeout(),
-        env: Vec::new(),
-    };
-    build_job(builds, &job)
-}
-
 /// Where a build's files come from.
 #[derive(Clone, Debug)]
 pub(crate) enum Source {

@@ -166,13 +166,8 @@ impl History {
         {
             return Ok(known);
         }
-        builds::build(
-            &self.git_dir,
-            &self.builds,
-            commit,
-            &self.recipe,
-            &self.spec,
-        )
+        // The build of no build-option values: `{configure}`, `{cflags}`… expand to nothing.
+        Variants::at_commit(self, commit).build(&measure::spec::BuildValues::default(), true)
     }
 
     /// The built program of a revision, building it when needed; a commit that does not
