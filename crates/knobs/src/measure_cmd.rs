@@ -163,16 +163,7 @@ pub fn measure(args: MeasureArgs) -> Result<Outcome> {
         .store
         .unwrap_or_else(|| measure::store::default_path(&args.spec));
     measure::runner::kill_runs_on_interrupt();
-    let (commit, program) = match &args.commit {
-        Some(rev) if has_build_options => {
-            (Some(crate::history_cmd::resolve_commit(&spec, rev)?), None)
-        }
-        Some(rev) => {
-            let built = crate::history_cmd::program_at(&spec, rev)?;
-            (Some(built.commit), Some(built.program))
-        }
-        None => (None, None),
-    };
+    let (commit, program) = commit_and_program(&spec, args.commit.as_deref())?;
     let store = Store::open(&store_path)?;
     let campaign = match (&commit, program) {
         (Some(c), Some(p)) => Campaign::at_commit(&spec, workload, c, p),
@@ -206,9 +197,7 @@ pub fn measure(args: MeasureArgs) -> Result<Outcome> {
         (report, None)
     };
     print_report(&report, spec.measure.max_cv);
-    if let Some(builds) = &builds {
-        eprintln!("{}", builds.summary());
-    }
+    builds.iter().for_each(|b| eprintln!("{}", b.summary()));
     if args.json {
         crate::print_json(&MeasureReport {
             system: &spec.name,
@@ -223,6 +212,23 @@ pub fn measure(args: MeasureArgs) -> Result<Outcome> {
         })?;
     }
     failures_outcome(&report, &store_path, args.accept_failures)
+}
+
+/// The `[history]` commit measured (`--commit REV`, resolved) and, for a spec without build
+/// options, its built program (built when needed); with build options each configuration's
+/// build is made later.
+fn commit_and_program(
+    spec: &SystemSpec,
+    rev: Option<&str>,
+) -> Result<(Option<String>, Option<PathBuf>)> {
+    let Some(rev) = rev else {
+        return Ok((None, None));
+    };
+    if !spec.build_options().is_empty() {
+        return Ok((Some(crate::history_cmd::resolve_commit(spec, rev)?), None));
+    }
+    let built = crate::history_cmd::program_at(spec, rev)?;
+    Ok((Some(built.commit), Some(built.program)))
 }
 
 /// Measures configurations of a spec with build options: each distinct set of build-option

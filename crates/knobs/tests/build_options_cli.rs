@@ -273,3 +273,41 @@ fn white_box_approaches_name_the_build_options_they_cannot_take() {
         "{line}"
     );
 }
+
+/// `knobs measure --commit` of a spec with build options and `[history]`: the commit is
+/// built once per set of values with the history's recipe, the runs are stored under the
+/// commit, and the build without any value is the commit's build `knobs history` knows.
+#[test]
+fn a_commit_is_built_once_per_set_of_values_and_shares_its_plain_build() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = common::new_repo(dir.path());
+    common::commit_file(&repo, "prog.c", "int main(void) { return 0; }\n", "first");
+    common::commit_file(&repo, "prog.c", PROGRAM, "second");
+    let spec = common::write_spec(
+        dir.path(),
+        &common::history_spec(
+            r#"[["clang-19", "-O1", "-DROUNDS=1", "{cppflags}", "-o", "prog", "prog.c"]]"#,
+            "[measure]\nrepetitions = 1\n\n[[workload]]\nname = \"w\"\n\n\
+             [[option]]\nname = \"heavy\"\nbuild = { define = \"HEAVY\" }\n\n\
+             [[option]]\nname = \"twice\"\non = [\"2\"]\n",
+        ),
+    );
+    let json = knobs_ok(&["measure", "--commit", "main", "--json", "--spec"], &spec).json();
+    assert_eq!(json["builds"]["variants"], 2, "{json}");
+    assert_eq!(json["builds"]["built"], 2, "{json}");
+    assert_eq!(json["runs"], 4, "{json}");
+    let commit = common::git(&repo, &["rev-parse", "main"])
+        .trim()
+        .to_string();
+    assert_eq!(json["commit"], commit.as_str());
+    let at_commit = measure::Selection {
+        commit: commit.clone(),
+        ..measure::Selection::default()
+    };
+    let runs = common::stored_runs(&dir.path().join("knobs.db"), &at_commit);
+    assert_eq!(runs.len(), 4);
+    // The build of no values is the commit's own build: `knobs history` lists it as built.
+    let list = knobs_ok(&["history", "list"], &spec).text();
+    let line = list.lines().find(|l| l.contains(" second")).unwrap();
+    assert!(line.contains("  built "), "{list}");
+}
