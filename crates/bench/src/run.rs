@@ -29,6 +29,7 @@ use crate::subjects::{
 };
 
 mod black_box;
+mod build_options;
 mod evaluation;
 mod ground_truth;
 mod white_box;

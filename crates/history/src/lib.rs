@@ -20,12 +20,14 @@
 
 mod builds;
 mod git;
+mod variants;
 
 use std::path::{Path, PathBuf};
 
 pub use builds::{Build, BuildFailure, Built, Prune, Pruned};
 pub use git::Commit;
 use measure::{HistorySpec, SystemSpec};
+pub use variants::{VariantBuild, Variants, VariantsReport};
 
 /// Everything that can go wrong; each message is one line for the user. A commit that does
 /// not build is not an error (it is a [`Build::Failed`]), except where a program is
@@ -100,6 +102,11 @@ impl History {
         &self.builds
     }
 
+    /// The repository's git directory.
+    pub(crate) fn git_dir(&self) -> &Path {
+        &self.git_dir
+    }
+
     /// The recipe's hash (12 hex digits), part of every build's directory name.
     pub fn recipe_hash(&self) -> &str {
         &self.recipe
@@ -159,13 +166,8 @@ impl History {
         {
             return Ok(known);
         }
-        builds::build(
-            &self.git_dir,
-            &self.builds,
-            commit,
-            &self.recipe,
-            &self.spec,
-        )
+        // The build of no build-option values: `{configure}`, `{cflags}`… expand to nothing.
+        Variants::at_commit(self, commit).build(&measure::spec::BuildValues::default(), true)
     }
 
     /// The built program of a revision, building it when needed; a commit that does not

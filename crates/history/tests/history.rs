@@ -279,3 +279,57 @@ fn a_url_is_cloned_once_into_the_cache_and_the_repository_is_untouched() {
     history.fetch().unwrap();
     assert_eq!(history.commits().unwrap().len(), 6);
 }
+
+/// Builds of build options share the cache with commit builds: a commit with no build option
+/// set is the build `History::build` made (found, not built again), each set of values is a
+/// build of its own with the values in the recipe's environment and `{cppflags}` element,
+/// and prune removes them as it does commit builds.
+#[test]
+fn build_option_variants_share_the_commit_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let recipe = r#"[["sh", "-c", "cc -O1 $CPPFLAGS \"$@\" -o prog prog.c && echo \"$CPPFLAGS\" > defines", "sh", "{cppflags}"]]"#;
+    let path = fixture(dir.path(), recipe);
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "on = [\"2\"]\n",
+        "on = [\"2\"]\n\n[[option]]\nname = \"heavy\"\nbuild = { define = \"HEAVY\" }\n",
+    );
+    std::fs::write(&path, text).unwrap();
+    let spec = SystemSpec::load(&path).unwrap();
+    let history = History::open(&spec).unwrap();
+    let commit = history.commits().unwrap()[0].id.clone();
+    let Build::Built(plain) = history.build(&commit, false).unwrap() else {
+        panic!("the first commit builds")
+    };
+    let variants = history::Variants::at_commit(&history, &commit);
+    let config = |text: &str| spec.space.parse_configuration(text).unwrap();
+    let Build::Built(same) = variants
+        .build(&spec.build_values(&config("twice")), false)
+        .unwrap()
+    else {
+        panic!("built")
+    };
+    assert!(same.cached && same.program == plain.program, "{same:?}");
+    let Build::Built(heavy) = variants
+        .build(&spec.build_values(&config("heavy")), false)
+        .unwrap()
+    else {
+        panic!("built")
+    };
+    assert!(!heavy.cached && heavy.dir != plain.dir);
+    assert!(
+        heavy
+            .dir
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with(&format!("{commit}-"))
+    );
+    // -DHEAVY reached both the environment and the argv.
+    assert_eq!(
+        std::fs::read_to_string(heavy.dir.join("defines")).unwrap(),
+        "-DHEAVY\n"
+    );
+    let pruned = history.prune(&Prune::default()).unwrap();
+    assert_eq!(pruned.builds, 2, "{pruned:?}");
+}

@@ -27,6 +27,8 @@ pub enum Outcome {
     Timeout,
     /// Could not be started (the cause).
     SpawnFailed(String),
+    /// The program of its configuration's build options did not build (how, and its log).
+    BuildFailed(String),
 }
 
 impl Outcome {
@@ -50,6 +52,7 @@ impl Outcome {
             Outcome::Signal(sig) => format!("killed by signal {sig} ({})", signal_name(*sig)),
             Outcome::Timeout => "timed out".into(),
             Outcome::SpawnFailed(why) => format!("could not start: {why}"),
+            Outcome::BuildFailed(why) => format!("build failed: {why}"),
         }
     }
 }
@@ -108,8 +111,14 @@ impl RunResult {
     }
 
     pub(crate) fn failed_to_start(why: String) -> RunResult {
+        RunResult::not_run(Outcome::SpawnFailed(why))
+    }
+
+    /// A run that did not happen, ended as `outcome` (it could not start, or its program did
+    /// not build).
+    pub(crate) fn not_run(outcome: Outcome) -> RunResult {
         RunResult {
-            outcome: Outcome::SpawnFailed(why),
+            outcome,
             wall: 0.0,
             user: 0.0,
             system_cpu_s: 0.0,

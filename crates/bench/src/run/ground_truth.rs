@@ -155,6 +155,7 @@ impl SubjectRun<'_> {
         row.detail("noisy_configurations", c.noisy.len());
         row.detail("noise", self.noise(&truth.store)?);
         row.detail("campaign_seconds", c.seconds);
+        build_options::build_details(row, &raw);
         row.detail("report", raw);
         if !c.failed.is_empty() {
             self.say(&format!(

@@ -126,6 +126,34 @@ pub struct AtCommit {
     /// Its build.
     pub program: PathBuf,
     pub configuration: Configuration,
+    /// The configuration's build options did not build: it is stored as failed with this,
+    /// and not run.
+    pub failed_build: Option<FailedBuild>,
+}
+
+/// A build of a configuration's build options that failed.
+#[derive(Clone, Debug)]
+pub struct FailedBuild {
+    /// Which step failed and how, and the values built.
+    pub why: String,
+    /// The last lines of the build log.
+    pub log_tail: String,
+    /// The whole build log.
+    pub log: PathBuf,
+}
+
+impl FailedBuild {
+    /// The failed run it is stored as.
+    fn as_run(&self) -> RunResult {
+        RunResult {
+            stderr_tail: self.log_tail.clone(),
+            ..RunResult::not_run(runner::Outcome::BuildFailed(format!(
+                "{}; log: {}",
+                self.why,
+                self.log.display()
+            )))
+        }
+    }
 }
 
 /// Where a campaign's runs are made.
