@@ -161,9 +161,10 @@ fn directive_replacements(group: &GroupPlan, lexed: &Lexed) -> Vec<String> {
                     }
                     _ => unreachable!("a condition per #if and #elif"),
                 },
+                // `;` first: a label may end the branch, and needs a statement after it.
                 Plan::Statements => match (k, name) {
-                    (_, "endif") => "}".into(),
-                    (_, "else") => "} else {".into(),
+                    (_, "endif") => ";}".into(),
+                    (_, "else") => ";} else {".into(),
                     (0, _) => {
                         let lifted = group
                             .lift
@@ -175,7 +176,7 @@ fn directive_replacements(group: &GroupPlan, lexed: &Lexed) -> Vec<String> {
                         )
                     }
                     _ => format!(
-                        "}} else if ({}) {{",
+                        ";}} else if ({}) {{",
                         c_condition(condition.expect("a condition"))
                     ),
                 },

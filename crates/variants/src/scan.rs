@@ -170,6 +170,14 @@ struct Definition {
     header: (usize, usize),
 }
 
+/// A label or a goto, with the effective conditions of the decision branches around it.
+struct Jump {
+    name: String,
+    line: usize,
+    conditions: Vec<(Vec<String>, Vec<bool>)>,
+    features: Vec<String>,
+}
+
 /// A statement group's declarations, whose later uses are checked once the walk is done.
 struct LocalCheck {
     /// The group's plan in `Scanned::groups`.
@@ -193,6 +201,8 @@ struct Walker<'a> {
     open: Vec<Open>,
     out: Scanned,
     local_checks: Vec<LocalCheck>,
+    labels: Vec<Jump>,
+    gotos: Vec<Jump>,
     next_token: usize,
 }
 
@@ -215,10 +225,13 @@ pub fn scan(lexed: &Lexed, features: &[Feature]) -> Scanned {
         open: Vec::new(),
         out: Scanned::default(),
         local_checks: Vec::new(),
+        labels: Vec::new(),
+        gotos: Vec::new(),
         next_token: 0,
     };
     walker.walk();
     walker.check_locals();
+    walker.check_labels();
     walker.out.refusals.sort();
     walker.out.refusals.dedup();
     walker.out
@@ -560,6 +573,20 @@ impl Walker<'_> {
         if t.kind == TokenKind::Ident && !self.dead() {
             self.check_value_use(i);
         }
+        let target = self
+            .tokens
+            .get(i + 1)
+            .filter(|n| n.kind == TokenKind::Ident);
+        if let Some(target) = target.filter(|_| t.text == "goto" && !self.dead()) {
+            let conditions = self.enclosing_conditions();
+            let name = target.text.clone();
+            self.gotos.push(Jump {
+                name,
+                line: t.line,
+                conditions,
+                features: Vec::new(),
+            });
+        }
         let s = &mut self.state;
         match text {
             "{" => {
@@ -657,6 +684,23 @@ impl Walker<'_> {
             return;
         }
         let is_case = matches!(self.tokens[start].text.as_str(), "case" | "default");
+        if !is_case {
+            // A goto target: fine when every goto to it runs only where it exists (checked
+            // once every goto is known).
+            let conditions = self.enclosing_conditions();
+            if !conditions.is_empty() {
+                let features = self.deciding_features();
+                let name = self.tokens[start].text.clone();
+                let line = self.tokens[colon].line;
+                self.labels.push(Jump {
+                    name,
+                    line,
+                    conditions,
+                    features,
+                });
+            }
+            return;
+        }
         let switch_depth = self
             .state
             .frames
@@ -737,6 +781,29 @@ impl Walker<'_> {
                 name_token,
                 header,
             });
+        }
+    }
+
+    /// The effective condition of each statement-level decision branch around the current
+    /// position: the branch's condition and no earlier branch's, over its group's features.
+    fn enclosing_conditions(&self) -> Vec<(Vec<String>, Vec<bool>)> {
+        self.open
+            .iter()
+            .filter(|o| o.context == Some(Context::Code))
+            .map(|o| effective_condition(&self.groups[o.group], o.branch))
+            .collect()
+    }
+
+    /// A label under decisions is refused unless every goto to it runs only under at least
+    /// the same decisions (lz4's fast decoding loop jumps between its own blocks).
+    fn check_labels(&mut self) {
+        for label in std::mem::take(&mut self.labels) {
+            let reached_elsewhere = self.gotos.iter().any(|g| {
+                g.name == label.name && !label.conditions.iter().all(|c| g.conditions.contains(c))
+            });
+            if reached_elsewhere {
+                self.refuse(label.line, Pattern::ConditionalLabel, &label.features);
+            }
         }
     }
 
@@ -821,6 +888,37 @@ impl Walker<'_> {
     }
 }
 
+/// Branch `branch` of `group` as a truth table over the group's features: its own condition
+/// holds and no earlier branch's does (`#else` is every earlier one failing).
+fn effective_condition(group: &Group, branch: usize) -> (Vec<String>, Vec<bool>) {
+    let features = group.features.clone();
+    let holds = |condition: &Option<Condition>, mask: usize| match condition {
+        None => true,
+        Some(Condition::Constant(v)) => *v,
+        Some(Condition::Decision {
+            features: own,
+            table,
+        }) => {
+            let own_mask = own.iter().enumerate().fold(0, |m, (k, f)| {
+                let i = features
+                    .iter()
+                    .position(|g| g == f)
+                    .expect("a group feature");
+                m | (usize::from(mask & (1 << i) != 0) << k)
+            });
+            table[own_mask]
+        }
+        Some(_) => false,
+    };
+    let table = (0..1usize << features.len())
+        .map(|mask| {
+            holds(&group.conditions[branch], mask)
+                && (0..branch).all(|j| !holds(&group.conditions[j], mask))
+        })
+        .collect();
+    (features, table)
+}
+
 fn is_label(tokens: &[Token], start: usize, colon: usize) -> bool {
     let statement = &tokens[start.min(colon)..colon];
     match statement.first().map(|t| t.text.as_str()) {
@@ -835,6 +933,13 @@ fn is_label(tokens: &[Token], start: usize, colon: usize) -> bool {
 /// as a declaration when it starts with a type word or with `Type name` / `Type *name`.
 fn declared_names(statement: &[Token]) -> Vec<String> {
     let first = statement[0].text.as_str();
+    const STATEMENTS: [&str; 12] = [
+        "goto", "return", "break", "continue", "if", "else", "while", "for", "do", "switch",
+        "case", "default",
+    ];
+    if STATEMENTS.contains(&first) {
+        return Vec::new();
+    }
     let typed = |k: usize| statement.get(k).is_some_and(|t| t.kind == TokenKind::Ident);
     let looks_declared = DECLARATION_STARTS.contains(&first)
         || (statement[0].kind == TokenKind::Ident

@@ -167,6 +167,11 @@ int main(int argc, char **argv) {
         }
 #endif
     }
+#ifdef WIDE
+    if (total > 1000) goto wide_done;
+    total += 7;
+wide_done:
+#endif
     report(total + chunk + heap_or_stack(total));
     return 0;
 }

@@ -183,6 +183,25 @@ fn a_conditional_label_or_case() {
 }
 
 #[test]
+fn a_label_reached_only_under_its_own_condition_is_encoded() {
+    // As lz4's fast decoding loop: gotos in one block under A to labels in other blocks
+    // under A, one of them ending its block.
+    let text = "int f(int x) {\n#ifdef A\n  if (x > 9) goto fast_end;\n  x++;\nfast_end:\n#endif\n  x *= 2;\n#ifdef A\nlate:\n#endif\n  return x;\n}\n";
+    let (refused, encoded) = refusals(text, &a());
+    assert!(refused.is_empty(), "{refused:?}");
+    assert_eq!(encoded, vec!["A".to_string(), "B".to_string()]);
+    // Under B as well as A the goto is still only where the label exists; under B alone not.
+    let nested = "int f(int x) {\n#ifdef B\n#ifdef A\n  goto out;\n#endif\n#endif\n#ifdef A\nout:\n#endif\n  return x;\n}\n";
+    assert_eq!(refusals(nested, &a()).0, vec![]);
+    let other =
+        "int f(int x) {\n#ifdef B\n  goto out;\n#endif\n#ifdef A\nout:\n#endif\n  return x;\n}\n";
+    assert_eq!(
+        refusals(other, &a()).0,
+        vec![(6, Pattern::ConditionalLabel, "A".to_string())]
+    );
+}
+
+#[test]
 fn a_macro_defined_under_a_condition() {
     refused_alone(
         "#ifdef A\n#define LOG(x) puts(x)\n#else\n#define LOG(x)\n#endif\n",
