@@ -11,7 +11,8 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
-use history::{Build, Commit, History};
+use history::{Build, Commit, History, Variants};
+use measure::spec::BuildValues;
 use measure::{AtCommit, Campaign, Event, Selection, Store, SystemSpec, Workload};
 use serde::Serialize;
 use space::{ConfigSpace, Configuration};
@@ -67,8 +68,9 @@ pub struct StoreSource<'a> {
     store: &'a Store,
     history: History,
     commits: Vec<Commit>,
-    /// Per commit index, the build that stands for it (itself or an earlier one), once known.
-    builds: HashMap<usize, Option<(String, std::path::PathBuf)>>,
+    /// Per commit index and set of build-option values, the build that stands for it (its
+    /// own or an earlier commit's with the same values), once known.
+    builds: HashMap<(usize, BuildValues), Option<(String, std::path::PathBuf)>>,
     effort: Effort,
     progress: Box<dyn FnMut(String) + 'a>,
     /// The metric every commit is read by: the spec's, with `auto` resolved once from the
@@ -137,17 +139,26 @@ impl<'a> StoreSource<'a> {
         })
     }
 
-    /// The build standing for commit `index`: its own, else the closest earlier one.
-    fn build(&mut self, index: usize) -> Result<Option<(String, std::path::PathBuf)>, Error> {
-        if let Some(b) = self.builds.get(&index) {
+    /// The build standing for commit `index` with a configuration's build-option values:
+    /// its own, else the closest earlier one's with the same values. Without build options
+    /// (no values) it is the commit's build as `knobs history build` makes it.
+    fn build(
+        &mut self,
+        index: usize,
+        values: &BuildValues,
+    ) -> Result<Option<(String, std::path::PathBuf)>, Error> {
+        if let Some(b) = self.builds.get(&(index, values.clone())) {
             return Ok(b.clone());
         }
         let commit = self.commits[index].id.clone();
         let started = Instant::now();
-        let build = self
-            .history
-            .build(&commit, false)
+        let build = Variants::at_commit(&self.history, &commit)
+            .build(values, false)
             .map_err(|e| Error::Measure(e.to_string()))?;
+        let shown = match values.describe().as_str() {
+            "defaults" => String::new(),
+            v => format!(" ({v})"),
+        };
         self.effort.build_seconds += started.elapsed().as_secs_f64();
         let standing = match build {
             Build::Built(b) => {
@@ -156,7 +167,7 @@ impl<'a> StoreSource<'a> {
                 } else {
                     self.effort.builds += 1;
                     (self.progress)(format!(
-                        "built {} in {:.0} s",
+                        "built {}{shown} in {:.0} s",
                         &commit[..12.min(commit.len())],
                         b.seconds
                     ));
@@ -168,7 +179,7 @@ impl<'a> StoreSource<'a> {
                     self.effort.builds += 1;
                 }
                 (self.progress)(format!(
-                    "commit {} does not build ({}); the closest earlier build stands for it",
+                    "commit {}{shown} does not build ({}); the closest earlier build stands for it",
                     &commit[..12.min(commit.len())],
                     f.why
                 ));
@@ -180,7 +191,7 @@ impl<'a> StoreSource<'a> {
                 // Earlier commits are built on demand until one builds.
                 let mut found = None;
                 for earlier in (0..index).rev() {
-                    if let Some(b) = self.build(earlier)? {
+                    if let Some(b) = self.build(earlier, values)? {
                         found = Some(b);
                         break;
                     }
@@ -188,7 +199,8 @@ impl<'a> StoreSource<'a> {
                 found
             }
         };
-        self.builds.insert(index, standing.clone());
+        self.builds
+            .insert((index, values.clone()), standing.clone());
         Ok(standing)
     }
 
@@ -200,10 +212,15 @@ impl<'a> StoreSource<'a> {
         let measure::campaign::Backend::Slurm(slurm) = &self.runs_on else {
             return Ok(());
         };
+        // The job array builds commits as `knobs history build` does; builds of build
+        // options are made here, on demand, before the runs are submitted.
+        if !self.spec.build_options().is_empty() {
+            return Ok(());
+        }
         let mut pending: Vec<String> = Vec::new();
         for &i in indices {
             let id = &self.commits[i].id;
-            if !self.builds.contains_key(&i)
+            if !self.builds.contains_key(&(i, BuildValues::default()))
                 && !pending.contains(id)
                 && self.history.status(id).is_none()
             {
@@ -278,14 +295,16 @@ impl MeasurementSource for StoreSource<'_> {
         let mut by_build: Vec<BTreeMap<String, Vec<usize>>> = Vec::new();
         let mut pairs = Vec::new();
         for (config, commits) in requests {
+            let values = self.spec.build_values(config);
             let mut builds: BTreeMap<String, Vec<usize>> = BTreeMap::new();
             for &c in commits {
-                if let Some((id, program)) = self.build(c)? {
+                if let Some((id, program)) = self.build(c, &values)? {
                     let indices = builds.entry(id.clone()).or_insert_with(|| {
                         pairs.push(AtCommit {
                             commit: id,
                             program,
                             configuration: config.clone(),
+                            failed_build: None,
                         });
                         Vec::new()
                     });
@@ -382,7 +401,8 @@ impl crate::regions::Profiler for StoreSource<'_> {
         config: &Configuration,
         commit: usize,
     ) -> Result<crate::regions::Profile, Error> {
-        let Some((id, program)) = self.build(commit)? else {
+        let values = self.spec.build_values(config);
+        let Some((id, program)) = self.build(commit, &values)? else {
             return Err(Error::Measure(format!(
                 "no build stands for commit {} (it and every earlier one failed)",
                 self.commits[commit].id

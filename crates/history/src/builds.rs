@@ -100,7 +100,12 @@ pub struct Pruned {
 
 /// The recipe's identity: the steps and the output, hashed (12 hex digits).
 pub fn recipe_hash(spec: &HistorySpec) -> String {
-    let json = serde_json::to_string(&(&spec.build, &spec.output)).expect("strings serialise");
+    hash_of(&(&spec.build, &spec.output))
+}
+
+/// A value's identity: its JSON hashed (12 hex digits).
+pub(crate) fn hash_of(value: &impl Serialize) -> String {
+    let json = serde_json::to_string(value).expect("strings serialise");
     Sha256::digest(json.as_bytes())[..6]
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -113,7 +118,11 @@ fn entry_name(commit: &str, recipe: &str) -> String {
 
 /// What the cache holds for a commit under a recipe.
 pub fn status(builds: &Path, commit: &str, recipe: &str, output: &str) -> Option<Build> {
-    let name = entry_name(commit, recipe);
+    status_of(builds, &entry_name(commit, recipe), commit, output)
+}
+
+/// What the cache holds under an entry name.
+pub(crate) fn status_of(builds: &Path, name: &str, commit: &str, output: &str) -> Option<Build> {
     let dir = builds.join(&name);
     if let Ok(text) = std::fs::read_to_string(dir.join(MARKER))
         && let Ok(record) = serde_json::from_str::<BuiltRecord>(&text)
@@ -151,9 +160,53 @@ pub fn build(
     recipe: &str,
     spec: &HistorySpec,
 ) -> Result<Build, Error> {
+    let job = Job {
+        name: entry_name(commit, recipe),
+        commit: commit.to_string(),
+        recipe: recipe.to_string(),
+        source: Source::Commit(git_dir.to_path_buf()),
+        steps: spec.build.clone(),
+        output: spec.output.clone(),
+        timeout: spec.build_timeout(),
+        env: Vec::new(),
+    };
+    build_job(builds, &job)
+}
+
+/// Where a build's files come from.
+#[derive(Clone, Debug)]
+pub(crate) enum Source {
+    /// A checkout of the job's commit from this git directory.
+    Commit(PathBuf),
+    /// A copy of this directory.
+    Dir(PathBuf),
+}
+
+/// One build: what to build, how, and its name in the cache.
+#[derive(Clone, Debug)]
+pub(crate) struct Job {
+    /// The cache entry's name.
+    pub name: String,
+    /// The commit (or the source directory's digest) built.
+    pub commit: String,
+    /// The recipe's key, as its marker records it.
+    pub recipe: String,
+    pub source: Source,
+    /// Argv lists, run in order in the fresh tree.
+    pub steps: Vec<Vec<String>>,
+    pub output: String,
+    pub timeout: Duration,
+    /// Environment of every step (a configuration's `CFLAGS`…).
+    pub env: Vec<(String, String)>,
+}
+
+/// Builds a job: its tree made fresh in a temporary directory, every step in it in order
+/// (their output appended to the log), then the rename into place.
+pub(crate) fn build_job(builds: &Path, job: &Job) -> Result<Build, Error> {
+    let (commit, recipe) = (job.commit.as_str(), job.recipe.as_str());
     std::fs::create_dir_all(builds).map_err(io_error(builds))?;
     remove_leftovers(builds);
-    let name = entry_name(commit, recipe);
+    let name = job.name.clone();
     let temporary = temporary_name(&name);
     let work = builds.join(&temporary);
     let work_log = builds.join(format!("{temporary}.log"));
@@ -164,12 +217,16 @@ pub fn build(
     std::fs::create_dir(&work).map_err(io_error(&work))?;
     let started = Instant::now();
     let index = builds.join(format!("{temporary}.index"));
-    if let Err(e) = git::checkout(git_dir, commit, &work, &index) {
+    let filled = match &job.source {
+        Source::Commit(git_dir) => git::checkout(git_dir, commit, &work, &index),
+        Source::Dir(dir) => copy_tree(dir, &work).map_err(io_error(dir)),
+    };
+    if let Err(e) = filled {
         let _ = remove_tree(&work);
         return Err(e);
     }
     let mut log = std::fs::File::create(&work_log).map_err(io_error(&work_log))?;
-    let failure = run_recipe(spec, &work, &mut log, started);
+    let failure = run_recipe(job, &work, &mut log, started);
     let seconds = started.elapsed().as_secs_f64();
     drop(log);
     match failure {
@@ -177,7 +234,7 @@ pub fn build(
             let record = BuiltRecord {
                 commit: commit.to_string(),
                 recipe: recipe.to_string(),
-                output: spec.output.clone(),
+                output: job.output.clone(),
                 seconds,
             };
             let marker = work.join(MARKER);
@@ -189,7 +246,7 @@ pub fn build(
             if let Err(e) = std::fs::rename(&work, &final_dir) {
                 // Another process built it meanwhile: use that build.
                 let _ = remove_tree(&work);
-                if let Some(built @ Build::Built(_)) = status(builds, commit, recipe, &spec.output)
+                if let Some(built @ Build::Built(_)) = status_of(builds, &name, commit, &job.output)
                 {
                     return Ok(built);
                 }
@@ -197,7 +254,7 @@ pub fn build(
             }
             Ok(Build::Built(Built {
                 commit: commit.to_string(),
-                program: final_dir.join(&spec.output),
+                program: final_dir.join(&job.output),
                 dir: final_dir,
                 seconds,
                 cached: false,
@@ -225,14 +282,13 @@ pub fn build(
 }
 
 /// Runs the steps in `dir`; how the build failed, or `None` when the program was built.
-fn run_recipe(
-    spec: &HistorySpec,
-    dir: &Path,
-    log: &mut std::fs::File,
-    started: Instant,
-) -> Option<String> {
-    let deadline = spec.build_timeout();
-    for (i, step) in spec.build.iter().enumerate() {
+fn run_recipe(job: &Job, dir: &Path, log: &mut std::fs::File, started: Instant) -> Option<String> {
+    let deadline = job.timeout;
+    if !job.env.is_empty() {
+        let shown: Vec<String> = job.env.iter().map(|(k, v)| format!("{k}='{v}'")).collect();
+        let _ = writeln!(log, "# {}", shown.join(" "));
+    }
+    for (i, step) in job.steps.iter().enumerate() {
         // Arguments with spaces quoted, so the log's line reads as the command it was.
         let shown = step
             .iter()
@@ -259,7 +315,7 @@ fn run_recipe(
         let invocation = Invocation {
             program,
             args: step[1..].to_vec(),
-            env: Vec::new(),
+            env: job.env.clone(),
             cwd: dir.to_path_buf(),
             stdin: None,
             timeout: left.max(Duration::from_millis(1)),
@@ -282,14 +338,83 @@ fn run_recipe(
             }
         }
     }
-    if !dir.join(&spec.output).is_file() {
-        let _ = writeln!(log, "knobs: no `{}` after the build", spec.output);
+    if !dir.join(&job.output).is_file() {
+        let _ = writeln!(log, "knobs: no `{}` after the build", job.output);
         return Some(format!(
             "every step succeeded but `{}` was not built",
-            spec.output
+            job.output
         ));
     }
     None
+}
+
+/// The names a source directory's copy leaves out: knobs' own files beside a spec (its build
+/// cache, stores, marker directories) and version control.
+fn left_out(name: &str) -> bool {
+    name.starts_with(".knobs") || name == ".git" || name.starts_with("knobs.db")
+}
+
+/// Copies a directory tree (files, directories, symbolic links as links), but what
+/// [`left_out`] names.
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        if left_out(&entry.file_name().to_string_lossy()) {
+            continue;
+        }
+        let (source, target) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            copy_tree(&source, &target)?;
+        } else if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&source)?, &target)?;
+        } else {
+            std::fs::copy(&source, &target)?;
+        }
+    }
+    Ok(())
+}
+
+/// The SHA-256 of a directory tree as [`copy_tree`] copies it (paths, kinds, contents), in
+/// 64 hex digits: a build of a source directory is keyed by it.
+pub(crate) fn tree_digest(dir: &Path) -> std::io::Result<String> {
+    fn walk(dir: &Path, relative: &Path, hasher: &mut Sha256) -> std::io::Result<()> {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let name = entry.file_name();
+            if left_out(&name.to_string_lossy()) {
+                continue;
+            }
+            let path = relative.join(&name);
+            let kind = entry.file_type()?;
+            hasher.update(path.to_string_lossy().as_bytes());
+            if kind.is_dir() {
+                hasher.update(b"/\0");
+                walk(&entry.path(), &path, hasher)?;
+            } else if kind.is_symlink() {
+                hasher.update(b"@\0");
+                hasher.update(
+                    std::fs::read_link(entry.path())?
+                        .to_string_lossy()
+                        .as_bytes(),
+                );
+            } else {
+                let bytes = std::fs::read(entry.path())?;
+                hasher.update(format!("\0{}\0", bytes.len()).as_bytes());
+                hasher.update(&bytes);
+            }
+        }
+        Ok(())
+    }
+    let mut hasher = Sha256::new();
+    walk(dir, Path::new(""), &mut hasher)?;
+    Ok(hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
 }
 
 /// The last `lines` lines of a file (from at most its last 64 KiB).
@@ -421,7 +546,8 @@ enum Kind {
     Failed,
 }
 
-/// `<40 or 64 hex digits>-<12 hex digits>`, as entry names are made.
+/// `<40 or 64 hex digits>-<12 hex digits>`, as entry names are made, or with
+/// `-<12 hex digits>` more (the build options' values): the recipe is the first 12.
 fn parse_entry(name: &str) -> Option<(String, String, Kind)> {
     let (stem, kind) = if let Some(s) = name.strip_suffix(".log") {
         (s, Kind::Log)
@@ -434,7 +560,9 @@ fn parse_entry(name: &str) -> Option<(String, String, Kind)> {
     let hex = |s: &str, lens: &[usize]| {
         lens.contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit())
     };
-    (hex(commit, &[40, 64]) && hex(recipe, &[12])).then(|| (commit.into(), recipe.into(), kind))
+    let (recipe, values) = recipe.split_once('-').unwrap_or((recipe, "0123456789ab"));
+    (hex(commit, &[40, 64]) && hex(recipe, &[12]) && hex(values, &[12]))
+        .then(|| (commit.into(), recipe.into(), kind))
 }
 
 /// Removes cache entries but those `prune` keeps, and every leftover of a killed build.

@@ -20,12 +20,14 @@
 
 mod builds;
 mod git;
+mod variants;
 
 use std::path::{Path, PathBuf};
 
 pub use builds::{Build, BuildFailure, Built, Prune, Pruned};
 pub use git::Commit;
 use measure::{HistorySpec, SystemSpec};
+pub use variants::{VariantBuild, Variants, VariantsReport};
 
 /// Everything that can go wrong; each message is one line for the user. A commit that does
 /// not build is not an error (it is a [`Build::Failed`]), except where a program is
@@ -98,6 +100,11 @@ impl History {
     /// Where builds are cached (`.knobs-builds` beside the spec).
     pub fn builds_dir(&self) -> &Path {
         &self.builds
+    }
+
+    /// The repository's git directory.
+    pub(crate) fn git_dir(&self) -> &Path {
+        &self.git_dir
     }
 
     /// The recipe's hash (12 hex digits), part of every build's directory name.

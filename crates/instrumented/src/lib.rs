@@ -225,6 +225,7 @@ pub struct Built {
 
 /// Builds the program as the spec's `[build]` says and resolves its option sources.
 pub fn build(spec: &SystemSpec, settings: &Settings, approach: &str) -> Result<Built, Error> {
+    spec.check_no_build_options(approach)?;
     let build = spec.build.as_ref().ok_or_else(|| {
         Error::Invalid(format!(
             "{}: no [build] section: {approach} needs the program's C sources or bitcode",

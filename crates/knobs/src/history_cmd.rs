@@ -410,6 +410,12 @@ fn prune(spec_path: &Path, keep: &[String], keep_failures: bool) -> Result<Outco
     Ok(Outcome::Done)
 }
 
+/// The full id of a revision of the spec's `[history]` (`knobs measure --commit` of a spec
+/// with build options: each configuration's build is its own, made later).
+pub fn resolve_commit(spec: &SystemSpec, rev: &str) -> Result<String> {
+    Ok(History::open(spec)?.resolve(rev)?)
+}
+
 /// The program of a commit for `knobs measure --commit`: built when needed (with a note),
 /// a commit that does not build a one-line error naming its log.
 pub fn program_at(spec: &SystemSpec, rev: &str) -> Result<history::Built> {

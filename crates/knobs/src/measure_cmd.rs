@@ -128,6 +128,10 @@ struct MeasureReport<'a> {
     /// The [history] commit measured (full id); absent for the spec's own program.
     #[serde(skip_serializing_if = "Option::is_none")]
     commit: Option<&'a str>,
+    /// The builds of the build options' values (absent for a spec without build options),
+    /// their time apart from the runs'.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    builds: Option<&'a history::VariantsReport>,
     /// The sampling strategy, as the store's provenance and `knobs learn` write it.
     sample: String,
     seed: u64,
@@ -143,7 +147,8 @@ pub fn measure(args: MeasureArgs) -> Result<Outcome> {
         spec = spec.with_metric(metric.into())?;
     }
     // Everything that can be wrong with the spec is reported before the store is touched.
-    if args.commit.is_some() {
+    let has_build_options = !spec.build_options().is_empty();
+    if args.commit.is_some() || has_build_options {
         spec.check_cwd()?;
     } else {
         spec.check_runnable()?;
@@ -158,14 +163,20 @@ pub fn measure(args: MeasureArgs) -> Result<Outcome> {
         .store
         .unwrap_or_else(|| measure::store::default_path(&args.spec));
     measure::runner::kill_runs_on_interrupt();
-    let built = match &args.commit {
-        Some(rev) => Some(crate::history_cmd::program_at(&spec, rev)?),
-        None => None,
+    let (commit, program) = match &args.commit {
+        Some(rev) if has_build_options => {
+            (Some(crate::history_cmd::resolve_commit(&spec, rev)?), None)
+        }
+        Some(rev) => {
+            let built = crate::history_cmd::program_at(&spec, rev)?;
+            (Some(built.commit), Some(built.program))
+        }
+        None => (None, None),
     };
     let store = Store::open(&store_path)?;
-    let campaign = match &built {
-        Some(b) => Campaign::at_commit(&spec, workload, &b.commit, b.program.clone()),
-        None => Campaign::new(&spec, workload),
+    let campaign = match (&commit, program) {
+        (Some(c), Some(p)) => Campaign::at_commit(&spec, workload, c, p),
+        _ => Campaign::new(&spec, workload),
     };
     let campaign = Campaign {
         settings,
@@ -177,23 +188,34 @@ pub fn measure(args: MeasureArgs) -> Result<Outcome> {
         "measuring {} configurations of {}{} ({} sample, workload `{}`) into {}",
         plan.configurations.len(),
         spec.name,
-        built
+        commit
             .as_ref()
-            .map(|b| format!(" at commit {}", &b.commit[..b.commit.len().min(12)]))
+            .map(|c| format!(" at commit {}", &c[..c.len().min(12)]))
             .unwrap_or_default(),
         args.sample,
         workload.name,
         store_path.display()
     );
-    let report =
-        with_progress(|on_event| Ok(campaign.run(&store, &plan.configurations, on_event)?))?;
+    let commit = commit.as_deref();
+    let (report, builds) = if has_build_options {
+        let (report, builds) = measure_variants(&campaign, &store, &plan.configurations, commit)?;
+        (report, Some(builds))
+    } else {
+        let report =
+            with_progress(|on_event| Ok(campaign.run(&store, &plan.configurations, on_event)?))?;
+        (report, None)
+    };
     print_report(&report, spec.measure.max_cv);
+    if let Some(builds) = &builds {
+        eprintln!("{}", builds.summary());
+    }
     if args.json {
         crate::print_json(&MeasureReport {
             system: &spec.name,
             workload: &workload.name,
             store: &store_path,
-            commit: built.as_ref().map(|b| b.commit.as_str()),
+            commit,
+            builds: builds.as_ref(),
             sample: strategy.to_string(),
             seed: args.seed,
             sampled: plan.configurations.len(),
@@ -201,6 +223,39 @@ pub fn measure(args: MeasureArgs) -> Result<Outcome> {
         })?;
     }
     failures_outcome(&report, &store_path, args.accept_failures)
+}
+
+/// Measures configurations of a spec with build options: each distinct set of build-option
+/// values built once (or found in the cache), each configuration run with its build, a
+/// configuration whose build failed stored as failed.
+fn measure_variants(
+    campaign: &Campaign,
+    store: &Store,
+    configurations: &[space::Configuration],
+    commit: Option<&str>,
+) -> Result<(CampaignReport, history::VariantsReport)> {
+    let variants = history::Variants::open(campaign.spec, commit)?;
+    let (pairs, builds) = variants.pairs(
+        campaign.spec,
+        configurations,
+        commit.unwrap_or(""),
+        campaign.retry_failed,
+        &mut |b| {
+            eprintln!(
+                "build {} ({}, {:.1} s): {}",
+                b.status,
+                b.values,
+                b.seconds,
+                b.path.display()
+            )
+        },
+    )?;
+    let selection = campaign.selection().at_commit(commit.unwrap_or(""));
+    for b in &builds.builds {
+        store.record_build(&selection, &b.stored())?;
+    }
+    let report = with_progress(|on_event| Ok(campaign.run_at_commits(store, &pairs, on_event)?))?;
+    Ok((report, builds))
 }
 
 /// How a campaign ends given its failed configurations: every one failed is an error,
@@ -479,6 +534,7 @@ fn show(args: &StoreArgs, sort: SortArg, json: bool) -> Result<Outcome> {
             stored.system
         );
     }
+    let builds = store.builds_summary(&selection)?;
     if json {
         crate::print_json(&json!({
             "store": args.path(),
@@ -488,12 +544,19 @@ fn show(args: &StoreArgs, sort: SortArg, json: bool) -> Result<Outcome> {
             "commit": selection.commit,
             "metric": metric.name(),
             "unit": unit,
+            "builds": builds,
             "configurations": summaries,
         }))?;
         return Ok(Outcome::Done);
     }
     eprintln!("metric: {why}");
     print_summaries(&stored, &selection, (requested, &unit), &summaries)?;
+    if let Some(b) = builds {
+        println!(
+            "builds (apart from the runs' times): {} sets of build-option values, {} failed, {:.1} s of building",
+            b.builds, b.failed, b.seconds
+        );
+    }
     Ok(Outcome::Done)
 }
 

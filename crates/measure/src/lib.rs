@@ -22,7 +22,7 @@ pub mod spec;
 pub mod stats;
 pub mod store;
 
-pub use campaign::{AtCommit, Campaign, CampaignReport, ConfigurationStatus, Event};
+pub use campaign::{AtCommit, Campaign, CampaignReport, ConfigurationStatus, Event, FailedBuild};
 pub use runner::peak_memory_mib;
 pub use spec::{
     HistorySpec, Invocation, MeasureSettings, Metric, SystemSpec, Workload, load_space,

@@ -27,6 +27,8 @@ pub enum Outcome {
     Timeout,
     /// Could not be started (the cause).
     SpawnFailed(String),
+    /// The program of its configuration's build options did not build (how, and its log).
+    BuildFailed(String),
 }
 
 impl Outcome {
@@ -50,6 +52,7 @@ impl Outcome {
             Outcome::Signal(sig) => format!("killed by signal {sig} ({})", signal_name(*sig)),
             Outcome::Timeout => "timed out".into(),
             Outcome::SpawnFailed(why) => format!("could not start: {why}"),
+            Outcome::BuildFailed(why) => format!("build failed: {why}"),
         }
     }
 }

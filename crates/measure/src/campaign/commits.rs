@@ -28,7 +28,7 @@ impl Campaign<'_> {
         };
         let mut programs: std::collections::BTreeMap<&Path, Option<PathBuf>> =
             std::collections::BTreeMap::new();
-        for pair in pairs {
+        for pair in pairs.iter().filter(|p| p.failed_build.is_none()) {
             if !programs.contains_key(pair.program.as_path()) {
                 programs.insert(&pair.program, Some(checked_program(&pair.program)?));
             }
@@ -67,10 +67,22 @@ impl Campaign<'_> {
                 .get(&key.configuration)
                 .map(Vec::as_slice)
                 .unwrap_or(&[]);
-            let (samples, failure) = self.standing(runs);
+            let (samples, mut failure) = self.standing(runs);
+            let program = match &pair.failed_build {
+                None => programs[pair.program.as_path()].clone(),
+                Some(failed) => {
+                    if failure.is_none() {
+                        store.record(&key, store::now(), &failed.as_run(), &[])?;
+                        failure = Some(Failure {
+                            why: failed.as_run().outcome.describe(),
+                            stderr_tail: failed.log_tail.clone(),
+                        });
+                    }
+                    Some(pair.program.clone())
+                }
+            };
             items.push(Item {
-                invocation: self
-                    .invocation(&programs[pair.program.as_path()], &pair.configuration)?,
+                invocation: self.invocation(&program, &pair.configuration)?,
                 key,
                 samples,
                 failure,
@@ -149,16 +161,22 @@ mod tests {
                 commit: c.clone(),
                 program: sleep.clone(),
                 configuration: configs[0].clone(),
+
+                failed_build: None,
             },
             AtCommit {
                 commit: d.clone(),
                 program: sleep.clone(),
                 configuration: configs[0].clone(),
+
+                failed_build: None,
             },
             AtCommit {
                 commit: d.clone(),
                 program: sleep.clone(),
                 configuration: configs[1].clone(),
+
+                failed_build: None,
             },
         ];
         let campaign = Campaign::new(&spec, workload);

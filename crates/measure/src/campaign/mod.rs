@@ -126,6 +126,41 @@ pub struct AtCommit {
     /// Its build.
     pub program: PathBuf,
     pub configuration: Configuration,
+    /// The configuration's build options did not build: it is stored as failed with this,
+    /// and not run.
+    pub failed_build: Option<FailedBuild>,
+}
+
+/// A build of a configuration's build options that failed.
+#[derive(Clone, Debug)]
+pub struct FailedBuild {
+    /// Which step failed and how, and the values built.
+    pub why: String,
+    /// The last lines of the build log.
+    pub log_tail: String,
+    /// The whole build log.
+    pub log: PathBuf,
+}
+
+impl FailedBuild {
+    /// The failed run it is stored as.
+    fn as_run(&self) -> RunResult {
+        RunResult {
+            outcome: runner::Outcome::BuildFailed(format!(
+                "{}; log: {}",
+                self.why,
+                self.log.display()
+            )),
+            wall: 0.0,
+            user: 0.0,
+            system_cpu_s: 0.0,
+            cpu_wait: 0.0,
+            max_rss_kib: 0,
+            instructions: None,
+            stderr_tail: self.log_tail.clone(),
+            escaped: Vec::new(),
+        }
+    }
 }
 
 /// Where a campaign's runs are made.

@@ -110,6 +110,9 @@ impl SystemSpec {
     /// The program to run: a path relative to the spec's directory, or found on `PATH`.
     pub fn program(&self) -> Result<PathBuf, Error> {
         let program = &self.run()?.program;
+        if program.is_empty() && !self.build_options().is_empty() {
+            return Err(self.refuse_build_options("running the spec's one program"));
+        }
         if program.is_empty() {
             return Err(Error::Invalid(format!(
                 "{}: the program is built from [history] (no run.program); measure it at a commit (--commit REV)",

@@ -295,14 +295,20 @@ pub struct OptionArgs {
     /// Environment variables; `{value}` is the value (0/1 for binary options).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// How the option acts on the build (`build = { define = "NAME" }`); `None` for a
+    /// run-time option.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<OptionBuild>,
 }
 
+mod build_options;
 mod invocation;
 mod parse;
 #[cfg(test)]
 mod test_support;
 mod white_box;
 
+pub use build_options::{BuildRecipe, BuildValues, OptionBuild};
 pub use invocation::Invocation;
 pub use white_box::{BuildSpec, OptionSourceSpec};
 

@@ -53,6 +53,7 @@ struct OptionKeys {
     arg: Vec<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    build: Option<OptionBuild>,
     source: Option<SourceList>,
     #[serde(default)]
     functions: Vec<String>,
@@ -186,11 +187,21 @@ impl SystemSpec {
                     format!("option `{}`: {why}", o.name),
                 ));
             }
+            if let Some(build) = &o.build {
+                build.check(binary).map_err(|why| {
+                    format_error(
+                        &shown,
+                        line_of_key(text, "build", name_line).max(name_line),
+                        format!("option `{}`: build: {why}", o.name),
+                    )
+                })?;
+            }
             option_args[id.index()] = OptionArgs {
                 on: o.on,
                 off: o.off,
                 arg: o.arg,
                 env: o.env,
+                build: o.build,
             };
             let sources = match o.source {
                 None => Vec::new(),
@@ -315,6 +326,7 @@ impl SystemSpec {
             }
         }
         if let Some(build) = &self.build
+            && build.recipe.is_empty()
             && build.sources.is_empty() == build.bitcode.is_none()
         {
             return Err(format_error(
@@ -323,6 +335,7 @@ impl SystemSpec {
                 "build: give `sources` (C files knobs compiles) or `bitcode`, not both",
             ));
         }
+        self.check_build_recipe(shown, text)?;
         if let Some(history) = &self.history {
             check_history(history).map_err(|why| {
                 format_error(
@@ -335,11 +348,19 @@ impl SystemSpec {
             })?;
         }
         let Some(run) = &self.run else { return Ok(()) };
-        if run.program.is_empty() && self.history.is_none() {
+        let built = !self.build_options().is_empty();
+        if run.program.is_empty() && self.history.is_none() && !built {
             return Err(format_error(
                 shown,
                 line_of_key(text, "program", 0),
-                "run.program is missing or empty (only a spec with [history] may leave it out)",
+                "run.program is missing or empty (only a spec with [history] or build options may leave it out)",
+            ));
+        }
+        if built && !run.program.is_empty() {
+            return Err(format_error(
+                shown,
+                line_of_key(text, "program", 0),
+                "run.program: with build options the program is each configuration's build (the recipe's `output`); leave `program` out",
             ));
         }
         if let Some(t) = run.timeout
@@ -385,6 +406,9 @@ impl SystemSpec {
             // it keep their hash.
             #[serde(skip_serializing_if = "Option::is_none")]
             history_build: Option<(&'a [Vec<String>], &'a str)>,
+            // How the program is built for its build options; left out without a recipe.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            build_recipe: Option<(&'a [Vec<String>], &'a str)>,
             // Runs under an instruction counter take other times: kept apart.
             #[serde(skip_serializing_if = "std::ops::Not::not")]
             counted: bool,
@@ -406,6 +430,11 @@ impl SystemSpec {
                 .history
                 .as_ref()
                 .map(|h| (h.build.as_slice(), h.output.as_str())),
+            build_recipe: self
+                .build
+                .as_ref()
+                .filter(|b| !b.recipe.is_empty())
+                .map(|b| (b.recipe.as_slice(), b.output.as_deref().unwrap_or(""))),
             counted: self.measure.metric == Metric::Instructions,
         };
         let json = serde_json::to_string(&meaning).expect("spec serialises");

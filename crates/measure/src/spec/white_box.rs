@@ -44,6 +44,18 @@ pub struct BuildSpec {
     /// Globals never to infer as fixed settings (`not_fixed = ["counter"]`).
     #[serde(default)]
     pub not_fixed: Vec<String>,
+    /// How to build the program for its build options (without `[history]`): argv lists
+    /// run in order, never through a shell, in a fresh copy of `dir`, with the
+    /// configuration's flags in `CPPFLAGS`, `CFLAGS` and `LDFLAGS`.
+    #[serde(default)]
+    pub recipe: Vec<Vec<String>>,
+    /// The built program, relative to the copy.
+    pub output: Option<String>,
+    /// The source directory the recipe builds, relative to the spec's directory (default:
+    /// the spec's directory).
+    pub dir: Option<String>,
+    /// Seconds a whole build may take; default 3600.
+    pub timeout: Option<f64>,
 }
 
 /// Where a program keeps an option's value, for the white-box analyses. Exactly one of:

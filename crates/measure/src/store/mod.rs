@@ -16,6 +16,9 @@
 //! id); runs of the program as `[run]` names it have commit `""`. Reads select one commit,
 //! `""` by default, so the history never mixes into a configuration's measurements.
 //!
+//! A spec with build options also keeps, per set of build-option values, its build: whether
+//! it built and how long that took (`builds`), apart from the runs' times.
+//!
 //! The schema is versioned with `PRAGMA user_version`; `SCHEMA` below is the current
 //! version, and `MIGRATIONS` bring older stores up to it.
 
@@ -29,6 +32,7 @@ use crate::Error;
 use crate::spec::{Metric, SystemSpec};
 use crate::stats::Summary;
 
+mod builds;
 mod claims;
 mod metric;
 mod read;
@@ -38,6 +42,7 @@ mod schema;
 mod test_support;
 mod write;
 
+pub use builds::{BuildsSummary, StoredBuild};
 pub use claims::{HeldClaim, owner_alive, owner_of_this_process};
 pub use metric::{CPU_BOUND, auto_metric};
 pub use schema::SCHEMA_VERSION;

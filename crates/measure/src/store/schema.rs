@@ -9,7 +9,7 @@ use super::*;
 use crate::Error;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 const SCHEMA: &str = "
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -72,10 +72,21 @@ CREATE TABLE claims (               -- a configuration being measured, and by wh
     \"commit\" TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (system, variant, spec_hash, workload, configuration, \"commit\")
 );
+CREATE TABLE builds (               -- a build of a set of build-option values
+    system TEXT NOT NULL,
+    spec_hash TEXT NOT NULL,
+    \"commit\" TEXT NOT NULL DEFAULT '',
+    build_values TEXT NOT NULL,     -- as the build saw them: '-DHEAVY -O2', 'defaults'
+    status TEXT NOT NULL CHECK (status IN ('built', 'failed')),
+    seconds REAL NOT NULL,          -- the build's own time, apart from the runs'
+    log TEXT NOT NULL,              -- the build log's path
+    recorded REAL NOT NULL,
+    PRIMARY KEY (system, spec_hash, \"commit\", build_values)
+);
 ";
 
 /// Statements taking a store of version `i + 1` to version `i + 2`.
-const MIGRATIONS: [&str; 6] = [
+const MIGRATIONS: [&str; 7] = [
     "
 ALTER TABLE runs ADD COLUMN variant TEXT NOT NULL DEFAULT '';
 CREATE TABLE region_times (
@@ -135,6 +146,19 @@ CREATE UNIQUE INDEX runs_by_source ON runs (source) WHERE source IS NOT NULL;
 ",
     "
 ALTER TABLE region_times ADD COLUMN cpu_seconds REAL;
+",
+    "
+CREATE TABLE builds (               -- a build of a set of build-option values
+    system TEXT NOT NULL,
+    spec_hash TEXT NOT NULL,
+    \"commit\" TEXT NOT NULL DEFAULT '',
+    build_values TEXT NOT NULL,     -- as the build saw them: '-DHEAVY -O2', 'defaults'
+    status TEXT NOT NULL CHECK (status IN ('built', 'failed')),
+    seconds REAL NOT NULL,          -- the build's own time, apart from the runs'
+    log TEXT NOT NULL,              -- the build log's path
+    recorded REAL NOT NULL,
+    PRIMARY KEY (system, spec_hash, \"commit\", build_values)
+);
 ",
 ];
 
@@ -438,7 +462,8 @@ mod tests {
         {
             let conn = Connection::open(&path).unwrap();
             conn.execute_batch(
-                "ALTER TABLE region_times DROP COLUMN cpu_seconds;
+                "DROP TABLE builds;
+                 ALTER TABLE region_times DROP COLUMN cpu_seconds;
                  DROP INDEX runs_by_source;
                  ALTER TABLE runs DROP COLUMN source;
                  ALTER TABLE runs DROP COLUMN node;
@@ -489,6 +514,8 @@ mod tests {
             store.commits(&plain).unwrap(),
             [first.clone(), second.clone()]
         );
+        // The migration made the builds table.
+        assert!(store.builds(&plain).unwrap().is_empty());
         // Claims are per commit: one commit's configuration does not block another's.
         let claim = |commit: &str, owner: &str| {
             let at = MeasurementKey {
