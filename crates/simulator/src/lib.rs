@@ -54,7 +54,8 @@ pub struct Built {
     pub refusals: Vec<Refusal>,
     /// The options that stay build options.
     pub build_only: Vec<String>,
-    /// Functions that exist only where features are selected (the feature map).
+    /// Functions that exist only where features are selected (the feature map), with the
+    /// options' names for the features' macros.
     pub feature_functions: Vec<FeatureFunction>,
     /// Conditional groups turned into run-time decisions.
     pub decisions: usize,
@@ -62,7 +63,7 @@ pub struct Built {
 
 /// Builds the variant simulator of `spec` into `options.out_dir`.
 pub fn build(spec: &measure::SystemSpec, options: &Options) -> Result<Built, Error> {
-    let (features, others) = spec::features(spec)?;
+    let (features, others) = spec::features(spec);
     if !others.is_empty() {
         return Err(Error::Invalid(format!(
             "option(s) {} act on the build but do not set one macro: the variant simulator reads \
@@ -118,9 +119,28 @@ pub fn build(spec: &measure::SystemSpec, options: &Options) -> Result<Built, Err
         encoded: simulator.encoded.iter().map(|f| f.option.clone()).collect(),
         refusals: simulator.refusals,
         build_only: Vec::new(),
-        feature_functions: simulator.feature_functions,
+        feature_functions: option_names(simulator.feature_functions, &features),
         decisions: simulator.decisions,
     })
+}
+
+fn option_names(
+    functions: Vec<FeatureFunction>,
+    features: &[variants::Feature],
+) -> Vec<FeatureFunction> {
+    let option = |m: &String| {
+        features
+            .iter()
+            .find(|f| &f.macro_name == m)
+            .map_or_else(|| m.clone(), |f| f.option.clone())
+    };
+    functions
+        .into_iter()
+        .map(|f| FeatureFunction {
+            features: f.features.iter().map(option).collect(),
+            ..f
+        })
+        .collect()
 }
 
 fn names(features: &[variants::Feature]) -> Vec<String> {

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use measure::spec::OptionBuild;
 use toml::{Table, Value};
 use variants::{Feature, MacroValue};
 
@@ -17,62 +18,38 @@ fn table(spec: &measure::SystemSpec) -> Result<Table, Error> {
 /// (`-DNAME` when selected, undefined when not) or with one `-DNAME=V` in `flags` and one in
 /// `off_flags` (`#if NAME` style). Options that act on the build otherwise are returned apart:
 /// the simulator cannot read them at run time.
-pub fn features(spec: &measure::SystemSpec) -> Result<(Vec<Feature>, Vec<String>), Error> {
-    let table = table(spec)?;
+pub fn features(spec: &measure::SystemSpec) -> (Vec<Feature>, Vec<String>) {
     let mut features = Vec::new();
     let mut others = Vec::new();
-    for option in table
-        .get("option")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let Some(build) = option.get("build").and_then(Value::as_table) else {
-            continue;
-        };
-        let name = option
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let numeric = option.get("values").is_some() || option.get("range").is_some();
-        match feature(build, &name).filter(|_| !numeric) {
+    for (option, args) in spec.space.options().iter().zip(&spec.option_args) {
+        let Some(build) = &args.build else { continue };
+        match feature(build, &option.name).filter(|_| option.is_binary()) {
             Some(f) => features.push(f),
-            None => others.push(name),
+            None => others.push(option.name.clone()),
         }
     }
-    Ok((features, others))
+    (features, others)
 }
 
-fn feature(build: &Table, option: &str) -> Option<Feature> {
-    let strings = |key: &str| -> Vec<&str> {
-        build
-            .get(key)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect()
-    };
-    let others = build
-        .keys()
-        .any(|k| !matches!(k.as_str(), "define" | "flags" | "off_flags"));
-    if others {
+fn feature(build: &OptionBuild, option: &str) -> Option<Feature> {
+    let plain = build.link.is_empty()
+        && build.off_link.is_empty()
+        && build.configure.is_empty()
+        && build.off_configure.is_empty();
+    if !plain {
         return None;
     }
-    if let Some(name) = build.get("define").and_then(Value::as_str) {
-        let only = strings("flags").is_empty() && strings("off_flags").is_empty();
+    if let Some(name) = &build.define {
+        let only = build.flags.is_empty() && build.off_flags.is_empty();
         return only.then(|| Feature::defined_when_on(name, option));
     }
-    let valued = |flags: Vec<&str>| -> Option<(String, i64)> {
-        let [flag] = flags.as_slice() else {
-            return None;
-        };
+    let valued = |flags: &[String]| -> Option<(String, i64)> {
+        let [flag] = flags else { return None };
         let (name, value) = flag.strip_prefix("-D")?.split_once('=')?;
         Some((name.to_string(), value.parse().ok()?))
     };
-    let (on_name, on) = valued(strings("flags"))?;
-    let (off_name, off) = valued(strings("off_flags"))?;
+    let (on_name, on) = valued(&build.flags)?;
+    let (off_name, off) = valued(&build.off_flags)?;
     (on_name == off_name).then(|| Feature {
         macro_name: on_name,
         option: option.into(),

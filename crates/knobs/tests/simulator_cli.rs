@@ -1,0 +1,100 @@
+//! `knobs simulator`: the bundled `#ifdef` scanner (examples/ifdef) turned into its variant
+//! simulator and run-time spec, measured like any run-time spec; an undisciplined feature is
+//! refused with its line, and a build option that sets no single macro is named.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{knobs, s};
+use predicates::str::contains;
+
+/// A copy of examples/ifdef in a fresh directory, with a small workload.
+fn scanner(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/ifdef");
+    std::fs::copy(example.join("scanner.c"), dir.join("scanner.c")).unwrap();
+    let spec = std::fs::read_to_string(example.join("knobs.toml")).unwrap();
+    std::fs::write(dir.join("knobs.toml"), spec.replace("\"20000\"", "\"50\"")).unwrap();
+    dir
+}
+
+#[test]
+fn the_scanners_simulator_is_a_runtime_spec_every_command_reads() {
+    let dir = scanner("simulator-scanner");
+    let out = dir.join("sim");
+    knobs()
+        .args([
+            "simulator",
+            "--spec",
+            s(&dir.join("knobs.toml")),
+            "--out",
+            s(&out),
+        ])
+        .assert()
+        .success()
+        .stdout(contains("encoded: logging, color_scan, auto_scan"))
+        .stdout(contains("log_page (scanner.c:39) exists only with logging"));
+    let spec = std::fs::read_to_string(out.join("knobs.toml")).unwrap();
+    assert!(
+        spec.contains("KNOBS_FEATURE_COLOR_SCAN = \"{value}\""),
+        "{spec}"
+    );
+    assert!(
+        !spec.contains("recipe"),
+        "the simulator is built once: {spec}"
+    );
+    // Measured as any run-time spec: every configuration, no build per configuration.
+    knobs()
+        .args([
+            "measure",
+            "--spec",
+            s(&out.join("knobs.toml")),
+            "--sample",
+            "all",
+        ])
+        .args(["--store", s(&dir.join("sim.db"))])
+        .assert()
+        .success()
+        .stderr(contains("8 of 8 configurations measured"));
+}
+
+#[test]
+fn an_undisciplined_feature_is_refused_with_its_line() {
+    let dir = scanner("simulator-refused");
+    let source = std::fs::read_to_string(dir.join("scanner.c")).unwrap();
+    // A struct member under LOGGING.
+    let source = source.replace(
+        "static unsigned long work(",
+        "struct page {\n    int number;\n#ifdef LOGGING\n    int logged;\n#endif\n};\n\nstatic unsigned long work(",
+    );
+    std::fs::write(dir.join("scanner.c"), source).unwrap();
+    knobs()
+        .args(["simulator", "--spec", s(&dir.join("knobs.toml"))])
+        .assert()
+        .code(2)
+        .stderr(contains("cannot encode logging"))
+        .stderr(contains(
+            "scanner.c:13: LOGGING stays build-only: a struct, union or enum member",
+        ));
+}
+
+#[test]
+fn a_build_option_that_sets_no_macro_is_named() {
+    let dir = scanner("simulator-flags");
+    let spec = std::fs::read_to_string(dir.join("knobs.toml")).unwrap();
+    let spec = spec.replace(
+        "[[option]]\nname = \"logging\"",
+        "[[option]]\nname = \"o3\"\nbuild = { flags = [\"-O3\"] }\n\n[[option]]\nname = \"logging\"",
+    );
+    std::fs::write(dir.join("knobs.toml"), spec).unwrap();
+    knobs()
+        .args(["simulator", "--spec", s(&dir.join("knobs.toml"))])
+        .assert()
+        .code(2)
+        .stderr(contains(
+            "option(s) o3 act on the build but do not set one macro",
+        ));
+}
