@@ -25,9 +25,20 @@ pub struct SimulatorArgs {
     /// The C compiler.
     #[arg(long, default_value = "clang-19")]
     clang: PathBuf,
-    /// Print what was built as JSON on stdout.
+    /// Also build real variants (every feature off, each alone, all), count their
+    /// instructions beside the simulator's on the spec's workload, and compare each option's
+    /// effect in both.
+    #[arg(long)]
+    check: bool,
+    /// Print what was built (and checked) as JSON on stdout.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(serde::Serialize)]
+struct SimulatorReport<'a> {
+    built: &'a simulator::Built,
+    check: Option<&'a simulator::Check>,
 }
 
 pub fn simulator(args: SimulatorArgs) -> Result<Outcome> {
@@ -40,30 +51,73 @@ pub fn simulator(args: SimulatorArgs) -> Result<Outcome> {
         clang: args.clang,
     };
     let built = simulator::build(&spec, &options)?;
+    let check = if args.check {
+        Some(simulator::check(&spec, &built, &options)?)
+    } else {
+        None
+    };
     if args.json {
-        crate::print_json(&built)?;
+        crate::print_json(&SimulatorReport {
+            built: &built,
+            check: check.as_ref(),
+        })?;
         return Ok(Outcome::Done);
     }
+    print_built(&built);
+    match &check {
+        Some(check) => print_check(check),
+        None => eprintln!(
+            "the simulator's costs are not the real builds' (encoding removes their constant \
+             folding): --check compares them"
+        ),
+    }
+    Ok(Outcome::Done)
+}
+
+fn print_built(built: &simulator::Built) {
     println!(
         "encoded: {} ({} conditional groups now decided at run time)",
         built.encoded.join(", "),
         built.decisions
     );
     for f in &built.feature_functions {
+        let features = f.features.join(" and ");
         println!(
-            "  {} ({}:{}) exists only with {}",
-            f.function,
-            f.file,
-            f.line,
-            f.features.join(" and ")
+            "  {} ({}:{}) exists only with {features}",
+            f.function, f.file, f.line
         );
     }
     println!("simulator: {}", built.program.display());
     println!("its spec:  {}", built.spec.display());
-    eprintln!(
-        "the simulator's costs are not the real builds' (encoding removes their constant folding): \
-         compare with `knobs measure --spec {}`",
-        args.spec.display()
+}
+
+fn print_check(check: &simulator::Check) {
+    println!(
+        "real builds against the simulator, workload `{}` ({}):",
+        check.workload, check.counter
     );
-    Ok(Outcome::Done)
+    for c in &check.configurations {
+        let shown = if c.selected.is_empty() {
+            "(none)".into()
+        } else {
+            c.selected.join(",")
+        };
+        let difference = 100.0 * (c.simulator as f64 - c.real as f64) / c.real as f64;
+        println!(
+            "  {shown}: real {} simulator {} ({difference:+.2} %)",
+            c.real, c.simulator
+        );
+    }
+    for e in &check.effects {
+        println!(
+            "  effect of {}: real {:+} simulator {:+} (differs by {:.2} % of the program)",
+            e.option,
+            e.real,
+            e.simulator,
+            e.difference_percent.abs()
+        );
+    }
+    for text in &check.invalid {
+        println!("  {text}: not a valid configuration, left out");
+    }
 }

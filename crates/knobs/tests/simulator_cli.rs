@@ -62,6 +62,30 @@ fn the_scanners_simulator_is_a_runtime_spec_every_command_reads() {
 }
 
 #[test]
+fn the_check_counts_real_builds_beside_the_simulator_per_option() {
+    let dir = scanner("simulator-check");
+    let out = knobs()
+        .args(["simulator", "--spec", s(&dir.join("knobs.toml")), "--check", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let check = &report["check"];
+    // Every feature off, each alone, all: five real builds, each beside the simulator.
+    assert_eq!(check["configurations"].as_array().unwrap().len(), 5);
+    let real_builds = std::fs::read_dir(dir.join(".knobs-simulator/real")).unwrap();
+    let binaries = real_builds.flatten().filter(|e| e.path().extension().is_none()).count();
+    assert_eq!(binaries, 5);
+    // The scanner's features are whole functions: the simulator's effects are the real ones
+    // within a fraction of a percent of the program (work loops compiled alike).
+    for effect in check["effects"].as_array().unwrap() {
+        let real = effect["real"].as_i64().unwrap();
+        assert!(real > 0, "{effect}");
+        assert!(effect["difference_percent"].as_f64().unwrap().abs() < 1.0, "{effect}");
+    }
+}
+
+#[test]
 fn an_undisciplined_feature_is_refused_with_its_line() {
     let dir = scanner("simulator-refused");
     let source = std::fs::read_to_string(dir.join("scanner.c")).unwrap();

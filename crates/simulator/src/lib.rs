@@ -8,6 +8,7 @@
 //! The simulator is not the real variants (encoding removes their constant folding and
 //! dead-code elimination): its model is checked against real builds, not assumed equal.
 
+mod check;
 mod sources;
 mod spec;
 
@@ -16,6 +17,7 @@ use std::process::Command;
 
 use serde::Serialize;
 
+pub use check::{Check, CheckedConfiguration, OptionEffect, check};
 pub use variants::{FeatureFunction, Refusal};
 
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +46,9 @@ pub struct Options {
 /// What was built.
 #[derive(Debug, Clone, Serialize)]
 pub struct Built {
+    /// The features, as the original spec builds them.
+    #[serde(skip)]
+    pub features: Vec<variants::Feature>,
     /// The run-time spec of the simulator.
     pub spec: PathBuf,
     /// The simulator, compiled as the spec's sources are (`-O2`).
@@ -107,13 +112,14 @@ pub fn build(spec: &measure::SystemSpec, options: &Options) -> Result<Built, Err
     let features_c = src.join("knobs_features.c");
     write(&features_c, &simulator.features_source())?;
     let program = options.out_dir.join(format!("{}-simulator", spec.name));
-    compile(spec, options, &src, &features_c, &program)?;
+    compile(spec, &options.clang, &src, &[&features_c], &[], &program)?;
     let spec_path = options.out_dir.join("knobs.toml");
     let text = spec::runtime_spec(spec, &simulator, &src, &features_c, &program)?;
     write(&spec_path, &text)?;
     // The one parser of specs checks what was written.
     measure::SystemSpec::load(&spec_path)?;
     Ok(Built {
+        features: simulator.encoded.clone(),
         spec: spec_path,
         program,
         encoded: simulator.encoded.iter().map(|f| f.option.clone()).collect(),
@@ -158,45 +164,52 @@ fn write(path: &Path, text: &str) -> Result<(), Error> {
     std::fs::write(path, text).map_err(io)
 }
 
-/// Compiles the encoded sources as the spec compiles its own (its defines, flags, include
-/// directories — the encoded ones first — and link flags), at `-O2`.
+/// Compiles a program as the spec compiles its own (its defines, flags, include directories
+/// and link flags), at `-O2`: the `[build] sources` under `root` (the encoded copies, whose
+/// include directories come first, or the originals), with `extra` files and `defines`.
 fn compile(
     spec: &measure::SystemSpec,
-    options: &Options,
-    src: &Path,
-    features_c: &Path,
+    clang: &Path,
+    root: &Path,
+    extra: &[&Path],
+    defines: &[String],
     program: &Path,
 ) -> Result<(), Error> {
     let build = spec
         .build
         .as_ref()
         .expect("sources were read, so [build] exists");
-    let mut command = Command::new(&options.clang);
+    let mut command = Command::new(clang);
     command.args(["-O2", "-w", "-o"]).arg(program);
     for dir in &build.include {
-        command.arg(format!("-I{}", src.join(dir).display()));
+        command.arg(format!("-I{}", root.join(dir).display()));
         command.arg(format!("-I{}", spec.dir.join(dir).display()));
     }
-    command.args(build.defines.iter().map(|d| format!("-D{d}")));
+    command.args(
+        build
+            .defines
+            .iter()
+            .chain(defines)
+            .map(|d| format!("-D{d}")),
+    );
     command.args(&build.flags);
-    command.args(build.sources.iter().map(|s| src.join(s)));
-    command.arg(features_c);
+    command.args(build.sources.iter().map(|s| root.join(s)));
+    command.args(extra);
     command.args(&build.link);
     let shown = format!("{command:?}");
-    let out = command.output().map_err(|e| Error::Compile {
+    let failed = |log: String| Error::Compile {
         command: shown.clone(),
-        log: e.to_string(),
-    })?;
+        log,
+    };
+    let out = command.output().map_err(|e| failed(e.to_string()))?;
     if !out.status.success() {
         let log = String::from_utf8_lossy(&out.stderr);
-        let first = log
-            .lines()
-            .find(|l| l.contains("error"))
-            .unwrap_or("no message");
-        return Err(Error::Compile {
-            command: shown,
-            log: first.to_string(),
-        });
+        return Err(failed(
+            log.lines()
+                .find(|l| l.contains("error"))
+                .unwrap_or("no message")
+                .into(),
+        ));
     }
     Ok(())
 }
