@@ -12,13 +12,18 @@
 //! S-Ref and S-Mand), the self times are summed per term (Algorithm 3), with the
 //! instrumentation's cost per visit taken out (§5.1). [`unseen`] lists what such a model
 //! cannot see — options that change time through data flow or inside a function's own code
-//! — so the output says so. [`pipeline`] runs the approach on a C program, one function per
+//! — so the output says so. [`dependence`] goes beyond the paper's assumption that a
+//! function costs the same whatever options ran before (§5.2): it finds the calling contexts
+//! whose cost depends on options from further runs and models them per option. With
+//! `metric = "instructions"` the variant simulator counts its own IR instructions and the
+//! model is in counts. [`pipeline`] runs the approach on a C program, one function per
 //! stage, and [`run`] is the whole approach as one call returning a [`Report`].
 //!
-//! Architecture invariant: `features`, `model` and `unseen` know nothing of processes or
+//! Architecture invariant: `features`, `model`, `dependence` and `unseen` know nothing of processes or
 //! LLVM; only `pipeline` builds and runs programs, through `instrumented`, `llvm` and
 //! `measure`.
 
+pub mod dependence;
 pub mod features;
 pub mod model;
 pub mod pipeline;

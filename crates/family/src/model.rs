@@ -94,6 +94,51 @@ pub fn fit_to_native(run: &mut RunTimes, native: f64) -> f64 {
     removed
 }
 
+/// A calling context's features in a run of `configuration` (Algorithm 2's prefix and the
+/// function's own feature): a feature met twice counts once (S-Ref), a mandatory one not at
+/// all (S-Mand). A feature's function that ran with its feature off gets no factor, and a
+/// note in `notes` says so.
+pub fn context_factors(
+    valid: &ValidConfigurations,
+    feature_of: &BTreeMap<String, OptionId>,
+    path: &[String],
+    configuration: &Configuration,
+    notes: &mut Vec<String>,
+) -> Vec<Factor> {
+    let space = valid.space();
+    let mut factors: Vec<Factor> = Vec::new();
+    for name in path {
+        let Some(&o) = feature_of.get(name) else {
+            continue;
+        };
+        let option = space.option(o);
+        let value = configuration.0[o.index()];
+        let factor = if option.is_binary() {
+            if value == 0 {
+                let note = format!(
+                    "function `{name}` (feature `{}`) ran in `{}`, where its feature is off: its time goes to the features that called it",
+                    option.name,
+                    space.format_configuration(configuration)
+                );
+                if !notes.contains(&note) {
+                    notes.push(note);
+                }
+                continue;
+            }
+            if !valid.allows(&[(o, 0)]) {
+                continue; // S-Mand
+            }
+            Factor::Option(option.name.clone())
+        } else {
+            Factor::Equals(option.name.clone(), option.numeric_value(value))
+        };
+        if !factors.contains(&factor) {
+            factors.push(factor); // S-Ref
+        }
+    }
+    factors
+}
+
 /// The model, per function: each function's local model, and the base (time outside every
 /// function: the process's start and end).
 #[derive(Clone, Debug)]
@@ -111,7 +156,6 @@ pub fn build(
     runs: &[RunTimes],
 ) -> FamilyModel {
     let space = valid.space();
-    let mandatory = |o: OptionId| space.option(o).is_binary() && !valid.allows(&[(o, 0)]);
     // (function, term's factors as text) → per run, its time; the factors of each term.
     let mut times: BTreeMap<(String, Vec<String>), BTreeMap<usize, f64>> = BTreeMap::new();
     let mut factors_of: BTreeMap<Vec<String>, Vec<Factor>> = BTreeMap::new();
@@ -119,6 +163,7 @@ pub fn build(
     // The sets of alternatives whose member differs between runs.
     let mut varied = 0;
     let mut member_of_run: Vec<Option<Factor>> = vec![None; runs.len()];
+    let mut varied_members: Vec<Vec<Option<Factor>>> = Vec::new();
     let mut sets: Vec<Vec<OptionId>> = space
         .groups()
         .iter()
@@ -149,48 +194,42 @@ pub fn build(
         let members: Vec<Option<Factor>> = runs.iter().map(member).collect();
         if members.iter().any(|m| *m != members[0]) {
             varied += 1;
-            member_of_run = members;
+            member_of_run = members.clone();
+            varied_members.push(members);
         }
     }
+    // Several sets: additive when every run differs from the first in one set only.
+    let mut one_set_each: Option<Vec<Option<Factor>>> = None;
     if varied > 1 {
         member_of_run = vec![None; runs.len()];
-        notes.push(format!(
-            "the runs vary {} sets of alternatives together: time outside the alternatives' own functions is averaged over the runs, not told apart by alternative",
-            varied
-        ));
+        one_set_each = (0..runs.len())
+            .map(|r| {
+                let differ: Vec<&Option<Factor>> = varied_members
+                    .iter()
+                    .filter(|m| m[r] != m[0])
+                    .map(|m| &m[r])
+                    .collect();
+                match differ[..] {
+                    [] => Some(None),
+                    [m] => m.clone().map(Some),
+                    _ => None,
+                }
+            })
+            .collect();
+        if one_set_each.is_some() {
+            notes.push(format!(
+                "the runs vary {varied} sets of alternatives one at a time: each set's effect is added to the others', and how the sets interact (one set's member changing another's effect) is not measured"
+            ));
+        } else {
+            notes.push(format!(
+                "the runs vary {varied} sets of alternatives together: time outside the alternatives' own functions is averaged over the runs, not told apart by alternative"
+            ));
+        }
     }
     for (r, run) in runs.iter().enumerate() {
         for Context { path, seconds, .. } in &run.contexts {
-            let mut factors: Vec<Factor> = Vec::new();
-            for name in path {
-                let Some(&o) = feature_of.get(name) else {
-                    continue;
-                };
-                let option = space.option(o);
-                let value = run.configuration.0[o.index()];
-                let factor = if option.is_binary() {
-                    if value == 0 {
-                        let note = format!(
-                            "function `{name}` (feature `{}`) ran in `{}`, where its feature is off: its time goes to the features that called it",
-                            option.name,
-                            space.format_configuration(&run.configuration)
-                        );
-                        if !notes.contains(&note) {
-                            notes.push(note);
-                        }
-                        continue;
-                    }
-                    if mandatory(o) {
-                        continue; // S-Mand
-                    }
-                    Factor::Option(option.name.clone())
-                } else {
-                    Factor::Equals(option.name.clone(), option.numeric_value(value))
-                };
-                if !factors.contains(&factor) {
-                    factors.push(factor); // S-Ref
-                }
-            }
+            let mut factors =
+                context_factors(valid, feature_of, path, &run.configuration, &mut notes);
             if let Some(m) = &member_of_run[r]
                 && !factors.contains(m)
             {
@@ -226,6 +265,18 @@ pub fn build(
     };
     let mut functions: BTreeMap<String, Vec<Term>> = BTreeMap::new();
     factors_of.entry(Vec::new()).or_default();
+    if let Some(member_of_run) = one_set_each {
+        for ((function, labels), per_run) in times {
+            let terms = functions.entry(function).or_default();
+            terms.extend(additive_terms(
+                &factors_of[&labels],
+                &per_run,
+                &member_of_run,
+                &|f: &[Factor], r: usize| holds(f, &runs[r]),
+            ));
+        }
+        return family_model(functions, notes);
+    }
     for ((function, labels), per_run) in times {
         let factors = factors_of[&labels].clone();
         let selected: Vec<usize> = (0..runs.len())
@@ -244,6 +295,11 @@ pub fn build(
             .or_default()
             .push(Term::from_factors(factors, mean));
     }
+    family_model(functions, notes)
+}
+
+/// The model of the terms per function (`""` the base).
+fn family_model(mut functions: BTreeMap<String, Vec<Term>>, notes: Vec<String>) -> FamilyModel {
     let base = InfluenceModel::from_terms(functions.remove("").unwrap_or_default());
     FamilyModel {
         base,
@@ -253,6 +309,43 @@ pub fn build(
             .collect(),
         notes,
     }
+}
+
+/// One term's times when each run but the first differs from it in one set of alternatives
+/// (`member_of_run`: the member that run chooses, `None` for the first): the first run's
+/// time on the term's `factors`, and per other run what choosing its member changes, on the
+/// factors and the member. Each set's effect adds to the others' (their interactions are not
+/// measured by such runs). `holds(factors, run)`: the run selects all of them.
+fn additive_terms(
+    factors: &[Factor],
+    per_run: &BTreeMap<usize, f64>,
+    member_of_run: &[Option<Factor>],
+    holds: &dyn Fn(&[Factor], usize) -> bool,
+) -> Vec<Term> {
+    let in_first = holds(factors, 0);
+    let first = match in_first {
+        true => per_run.get(&0).copied().unwrap_or(0.0),
+        false => 0.0,
+    };
+    let mut terms = Vec::new();
+    if in_first && first != 0.0 {
+        terms.push(Term::from_factors(factors.to_vec(), first));
+    }
+    for (r, member) in member_of_run.iter().enumerate().skip(1) {
+        let Some(member) = member else { continue };
+        let mut with = factors.to_vec();
+        if !with.contains(member) {
+            with.push(member.clone());
+        }
+        if !holds(&with, r) {
+            continue;
+        }
+        let change = per_run.get(&r).copied().unwrap_or(0.0) - first;
+        if change != 0.0 {
+            terms.push(Term::from_factors(with, change));
+        }
+    }
+    terms
 }
 
 #[cfg(test)]
@@ -359,6 +452,61 @@ mod tests {
             "2.00 + 6.00·ColorScan + 2.00·AutoScan + 1.00·Logging + 0.50·AutoScan·Logging + 0.50·ColorScan·Logging"
         );
         assert!(m.notes.is_empty(), "{:?}", m.notes);
+    }
+
+    /// Two sets of alternatives (a level, a block size), varied one at a time as
+    /// `variant_simulator_runs` does: shared code's cost is told apart per set and the sets'
+    /// effects add, so every configuration of the two sets is predicted from three runs.
+    #[test]
+    fn two_sets_varied_one_at_a_time_are_told_apart() {
+        let mut s = ConfigSpace::new("lz");
+        let level = s.add_binary("level", None, true).unwrap();
+        let fast = s.add_binary("fast", Some(level), false).unwrap();
+        let best = s.add_binary("best", Some(level), false).unwrap();
+        s.add_group(space::GroupKind::Alternative, Some(level), vec![fast, best])
+            .unwrap();
+        let block = s.add_numeric("block", &[4.0, 7.0]).unwrap();
+        let valid = ValidConfigurations::new(&s).unwrap();
+        // `compress` costs 10 (fast) or 100 (best), plus 5 with 4 MB blocks (block = 7).
+        let cost = |member: OptionId, b: u32| {
+            10.0 * if member == best { 10.0 } else { 1.0 } + 5.0 * f64::from(b)
+        };
+        let run = |member: OptionId, b: u32| {
+            let mut c = vec![0; s.len()];
+            c[level.index()] = 1;
+            c[member.index()] = 1;
+            c[block.index()] = b;
+            RunTimes {
+                configuration: Configuration(c),
+                contexts: vec![
+                    context("main", 1.0, 1),
+                    context("main>compress", cost(member, b), 1),
+                ],
+                base: 0.0,
+            }
+        };
+        let m = build(
+            &valid,
+            &BTreeMap::new(),
+            &[run(fast, 0), run(best, 0), run(fast, 1)],
+        );
+        assert_eq!(m.notes.len(), 1, "{:?}", m.notes);
+        assert!(m.notes[0].contains("one at a time"), "{:?}", m.notes);
+        let mut parts = vec![&m.base];
+        parts.extend(m.functions.values());
+        let global = InfluenceModel::sum(parts);
+        let bound = global.bind(&["level", "fast", "best", "block"]).unwrap();
+        for member in [fast, best] {
+            for b in [0, 1] {
+                let row = [
+                    1.0,
+                    f64::from(u8::from(member == fast)),
+                    f64::from(u8::from(member == best)),
+                    if b == 1 { 7.0 } else { 4.0 },
+                ];
+                assert_eq!(bound.predict(&row), 1.0 + cost(member, b), "{global}");
+            }
+        }
     }
 
     /// One run per member of one alternative group: each run's time is its member's, shared

@@ -55,6 +55,16 @@ impl Analysed {
     pub fn program(&self) -> &ir::Program {
         &self.built.translation.program
     }
+
+    /// The feature map by function name.
+    pub fn feature_names(&self) -> BTreeMap<String, OptionId> {
+        let program = self.program();
+        self.features
+            .by_function
+            .iter()
+            .map(|(f, o)| (program.func(*f).name.clone(), *o))
+            .collect()
+    }
 }
 
 /// Stage 1: build and analyse the program. The analysis reads it specialised to its fixed
@@ -164,7 +174,15 @@ pub fn probed_functions(
             unprobed: Vec::new(),
         });
     };
-    let (binary, _) = instrument(spec, settings, analysed, &functions, "family-calibration")?;
+    // Timed, also when the model is counted: the probes' cost is time, not instructions.
+    let (binary, _) = instrument(
+        spec,
+        settings,
+        analysed,
+        &functions,
+        "family-calibration",
+        false,
+    )?;
     let analysis = spec.analysis_workload()?;
     spec.prepare_workload(analysis)?;
     let tree = calibration_run(spec, &binary, first, analysis, &settings.work_dir)?;
@@ -223,13 +241,17 @@ fn calibration_run(
 }
 
 /// Stage 3: `functions` with enter/exit calls, linked with the call-tree runtime (its
-/// test-clock build when the settings ask for it); the binary and its store variant.
+/// test-clock build when the settings ask for it); the binary and its store variant. With
+/// `counting` (`metric = "instructions"`), the program counts its own IR instructions and the
+/// call tree's clock is that count (`runtime::call_tree::build_counting`): the model is in
+/// instructions, in the unit of `instrumented::counting::plain_counting_build`'s truth.
 pub fn instrument(
     spec: &SystemSpec,
     settings: &instrumented::Settings,
     analysed: &Analysed,
     functions: &[ir::FuncId],
     name: &str,
+    counting: bool,
 ) -> Result<(PathBuf, String), Error> {
     let built = &analysed.built;
     let program = analysed.program();
@@ -238,21 +260,27 @@ pub fn instrument(
         .enumerate()
         .filter_map(|(id, f)| instrumented::function_probe(program, *f, id as u32))
         .collect();
+    let name = if counting {
+        format!("{name}-counted")
+    } else {
+        name.to_string()
+    };
     let bitcode = settings.work_dir.join(format!("program.{name}.bc"));
-    llvm::instrument(
-        &built.ssa,
-        program,
-        &built.translation.positions,
-        &probes,
-        &bitcode,
-    )?;
+    let positions = &built.translation.positions;
+    let runtime = if counting {
+        llvm::instrument_counting(&built.ssa, program, positions, &probes, &[], &bitcode)?;
+        runtime::call_tree::build_counting(&settings.clang, &settings.work_dir.join("runtime"))?
+    } else {
+        llvm::instrument(&built.ssa, program, positions, &probes, &bitcode)?;
+        settings.call_tree_runtime()?
+    };
     Ok(instrumented::link(
         spec,
         settings,
         &bitcode,
-        settings.call_tree_runtime()?,
+        runtime,
         runtime::call_tree::LINK_FLAGS,
-        name,
+        &name,
         true,
     )?)
 }
@@ -273,7 +301,12 @@ pub fn measure_simulator(
 ) -> Result<(CampaignReport, Option<String>), Error> {
     let names = Arc::new(names);
     let read = move |path: &Path| read_call_tree(path, &names);
-    let measured = instrumented::measure_instrumented(
+    let measure = if instrumented::counting::counts_instructions(spec) {
+        instrumented::counting::measure_counted
+    } else {
+        instrumented::measure_instrumented
+    };
+    let measured = measure(
         store,
         settings,
         spec,
@@ -297,6 +330,14 @@ pub fn measure_simulator(
 /// region.
 fn read_call_tree(path: &Path, names: &[String]) -> Result<Vec<RegionMeasurement>, String> {
     let tree = runtime::call_tree::CallTree::read(path).map_err(|e| e.to_string())?;
+    if tree.counted && tree.other_threads > 0 {
+        // The count clock is the traced thread's count; the truth counts the whole program.
+        return Err(format!(
+            "the counting build counts the main thread only, and {} enter/exit events came from other \
+             threads in this run: their instructions are in no calling context",
+            tree.other_threads
+        ));
+    }
     let corrected = tree.corrected_self_seconds();
     let corrected_cpu = tree.corrected_cpu_seconds();
     let mut out = Vec::with_capacity(tree.nodes.len() + 1);
@@ -354,6 +395,17 @@ pub fn measure_native(
     configurations: &[Configuration],
     reporter: &mut dyn Reporter,
 ) -> Result<(Option<CampaignReport>, Option<String>), Error> {
+    if instrumented::counting::counts_instructions(spec) {
+        return Ok((
+            None,
+            Some(
+                "counted instructions: the probes add none to any count, so the variant \
+                 simulator's counts are the program's own and there is no native time to \
+                 correct them by"
+                    .into(),
+            ),
+        ));
+    }
     if settings.test_clock {
         return Ok((
             None,
@@ -551,18 +603,21 @@ pub fn build_model(
     spec: &SystemSpec,
     analysed: &Analysed,
     runs: &[RunTimes],
+    corrections: &BTreeMap<String, Vec<model::Term>>,
     unmeasured: Option<Unmeasured>,
     clocks: &instrumented::RegionClocks,
 ) -> Result<(ModelFile, Vec<String>), Error> {
     let valid = ValidConfigurations::new(&spec.space)?;
     let program = analysed.program();
-    let feature_of: BTreeMap<String, OptionId> = analysed
-        .features
-        .by_function
-        .iter()
-        .map(|(f, o)| (program.func(*f).name.clone(), *o))
-        .collect();
-    let built = crate::model::build(&valid, &feature_of, runs);
+    let mut built = crate::model::build(&valid, &analysed.feature_names(), runs);
+    for (function, terms) in corrections {
+        let own = built.functions.remove(function).unwrap_or_default();
+        let correction = model::InfluenceModel::from_terms(terms.iter().cloned());
+        built.functions.insert(
+            function.clone(),
+            model::InfluenceModel::sum([&own, &correction]),
+        );
+    }
     let mut regions = vec![Region {
         id: instrumented::BASE.into(),
         location: None,
@@ -606,8 +661,12 @@ fn location(program: &ir::Program, function: &str) -> Option<SourceSpan> {
 
 /// The variant simulator's configurations: every feature selected, and the members of each
 /// set of mutually exclusive alternatives (alternative groups, numeric options' values)
-/// spread over as few runs as the largest set needs (§3.3), each run otherwise selecting as
-/// much as the constraints allow; a member no such run takes gets a run of its own.
+/// varied one set at a time (§3.3): a first run with the first member of every set the
+/// constraints allow, then per set one run per other member with the first run's choices
+/// of the other sets, so each run's difference from the first is one member's (varying the
+/// sets together would leave the model unable to tell the sets' effects apart). Each run
+/// otherwise selects as much as the constraints allow; a member no such run takes gets a
+/// run of its own.
 pub fn variant_simulator_runs(valid: &ValidConfigurations) -> Vec<Configuration> {
     let space = valid.space();
     let mut choices: Vec<Vec<Literal>> = Vec::new();
@@ -625,7 +684,6 @@ pub fn variant_simulator_runs(valid: &ValidConfigurations) -> Vec<Configuration>
             );
         }
     }
-    let largest = choices.iter().map(Vec::len).max().unwrap_or(1).max(1);
     let fullest = |literals: &[Literal]| {
         let mut bdd = valid.bdd().clone();
         for l in literals {
@@ -633,19 +691,49 @@ pub fn variant_simulator_runs(valid: &ValidConfigurations) -> Vec<Configuration>
         }
         valid.extreme_in(&bdd, true)
     };
-    let mut runs: Vec<Configuration> = Vec::new();
-    for i in 0..largest {
-        let mut literals: Vec<Literal> = Vec::new();
-        for c in &choices {
-            literals.push(c[i % c.len()]);
-            if !valid.allows(&literals) {
+    // Adds to `literals` each set's first member in `order` the constraints allow.
+    let complete = |literals: &mut Vec<Literal>,
+                    skip: Option<usize>,
+                    order: &dyn Fn(usize) -> Vec<Literal>| {
+        for k in (0..choices.len()).filter(|k| Some(*k) != skip) {
+            for l in order(k) {
+                literals.push(l);
+                if valid.allows(literals) {
+                    break;
+                }
                 literals.pop();
             }
         }
-        if let Some(c) = fullest(&literals)
-            && !runs.contains(&c)
-        {
-            runs.push(c);
+    };
+    let mut first: Vec<Literal> = Vec::new();
+    complete(&mut first, None, &|k| choices[k].clone());
+    let Some(first_run) = fullest(&first) else {
+        return Vec::new();
+    };
+    let mut runs: Vec<Configuration> = vec![first_run.clone()];
+    // The first run's choice of set `k` first, then its other members.
+    let first_choice = |k: usize| -> Vec<Literal> {
+        let mut order: Vec<Literal> = choices[k]
+            .iter()
+            .copied()
+            .filter(|l| first_run.0[l.0.index()] == l.1)
+            .collect();
+        order.extend(choices[k].iter().copied());
+        order
+    };
+    for (k, set) in choices.iter().enumerate() {
+        for l in set {
+            if first_run.0[l.0.index()] == l.1 {
+                continue;
+            }
+            let mut literals = vec![*l];
+            complete(&mut literals, Some(k), &first_choice);
+            if valid.allows(&literals)
+                && let Some(c) = fullest(&literals)
+                && !runs.contains(&c)
+            {
+                runs.push(c);
+            }
         }
     }
     for l in choices.iter().flatten() {

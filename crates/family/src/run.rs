@@ -9,6 +9,14 @@ use measure::campaign::CampaignReport;
 use serde::Serialize;
 use space::ValidConfigurations;
 
+use std::collections::BTreeMap;
+
+use space::{Configuration, OptionId};
+
+use model::Term;
+
+use crate::dependence::{self, CostDependence, Tolerance};
+use crate::model::RunTimes;
 use crate::pipeline::{self, ProbeThresholds};
 use crate::{Error, MappedFunction, UnseenInfluence};
 
@@ -29,6 +37,10 @@ pub struct Options {
     /// Read the call trees by this clock (default: as the spec's metric resolves,
     /// `instrumented::region_clocks`).
     pub region_clock: Option<instrumented::RegionClock>,
+    /// The paper's model only: assume every calling context costs the same whatever options
+    /// ran before (§5.2), with no further runs to check it (default: check it and model the
+    /// contexts whose cost depends on options, [`crate::dependence`]).
+    pub constant_cost: bool,
 }
 
 impl Default for Options {
@@ -40,6 +52,7 @@ impl Default for Options {
             probe_min_entries: 1000,
             probe_min_ns: 100.0,
             region_clock: None,
+            constant_cost: false,
         }
     }
 }
@@ -78,12 +91,28 @@ pub struct Report {
     /// rule ConfigCrusher's region times are read by; trees without CPU times, e.g.
     /// `KNOBS_REGION_CPU_US=off`, by the wall clock, and `why` says so).
     pub call_tree_clock: Option<instrumented::RegionClocks>,
+    /// Beyond the paper's assumption that a context's cost does not depend on the options
+    /// (§5.2): the further runs and the contexts whose cost does; `None` with
+    /// [`Options::constant_cost`], or when every feature is mandatory.
+    pub cost_dependence: Option<CostDependence>,
     /// What failed runs of the variant simulator left unmeasured (`--allow-failed`), and the
     /// terms the model leaves out for it.
     pub unmeasured: Vec<instrumented::failed::Unmeasured>,
     #[serde(flatten)]
     pub output: Option<ModelOutput>,
     pub notes: Vec<String>,
+}
+
+impl Report {
+    /// Adds `note` unless the report has it already (the measuring stages run again for the
+    /// further runs of the constant-cost check).
+    fn note(&mut self, note: Option<String>) {
+        if let Some(note) = note
+            && !self.notes.contains(&note)
+        {
+            self.notes.push(note);
+        }
+    }
 }
 
 /// How far one run's contexts were corrected to the native program's time.
@@ -129,24 +158,72 @@ pub fn run(
         .map(|f| analysed.program().func(*f).name.clone())
         .collect();
     report.instrumented_functions = names.len();
-    let (binary, variant) =
-        pipeline::instrument(spec, settings, &analysed, &probed.functions, "family")?;
+    let counting = instrumented::counting::counts_instructions(spec);
+    let (binary, variant) = pipeline::instrument(
+        spec,
+        settings,
+        &analysed,
+        &probed.functions,
+        "family",
+        counting,
+    )?;
     reporter.note(&format!(
         "running the variant simulator: {} configuration(s)",
         configurations.len()
     ));
     let store = session.store()?;
-    let (runs, succeeded, unmeasured, clocks) = measure(
-        &store,
+    // Per run, the run with the fewest features beside it (the constant-cost check).
+    let fewest: Vec<Option<Configuration>> = configurations
+        .iter()
+        .map(|c| {
+            (!options.constant_cost)
+                .then(|| dependence::fewest_features(&valid, c))
+                .flatten()
+                .filter(|f| !configurations.contains(f))
+        })
+        .collect();
+    let mut measured: Vec<Configuration> = configurations.clone();
+    for f in fewest.iter().flatten() {
+        if !measured.contains(f) {
+            measured.push(f.clone());
+        }
+    }
+    let simulator = Simulator {
+        store: &store,
         session,
-        (&binary, &variant),
+        binary: &binary,
+        variant: &variant,
         names,
-        &configurations,
-        options.region_clock,
-        &mut report,
-        reporter,
-    )?;
-    let (mut file, notes) = pipeline::build_model(spec, &analysed, &runs, unmeasured, &clocks)?;
+        region_clock: options.region_clock,
+    };
+    let (mut runs, mut succeeded, mut clocks) =
+        measure(&simulator, &measured, &mut report, reporter)?;
+    // What failed runs leave unmeasured is the variant simulator's: the check's runs with
+    // the same alternatives do not measure the terms the model takes from its runs.
+    let (_, unmeasured) = match &report.measurement {
+        Some(m) => pipeline::successful_runs(spec, &configurations, m)?,
+        None => (Vec::new(), None),
+    };
+    let mut corrections = BTreeMap::new();
+    if fewest.iter().any(Option::is_some) {
+        let feature_of = analysed.feature_names();
+        let checked = check_constant_cost(
+            &simulator,
+            (&valid, &feature_of),
+            (&configurations, &fewest),
+            (&mut runs, &mut succeeded, &mut clocks),
+            &mut report,
+            reporter,
+        )?;
+        if let Some((dependence, terms)) = checked {
+            corrections = terms;
+            report.notes.extend(dependence_notes(&dependence));
+            report.cost_dependence = Some(dependence);
+        }
+    }
+    runs.retain(|r| configurations.contains(&r.configuration));
+    let (mut file, notes) =
+        pipeline::build_model(spec, &analysed, &runs, &corrections, unmeasured, &clocks)?;
     report.notes.extend(notes);
     report.unmeasured = instrumented::failed::recorded(&file);
     report.call_tree_clock = Some(clocks);
@@ -187,34 +264,199 @@ fn new_report(
         native_measurement: None,
         overhead_correction: Vec::new(),
         call_tree_clock: None,
+        cost_dependence: None,
         unmeasured: Vec::new(),
         output: None,
         notes: analysed.notes.clone(),
     }
 }
 
-/// The measuring stages: the variant simulator's runs, the native program's, and each
-/// successful run's contexts fitted to its native time; the configurations that succeeded,
-/// what the failed ones left unmeasured, and the clock the call trees are read by.
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
-fn measure(
-    store: &measure::store::Store,
-    session: &Session,
-    (binary, variant): (&std::path::Path, &str),
+/// The instrumented variant simulator and where its runs go.
+struct Simulator<'a> {
+    store: &'a measure::store::Store,
+    session: &'a Session,
+    binary: &'a std::path::Path,
+    variant: &'a str,
+    /// The instrumented functions, in probe order.
     names: Vec<String>,
-    configurations: &[space::Configuration],
     region_clock: Option<instrumented::RegionClock>,
+}
+
+/// Beyond the constant-cost assumption (§5.2): each of the variant simulator's runs
+/// (`paper`) against the run with the fewest features beside it (`fewest`, measured with
+/// them); where a context's cost differs, one further run per option that differs, with only
+/// it deselected, and the contexts whose cost depends on options from them, with the terms
+/// that model them per function. The first run's terms hold for every configuration, and
+/// another run's (it chooses other alternatives) replace them where its alternatives are
+/// chosen. `runs`, `succeeded` and `clocks` then cover the further runs too. `None` when no
+/// context's cost differs.
+#[allow(clippy::type_complexity)]
+fn check_constant_cost(
+    simulator: &Simulator,
+    (valid, feature_of): (&ValidConfigurations, &BTreeMap<String, OptionId>),
+    (paper, fewest): (&[Configuration], &[Option<Configuration>]),
+    (runs, succeeded, clocks): (
+        &mut Vec<RunTimes>,
+        &mut Vec<Configuration>,
+        &mut instrumented::RegionClocks,
+    ),
+    report: &mut Report,
+    reporter: &mut dyn Reporter,
+) -> Result<Option<(CostDependence, BTreeMap<String, Vec<Term>>)>, Error> {
+    let spec = &simulator.session.spec;
+    let tolerance = match instrumented::counting::counts_instructions(spec) {
+        true => Tolerance::COUNTED,
+        false => Tolerance::TIMED,
+    };
+    let run_of =
+        |runs: &[RunTimes], c: &Configuration| runs.iter().find(|r| r.configuration == *c).cloned();
+    let mut further: Vec<Configuration> = Vec::new();
+    let mut plans = Vec::new();
+    for (p, (c, f)) in paper.iter().zip(fewest).enumerate() {
+        let Some(f) = f else { continue };
+        if !further.contains(f) {
+            further.push(f.clone());
+        }
+        // A failed run (--allow-failed) leaves nothing to compare.
+        let (Some(with), Some(without)) = (run_of(runs, c), run_of(runs, f)) else {
+            continue;
+        };
+        if dependence::differing(feature_of, &with, &without, tolerance).is_empty() {
+            continue;
+        }
+        let flips: Vec<(OptionId, Configuration)> = dependence::candidate_options(valid, c, f)
+            .into_iter()
+            .filter_map(|o| Some((o, dependence::deselected(valid, c, o)?)))
+            .collect();
+        plans.push((p, with, without, flips));
+    }
+    if plans.is_empty() {
+        return Ok(None);
+    }
+    let mut all: Vec<Configuration> = succeeded.clone();
+    for (_, _, _, flips) in &plans {
+        for (_, c) in flips {
+            if !all.contains(c) {
+                all.push(c.clone());
+                further.push(c.clone());
+            }
+        }
+    }
+    reporter.note(&format!(
+        "checking the constant-cost assumption (§5.2): {} run(s) with one option deselected",
+        all.len() - succeeded.len()
+    ));
+    let (new_runs, new_succeeded, new_clocks) = measure(simulator, &all, report, reporter)?;
+    (*runs, *succeeded, *clocks) = (new_runs, new_succeeded, new_clocks);
+    let mut contexts = Vec::new();
+    let mut terms: BTreeMap<String, Vec<Term>> = BTreeMap::new();
+    let mut first_terms: BTreeMap<String, Vec<Term>> = BTreeMap::new();
+    for (p, with, without, flips) in plans {
+        let flipped: Vec<(OptionId, RunTimes)> = flips
+            .iter()
+            .filter_map(|(o, c)| Some((*o, run_of(runs, c)?)))
+            .collect();
+        let found =
+            dependence::dependent_contexts(valid, feature_of, &with, &without, &flipped, tolerance);
+        let found_terms = dependence::correction_terms(valid, feature_of, &paper[p], &found);
+        if p == 0 {
+            dependence::add_terms(&mut terms, &found_terms, &[], 1.0);
+            first_terms = found_terms;
+        } else {
+            // Where this run's alternatives are chosen, its terms instead of the first's.
+            let chosen = dependence::chosen_apart(valid, &paper[0], &paper[p]);
+            dependence::add_terms(&mut terms, &found_terms, &chosen, 1.0);
+            dependence::add_terms(&mut terms, &first_terms, &chosen, -1.0);
+        }
+        contexts.extend(found);
+    }
+    let further = further
+        .iter()
+        .map(|c| spec.space.format_configuration(c))
+        .collect();
+    Ok((!contexts.is_empty()).then(|| (CostDependence::new(further, contexts), terms)))
+}
+
+/// What the check of the constant-cost assumption found, for the notes.
+fn dependence_notes(dependence: &CostDependence) -> Vec<String> {
+    const SHOWN: usize = 5;
+    let mut functions = dependence.functions.clone();
+    if functions.len() > SHOWN {
+        let more = functions.len() - SHOWN;
+        functions.truncate(SHOWN);
+        functions.push(format!("{more} more"));
+    }
+    let noticeable = dependence.contexts.len() - dependence.minor;
+    let mut notes = vec![match noticeable {
+        0 => format!(
+            "the paper's assumption that a function costs the same whatever options ran \
+             before (§5.2) fails by less than {} % of the run in {} calling contexts; the \
+             model takes each one's cost per option from the runs with it deselected \
+             (`cost_dependence`)",
+            dependence::NOTICEABLE * 100.0,
+            dependence.minor
+        ),
+        _ => format!(
+            "the paper's assumption that a function costs the same whatever options ran \
+             before (§5.2) fails in {noticeable} calling contexts, of {} (options: {}), and \
+             by less than {} % of the run in {} more; the model takes each one's cost per \
+             option from the runs with it deselected (`cost_dependence`)",
+            functions.join(", "),
+            dependence.options.join(", "),
+            dependence::NOTICEABLE * 100.0,
+            dependence.minor
+        ),
+    }];
+    let interacting: Vec<&str> = dependence
+        .contexts
+        .iter()
+        .filter(|c| {
+            let d = (c.fewest_measured - c.fewest_predicted).abs();
+            d > 1e-6 * c.fewest_measured.abs().max(c.first.abs()).max(1.0)
+        })
+        .map(|c| c.context.as_str())
+        .collect();
+    if !interacting.is_empty() {
+        notes.push(format!(
+            "{} of them cost differently with the fewest features than their per-option changes \
+             add up to (options acting on them together, not modelled): {}",
+            interacting.len(),
+            interacting
+                .iter()
+                .take(SHOWN)
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    notes
+}
+
+/// The measuring stages: the variant simulator's runs, the native program's, and each
+/// successful run's contexts fitted to its native time; the configurations that succeeded
+/// and the clock the call trees are read by.
+#[allow(clippy::type_complexity)]
+fn measure(
+    simulator: &Simulator,
+    configurations: &[space::Configuration],
     report: &mut Report,
     reporter: &mut dyn Reporter,
 ) -> Result<
     (
         Vec<crate::model::RunTimes>,
         Vec<space::Configuration>,
-        Option<instrumented::failed::Unmeasured>,
         instrumented::RegionClocks,
     ),
     Error,
 > {
+    let Simulator {
+        store,
+        session,
+        binary,
+        variant,
+        region_clock,
+        ..
+    } = *simulator;
     let (spec, settings, workload) = (&session.spec, &session.settings, session.workload());
     let (measured, failed) = pipeline::measure_simulator(
         store,
@@ -222,17 +464,17 @@ fn measure(
         spec,
         workload,
         (binary, variant),
-        names,
+        simulator.names.clone(),
         configurations,
         reporter,
     )?;
-    report.notes.extend(failed);
-    let (succeeded, unmeasured) = pipeline::successful_runs(spec, configurations, &measured)?;
+    report.note(failed);
+    let (succeeded, _) = pipeline::successful_runs(spec, configurations, &measured)?;
     report.measurement = Some(measured);
 
     let (native, why_not) =
         pipeline::measure_native(store, settings, spec, workload, &succeeded, reporter)?;
-    report.notes.extend(why_not);
+    report.note(why_not);
     // The clock the call trees are read by, as ConfigCrusher's region times (the runtime
     // records both); the native times, the time outside the trees and the model by it.
     let clocks = instrumented::region_clocks(store, spec, workload, variant, region_clock)?;
@@ -240,7 +482,7 @@ fn measure(
     let native_times = match &native {
         Some(native) => {
             let (times, note) = pipeline::native_times(store, spec, workload, &clocks, native)?;
-            report.notes.extend(note);
+            report.note(note);
             times
         }
         None => Default::default(),
@@ -256,7 +498,7 @@ fn measure(
         &native_times,
     )?;
     report.overhead_correction = fits;
-    Ok((runs, succeeded, unmeasured, clocks))
+    Ok((runs, succeeded, clocks))
 }
 
 #[cfg(test)]
@@ -264,8 +506,8 @@ mod tests {
     use crate::pipeline::variant_simulator_runs;
     use space::{ConfigSpace, Configuration, GroupKind, ValidConfigurations};
 
-    /// One run for binary options; alternatives and numeric values spread over as many runs
-    /// as the largest set has members, every member in some run, constraints kept.
+    /// One run for binary options; alternatives and numeric values one set at a time, every
+    /// member in some run, constraints kept.
     #[test]
     fn runs_cover_every_alternative_with_every_feature_selected() {
         let mut s = ConfigSpace::new("t");
@@ -286,7 +528,23 @@ mod tests {
         s.add_constraint("raw => !A", "test").unwrap();
         let valid = ValidConfigurations::new(&s).unwrap();
         let runs = variant_simulator_runs(&valid);
-        assert_eq!(runs.len(), 3, "{runs:?}");
+        // The first, two more codecs, the other level: one set varied at a time.
+        assert_eq!(runs.len(), 4, "{runs:?}");
+        for r in &runs[1..] {
+            let differing = ["zip", "lz", "raw", "level"]
+                .iter()
+                .filter(|n| {
+                    let o = s.find(n).unwrap().index();
+                    r.0[o] != runs[0].0[o]
+                })
+                .count();
+            // A codec replaces another (two members differ), or the level does.
+            assert!(
+                differing == 2 || differing == 1,
+                "{r:?} against {:?}",
+                runs[0]
+            );
+        }
         for r in &runs {
             assert!(valid.is_valid(r));
         }

@@ -45,6 +45,12 @@ pub struct FamilyArgs {
     /// and the model. Default: failed runs are an error naming them.
     #[arg(long)]
     allow_failed: bool,
+    /// The paper's model only: assume a function costs the same whatever options ran before
+    /// (its §5.2), with no further runs. Default: a run with the fewest features checks it,
+    /// and where a calling context's cost differs, one run per option with only it
+    /// deselected models that context per option (listed as `depends on`).
+    #[arg(long)]
+    constant_cost: bool,
 }
 
 pub fn family(args: FamilyArgs) -> Result<Outcome> {
@@ -57,6 +63,7 @@ pub fn family(args: FamilyArgs) -> Result<Outcome> {
         probe_min_entries: args.probe_min_entries,
         probe_min_ns: args.probe_min_ns,
         region_clock: args.region_clock.forced(),
+        constant_cost: args.constant_cost,
     };
     let report = family::run(&session, &options, &mut Progress::new())?;
     if args.session.json {
@@ -101,6 +108,7 @@ fn render(report: &Report) -> Result<()> {
     if let Some(clock) = &report.call_tree_clock {
         eprintln!("{clock}");
     }
+    print_cost_dependence(report);
     if let Some(output) = &report.output {
         crate::print_model_output(output)?;
     }
@@ -149,6 +157,50 @@ fn print_analysis(report: &Report) {
         eprintln!(
             "  … and {} more decisions it cannot see (--json lists them all)",
             report.unseen.len() - SHOWN
+        );
+    }
+}
+
+/// On stderr: the calling contexts whose cost depends on options (beyond §5.2), largest
+/// change first.
+fn print_cost_dependence(report: &Report) {
+    let Some(d) = &report.cost_dependence else {
+        return;
+    };
+    eprintln!(
+        "constant cost (§5.2) checked by {} further run(s): {} calling contexts cost differently with options deselected",
+        d.configurations.len(),
+        d.contexts.len()
+    );
+    let counted = report
+        .call_tree_clock
+        .as_ref()
+        .is_some_and(|c| c.clock == "instructions");
+    let amount = |v: f64, sign: bool| match (counted, sign) {
+        (true, true) => format!("{v:+.0}"),
+        (true, false) => format!("{v:.0}"),
+        (false, true) => format!("{v:+.6} s"),
+        (false, false) => format!("{v:.6} s"),
+    };
+    const SHOWN: usize = 10;
+    for c in d.contexts.iter().take(SHOWN) {
+        let changes: Vec<String> = c
+            .changes
+            .iter()
+            .map(|o| format!("{} without {}", amount(o.change, true), o.option))
+            .collect();
+        eprintln!(
+            "  depends on options: {} ({}): {} with every feature, {}",
+            c.context,
+            c.function,
+            amount(c.first, false),
+            changes.join(", ")
+        );
+    }
+    if d.contexts.len() > SHOWN {
+        eprintln!(
+            "  … and {} more (--json lists them all)",
+            d.contexts.len() - SHOWN
         );
     }
 }
