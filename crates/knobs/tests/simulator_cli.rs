@@ -65,7 +65,13 @@ fn the_scanners_simulator_is_a_runtime_spec_every_command_reads() {
 fn the_check_counts_real_builds_beside_the_simulator_per_option() {
     let dir = scanner("simulator-check");
     let out = knobs()
-        .args(["simulator", "--spec", s(&dir.join("knobs.toml")), "--check", "--json"])
+        .args([
+            "simulator",
+            "--spec",
+            s(&dir.join("knobs.toml")),
+            "--check",
+            "--json",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
@@ -74,15 +80,75 @@ fn the_check_counts_real_builds_beside_the_simulator_per_option() {
     // Every feature off, each alone, all: five real builds, each beside the simulator.
     assert_eq!(check["configurations"].as_array().unwrap().len(), 5);
     let real_builds = std::fs::read_dir(dir.join(".knobs-simulator/real")).unwrap();
-    let binaries = real_builds.flatten().filter(|e| e.path().extension().is_none()).count();
+    let binaries = real_builds
+        .flatten()
+        .filter(|e| e.path().extension().is_none())
+        .count();
     assert_eq!(binaries, 5);
     // The scanner's features are whole functions: the simulator's effects are the real ones
     // within a fraction of a percent of the program (work loops compiled alike).
     for effect in check["effects"].as_array().unwrap() {
         let real = effect["real"].as_i64().unwrap();
         assert!(real > 0, "{effect}");
-        assert!(effect["difference_percent"].as_f64().unwrap().abs() < 1.0, "{effect}");
+        assert!(
+            effect["difference_percent"].as_f64().unwrap().abs() < 1.0,
+            "{effect}"
+        );
     }
+}
+
+/// The family-based paper's method on compile-time features: one run of the simulator with
+/// every feature, in counted instructions, gives the model of all eight real configurations'
+/// simulator, against its counted brute force.
+#[test]
+fn family_on_the_simulator_gives_the_scanners_model_from_one_run() {
+    let dir = scanner("simulator-family");
+    let spec = std::fs::read_to_string(dir.join("knobs.toml")).unwrap();
+    let spec = spec.replace("[measure]\n", "[measure]\nmetric = \"instructions\"\n");
+    std::fs::write(dir.join("knobs.toml"), spec).unwrap();
+    let out = dir.join("sim");
+    knobs()
+        .args([
+            "simulator",
+            "--spec",
+            s(&dir.join("knobs.toml")),
+            "--out",
+            s(&out),
+        ])
+        .assert()
+        .success();
+    let sim_spec = out.join("knobs.toml");
+    let model = dir.join("family.json");
+    let run = knobs()
+        .args([
+            "family",
+            "--json",
+            "--constant-cost",
+            "--spec",
+            s(&sim_spec),
+            "-o",
+            s(&model),
+        ])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{run:?}");
+    let report: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(
+        report["configurations"].as_array().unwrap().len(),
+        1,
+        "{report}"
+    );
+    let truth = common::counted_truth(&sim_spec, &dir.join("truth"));
+    assert_eq!(truth.len(), 8);
+    let (mape, worst) = common::model_errors(&sim_spec, &model, &truth);
+    eprintln!("the scanner's simulator, family in counts: MAPE {mape:.5} %, worst {worst:.5} %");
+    assert!(worst < 0.1, "MAPE {mape:.5} %, worst {worst:.5} %");
+    // Its terms are the features and Logging#AutoScan, as the paper's example has them.
+    let text = std::fs::read_to_string(&model).unwrap();
+    assert!(
+        text.contains("auto_scan") && text.contains("logging"),
+        "{text}"
+    );
 }
 
 #[test]
