@@ -151,40 +151,53 @@ fn family_on_the_simulator_gives_the_scanners_model_from_one_run() {
     );
 }
 
-#[test]
-fn an_undisciplined_feature_is_refused_with_its_line() {
-    let dir = scanner("simulator-refused");
-    let source = std::fs::read_to_string(dir.join("scanner.c")).unwrap();
-    // A struct member under LOGGING.
-    let source = source.replace(
-        "static unsigned long work(",
-        "struct page {\n    int number;\n#ifdef LOGGING\n    int logged;\n#endif\n};\n\nstatic unsigned long work(",
-    );
-    std::fs::write(dir.join("scanner.c"), source).unwrap();
-    knobs()
+/// A copy of the scanner with `file` rewritten by `edit`: `knobs simulator` on it must fail
+/// with exit status 2 and every one of `messages` on stderr.
+fn refused(name: &str, file: &str, edit: impl Fn(String) -> String, messages: &[&str]) {
+    let dir = scanner(name);
+    let text = std::fs::read_to_string(dir.join(file)).unwrap();
+    std::fs::write(dir.join(file), edit(text)).unwrap();
+    let mut assert = knobs()
         .args(["simulator", "--spec", s(&dir.join("knobs.toml"))])
         .assert()
-        .code(2)
-        .stderr(contains("cannot encode logging"))
-        .stderr(contains(
+        .code(2);
+    for message in messages {
+        assert = assert.stderr(contains(*message));
+    }
+}
+
+#[test]
+fn an_undisciplined_feature_is_refused_with_its_line() {
+    // A struct member under LOGGING.
+    let member = "struct page {\n    int number;\n#ifdef LOGGING\n    int logged;\n#endif\n};\n\n";
+    refused(
+        "simulator-refused",
+        "scanner.c",
+        |text| {
+            text.replace(
+                "static unsigned long work(",
+                &format!("{member}static unsigned long work("),
+            )
+        },
+        &[
+            "cannot encode logging",
             "scanner.c:13: LOGGING stays build-only: a struct, union or enum member",
-        ));
+        ],
+    );
 }
 
 #[test]
 fn a_build_option_that_sets_no_macro_is_named() {
-    let dir = scanner("simulator-flags");
-    let spec = std::fs::read_to_string(dir.join("knobs.toml")).unwrap();
-    let spec = spec.replace(
-        "[[option]]\nname = \"logging\"",
-        "[[option]]\nname = \"o3\"\nbuild = { flags = [\"-O3\"] }\n\n[[option]]\nname = \"logging\"",
+    let o3 = "[[option]]\nname = \"o3\"\nbuild = { flags = [\"-O3\"] }\n\n";
+    refused(
+        "simulator-flags",
+        "knobs.toml",
+        |text| {
+            text.replace(
+                "[[option]]\nname = \"logging\"",
+                &format!("{o3}[[option]]\nname = \"logging\""),
+            )
+        },
+        &["option(s) o3 act on the build but do not set one macro"],
     );
-    std::fs::write(dir.join("knobs.toml"), spec).unwrap();
-    knobs()
-        .args(["simulator", "--spec", s(&dir.join("knobs.toml"))])
-        .assert()
-        .code(2)
-        .stderr(contains(
-            "option(s) o3 act on the build but do not set one macro",
-        ));
 }
