@@ -21,20 +21,25 @@ fn scanner(name: &str) -> PathBuf {
     dir
 }
 
-#[test]
-fn the_scanners_simulator_is_a_runtime_spec_every_command_reads() {
-    let dir = scanner("simulator-scanner");
-    let out = dir.join("sim");
+/// `knobs simulator` on the spec in `dir`, into `out`; it must succeed.
+fn simulate(dir: &Path, out: &Path) -> assert_cmd::assert::Assert {
     knobs()
         .args([
             "simulator",
             "--spec",
             s(&dir.join("knobs.toml")),
             "--out",
-            s(&out),
+            s(out),
         ])
         .assert()
         .success()
+}
+
+#[test]
+fn the_scanners_simulator_is_a_runtime_spec_every_command_reads() {
+    let dir = scanner("simulator-scanner");
+    let out = dir.join("sim");
+    simulate(&dir, &out)
         .stdout(contains("encoded: logging, color_scan, auto_scan"))
         .stdout(contains("log_page (scanner.c:39) exists only with logging"));
     let spec = std::fs::read_to_string(out.join("knobs.toml")).unwrap();
@@ -107,16 +112,7 @@ fn family_on_the_simulator_gives_the_scanners_model_from_one_run() {
     let spec = spec.replace("[measure]\n", "[measure]\nmetric = \"instructions\"\n");
     std::fs::write(dir.join("knobs.toml"), spec).unwrap();
     let out = dir.join("sim");
-    knobs()
-        .args([
-            "simulator",
-            "--spec",
-            s(&dir.join("knobs.toml")),
-            "--out",
-            s(&out),
-        ])
-        .assert()
-        .success();
+    simulate(&dir, &out);
     let sim_spec = out.join("knobs.toml");
     let model = dir.join("family.json");
     let run = knobs()
