@@ -3,7 +3,8 @@
 //! spaces and sampling), `measure` (system specs, running configurations, the results
 //! store), `model` (performance-influence models), `learn` (black-box learners and the
 //! evaluation protocols), `report` (the HTML report), `configcrusher`, `comprex`, `splat` and `family` (the white-box approaches),
-//! `changepoints` (performance changes across versions), `instrumented` (building and
+//! `changepoints` (performance changes across versions), `simulator` (compile-time features
+//! as run-time ones), `instrumented` (building and
 //! measuring an instrumented program, which they share), and `history` (a program's commits
 //! and their builds).
 //!
@@ -25,6 +26,7 @@ mod model_cmd;
 mod progress;
 mod report_cmd;
 mod session_args;
+mod simulator_cmd;
 mod space_cmd;
 mod splat_cmd;
 
@@ -99,6 +101,10 @@ enum Command {
     /// with every feature (and once per alternative) with a call tree timed per calling
     /// context, and write the model of features and their interactions.
     Family(family_cmd::FamilyArgs),
+    /// The variant simulator of a spec whose options set macros when the program is built:
+    /// its `#ifdef` features encoded as run-time reads (refused annotations listed with their
+    /// line), compiled, and a run-time spec for every approach written beside it.
+    Simulator(simulator_cmd::SimulatorArgs),
     /// Change points across versions and configurations: which commits changed performance,
     /// for which options, measuring a small part of the commits × configurations grid.
     #[command(subcommand)]
@@ -165,6 +171,7 @@ fn main() -> ExitCode {
         Command::Comprex(args) => comprex_cmd::comprex(args),
         Command::Splat(args) => splat_cmd::splat(args),
         Command::Family(args) => family_cmd::family(args),
+        Command::Simulator(args) => simulator_cmd::simulator(args),
         Command::Changepoints(cmd) => changepoints_cmd::changepoints(cmd),
         Command::SlurmWorker(args) => backend_args::slurm_worker(args),
     };

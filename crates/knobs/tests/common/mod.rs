@@ -326,3 +326,59 @@ pub fn slurm_cluster() -> MutexGuard<'static, ()> {
     });
     guard
 }
+
+/// Every valid configuration's count of the whole program by the counting build with no
+/// probe (`instrumented::counting::plain_counting_build`): the ground truth in a counted
+/// white-box model's unit.
+pub fn counted_truth(spec_path: &Path, work: &Path) -> Vec<(space::Configuration, f64)> {
+    let spec = measure::SystemSpec::load(spec_path).unwrap();
+    let settings = instrumented::Settings::new(work.to_path_buf());
+    let (binary, _) = instrumented::counting::plain_counting_build(&spec, &settings).unwrap();
+    let workload = spec.workload(None).unwrap();
+    let valid = space::ValidConfigurations::new(&spec.space).unwrap();
+    valid
+        .iter()
+        .map(|c| {
+            let file = work.join("truth.tsv");
+            let mut invocation = spec.invocation_of(binary.clone(), &c, workload).unwrap();
+            invocation
+                .env
+                .push(("KNOBS_REGION_TIMES".into(), file.display().to_string()));
+            let result = measure::runner::run(&invocation);
+            assert!(result.outcome.is_ok(), "{}", result.stderr_tail);
+            let text = std::fs::read_to_string(&file).unwrap();
+            assert!(text.contains("\nunit\tinstructions\n"), "{text}");
+            let total = text
+                .lines()
+                .find_map(|l| l.strip_prefix("total\t"))
+                .unwrap()
+                .parse()
+                .unwrap();
+            (c, total)
+        })
+        .collect()
+}
+
+/// A model's mean absolute percentage error over `truth`, and the worst configuration's.
+pub fn model_errors(
+    spec_path: &Path,
+    model: &Path,
+    truth: &[(space::Configuration, f64)],
+) -> (f64, f64) {
+    let spec = measure::SystemSpec::load(spec_path).unwrap();
+    let names: Vec<String> = spec
+        .space
+        .ids()
+        .map(|o| spec.space.option(o).name.clone())
+        .collect();
+    let bound = model::ModelFile::load(model).unwrap().bind(&names).unwrap();
+    let percent: Vec<f64> = truth
+        .iter()
+        .map(|(c, t)| {
+            let row: Vec<f64> = c.0.iter().map(|v| f64::from(*v)).collect();
+            100.0 * (bound.predict(&row) - t).abs() / t
+        })
+        .collect();
+    let worst = percent.iter().copied().fold(0.0, f64::max);
+    (percent.iter().sum::<f64>() / percent.len() as f64, worst)
+}

@@ -1,0 +1,199 @@
+//! `knobs simulator`: the bundled `#ifdef` scanner (examples/ifdef) turned into its variant
+//! simulator and run-time spec, measured like any run-time spec; an undisciplined feature is
+//! refused with its line, and a build option that sets no single macro is named.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{knobs, s};
+use predicates::str::contains;
+
+/// A copy of examples/ifdef in a fresh directory, with a small workload.
+fn scanner(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/ifdef");
+    std::fs::copy(example.join("scanner.c"), dir.join("scanner.c")).unwrap();
+    let spec = std::fs::read_to_string(example.join("knobs.toml")).unwrap();
+    std::fs::write(dir.join("knobs.toml"), spec.replace("\"20000\"", "\"50\"")).unwrap();
+    dir
+}
+
+/// `knobs simulator` on the spec in `dir`, into `out`; it must succeed.
+fn simulate(dir: &Path, out: &Path) -> assert_cmd::assert::Assert {
+    knobs()
+        .args([
+            "simulator",
+            "--spec",
+            s(&dir.join("knobs.toml")),
+            "--out",
+            s(out),
+        ])
+        .assert()
+        .success()
+}
+
+#[test]
+fn the_scanners_simulator_is_a_runtime_spec_every_command_reads() {
+    let dir = scanner("simulator-scanner");
+    let out = dir.join("sim");
+    simulate(&dir, &out)
+        .stdout(contains("encoded: logging, color_scan, auto_scan"))
+        .stdout(contains("log_page (scanner.c:39) exists only with logging"));
+    let spec = std::fs::read_to_string(out.join("knobs.toml")).unwrap();
+    assert!(
+        spec.contains("KNOBS_FEATURE_COLOR_SCAN = \"{value}\""),
+        "{spec}"
+    );
+    assert!(
+        !spec.contains("recipe"),
+        "the simulator is built once: {spec}"
+    );
+    // Measured as any run-time spec: every configuration, no build per configuration.
+    knobs()
+        .args([
+            "measure",
+            "--spec",
+            s(&out.join("knobs.toml")),
+            "--sample",
+            "all",
+        ])
+        .args(["--store", s(&dir.join("sim.db"))])
+        .assert()
+        .success()
+        .stderr(contains("8 of 8 configurations measured"));
+}
+
+#[test]
+fn the_check_counts_real_builds_beside_the_simulator_per_option() {
+    let dir = scanner("simulator-check");
+    let out = knobs()
+        .args([
+            "simulator",
+            "--spec",
+            s(&dir.join("knobs.toml")),
+            "--check",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let check = &report["check"];
+    // Every feature off, each alone, all: five real builds, each beside the simulator.
+    assert_eq!(check["configurations"].as_array().unwrap().len(), 5);
+    let real_builds = std::fs::read_dir(dir.join(".knobs-simulator/real")).unwrap();
+    let binaries = real_builds
+        .flatten()
+        .filter(|e| e.path().extension().is_none())
+        .count();
+    assert_eq!(binaries, 5);
+    // The scanner's features are whole functions: the simulator's effects are the real ones
+    // within a fraction of a percent of the program (work loops compiled alike).
+    for effect in check["effects"].as_array().unwrap() {
+        let real = effect["real"].as_i64().unwrap();
+        assert!(real > 0, "{effect}");
+        assert!(
+            effect["difference_percent"].as_f64().unwrap().abs() < 1.0,
+            "{effect}"
+        );
+    }
+}
+
+/// The family-based paper's method on compile-time features: one run of the simulator with
+/// every feature, in counted instructions, gives the model of all eight real configurations'
+/// simulator, against its counted brute force.
+#[test]
+fn family_on_the_simulator_gives_the_scanners_model_from_one_run() {
+    let dir = scanner("simulator-family");
+    let spec = std::fs::read_to_string(dir.join("knobs.toml")).unwrap();
+    let spec = spec.replace("[measure]\n", "[measure]\nmetric = \"instructions\"\n");
+    std::fs::write(dir.join("knobs.toml"), spec).unwrap();
+    let out = dir.join("sim");
+    simulate(&dir, &out);
+    let sim_spec = out.join("knobs.toml");
+    let model = dir.join("family.json");
+    let run = knobs()
+        .args([
+            "family",
+            "--json",
+            "--constant-cost",
+            "--spec",
+            s(&sim_spec),
+            "-o",
+            s(&model),
+        ])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{run:?}");
+    let report: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(
+        report["configurations"].as_array().unwrap().len(),
+        1,
+        "{report}"
+    );
+    let truth = common::counted_truth(&sim_spec, &dir.join("truth"));
+    assert_eq!(truth.len(), 8);
+    let (mape, worst) = common::model_errors(&sim_spec, &model, &truth);
+    eprintln!("the scanner's simulator, family in counts: MAPE {mape:.5} %, worst {worst:.5} %");
+    assert!(worst < 0.1, "MAPE {mape:.5} %, worst {worst:.5} %");
+    // Its terms are the features and Logging#AutoScan, as the paper's example has them.
+    let text = std::fs::read_to_string(&model).unwrap();
+    assert!(
+        text.contains("auto_scan") && text.contains("logging"),
+        "{text}"
+    );
+}
+
+/// A copy of the scanner with `file` rewritten by `edit`: `knobs simulator` on it must fail
+/// with exit status 2 and every one of `messages` on stderr.
+fn refused(name: &str, file: &str, edit: impl Fn(String) -> String, messages: &[&str]) {
+    let dir = scanner(name);
+    let text = std::fs::read_to_string(dir.join(file)).unwrap();
+    std::fs::write(dir.join(file), edit(text)).unwrap();
+    let mut assert = knobs()
+        .args(["simulator", "--spec", s(&dir.join("knobs.toml"))])
+        .assert()
+        .code(2);
+    for message in messages {
+        assert = assert.stderr(contains(*message));
+    }
+}
+
+#[test]
+fn an_undisciplined_feature_is_refused_with_its_line() {
+    // A struct member under LOGGING.
+    let member = "struct page {\n    int number;\n#ifdef LOGGING\n    int logged;\n#endif\n};\n\n";
+    refused(
+        "simulator-refused",
+        "scanner.c",
+        |text| {
+            text.replace(
+                "static unsigned long work(",
+                &format!("{member}static unsigned long work("),
+            )
+        },
+        &[
+            "cannot encode logging",
+            "scanner.c:13: LOGGING stays build-only: a struct, union or enum member",
+        ],
+    );
+}
+
+#[test]
+fn a_build_option_that_sets_no_macro_is_named() {
+    let o3 = "[[option]]\nname = \"o3\"\nbuild = { flags = [\"-O3\"] }\n\n";
+    refused(
+        "simulator-flags",
+        "knobs.toml",
+        |text| {
+            text.replace(
+                "[[option]]\nname = \"logging\"",
+                &format!("{o3}[[option]]\nname = \"logging\""),
+            )
+        },
+        &["option(s) o3 act on the build but do not set one macro"],
+    );
+}
