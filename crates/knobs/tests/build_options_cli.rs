@@ -272,6 +272,10 @@ fn white_box_approaches_name_the_build_options_they_cannot_take() {
         ),
         "{line}"
     );
+    assert!(
+        line.contains("`knobs simulator` writes a run-time spec ConfigCrusher reads"),
+        "{line}"
+    );
 }
 
 /// `knobs measure --commit` of a spec with build options and `[history]`: the commit is

@@ -240,7 +240,7 @@ impl SystemSpec {
     pub(super) fn refuse_build_options(&self, approach: &str) -> Error {
         let names = self.build_options();
         Error::Invalid(format!(
-            "{}: {approach} needs one build, but options {} act on the build: each configuration has its own (measure them with `knobs measure`, black-box)",
+            "{}: {approach} needs one build, but options {} act on the build: each configuration has its own (measure them with `knobs measure`, black-box; for `#ifdef` features, `knobs simulator` writes a run-time spec {approach} reads)",
             self.path.display(),
             names
                 .iter()
