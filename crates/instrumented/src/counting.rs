@@ -83,6 +83,48 @@ pub fn plain_counting_build(
     )
 }
 
+/// The configurations measured with [`plain_counting_build`]'s binary: each run's
+/// instructions are its whole count, stored under the build's variant, which is returned
+/// with the report (read a configuration's count with [`crate::selection`] of it). What a
+/// black-box approach measures when the spec counts instructions, so that its model is in
+/// the unit of the counted white-box models and of their ground truth.
+pub fn measure_plain_counted(
+    store: &measure::store::Store,
+    settings: &Settings,
+    spec: &SystemSpec,
+    workload: &Workload,
+    configurations: &[Configuration],
+    on_event: &mut dyn FnMut(Event),
+) -> Result<(CampaignReport, String), Error> {
+    let (binary, variant) = plain_counting_build(spec, settings)?;
+    let output = RegionOutput {
+        env: runtime::ENV_VAR.into(),
+        read: std::sync::Arc::new(|path: &Path| {
+            let times = runtime::RegionTimes::read(path).map_err(|e| e.to_string())?;
+            if !times.counted {
+                return Err(format!(
+                    "{}: the counting build wrote seconds, not instructions",
+                    path.display()
+                ));
+            }
+            comparable_with_its_truth(&times)?;
+            Ok(crate::region_measurements(&times))
+        }),
+    };
+    let report = measure_counted(
+        store,
+        settings,
+        spec,
+        workload,
+        &binary,
+        &variant,
+        output,
+        configurations,
+        on_event,
+    )?;
+    Ok((report, variant))
+}
+
 /// Whether a counting build's run is comparable with its ground truth: only threads with
 /// region events are counted (from their start to their last event) and the ground truth
 /// has no region, so a run in which another thread than the main one entered a region
