@@ -26,8 +26,8 @@ pub fn counting_runtime(settings: &Settings) -> Result<PathBuf, Error> {
 }
 
 /// `crate::measure_instrumented` of a counting build: each run's instructions are the count
-/// its region file adds up to (no counter around the process: the program counts itself).
-/// Local runs only: on Slurm it is an error.
+/// its region file adds up to (no counter around the process: the program counts itself),
+/// locally or on Slurm.
 #[allow(clippy::too_many_arguments)]
 pub fn measure_counted(
     store: &measure::store::Store,
@@ -40,14 +40,6 @@ pub fn measure_counted(
     configurations: &[Configuration],
     on_event: &mut dyn FnMut(Event),
 ) -> Result<CampaignReport, Error> {
-    // Slurm's collector stores runs without reading their counts into them (yet).
-    if matches!(settings.backend, measure::campaign::Backend::Slurm(_)) {
-        return Err(Error::Invalid(
-            "metric `instructions` with the white-box approaches runs locally only for now \
-             (drop --backend slurm)"
-                .into(),
-        ));
-    }
     let campaign = Campaign {
         variant: variant.to_string(),
         program: Some(binary.to_path_buf()),

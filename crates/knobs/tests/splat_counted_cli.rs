@@ -62,3 +62,25 @@ fn splat_prints_counts_not_seconds() {
     assert!(stderr.contains(" instructions\n"), "{stderr}");
     assert!(!stderr.contains(" s\n"), "{stderr}");
 }
+
+/// `--metric instructions` on a spec that times: the approach counts as if the spec said so.
+#[test]
+fn the_metric_flag_makes_an_approach_count() {
+    let timed = spec().replace("metric = \"instructions\"\n", "");
+    assert_ne!(timed, spec());
+    let (_dir, spec) = common::c_subject(MAIN_C, &timed);
+    let report = succeeds(
+        knobs()
+            .args(["splat", "--json", "--metric", "instructions", "--spec"])
+            .arg(&spec),
+    )
+    .json();
+    assert!(
+        report["variant"].as_str().unwrap().starts_with("counted:"),
+        "{report}"
+    );
+    assert!(
+        report["paths"][0]["instructions"].as_f64().is_some(),
+        "{report}"
+    );
+}
