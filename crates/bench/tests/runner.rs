@@ -358,5 +358,11 @@ fn instructions_ground_truth_repeats_exactly() {
     assert!(variant.starts_with("configcrusher-counted:"), "{crush:?}");
     let overhead = row("overhead");
     assert_eq!(overhead.status, rows::Status::NotApplicable);
-    assert!(overhead.reason.as_deref().unwrap_or("").contains("--metric"));
+    assert!(
+        overhead
+            .reason
+            .as_deref()
+            .unwrap_or("")
+            .contains("--metric")
+    );
 }
