@@ -409,7 +409,7 @@ pub fn summary(rows: &[Row], order: &[String], quick: bool) -> String {
     if newest
         .rows
         .values()
-        .any(|r| r.details.get("ground_truth_build").is_some())
+        .any(|r| r.details.contains_key("ground_truth_build"))
     {
         out.push_str(COUNTED_TRUTH);
     }
