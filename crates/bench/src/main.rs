@@ -60,8 +60,9 @@ struct Args {
     ground_truth: Option<String>,
     /// Measure this metric (`knobs measure --metric`) for the ground truth, the repetition and
     /// the black-box runs, e.g. `instructions`: a yardstick without the machine's noise, so a
-    /// learner's own error shows. The white-box approaches, whose region timers read the
-    /// clock, do not apply. Rows go to docs/results/rows/metric-METRIC/ by default.
+    /// learner's own error shows. The white-box approaches take it too (`instructions`: their
+    /// counting builds, compared with the counted ground truth of the plain counting build);
+    /// Table 7 does not apply. Rows go to docs/results/rows/metric-METRIC/ by default.
     #[arg(long)]
     metric: Option<String>,
     /// Only regenerate latest.md from the rows in the results directory.

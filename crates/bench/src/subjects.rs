@@ -292,15 +292,6 @@ impl Approach {
         }
     }
 
-    /// Whether its measurements are `knobs measure` sessions of the native program, which
-    /// the runner's `--metric` applies to (the other approaches time their own builds).
-    pub fn measures_native_runs(self) -> bool {
-        matches!(
-            self,
-            Approach::BruteForce | Approach::Blackbox | Approach::Repeat
-        )
-    }
-
     /// Whether its error is measured against the ground truth.
     pub fn needs_ground_truth(self) -> bool {
         matches!(

@@ -364,6 +364,16 @@ fn cost(newest: &Newest) -> String {
     out
 }
 
+/// What the white-box rows of a `--metric instructions` run are compared with.
+const COUNTED_TRUTH: &str = "**Counted instructions** (`--metric instructions`): the brute \
+    force, *brute force again* and the black-box rows count the native program's machine \
+    instructions (`perf` or cachegrind, libc and the loader included); the white-box rows \
+    (ConfigCrusher, Comprex, SPLat, family-based) build their counting variants, which count \
+    the program's own LLVM IR instructions, and are compared with the counted ground truth of \
+    the same unit: every ground-truth configuration run in the plain counting build \
+    (`details.ground_truth_build`; docs/region-times.md, \"Counting\"). Counts repeat \
+    exactly, so an error here is the approach's own, not the host's.\n\n";
+
 /// The markdown summary of the newest row per subject and approach, of full runs or of
 /// `--quick` ones. `order` lists the subjects in the order they are declared (others
 /// follow, by name).
@@ -395,6 +405,13 @@ pub fn summary(rows: &[Row], order: &[String], quick: bool) -> String {
             "**Quick runs** (`--quick`: small workloads, 2 repetitions, one seed): a check \
              that everything runs, not results.\n\n",
         );
+    }
+    if newest
+        .rows
+        .values()
+        .any(|r| r.details.contains_key("ground_truth_build"))
+    {
+        out.push_str(COUNTED_TRUTH);
     }
     out.push_str(&headline(rows, order, quick));
     out.push('\n');
@@ -1004,5 +1021,31 @@ mod tests {
             ),
             "{spots}"
         );
+    }
+
+    #[test]
+    fn a_counted_run_says_which_truth_its_white_box_rows_are_compared_with() {
+        let dir = tempfile::tempdir().unwrap();
+        let row = |details: Value| Row {
+            schema: SCHEMA,
+            subject: "lz4".into(),
+            approach: "crush".into(),
+            date: "2026-11-29T10:00:00Z".into(),
+            spec: "examples/lz4/knobs.toml".into(),
+            details: serde_json::from_value(details).unwrap(),
+            ..Row::default()
+        };
+        let summary = |details: Value| {
+            let f = dir.path().join("a.jsonl");
+            let _ = std::fs::remove_file(&f);
+            append(&f, &row(details)).unwrap();
+            std::fs::read_to_string(write_summary(dir.path(), &["lz4".into()], false).unwrap())
+                .unwrap()
+        };
+        let counted =
+            summary(serde_json::json!({"ground_truth_build": "the plain counting build"}));
+        assert!(counted.contains("**Counted instructions**"), "{counted}");
+        let timed = summary(serde_json::json!({}));
+        assert!(!timed.contains("**Counted instructions**"), "{timed}");
     }
 }

@@ -26,8 +26,8 @@ pub fn counting_runtime(settings: &Settings) -> Result<PathBuf, Error> {
 }
 
 /// `crate::measure_instrumented` of a counting build: each run's instructions are the count
-/// its region file adds up to (no counter around the process: the program counts itself).
-/// Local runs only: on Slurm it is an error.
+/// its region file adds up to (no counter around the process: the program counts itself),
+/// locally or on Slurm.
 #[allow(clippy::too_many_arguments)]
 pub fn measure_counted(
     store: &measure::store::Store,
@@ -40,14 +40,6 @@ pub fn measure_counted(
     configurations: &[Configuration],
     on_event: &mut dyn FnMut(Event),
 ) -> Result<CampaignReport, Error> {
-    // Slurm's collector stores runs without reading their counts into them (yet).
-    if matches!(settings.backend, measure::campaign::Backend::Slurm(_)) {
-        return Err(Error::Invalid(
-            "metric `instructions` with the white-box approaches runs locally only for now \
-             (drop --backend slurm)"
-                .into(),
-        ));
-    }
     let campaign = Campaign {
         variant: variant.to_string(),
         program: Some(binary.to_path_buf()),
@@ -81,6 +73,48 @@ pub fn plain_counting_build(
         "counted",
         true,
     )
+}
+
+/// The configurations measured with [`plain_counting_build`]'s binary: each run's
+/// instructions are its whole count, stored under the build's variant, which is returned
+/// with the report (read a configuration's count with [`crate::selection`] of it). What a
+/// black-box approach measures when the spec counts instructions, so that its model is in
+/// the unit of the counted white-box models and of their ground truth.
+pub fn measure_plain_counted(
+    store: &measure::store::Store,
+    settings: &Settings,
+    spec: &SystemSpec,
+    workload: &Workload,
+    configurations: &[Configuration],
+    on_event: &mut dyn FnMut(Event),
+) -> Result<(CampaignReport, String), Error> {
+    let (binary, variant) = plain_counting_build(spec, settings)?;
+    let output = RegionOutput {
+        env: runtime::ENV_VAR.into(),
+        read: std::sync::Arc::new(|path: &Path| {
+            let times = runtime::RegionTimes::read(path).map_err(|e| e.to_string())?;
+            if !times.counted {
+                return Err(format!(
+                    "{}: the counting build wrote seconds, not instructions",
+                    path.display()
+                ));
+            }
+            comparable_with_its_truth(&times)?;
+            Ok(crate::region_measurements(&times))
+        }),
+    };
+    let report = measure_counted(
+        store,
+        settings,
+        spec,
+        workload,
+        &binary,
+        &variant,
+        output,
+        configurations,
+        on_event,
+    )?;
+    Ok((report, variant))
 }
 
 /// Whether a counting build's run is comparable with its ground truth: only threads with

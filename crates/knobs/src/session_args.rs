@@ -28,6 +28,10 @@ pub struct SessionArgs {
     /// Recorded runs per configuration (overrides the spec's `[measure] repetitions`).
     #[arg(long)]
     pub repetitions: Option<u32>,
+    /// What to measure instead of the spec's `metric`; `instructions` makes the approach
+    /// count (docs/region-times.md, "Counting").
+    #[arg(long, value_enum)]
+    pub metric: Option<crate::measure_cmd::MetricArg>,
     /// Print the report as JSON on stdout (progress stays on stderr).
     #[arg(long)]
     pub json: bool,
@@ -45,6 +49,9 @@ impl SessionArgs {
             self.work_dir.clone(),
             approach,
         )?;
+        if let Some(metric) = self.metric {
+            session.spec = session.spec.clone().with_metric(metric.into())?;
+        }
         session.settings.retry_failed = self.retry_failed;
         session.settings.backend = self.backend.backend(&session.spec, &session.store_path)?;
         if let Some(r) = self.repetitions {

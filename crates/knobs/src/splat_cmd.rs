@@ -74,10 +74,11 @@ fn render(report: &Report) -> Result<()> {
             } else {
                 p.reached.join(" → ")
             },
-            match (p.seconds, &report.measurement) {
-                (Some(s), _) => format!("  {s:.4} s"),
-                (None, Some(_)) => "  no successful run".to_string(),
-                (None, None) => String::new(),
+            match (p.seconds, p.instructions, &report.measurement) {
+                (Some(s), _, _) => format!("  {s:.4} s"),
+                (None, Some(n), _) => format!("  {n:.0} instructions"),
+                (None, None, Some(_)) => "  no successful run".to_string(),
+                (None, None, None) => String::new(),
             }
         );
     }

@@ -8,6 +8,7 @@
 //! here, to the nanosecond, however loaded the machine is.
 
 mod common;
+mod counted;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -331,4 +332,53 @@ fn family_measures_both_its_campaigns_on_the_cluster() {
     let terms =
         common::term_labels(&serde_json::from_slice(&std::fs::read(&model).unwrap()).unwrap());
     assert!(terms.iter().any(|t| t == "ColorScan"), "{terms:?}");
+}
+
+/// The approaches in counted instructions (`counted::MAIN_C`, a program with real
+/// computation): each run's count, read from the region file its array task kept, arrives
+/// in the store with the run, and the model is the one a local measurement gives, exactly
+/// (counts do not depend on where or how loaded the machine is).
+#[test]
+fn counted_approaches_on_slurm_store_the_counts_and_model_as_locally() {
+    let _cluster = common::slurm_cluster();
+    let spec_text = counted::spec() + "\n[slurm]\ntasks = 2\nspool = \"spool\"\n";
+    let (dir, spec) = common::c_subject(counted::MAIN_C, &spec_text);
+    // Each approach in stores of its own: SPLat and SPLat-delayed measure the same build.
+    for (name, command, extra) in [
+        ("crush", "crush", None),
+        ("splat", "splat", None),
+        ("splat-delayed", "splat", Some("--delayed")),
+    ] {
+        let run = |backend: &str| {
+            let store = dir.path().join(format!("{name}-{backend}.db"));
+            let out = dir.path().join(format!("{name}-{backend}.json"));
+            let mut args = vec![command, "--backend", backend, "--json"];
+            args.extend(extra);
+            let (store_arg, out_arg) = (store.display().to_string(), out.display().to_string());
+            args.extend(["--store", &store_arg, "-o", &out_arg, "--spec"]);
+            let ran = knobs_ok(&args, &spec);
+            (ran, store, out)
+        };
+        let (_, _, local_model) = run("local");
+        let (ran, store, slurm_model) = run("slurm");
+        assert!(
+            ran.stderr.contains("submitted Slurm job"),
+            "{name}: {}",
+            ran.stderr
+        );
+        assert_eq!(model(&slurm_model), model(&local_model), "{name}");
+        let report = ran.json();
+        let variant = report["variant"].as_str().unwrap();
+        let selection = Selection {
+            variant: variant.to_string(),
+            ..Default::default()
+        };
+        let runs = stored_runs(&store, &selection);
+        assert!(!runs.is_empty(), "{name}: no runs under {variant}");
+        for run in &runs {
+            assert!(run.is_ok(), "{run:?}");
+            assert!(run.source.is_some(), "an array task's run: {run:?}");
+            assert!(run.instructions.is_some_and(|n| n > 0), "{run:?}");
+        }
+    }
 }

@@ -42,3 +42,13 @@ pub(crate) fn read_regions(
         Vec::new()
     })
 }
+
+/// A counting build's run (`Campaign::counted_regions`): its instructions are what its
+/// region file adds up to (the program counts itself; no counter wraps it). A failed run
+/// has none.
+pub(crate) fn count_from_regions(result: &mut RunResult, regions: &[RegionMeasurement]) {
+    if result.outcome.is_ok() {
+        let total: f64 = regions.iter().map(|r| r.seconds).sum();
+        result.instructions = Some(total.round() as u64);
+    }
+}

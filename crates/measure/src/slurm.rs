@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::Error;
 use crate::instructions::Counter;
 use crate::instructions::counted;
-use crate::region_output::{ReadRegions, read_regions};
+use crate::region_output::{ReadRegions, count_from_regions, read_regions};
 use crate::runner::{self, RunResult};
 use crate::spec::Invocation;
 pub use crate::spec::SlurmSettings;
@@ -143,6 +143,10 @@ pub struct Submission {
     pub tasks: u32,
     /// The array's job id, once `sbatch` has answered.
     pub job: Option<String>,
+    /// The runs are of a counting build (`Campaign::counted_regions`): each one's
+    /// instructions are what its region file adds up to, read in when it is stored.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub counted_regions: bool,
 }
 
 impl Submission {
@@ -722,6 +726,9 @@ fn ingest(
                 }
                 _ => Vec::new(),
             };
+            if submission.counted_regions && !run.warmup {
+                count_from_regions(&mut run.result, &times);
+            }
             let origin = store::Origin {
                 host: run.host.clone(),
                 node: run.node.clone(),
@@ -827,36 +834,38 @@ mod tests {
         assert_eq!(before, after);
     }
 
-    /// A share of an instrumented program: the task keeps the file each measured run wrote
-    /// beside its result, and storing the run stores the times in it; a successful run that
-    /// wrote none is stored failed, as locally.
-    #[test]
-    fn region_times_travel_with_their_runs_into_the_store() {
-        let dir = tempfile::tempdir().unwrap();
+    /// A task's share run (run `a` writes `r1 <value>` to its region file, `b` none) and
+    /// stored from its files by a submission of `counted_regions`: the store, and the
+    /// selection of its runs.
+    fn ingested_share(
+        dir: &Path,
+        value: &str,
+        counted_regions: bool,
+    ) -> (Store, Selection, Collected) {
         let writes = "[ -n \"$KNOBS_TEST_REGIONS\" ] && echo \"r1 $0\" > \"$KNOBS_TEST_REGIONS\"";
         let share = TaskWork {
             warmup: 1,
             regions_env: Some("KNOBS_TEST_REGIONS".into()),
             counter: None,
             runs: vec![
-                item("a", "sh", &["-c", writes, "0.25"]),
+                item("a", "sh", &["-c", writes, value]),
                 item("b", "true", &[]),
             ],
         };
-        write_atomically(&work_file(dir.path(), 0), &to_json(&share)).unwrap();
-        work(dir.path(), 0).unwrap();
-        let results = results_dir(dir.path(), 0);
+        write_atomically(&work_file(dir, 0), &to_json(&share)).unwrap();
+        work(dir, 0).unwrap();
+        let results = results_dir(dir, 0);
         assert_eq!(
             std::fs::read_to_string(regions_file(&results, 0)).unwrap(),
-            "r1 0.25\n"
+            format!("r1 {value}\n")
         );
         assert!(!regions_file(&results, 1).exists());
 
-        let store = Store::open(&dir.path().join("r.db")).unwrap();
+        let store = Store::open(&dir.join("r.db")).unwrap();
         let spec = crate::SystemSpec::parse(
             "name = \"t\"\n[run]\nprogram = \"true\"\nargs = [\"{options}\"]\n[[workload]]\nname = \"w\"\n\
              [[option]]\nname = \"a\"\non = [\"x\"]\n",
-            &dir.path().join("knobs.toml"),
+            &dir.join("knobs.toml"),
         )
         .unwrap();
         store.register_spec(&spec).unwrap();
@@ -874,6 +883,7 @@ mod tests {
             owner: "o".into(),
             tasks: 1,
             job: None,
+            counted_regions,
         };
         let read = |path: &Path| -> Result<Vec<store::RegionMeasurement>, String> {
             let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
@@ -888,18 +898,28 @@ mod tests {
         let mut collected = Collected::default();
         ingest(
             &store,
-            dir.path(),
+            dir,
             &submission,
             Some(&read),
             &mut collected,
             &mut |_| {},
         )
         .unwrap();
-        assert_eq!(collected.stored.values().sum::<u32>(), 2);
         let selection = Selection {
             variant: "v".into(),
             ..Selection::of(&spec, "w")
         };
+        (store, selection, collected)
+    }
+
+    /// A share of an instrumented program: the task keeps the file each measured run wrote
+    /// beside its result, and storing the run stores the times in it; a successful run that
+    /// wrote none is stored failed, as locally.
+    #[test]
+    fn region_times_travel_with_their_runs_into_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, selection, collected) = ingested_share(dir.path(), "0.25", false);
+        assert_eq!(collected.stored.values().sum::<u32>(), 2);
         let times = store.region_times(&selection).unwrap();
         assert_eq!(times.len(), 1, "{times:?}");
         assert_eq!(
@@ -907,6 +927,10 @@ mod tests {
             ("a", "r1")
         );
         assert_eq!(times[0].2.seconds, 0.25);
+        assert_eq!(
+            store.runs_of(&selection, "a").unwrap()[0].instructions,
+            None
+        );
         let b = &store.runs_of(&selection, "b").unwrap()[0];
         assert!(!b.is_ok(), "{b:?}");
         assert!(
@@ -916,6 +940,20 @@ mod tests {
                 .contains("no region times"),
             "{b:?}"
         );
+    }
+
+    /// A counting build's runs on Slurm: each stored run's instructions are what its region
+    /// file adds up to, as a local campaign reads them.
+    #[test]
+    fn a_counting_builds_runs_are_stored_with_their_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, selection, collected) = ingested_share(dir.path(), "12345", true);
+        assert_eq!(collected.stored.values().sum::<u32>(), 2);
+        let a = &store.runs_of(&selection, "a").unwrap()[0];
+        assert!(a.is_ok(), "{a:?}");
+        assert_eq!(a.instructions, Some(12345), "{a:?}");
+        let b = &store.runs_of(&selection, "b").unwrap()[0];
+        assert!(!b.is_ok() && b.instructions.is_none(), "{b:?}");
     }
 
     /// A killed task's scratch directory is removed by the next task on its host; a running

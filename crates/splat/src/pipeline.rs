@@ -139,9 +139,21 @@ pub fn reached(valid: &ValidConfigurations, exploration: &Exploration) -> Result
     })
 }
 
-/// Stage 3: the explored configurations measured end to end (the program as the spec runs
-/// it). Failed configurations are an error naming them, unless `settings.allow_failed`;
-/// then the second value is a note naming them.
+/// What stage 3 measured: the campaign's report, the store variant its runs are under, and
+/// a note naming failed configurations (when allowed).
+pub struct Measured {
+    pub report: CampaignReport,
+    /// `""` for the program as the spec runs it; the counting build's under
+    /// `metric = "instructions"`.
+    pub variant: String,
+    pub failed: Option<String>,
+}
+
+/// Stage 3: the explored configurations measured end to end: the program as the spec runs
+/// it, or, when the spec counts instructions, the plain counting build
+/// (`instrumented::counting::measure_plain_counted`), so that the model is in the unit of
+/// the counted white-box models and their ground truth. Failed configurations are an error
+/// naming them, unless `settings.allow_failed`; then [`Measured::failed`] names them.
 pub fn measure_paths(
     store: &Store,
     settings: &instrumented::Settings,
@@ -149,24 +161,43 @@ pub fn measure_paths(
     workload: &Workload,
     configurations: &[Configuration],
     reporter: &mut dyn Reporter,
-) -> Result<(CampaignReport, Option<String>), Error> {
+) -> Result<Measured, Error> {
     spec.prepare_workload(workload)?;
-    let measured = settings
-        .campaign(spec, workload)
-        .run(store, configurations, &mut |e| reporter.measurement(e))?;
-    let note = instrumented::failed::check(&measured, settings.allow_failed)?;
-    Ok((measured, note))
+    let (report, variant) = if instrumented::counting::counts_instructions(spec) {
+        reporter
+            .note("building the counting build of the plain program (metric = \"instructions\")");
+        instrumented::counting::measure_plain_counted(
+            store,
+            settings,
+            spec,
+            workload,
+            configurations,
+            &mut |e| reporter.measurement(e),
+        )?
+    } else {
+        let report = settings
+            .campaign(spec, workload)
+            .run(store, configurations, &mut |e| reporter.measurement(e))?;
+        (report, String::new())
+    };
+    let failed = instrumented::failed::check(&report, settings.allow_failed)?;
+    Ok(Measured {
+        report,
+        variant,
+        failed,
+    })
 }
 
-/// Stage 4: each configuration's measured time (`None`: no successful run), and the metric
-/// it is by.
+/// Stage 4: each configuration's measured time (`None`: no successful run) in the runs of
+/// `variant`, and the metric it is by.
 pub fn path_times(
     store: &Store,
     spec: &SystemSpec,
     workload: &Workload,
+    variant: &str,
     configurations: &[String],
 ) -> Result<(Vec<Option<f64>>, measure::Metric), Error> {
-    let selection = instrumented::selection(spec, workload, "");
+    let selection = instrumented::selection(spec, workload, variant);
     let (metric, _) = store.resolve_metric(&selection, spec.measure.metric)?;
     let measured: BTreeMap<String, f64> = store
         .summaries(&selection, metric)?
@@ -182,14 +213,22 @@ pub fn path_times(
 
 /// Stage 5: the table as a model file of `metric`, the options no path reached in its
 /// provenance (a reader of the model alone must see which options it is blind to).
+/// `variant` is stage 3's: a counting build's says what its instructions are.
 pub fn build_model(
     reached: &Reached,
     valid: &ValidConfigurations,
     times: &[Option<f64>],
     metric: measure::Metric,
+    variant: &str,
 ) -> Result<ModelFile, Error> {
     let mut file = reached.table.model(valid, times)?;
-    file.metric = Some(format!("{}, end to end", metric.name()));
+    file.metric = Some(if variant.is_empty() {
+        format!("{}, end to end", metric.name())
+    } else {
+        "instructions (the program's own LLVM IR instructions, counted by its counting \
+         build), end to end"
+            .into()
+    });
     file.provenance
         .insert("unreached".into(), reached.unreached.clone().into());
     Ok(file)

@@ -74,9 +74,12 @@ pub struct PathReport {
     pub configuration: String,
     /// `name=value` in the order the path reached them.
     pub reached: Vec<String>,
-    /// The measured time, the fastest-half mean of its runs (absent until measured, and
-    /// when its runs failed).
+    /// The measured time, the fastest-half mean of its runs (absent until measured, when
+    /// its runs failed, and when the spec counts instructions).
     pub seconds: Option<f64>,
+    /// The counted instructions of the plain counting build (`metric = "instructions"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<f64>,
 }
 
 /// Runs SPLat (or SPLat-delayed, as `options.reach` says): the stages of
@@ -139,26 +142,31 @@ pub fn run(
         .iter()
         .map(|p| p.configuration.clone())
         .collect();
-    let (measured, failed) =
+    let measured =
         pipeline::measure_paths(&store, settings, spec, workload, &configurations, reporter)?;
-    report.measurement = Some(measured);
-    report.notes.extend(failed);
+    report.measurement = Some(measured.report);
+    report.notes.extend(measured.failed);
     let texts: Vec<String> = report
         .paths
         .iter()
         .map(|p| p.configuration.clone())
         .collect();
-    let (times, metric) = pipeline::path_times(&store, spec, workload, &texts)?;
-    for (path, seconds) in report.paths.iter_mut().zip(&times) {
-        path.seconds = *seconds;
+    let (times, metric) = pipeline::path_times(&store, spec, workload, &measured.variant, &texts)?;
+    let counted = !measured.variant.is_empty();
+    for (path, value) in report.paths.iter_mut().zip(&times) {
+        if counted {
+            path.instructions = *value;
+        } else {
+            path.seconds = *value;
+        }
     }
-    let mut file = pipeline::build_model(&reached, &valid, &times, metric)?;
+    let mut file = pipeline::build_model(&reached, &valid, &times, metric, &measured.variant)?;
     report.unmeasured = instrumented::failed::recorded(&file);
     report.output = Some(instrumented::save_model(
         &mut file,
         session,
         approach,
-        "",
+        &measured.variant,
         &configurations,
         options.model_path.clone(),
     )?);
@@ -178,6 +186,7 @@ fn path_reports(spec: &measure::SystemSpec, exploration: &crate::Exploration) ->
             configuration: spec.space.format_configuration(&p.configuration),
             reached: p.reached.iter().copied().map(literal).collect(),
             seconds: None,
+            instructions: None,
         })
         .collect()
 }

@@ -87,7 +87,8 @@ impl SubjectRun<'_> {
         row.detail("analysis", "learning (`knobs learn`, wall time)");
         row.detail("mape_sd", stats::sample_sd(&mapes));
         row.detail("seeds", per_seed);
-        self.model_numbers(row, &models)
+        let truth = self.truth()?.data.clone();
+        self.model_numbers(row, &models, &truth)
     }
 
     /// The sample a black-box run measures: `random:as:STEP` becomes `random:N` with the

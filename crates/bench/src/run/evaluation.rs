@@ -93,11 +93,16 @@ impl SubjectRun<'_> {
     }
 
     /// The models' shape (terms, regions, trees; a mean over several) and their absolute
-    /// percentage error on every ground-truth configuration (a mean over several models),
-    /// kept for the comparison.
-    pub(super) fn model_numbers(&mut self, row: &mut Row, models: &[PathBuf]) -> Result<()> {
+    /// percentage error on every configuration of `truth` (the ground truth's, in its order;
+    /// a mean over several models), kept for the comparison.
+    pub(super) fn model_numbers(
+        &mut self,
+        row: &mut Row,
+        models: &[PathBuf],
+        truth: &Data,
+    ) -> Result<()> {
         let configurations = self.work.join(CONFIGURATIONS_CSV);
-        let actual: Vec<f64> = self.truth()?.data.rows.iter().map(|(_, v)| *v).collect();
+        let actual: Vec<f64> = truth.rows.iter().map(|(_, v)| *v).collect();
         let mut shapes = Vec::new();
         let mut sum = vec![0.0; actual.len()];
         let mut predictions = vec![0.0; actual.len()];

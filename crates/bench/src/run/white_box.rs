@@ -29,11 +29,19 @@ impl SubjectRun<'_> {
             None => own_csv.clone(),
         };
         row.measurement_seconds = own.seconds();
-        let truth_csv = self.truth()?.csv.clone();
+        let truth = self.white_box_truth()?;
+        let (truth_csv, truth) = (truth.csv.clone(), truth.data.clone());
+        if self.counted_truth.is_some() {
+            row.detail(
+                "ground_truth_build",
+                "the plain counting build (the program's own LLVM IR instructions, counted; \
+                 counted-ground-truth.db), not the native program the brute-force row counts",
+            );
+        }
         let e = self.evaluate_both(model, &truth_csv)?;
         row.mape_all_percent = Some(e.all.0);
         row.detail("mape_all_configurations", e.all.1);
-        let truth_rows = self.truth()?.data.rows.len() as f64;
+        let truth_rows = truth.rows.len() as f64;
         if row.configurations.is_some_and(|c| c < truth_rows)
             && let Some((m, n)) = e.unmeasured
         {
@@ -49,10 +57,10 @@ impl SubjectRun<'_> {
             },
             own_mape,
         );
-        self.model_numbers(row, std::slice::from_ref(&model.to_path_buf()))?;
+        self.model_numbers(row, std::slice::from_ref(&model.to_path_buf()), &truth)?;
         // Instrumented (or profiled) over native medians, measured minutes apart (Table 7's
         // interleaved runs are the `overhead` approach).
-        let ratios = data::ratios(&own, &self.truth()?.data);
+        let ratios = data::ratios(&own, &truth);
         row.detail("over_native_geometric_mean", stats::geometric_mean(&ratios));
         row.detail("over_native_configurations", ratios.len());
         Ok(())
@@ -79,6 +87,10 @@ impl SubjectRun<'_> {
             "--json".into(),
         ]);
         args.extend(self.repetition_args());
+        // Every white-box command takes the run's metric (`instructions`: its counting build).
+        if let Some(metric) = &self.settings.metric {
+            args.extend(["--metric".into(), metric.clone()]);
+        }
         args.extend(step.args.iter().cloned());
         (args, store, model)
     }
@@ -260,8 +272,14 @@ impl SubjectRun<'_> {
         let store = r.store.clone().unwrap_or(store);
         row.configurations = Some(r.paths.len() as f64);
         row.total_configurations = Some(r.total_configurations);
-        // SPLat measures the program as the spec runs it: the store's unnamed variant.
-        self.white_box_numbers(row, &model, &store, None, &step.name, None)?;
+        // SPLat measures the program as the spec runs it (the store's unnamed variant), or
+        // under `--metric instructions` the plain counting build (the variant it reports).
+        let variant = raw
+            .get("variant")
+            .and_then(Value::as_str)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string);
+        self.white_box_numbers(row, &model, &store, variant.as_deref(), &step.name, None)?;
         row.detail("exploration_seconds", r.exploration_seconds);
         row.analysis_seconds = Some(r.exploration_seconds);
         row.detail("analysis", "taint runs of the exploration");

@@ -233,9 +233,8 @@ impl<'a> Campaign<'a> {
             .push((output.env.clone(), file.display().to_string()));
         let mut result = runner::run(&invocation);
         let regions = read_regions(&*output.read, &mut result, &file);
-        if self.counted_regions && result.outcome.is_ok() {
-            let total: f64 = regions.iter().map(|r| r.seconds).sum();
-            result.instructions = Some(total.round() as u64);
+        if self.counted_regions {
+            crate::region_output::count_from_regions(&mut result, &regions);
         }
         (result, regions)
     }

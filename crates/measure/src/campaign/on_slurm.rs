@@ -75,6 +75,7 @@ impl Campaign<'_> {
             owner: rounds.owner.clone(),
             tasks: 0,
             job: None,
+            counted_regions: self.counted_regions,
         };
         let runs: usize = work.iter().map(|w| w.runs.len()).sum();
         let (dir, submission) = match backend.submit(submission, &work) {
