@@ -9,7 +9,6 @@ mod common;
 use std::path::Path;
 
 use common::{knobs, succeeds};
-use space::{Configuration, ValidConfigurations};
 
 /// A bundled example copied to a temporary directory.
 fn example(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
@@ -17,57 +16,6 @@ fn example(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     common::copy_example(name, &["main.c", "knobs.toml"], dir.path());
     let spec = dir.path().join("knobs.toml");
     (dir, spec)
-}
-
-/// Every valid configuration's count of the whole program, by the counting build with no
-/// probe (the ground truth in the model's unit).
-fn counted_truth(spec_path: &Path, work: &Path) -> Vec<(Configuration, f64)> {
-    let spec = measure::SystemSpec::load(spec_path).unwrap();
-    let settings = instrumented::Settings::new(work.to_path_buf());
-    let (binary, _) = instrumented::counting::plain_counting_build(&spec, &settings).unwrap();
-    let workload = spec.workload(None).unwrap();
-    let valid = ValidConfigurations::new(&spec.space).unwrap();
-    valid
-        .iter()
-        .map(|c| {
-            let file = work.join("truth.tsv");
-            let mut invocation = spec.invocation_of(binary.clone(), &c, workload).unwrap();
-            invocation
-                .env
-                .push(("KNOBS_REGION_TIMES".into(), file.display().to_string()));
-            let result = measure::runner::run(&invocation);
-            assert!(result.outcome.is_ok(), "{}", result.stderr_tail);
-            let text = std::fs::read_to_string(&file).unwrap();
-            assert!(text.contains("\nunit\tinstructions\n"), "{text}");
-            let total = text
-                .lines()
-                .find_map(|l| l.strip_prefix("total\t"))
-                .unwrap()
-                .parse()
-                .unwrap();
-            (c, total)
-        })
-        .collect()
-}
-
-/// The model's mean absolute percentage error over `truth`, and the worst configuration's.
-fn errors(spec_path: &Path, model: &Path, truth: &[(Configuration, f64)]) -> (f64, f64) {
-    let spec = measure::SystemSpec::load(spec_path).unwrap();
-    let names: Vec<String> = spec
-        .space
-        .ids()
-        .map(|o| spec.space.option(o).name.clone())
-        .collect();
-    let bound = model::ModelFile::load(model).unwrap().bind(&names).unwrap();
-    let percent: Vec<f64> = truth
-        .iter()
-        .map(|(c, t)| {
-            let row: Vec<f64> = c.0.iter().map(|v| f64::from(*v)).collect();
-            100.0 * (bound.predict(&row) - t).abs() / t
-        })
-        .collect();
-    let worst = percent.iter().copied().fold(0.0, f64::max);
-    (percent.iter().sum::<f64>() / percent.len() as f64, worst)
 }
 
 fn family(spec: &Path, extra: &[&str]) -> serde_json::Value {
@@ -107,9 +55,9 @@ fn the_printer_drivers_counted_model_matches_the_counted_brute_force() {
     let text = std::fs::read_to_string(&paper).unwrap();
     assert!(text.contains("LLVM IR instructions, counted"), "{text}");
 
-    let truth = counted_truth(&spec, &dir.path().join("truth"));
+    let truth = common::counted_truth(&spec, &dir.path().join("truth"));
     assert_eq!(truth.len(), 8);
-    let (mape, worst) = errors(&spec, &paper, &truth);
+    let (mape, worst) = common::model_errors(&spec, &paper, &truth);
     eprintln!("counted printer driver, the paper's model: MAPE {mape:.5} %, worst {worst:.5} %");
     assert!(worst < 0.1, "MAPE {mape:.5} %, worst {worst:.5} %");
 
@@ -122,7 +70,7 @@ fn the_printer_drivers_counted_model_matches_the_counted_brute_force() {
         "{dependence}"
     );
     let model = dir.path().join("family-printer.family.json");
-    let (mape, worst) = errors(&spec, &model, &truth);
+    let (mape, worst) = common::model_errors(&spec, &model, &truth);
     eprintln!("counted printer driver, checked: MAPE {mape:.7} %, worst {worst:.7} %");
     assert!(worst < 1e-9, "MAPE {mape} %, worst {worst} %");
 }
@@ -133,7 +81,7 @@ fn the_printer_drivers_counted_model_matches_the_counted_brute_force() {
 #[test]
 fn a_cost_an_option_sets_before_the_function_runs_is_found_and_modelled() {
     let (dir, spec) = example("family-level");
-    let truth = counted_truth(&spec, &dir.path().join("truth"));
+    let truth = common::counted_truth(&spec, &dir.path().join("truth"));
     assert_eq!(truth.len(), 8);
 
     let paper = dir.path().join("paper.json");
@@ -141,7 +89,7 @@ fn a_cost_an_option_sets_before_the_function_runs_is_found_and_modelled() {
         &spec,
         &["--constant-cost", "assume", "-o", paper.to_str().unwrap()],
     );
-    let (paper_mape, _) = errors(&spec, &paper, &truth);
+    let (paper_mape, _) = common::model_errors(&spec, &paper, &truth);
     eprintln!("the paper's model: MAPE {paper_mape:.3} %");
     assert!(paper_mape > 20.0, "MAPE {paper_mape:.3} %");
 
@@ -154,7 +102,7 @@ fn a_cost_an_option_sets_before_the_function_runs_is_found_and_modelled() {
         ran.stderr
     );
     let model = dir.path().join("family-level.family.json");
-    let (mape, worst) = errors(&spec, &model, &truth);
+    let (mape, worst) = common::model_errors(&spec, &model, &truth);
     eprintln!("checked: MAPE {mape:.7} %, worst {worst:.7} %");
     assert!(worst < 1e-9, "MAPE {mape} %, worst {worst} %");
 
