@@ -64,7 +64,8 @@ const APPROACHES: &[Approach] = &[
         args: &["splat", "--delayed"],
         measured: EXACT,
         all: 0.3,
-    },    Approach {
+    },
+    Approach {
         name: "comprex",
         args: &["comprex"],
         measured: 0.03,
