@@ -15,7 +15,7 @@ use crate::Outcome;
     knobs simulator --spec examples/ifdef/knobs.toml\n  \
     knobs family --spec examples/ifdef/.knobs-simulator/knobs.toml")]
 pub struct SimulatorArgs {
-    /// The system spec: options with `build = { define = "NAME" }` and [build] sources.
+    /// The system spec: options with `build = { define = "NAME" }` and `[build] sources`.
     #[arg(long, default_value = "knobs.toml")]
     spec: PathBuf,
     /// Where the encoded sources, the simulator and its spec go (default: `.knobs-simulator`
