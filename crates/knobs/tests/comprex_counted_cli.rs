@@ -4,11 +4,12 @@
 //! do not depend on the machine, so the bounds are tight.
 
 mod common;
+mod counted;
 
 use std::path::Path;
-use std::process::Command;
 
 use common::knobs;
+use counted::{brute_force_of, mape, predict_of};
 use predicates::str::contains;
 
 /// The Comprex paper's running example (Fig. 2) with `WORK(n)`, a loop of `n` iterations of
@@ -139,75 +140,6 @@ fn spec(name: &str, options: &[&str]) -> String {
     spec
 }
 
-/// Every configuration's count by the counting build with no region (the ground truth), each
-/// configuration as its options' 0/1 in `options` order.
-fn brute_force(spec_path: &Path, work: &Path, options: &[&str]) -> Vec<(Vec<u8>, f64)> {
-    let spec = measure::SystemSpec::load(spec_path).unwrap();
-    let settings = instrumented::Settings::new(work.to_path_buf());
-    let (binary, _) = instrumented::counting::plain_counting_build(&spec, &settings).unwrap();
-    (0..1u32 << options.len())
-        .map(|bits| {
-            let on: Vec<u8> = (0..options.len()).map(|k| (bits >> k & 1) as u8).collect();
-            let args: Vec<String> = options
-                .iter()
-                .zip(&on)
-                .filter(|(_, b)| **b == 1)
-                .map(|(o, _)| format!("-{o}"))
-                .collect();
-            let file = work.join("truth.tsv");
-            let status = Command::new(&binary)
-                .args(&args)
-                .env("KNOBS_REGION_TIMES", &file)
-                .status()
-                .unwrap();
-            assert!(status.success());
-            let text = std::fs::read_to_string(&file).unwrap();
-            assert!(text.contains("\nunit\tinstructions\n"), "{text}");
-            let total = text
-                .lines()
-                .find_map(|l| l.strip_prefix("total\t"))
-                .unwrap()
-                .parse()
-                .unwrap();
-            (on, total)
-        })
-        .collect()
-}
-
-/// The model's predictions of `configurations` (`knobs predict`).
-fn predict(model: &Path, options: &[&str], truth: &[(Vec<u8>, f64)], dir: &Path) -> Vec<f64> {
-    let csv = dir.join("all.csv");
-    let mut text = options.join(",") + "\n";
-    for (on, _) in truth {
-        let row: Vec<String> = on.iter().map(u8::to_string).collect();
-        text.push_str(&(row.join(",") + "\n"));
-    }
-    std::fs::write(&csv, text).unwrap();
-    let out = knobs()
-        .arg("predict")
-        .arg(model)
-        .arg(&csv)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .skip(1)
-        .map(|l| l.rsplit(',').next().unwrap().parse().unwrap())
-        .collect()
-}
-
-/// Mean absolute percentage error of `predicted` against the truth.
-fn mape(predicted: &[f64], truth: &[(Vec<u8>, f64)]) -> f64 {
-    let sum: f64 = predicted
-        .iter()
-        .zip(truth)
-        .map(|(p, (_, t))| (p - t).abs() / t)
-        .sum();
-    100.0 * sum / truth.len() as f64
-}
-
 /// The model's terms, every region's, as labels (`A·C`).
 fn labels(model: &Path) -> Vec<String> {
     let file: serde_json::Value = serde_json::from_slice(&std::fs::read(model).unwrap()).unwrap();
@@ -229,8 +161,8 @@ fn comprex_in_counts_models_the_running_example_exactly() {
     let text = std::fs::read_to_string(&model).unwrap();
     assert!(text.contains("LLVM IR instructions, counted"), "{text}");
 
-    let truth = brute_force(&spec_path, &dir.path().join("truth"), &options);
-    let error = mape(&predict(&model, &options, &truth, dir.path()), &truth);
+    let truth = brute_force_of(&spec_path, &dir.path().join("truth"), &options);
+    let error = mape(&predict_of(&model, &options, &truth, dir.path()), &truth);
     eprintln!("MAPE of Comprex's counted model: {error:.6} %");
     // The attribution is exact; what is left is the argument loop in main, which runs its
     // `strcmp`s once more per option given (tens of instructions in 10^5), a cost no decision
@@ -259,8 +191,8 @@ fn comprex_in_counts_charges_a_callees_work_to_the_options_of_its_callers() {
         .success()
         .stderr(contains("also partitioned by their callers' decisions"));
     let model = dir.path().join("helper.comprex.json");
-    let truth = brute_force(&spec_path, &dir.path().join("truth"), &options);
-    let error = mape(&predict(&model, &options, &truth, dir.path()), &truth);
+    let truth = brute_force_of(&spec_path, &dir.path().join("truth"), &options);
+    let error = mape(&predict_of(&model, &options, &truth, dir.path()), &truth);
     eprintln!("MAPE of Comprex's counted model of the helper program: {error:.6} %");
     assert!(
         error <= 3.0,

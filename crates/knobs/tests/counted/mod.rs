@@ -78,13 +78,18 @@ pub fn spec() -> String {
 /// Every configuration's count by the counting build with no region (the ground truth),
 /// with each configuration's options as 0/1 in `OPTIONS` order.
 pub fn brute_force(spec_path: &Path, work: &Path) -> Vec<(Vec<u8>, f64)> {
+    brute_force_of(spec_path, work, &OPTIONS)
+}
+
+/// The same for a program whose binary options are `options`, each given as `-OPTION`.
+pub fn brute_force_of(spec_path: &Path, work: &Path, options: &[&str]) -> Vec<(Vec<u8>, f64)> {
     let spec = measure::SystemSpec::load(spec_path).unwrap();
     let settings = instrumented::Settings::new(work.to_path_buf());
     let (binary, _) = instrumented::counting::plain_counting_build(&spec, &settings).unwrap();
-    (0..1u32 << OPTIONS.len())
+    (0..1u32 << options.len())
         .map(|bits| {
-            let on: Vec<u8> = (0..OPTIONS.len()).map(|k| (bits >> k & 1) as u8).collect();
-            let args: Vec<String> = OPTIONS
+            let on: Vec<u8> = (0..options.len()).map(|k| (bits >> k & 1) as u8).collect();
+            let args: Vec<String> = options
                 .iter()
                 .zip(&on)
                 .filter(|(_, b)| **b == 1)
@@ -112,8 +117,18 @@ pub fn brute_force(spec_path: &Path, work: &Path) -> Vec<(Vec<u8>, f64)> {
 
 /// The model's predictions of `configurations` (`knobs predict`).
 pub fn predict(model: &Path, configurations: &[(Vec<u8>, f64)], dir: &Path) -> Vec<f64> {
+    predict_of(model, &OPTIONS, configurations, dir)
+}
+
+/// The same for a program whose binary options are `options`.
+pub fn predict_of(
+    model: &Path,
+    options: &[&str],
+    configurations: &[(Vec<u8>, f64)],
+    dir: &Path,
+) -> Vec<f64> {
     let csv = dir.join("all.csv");
-    let mut text = OPTIONS.join(",") + "\n";
+    let mut text = options.join(",") + "\n";
     for (on, _) in configurations {
         let row: Vec<String> = on.iter().map(u8::to_string).collect();
         text.push_str(&(row.join(",") + "\n"));
