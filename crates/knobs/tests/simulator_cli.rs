@@ -120,6 +120,7 @@ fn family_on_the_simulator_gives_the_scanners_model_from_one_run() {
             "family",
             "--json",
             "--constant-cost",
+            "assume",
             "--spec",
             s(&sim_spec),
             "-o",
