@@ -229,28 +229,30 @@ pub fn encode(files: &[SourceFile], features: &[Feature]) -> Simulator {
     let lexed: Vec<lex::Lexed> = files.iter().map(|f| lex::lex(&f.text)).collect();
     let mut live: Vec<Feature> = features.to_vec();
     let mut refusals: Vec<Refusal> = Vec::new();
-    loop {
-        let mut new = Vec::new();
-        for (file, lexed) in files.iter().zip(&lexed) {
-            let scanned = scan::scan(lexed, &live);
-            new.extend(
+    // The scans of the last round, which refused nothing, are the ones the rewrite uses.
+    let scans = loop {
+        let scans: Vec<scan::Scanned> = lexed.iter().map(|l| scan::scan(l, &live)).collect();
+        let new: Vec<Refusal> = files
+            .iter()
+            .zip(&scans)
+            .flat_map(|(file, scanned)| {
                 scanned
                     .refusals
-                    .into_iter()
+                    .iter()
                     .map(|(line, pattern, feature)| Refusal {
                         file: file.path.clone(),
-                        line,
-                        pattern,
-                        feature,
-                    }),
-            );
-        }
+                        line: *line,
+                        pattern: *pattern,
+                        feature: feature.clone(),
+                    })
+            })
+            .collect();
         if new.is_empty() {
-            break;
+            break scans;
         }
         live.retain(|f| !new.iter().any(|r| r.feature == f.macro_name));
         refusals.extend(new);
-    }
+    };
     refusals.sort();
     refusals.dedup_by(|a, b| a.file == b.file && a.line == b.line && a.feature == b.feature);
     let mut decisions = 0;
@@ -258,12 +260,12 @@ pub fn encode(files: &[SourceFile], features: &[Feature]) -> Simulator {
     let encoded_files = files
         .iter()
         .zip(&lexed)
-        .map(|(file, lexed)| {
-            let scanned = scan::scan(lexed, &live);
+        .zip(&scans)
+        .map(|((file, lexed), scanned)| {
             decisions += scanned.decisions();
             for (_, token, features) in &scanned.feature_functions {
                 feature_functions.push(FeatureFunction {
-                    function: rewrite::function_name(&scanned, lexed, *token),
+                    function: rewrite::function_name(scanned, lexed, *token),
                     features: features.clone(),
                     file: file.path.clone(),
                     line: lexed.tokens[*token].line,
@@ -271,7 +273,7 @@ pub fn encode(files: &[SourceFile], features: &[Feature]) -> Simulator {
             }
             SourceFile {
                 path: file.path.clone(),
-                text: rewrite::rewrite(&file.path, &file.text, lexed, &scanned, &live),
+                text: rewrite::rewrite(&file.path, &file.text, lexed, scanned, &live),
             }
         })
         .collect();
