@@ -320,13 +320,19 @@ impl<'a> SubjectRun<'a> {
         a
     }
 
-    /// The workload measured: the subject's, or its quick one under `--quick`.
+    /// The workload measured: the subject's, its quick one under `--quick`, or its counted
+    /// one under `--metric instructions`.
     pub(crate) fn workload(&self) -> Option<&str> {
         let quick = self
             .settings
             .quick
             .then_some(self.subject.quick.workload.as_deref());
-        quick.flatten().or(self.subject.workload.as_deref())
+        let counted = (self.settings.metric.as_deref() == Some("instructions"))
+            .then_some(self.subject.counted.workload.as_deref());
+        quick
+            .flatten()
+            .or(counted.flatten())
+            .or(self.subject.workload.as_deref())
     }
 
     fn workload_args(&self) -> Vec<String> {

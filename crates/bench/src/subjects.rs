@@ -48,6 +48,9 @@ pub struct Subject {
     /// What `--quick` changes.
     #[serde(default)]
     pub quick: Quick,
+    /// What `--metric instructions` measures.
+    #[serde(default)]
+    pub counted: Counted,
     /// More runs of a white-box approach with other flags (`[[subject.extra]]`), each its
     /// own row.
     #[serde(default, rename = "extra")]
@@ -171,6 +174,16 @@ pub fn split_run(run: &str) -> Option<(&str, &str)> {
 #[serde(deny_unknown_fields)]
 pub struct Quick {
     /// The workload to measure (default: the subject's).
+    pub workload: Option<String>,
+}
+
+/// What `--metric instructions` measures instead: counts repeat exactly, so a smaller
+/// workload is as precise as the long one timing needs, and where the machine has no
+/// counters cachegrind runs the program 30–60× slower.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Counted {
+    /// The workload to count (default: the subject's).
     pub workload: Option<String>,
 }
 
