@@ -68,10 +68,11 @@ impl Campaign<'_> {
                 .map(Vec::as_slice)
                 .unwrap_or(&[]);
             let (samples, mut failure) = self.standing(runs);
+            let failed_now = pair.failed_build.is_some() && failure.is_none();
             let program = match &pair.failed_build {
                 None => programs[pair.program.as_path()].clone(),
                 Some(failed) => {
-                    if failure.is_none() {
+                    if failed_now {
                         store.record(&key, store::now(), &failed.as_run(), &[])?;
                         failure = Some(Failure {
                             why: failed.as_run().outcome.describe(),
@@ -86,6 +87,7 @@ impl Campaign<'_> {
                 key,
                 samples,
                 failure,
+                failed_now,
                 new_runs: 0,
                 listed: true,
                 done: false,
@@ -206,5 +208,55 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("does not exist") && !e.contains('\n'), "{e}");
+    }
+
+    /// A configuration whose build failed is a failure of this campaign the first time, and
+    /// one already in the store (not stored again) the next.
+    #[test]
+    fn a_failed_build_is_new_the_first_time_and_stored_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("r.db")).unwrap();
+        let spec = spec(dir.path(), "repetitions = 2");
+        let workload = spec.workload(None).unwrap();
+        let configs: Vec<Configuration> = space::ValidConfigurations::new(&spec.space)
+            .unwrap()
+            .iter()
+            .collect();
+        let commit = "c".repeat(40);
+        let failed = AtCommit {
+            commit: commit.clone(),
+            program: dir.path().join("not-built"),
+            configuration: configs[0].clone(),
+            failed_build: Some(FailedBuild {
+                why: "`make` exited with status 2".into(),
+                log_tail: "error: no such macro".into(),
+                log: dir.path().join("build.log"),
+            }),
+        };
+        let built = AtCommit {
+            commit: commit.clone(),
+            program: std::path::PathBuf::from("/bin/sleep"),
+            configuration: configs[1].clone(),
+            failed_build: None,
+        };
+        let pairs = [failed, built];
+        let campaign = Campaign::new(&spec, workload);
+        let first = campaign
+            .run_at_commits(&store, &pairs, &mut |_| {})
+            .unwrap();
+        assert_eq!((first.reused, first.failed.len(), first.runs), (0, 1, 2));
+        assert!(
+            first.failed[0].1.contains("build failed"),
+            "{:?}",
+            first.failed
+        );
+        let again = campaign
+            .run_at_commits(&store, &pairs, &mut |_| {})
+            .unwrap();
+        assert_eq!((again.reused, again.failed.len(), again.runs), (2, 1, 0));
+        let stored = store
+            .runs(&Campaign::at_commit(&spec, workload, &commit, "/bin/sleep".into()).selection())
+            .unwrap();
+        assert_eq!(stored.iter().filter(|r| !r.is_ok()).count(), 1);
     }
 }

@@ -319,6 +319,7 @@ impl<'a> Campaign<'a> {
                 key: self.key(&self.commit, text, &inputs),
                 samples,
                 failure,
+                failed_now: false,
                 new_runs: 0,
                 listed: true,
                 done: false,
@@ -373,6 +374,8 @@ struct Item {
     key: MeasurementKey,
     samples: Vec<Sample>,
     failure: Option<Failure>,
+    /// Its build failed in this campaign: stored now, so not among those already in the store.
+    failed_now: bool,
     new_runs: u32,
     /// One of the campaign's configurations (not only the reference).
     listed: bool,

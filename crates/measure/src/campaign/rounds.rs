@@ -71,7 +71,7 @@ impl Campaign<'_> {
         for item in items.iter_mut().filter(|i| i.listed) {
             if item.failure.is_some() || !self.needs_more(&item.values(rounds.metric)) {
                 item.done = true;
-                report.reused += 1;
+                report.reused += usize::from(!item.failed_now);
                 self.finish(item, rounds.metric, &mut report, on_event);
             }
         }
@@ -226,6 +226,7 @@ impl Campaign<'_> {
             key: self.key(&self.commit, text, inputs),
             samples,
             failure,
+            failed_now: false,
             new_runs: 0,
             listed: false,
             done: false,
