@@ -246,6 +246,19 @@ mod tests {
         .unwrap();
         assert_eq!(nested.campaign().runs, 288);
     }
+
+    #[test]
+    fn a_family_report_counts_the_constant_cost_checks_runs_once() {
+        let r: FamilyReport = serde_json::from_str(
+            r#"{"configurations": ["a", "b"],
+                "cost_dependence": {"configurations": ["b", "c", "d"], "functions": ["f"],
+                                    "options": ["level"], "contexts": []}}"#,
+        )
+        .unwrap();
+        assert_eq!(r.measured(), 4);
+        let paper: FamilyReport = serde_json::from_str(r#"{"configurations": ["a"]}"#).unwrap();
+        assert_eq!(paper.measured(), 1);
+    }
 }
 
 /// `knobs splat --json`: `splat::Report`.
@@ -276,4 +289,28 @@ pub struct FamilyReport {
     pub model_path: Option<PathBuf>,
     pub store: Option<PathBuf>,
     pub variant: Option<String>,
+    pub cost_dependence: Option<CostDependence>,
+}
+
+/// `family::CostDependence`: the further runs of the constant-cost check and what broke it.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct CostDependence {
+    pub configurations: Vec<String>,
+    pub functions: Vec<String>,
+    pub options: Vec<String>,
+}
+
+impl FamilyReport {
+    /// Every configuration measured: the paper's runs and the constant-cost check's further
+    /// ones.
+    pub fn measured(&self) -> usize {
+        let mut all: Vec<&String> = self.configurations.iter().collect();
+        if let Some(d) = &self.cost_dependence {
+            all.extend(&d.configurations);
+        }
+        all.sort_unstable();
+        all.dedup();
+        all.len()
+    }
 }

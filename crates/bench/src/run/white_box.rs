@@ -296,10 +296,14 @@ impl SubjectRun<'_> {
         let model = r.model_path.clone().unwrap_or(model);
         let variant = reported_variant("family", r.variant.clone())?;
         let store = r.store.clone().unwrap_or(store);
-        row.configurations = Some(r.configurations.len() as f64);
+        row.configurations = Some(r.measured() as f64);
         row.total_configurations = Some(r.total_configurations);
         self.white_box_numbers(row, &model, &store, Some(&variant), &step.name, None)?;
         row.detail("variant", &variant);
+        if let Some(d) = &r.cost_dependence {
+            row.detail("cost_dependent_functions", &d.functions);
+            row.detail("cost_dependent_options", &d.options);
+        }
         row.detail("mapped_functions", r.features.len());
         row.detail("unmapped_options", &r.unmapped_options);
         row.detail("unseen_decisions", r.unseen.len());
