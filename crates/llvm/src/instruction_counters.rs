@@ -119,8 +119,11 @@ pub fn add_instruction_counters(input: &Path, output: &Path) -> Result<CounterSt
             add_count(builder, ctx, counter, start, counted, &mut stats);
         }
     }
-    // SAFETY: the builder made above, not used after this.
-    unsafe { c::LLVMDisposeBuilder(builder) };
+    // SAFETY: the builder made above, not used after this; `m` is live.
+    unsafe {
+        c::LLVMDisposeBuilder(builder);
+        crate::memory_effects::drop_stale_memory_effects(m);
+    }
     module
         .verify()
         .map_err(|e| Error::Verify(first_line(&e.to_string())))?;

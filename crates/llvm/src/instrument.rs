@@ -511,8 +511,11 @@ fn instrument_checked(
             }
         }
     }
-    // SAFETY: the builder made above, disposed of once, after its last use.
-    unsafe { c::LLVMDisposeBuilder(builder) };
+    // SAFETY: the builder made above, disposed of once, after its last use; `m` is live.
+    unsafe {
+        c::LLVMDisposeBuilder(builder);
+        crate::memory_effects::drop_stale_memory_effects(m);
+    }
     module
         .verify()
         .map_err(|e| Error::Verify(first_line(&e.to_string())))?;

@@ -25,6 +25,7 @@ pub mod compile;
 pub mod fixture;
 pub mod instruction_counters;
 pub mod instrument;
+mod memory_effects;
 pub mod taint_pass;
 pub mod translate;
 

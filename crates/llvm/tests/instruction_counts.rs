@@ -213,3 +213,53 @@ fn the_call_tree_counts_what_the_region_timers_count() {
         );
     }
 }
+
+/// A `pure` function (LLVM's `memory(read)`) with a region in it is no longer pure: `-O2`
+/// must neither merge its two calls into one nor carry the counter's value across a call.
+const PURE: &str = r#"
+__attribute__((pure, noinline)) long weight(const char *s) {
+    long n = 0;
+    while (*s)
+        n += *s++;
+    return n;
+}
+
+int main(int argc, char **argv) {
+    long a = weight(argv[0]);
+    long b = argc > 1 ? weight(argv[0]) : 0;
+    return (a + b) == 1;
+}
+"#;
+
+#[test]
+fn a_pure_function_with_a_region_keeps_its_calls_and_counts() {
+    let compiled = llvm::fixture::compile("pure.c", PURE);
+    let p = &compiled.translation.program;
+    let probes = [function_region(p, "weight", 0)];
+    let with_region = build(&compiled, &probes, "pure-regions");
+    let library =
+        runtime::call_tree::build_counting(clang(), Path::new(env!("CARGO_TARGET_TMPDIR")));
+    let tree_exe = build_with(&compiled, &probes, "pure-tree", library.unwrap());
+    let once = run(&with_region, 0);
+    // `run` passes one argument, so main calls `weight` twice.
+    assert_eq!(once.regions[&0].entries, 2, "{once:?}");
+    let charged = once.base + once.regions.values().map(|r| r.self_seconds).sum::<f64>();
+    assert_eq!(once.total, charged, "{once:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tree.txt");
+    let out = Command::new(&tree_exe)
+        .arg("0")
+        .env(runtime::call_tree::ENV_VAR, &file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let tree = runtime::call_tree::CallTree::read(&file).unwrap();
+    // No node's count went backwards (it would wrap to about 2^64).
+    for n in &tree.nodes {
+        assert!(n.self_seconds <= tree.total, "{tree:?}");
+    }
+    assert_eq!(
+        tree.nodes.iter().map(|x| x.self_seconds).sum::<f64>(),
+        tree.total
+    );
+}
