@@ -557,6 +557,7 @@ fn callgrind(
     args.extend(inv.args.iter().cloned());
     let wrapped = measure::Invocation {
         program: "valgrind".into(),
+        arg0: None,
         args,
         timeout: inv.timeout.saturating_mul(CALLGRIND_SLOWDOWN),
         ..inv.clone()

@@ -292,6 +292,7 @@ fn run_recipe(job: &Job, dir: &Path, log: &mut std::fs::File, started: Instant) 
         };
         let invocation = Invocation {
             program,
+            arg0: None,
             args: step[1..].to_vec(),
             env: job.env.clone(),
             cwd: dir.to_path_buf(),

@@ -101,6 +101,9 @@ impl Counter {
                 Counter::Perf => "perf".into(),
                 Counter::Cachegrind => "valgrind".into(),
             },
+            // The counter's own: the program it runs gets its path (perf and valgrind set no
+            // other `argv[0]`).
+            arg0: None,
             args,
             timeout,
             ..inv.clone()

@@ -262,6 +262,9 @@ fn run_with(inv: &Invocation, log: Option<&std::fs::File>) -> RunResult {
         Some(Err(e)) => return RunResult::failed_to_start(format!("cannot write the log: {e}")),
     };
     let mut command = Command::new(&inv.program);
+    if let Some(arg0) = &inv.arg0 {
+        command.arg0(arg0);
+    }
     command
         .args(&inv.args)
         .envs(inv.env.iter().map(|(k, v)| (k, v)))
@@ -593,6 +596,7 @@ mod tests {
     fn sh(script: &str, timeout: Duration) -> RunResult {
         run(&Invocation {
             program: PathBuf::from("/bin/sh"),
+            arg0: None,
             args: vec!["-c".into(), script.into()],
             env: vec![("KNOBS_TEST".into(), "42".into())],
             cwd: std::env::temp_dir(),
@@ -650,10 +654,30 @@ mod tests {
         );
     }
 
+    /// `cp` copies its own command line, whose first word is the `argv[0]` it was given.
+    #[test]
+    fn the_program_gets_the_argv0_asked_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("cmdline");
+        let r = run(&Invocation {
+            program: PathBuf::from("/bin/cp"),
+            arg0: Some("/where/the/native/program/is".into()),
+            args: vec!["/proc/self/cmdline".into(), out.display().to_string()],
+            env: vec![],
+            cwd: std::env::temp_dir(),
+            stdin: None,
+            timeout: NO_TIMEOUT,
+        });
+        assert!(r.outcome.is_ok(), "{r:?}");
+        let cmdline = std::fs::read(&out).unwrap();
+        assert!(cmdline.starts_with(b"/where/the/native/program/is\0/proc/self/cmdline\0"));
+    }
+
     #[test]
     fn missing_program_is_a_failure_not_a_panic() {
         let r = run(&Invocation {
             program: PathBuf::from("/nonexistent/prog"),
+            arg0: None,
             args: vec![],
             env: vec![],
             cwd: std::env::temp_dir(),

@@ -72,6 +72,9 @@ pub struct WorkItem {
     #[serde(default)]
     pub commit: Option<String>,
     pub program: PathBuf,
+    /// [`Invocation::arg0`].
+    #[serde(default)]
+    pub arg0: Option<String>,
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
     pub cwd: PathBuf,
@@ -85,6 +88,7 @@ impl WorkItem {
             configuration: configuration.to_string(),
             commit: Some(commit.to_string()),
             program: invocation.program.clone(),
+            arg0: invocation.arg0.clone(),
             args: invocation.args.clone(),
             env: invocation.env.clone(),
             cwd: invocation.cwd.clone(),
@@ -96,6 +100,7 @@ impl WorkItem {
     fn invocation(&self) -> Invocation {
         Invocation {
             program: self.program.clone(),
+            arg0: self.arg0.clone(),
             args: self.args.clone(),
             env: self.env.clone(),
             cwd: self.cwd.clone(),
@@ -800,6 +805,7 @@ mod tests {
             configuration: configuration.into(),
             commit: None,
             program: program.into(),
+            arg0: None,
             args: args.iter().map(|a| a.to_string()).collect(),
             env: Vec::new(),
             cwd: "/".into(),

@@ -15,6 +15,10 @@ use crate::Error;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Invocation {
     pub program: PathBuf,
+    /// The `argv[0]` the program gets (`None`: `program`'s path). Every build of one program
+    /// runs with the native program's, so a program that reads its `argv[0]` (gzip walks it)
+    /// counts the same instructions in every build, wherever the build lives.
+    pub arg0: Option<String>,
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
     pub cwd: PathBuf,
@@ -328,6 +332,7 @@ impl SystemSpec {
             .or(run.stdin.as_ref())
             .map(|s| cwd.join(s));
         Ok(Invocation {
+            arg0: self.program().ok().map(|p| p.display().to_string()),
             program,
             args,
             env: env.into_iter().collect(),
