@@ -1,7 +1,8 @@
 //! `auto`: choose the learner, its settings and the target transform per dataset by
 //! cross-validation on the training sample only.
 //!
-//! Candidates: stepwise selection, LASSO with pairwise terms at every λ of its path, CART at
+//! Candidates: stepwise selection (on the performance scale both plain and weighted for
+//! relative error, the better by cross-validation), LASSO with pairwise terms at every λ of its path, CART at
 //! every depth × leaf size of its grid, bagged regression trees (`rf`), boosted trees at
 //! every depth × rounds of their grid, and divide-and-learn at each of its depths — each on
 //! the performance and, when every performance is positive, on ln(performance) — and the
@@ -150,7 +151,16 @@ fn means_of(target: &Target, families: &[Scored]) -> Vec<Scored> {
 /// The best candidate of each family on one target, with its held-out predictions.
 fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
     let m = target.rows.len();
-    let stepwise_settings = StepwiseSettings::default();
+    // On the performance scale, stepwise is fitted both plainly and weighted for relative
+    // error; on ln(performance) the two are the same.
+    let stepwise_variants: Vec<StepwiseSettings> = [false, true]
+        .into_iter()
+        .filter(|relative| !*relative || !target.log)
+        .map(|relative| StepwiseSettings {
+            relative,
+            ..StepwiseSettings::default()
+        })
+        .collect();
     let lasso_settings = LassoSettings::default();
     let forest_settings = ForestSettings::default();
     let features = lasso::features(target.table, lasso_settings.degree);
@@ -159,7 +169,7 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
         lasso::lambda_max(&all_columns, &target.y),
         lasso_settings.lambdas,
     );
-    let mut stepwise_predicted = vec![0.0; m];
+    let mut stepwise_predicted = vec![vec![0.0; m]; stepwise_variants.len()];
     let mut lasso_predicted = vec![vec![0.0; m]; lambdas.len()];
     let mut cart_predicted = vec![vec![vec![0.0; m]; tree::DEPTHS.len()]; tree::LEAVES.len()];
     let mut forest_predicted = vec![0.0; m];
@@ -175,11 +185,13 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
                 into[p] = *v;
             }
         };
-        let fitted = stepwise::fit(&target.subset(&train), &stepwise_settings, seed);
-        put(
-            &mut stepwise_predicted,
-            &fitted.predict_rows(target.table, &test_rows),
-        );
+        for (v, settings) in stepwise_variants.iter().enumerate() {
+            let fitted = stepwise::fit(&target.subset(&train), settings, seed);
+            put(
+                &mut stepwise_predicted[v],
+                &fitted.predict_rows(target.table, &test_rows),
+            );
+        }
         for (l, values) in lasso::held_out(target, &features, &train, fold, &lambdas)
             .iter()
             .enumerate()
@@ -214,6 +226,7 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
         kind,
         log: target.log,
     };
+    let s_best = smallest_error(&stepwise_predicted, error);
     let mut l_best = (0, f64::INFINITY);
     for (l, p) in lasso_predicted.iter().enumerate() {
         let e = error(p);
@@ -250,8 +263,8 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
     }
     vec![
         Scored {
-            learner: with_log(Kind::Stepwise(stepwise_settings)),
-            predicted: stepwise_predicted,
+            learner: with_log(Kind::Stepwise(stepwise_variants[s_best].clone())),
+            predicted: stepwise_predicted.swap_remove(s_best),
         },
         Scored {
             learner: with_log(Kind::Lasso(LassoSettings {
@@ -291,4 +304,16 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
             predicted: divide_predicted.swap_remove(d_best.0),
         },
     ]
+}
+
+/// The position of the first of the smallest errors among held-out predictions.
+fn smallest_error(predicted: &[Vec<f64>], error: impl Fn(&[f64]) -> f64) -> usize {
+    let mut best = (0, f64::INFINITY);
+    for (i, p) in predicted.iter().enumerate() {
+        let e = error(p);
+        if e < best.1 {
+            best = (i, e);
+        }
+    }
+    best.0
 }
