@@ -14,10 +14,10 @@
 //! point.
 //!
 //! Which candidate wins: on small samples the cross-validated errors of dozens of
-//! candidates are noisy, and the smallest one is often luck. So the default is the most
-//! stable candidate — the mean of all six families (on ln(performance) when possible) —
-//! and the candidate with the smallest error replaces it only when it is better by more
-//! than one standard error of the paired per-configuration differences.
+//! candidates are noisy, and the smallest one is often luck. So the default is a stable
+//! candidate — the mean of the four families with the smallest errors (on ln(performance)
+//! when possible) — and the candidate with the smallest error replaces it only when it is
+//! better by more than one standard error of the paired per-configuration differences.
 
 use crate::cv;
 use crate::learner::{
@@ -61,10 +61,10 @@ pub fn choose(targets: &[Target], settings: &AutoSettings, seed: u64) -> Choice 
     for target in targets {
         let families = families(target, &folds, seed);
         let means = means_of(target, &families);
+        // The last target's mean of its best families is the default.
+        default = scored.len() + families.len() + mean_of_best(target, &families);
         scored.extend(families);
         scored.extend(means);
-        // The last mean is the one of all families; the last target's is the default.
-        default = scored.len() - 1;
     }
     let actual = &targets[0].actual;
     let errors: Vec<Vec<f64>> = scored
@@ -106,6 +106,36 @@ pub fn choose(targets: &[Target], settings: &AutoSettings, seed: u64) -> Choice 
     }
 }
 
+/// Families in the default mean: the mean of the few best is more accurate than the mean of
+/// all (a family that fits the system badly pulls every prediction its way) and, on small
+/// samples, more stable than the single best.
+const DEFAULT_MEMBERS: usize = 4;
+
+/// The position, among [`means_of`]'s means, of the mean of the [`DEFAULT_MEMBERS`] families
+/// with the smallest cross-validated errors (of all, when there are no more).
+fn mean_of_best(target: &Target, families: &[Scored]) -> usize {
+    let errors: Vec<f64> = families
+        .iter()
+        .map(|f| cv::relative_error_sum(&f.predicted, &target.actual))
+        .collect();
+    let mut order: Vec<usize> = (0..families.len()).collect();
+    order.sort_by(|&a, &b| errors[a].total_cmp(&errors[b]));
+    let mask: u32 = order
+        .iter()
+        .take(DEFAULT_MEMBERS.max(2))
+        .map(|i| 1u32 << i)
+        .sum();
+    mean_masks(families.len())
+        .position(|m| m == mask)
+        .expect("every set of two or more families has its mean")
+}
+
+/// The member sets of [`means_of`]'s means, in its order: every set of two or more of `n`
+/// families as a bit mask, the set of all last.
+fn mean_masks(n: usize) -> impl Iterator<Item = u32> {
+    (1u32..(1 << n)).filter(|mask| mask.count_ones() >= 2)
+}
+
 /// The means of two or more of the families, from their held-out predictions: a mean model
 /// predicts the mean on its scale (so the geometric mean for log models). The last one is
 /// the mean of all.
@@ -113,10 +143,7 @@ fn means_of(target: &Target, families: &[Scored]) -> Vec<Scored> {
     let n = families.len();
     let m = target.rows.len();
     let mut out = Vec::new();
-    for mask in 1u32..(1 << n) {
-        if mask.count_ones() < 2 {
-            continue;
-        }
+    for mask in mean_masks(n) {
         let members: Vec<&Scored> = (0..n)
             .filter(|i| mask & (1 << i) != 0)
             .map(|i| &families[i])
@@ -316,4 +343,68 @@ fn smallest_error(predicted: &[Vec<f64>], error: impl Fn(&[f64]) -> f64) -> usiz
         }
     }
     best.0
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    use super::*;
+    use crate::data::Table;
+
+    /// Six binary options, one of which matters, and noise that no learner can fit: no
+    /// candidate beats the default by a standard error.
+    fn noisy() -> Table {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let names: Vec<String> = ["a", "b", "c", "d", "e", "f"].map(String::from).to_vec();
+        let rows: Vec<Vec<f64>> = (0..30)
+            .map(|_| (0..6).map(|_| rng.gen_range(0..2) as f64).collect())
+            .collect();
+        let performance = rows
+            .iter()
+            .map(|r| 100.0 + 10.0 * r[0] + rng.gen_range(-8.0..8.0))
+            .collect();
+        Table {
+            levels: vec![vec![]; names.len()],
+            names,
+            rows,
+            performance,
+        }
+    }
+
+    #[test]
+    fn the_default_is_the_mean_of_the_four_best_families() {
+        let table = noisy();
+        let rows: Vec<usize> = (0..table.rows.len()).collect();
+        let targets = [
+            Target::new(&table, &rows, false),
+            Target::new(&table, &rows, true),
+        ];
+        let choice = choose(&targets, &AutoSettings::default(), 1);
+        let mut families: Vec<&(Learner, f64)> = choice
+            .candidates
+            .iter()
+            .filter(|(l, _)| l.log && !matches!(l.kind, Kind::Mean(_)))
+            .collect();
+        assert_eq!(families.len(), 6);
+        let order = families.clone();
+        families.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let best: Vec<&Learner> = families[..4].iter().map(|c| &c.0).collect();
+        // In the families' own order, as the mean lists them.
+        let expected: Vec<Learner> = order
+            .iter()
+            .filter(|c| best.contains(&&c.0))
+            .map(|c| c.0.clone())
+            .collect();
+        assert_eq!(
+            choice.learner,
+            Learner {
+                kind: Kind::Mean(expected),
+                log: true
+            },
+            "{}",
+            choice.learner
+        );
+    }
 }
