@@ -254,13 +254,7 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
         log: target.log,
     };
     let s_best = smallest_error(&stepwise_predicted, error);
-    let mut l_best = (0, f64::INFINITY);
-    for (l, p) in lasso_predicted.iter().enumerate() {
-        let e = error(p);
-        if e < l_best.1 {
-            l_best = (l, e);
-        }
-    }
+    let l_best = smallest_error(&lasso_predicted, error);
     let mut c_best = (0, 0, f64::INFINITY);
     for (li, by_depth) in cart_predicted.iter().enumerate() {
         for (di, p) in by_depth.iter().enumerate() {
@@ -281,13 +275,7 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
         }
     }
     let (bbd, bbr, _) = b_best;
-    let mut d_best = (0, f64::INFINITY);
-    for (d, p) in divide_predicted.iter().enumerate() {
-        let e = error(p);
-        if e < d_best.1 {
-            d_best = (d, e);
-        }
-    }
+    let d_best = smallest_error(&divide_predicted, error);
     vec![
         Scored {
             learner: with_log(Kind::Stepwise(stepwise_variants[s_best].clone())),
@@ -295,10 +283,10 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
         },
         Scored {
             learner: with_log(Kind::Lasso(LassoSettings {
-                lambda: Some(lambdas[l_best.0]),
+                lambda: Some(lambdas[l_best]),
                 ..lasso_settings
             })),
-            predicted: lasso_predicted.swap_remove(l_best.0),
+            predicted: lasso_predicted.swap_remove(l_best),
         },
         Scored {
             learner: with_log(Kind::Cart(CartSettings {
@@ -325,10 +313,10 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
         Scored {
             learner: with_log(Kind::Divide(DivideSettings {
                 tune: false,
-                depth: divide::DEPTHS[d_best.0],
+                depth: divide::DEPTHS[d_best],
                 ..DivideSettings::default()
             })),
-            predicted: divide_predicted.swap_remove(d_best.0),
+            predicted: divide_predicted.swap_remove(d_best),
         },
     ]
 }
