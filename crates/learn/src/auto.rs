@@ -37,6 +37,14 @@ fn default_folds(m: usize) -> usize {
     }
 }
 
+/// Up to this many training configurations, `auto`'s stepwise family is the mean of
+/// [`STEPWISE_BAGS`] selections on subsamples: on small samples greedy selection is
+/// unstable (one configuration more or less changes the terms) and the mean of unstable
+/// models errs less than each; on larger ones selection is stable and bagging costs ten
+/// selections for little.
+const BAGGED_UP_TO: usize = 60;
+const STEPWISE_BAGS: usize = 10;
+
 /// The learner `auto` chose with its cross-validated error (mean relative error, as a
 /// fraction), and every candidate's error.
 pub struct Choice {
@@ -179,13 +187,22 @@ fn means_of(target: &Target, families: &[Scored]) -> Vec<Scored> {
 fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
     let m = target.rows.len();
     // On the performance scale, stepwise is fitted both plainly and weighted for relative
-    // error; on ln(performance) the two are the same.
+    // error; on ln(performance) the two are the same. Small samples get the mean of bagged
+    // selections.
+    let bagging: &[usize] = if m <= BAGGED_UP_TO {
+        &[0, STEPWISE_BAGS]
+    } else {
+        &[0]
+    };
     let stepwise_variants: Vec<StepwiseSettings> = [false, true]
         .into_iter()
         .filter(|relative| !*relative || !target.log)
-        .map(|relative| StepwiseSettings {
-            relative,
-            ..StepwiseSettings::default()
+        .flat_map(|relative| {
+            bagging.iter().map(move |&bags| StepwiseSettings {
+                relative,
+                bags,
+                ..StepwiseSettings::default()
+            })
         })
         .collect();
     let lasso_settings = LassoSettings::default();
