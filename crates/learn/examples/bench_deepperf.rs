@@ -5,7 +5,7 @@
 //!
 //!     cargo run --release -p learn --example bench_deepperf [-- --reps 30]
 //!         [--learners stepwise,lasso,cart,rf,boost,auto] [--datasets x264,LLVM]
-//!         [--write DIR]
+//!         [--sizes 16,32] [--write DIR]
 //!
 //! `--write DIR` also writes the table as `DIR/deepperf-<date>-<commit>.md`, with the date,
 //! commit, machine and command in it.
@@ -35,6 +35,12 @@ fn main() {
     .expect("learners");
     let only: Option<Vec<String>> =
         value("--datasets").map(|v| v.split(',').map(str::to_string).collect());
+    // Only the cells of these sizes (in every system that has them), to explore a few cells.
+    let sizes: Option<Vec<usize>> = value("--sizes").map(|v| {
+        v.split(',')
+            .map(|s| s.trim().parse().expect("--sizes N,N"))
+            .collect()
+    });
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/datasets/deepperf");
     assert!(dir.exists(), "{} not found", dir.display());
 
@@ -57,6 +63,12 @@ fn main() {
     let systems: Vec<System> = scoreboard()
         .into_iter()
         .filter(|s| only.as_ref().is_none_or(|o| o.contains(&s.name)))
+        .map(|mut s| {
+            s.cells
+                .retain(|c| sizes.as_ref().is_none_or(|z| z.contains(&c.size)));
+            s
+        })
+        .filter(|s| !s.cells.is_empty())
         .collect();
     for system in &systems {
         let path = dir.join(format!("{}.csv", system.name));

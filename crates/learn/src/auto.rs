@@ -1,7 +1,8 @@
 //! `auto`: choose the learner, its settings and the target transform per dataset by
 //! cross-validation on the training sample only.
 //!
-//! Candidates: stepwise selection, LASSO with pairwise terms at every λ of its path, CART at
+//! Candidates: stepwise selection (on the performance scale both plain and weighted for
+//! relative error, the better by cross-validation), LASSO with pairwise terms at every λ of its path, CART at
 //! every depth × leaf size of its grid, bagged regression trees (`rf`), boosted trees at
 //! every depth × rounds of their grid, and divide-and-learn at each of its depths — each on
 //! the performance and, when every performance is positive, on ln(performance) — and the
@@ -13,10 +14,10 @@
 //! point.
 //!
 //! Which candidate wins: on small samples the cross-validated errors of dozens of
-//! candidates are noisy, and the smallest one is often luck. So the default is the most
-//! stable candidate — the mean of all six families (on ln(performance) when possible) —
-//! and the candidate with the smallest error replaces it only when it is better by more
-//! than one standard error of the paired per-configuration differences.
+//! candidates are noisy, and the smallest one is often luck. So the default is a stable
+//! candidate — the mean of the four families with the smallest errors (on ln(performance)
+//! when possible) — and the candidate with the smallest error replaces it only when it is
+//! better by more than one standard error of the paired per-configuration differences.
 
 use crate::cv;
 use crate::learner::{
@@ -35,6 +36,14 @@ fn default_folds(m: usize) -> usize {
         _ => 3,
     }
 }
+
+/// Up to this many training configurations, `auto`'s stepwise family is the mean of
+/// [`STEPWISE_BAGS`] selections on subsamples: on small samples greedy selection is
+/// unstable (one configuration more or less changes the terms) and the mean of unstable
+/// models errs less than each; on larger ones selection is stable and bagging costs ten
+/// selections for little.
+const BAGGED_UP_TO: usize = 60;
+const STEPWISE_BAGS: usize = 10;
 
 /// The learner `auto` chose with its cross-validated error (mean relative error, as a
 /// fraction), and every candidate's error.
@@ -60,10 +69,10 @@ pub fn choose(targets: &[Target], settings: &AutoSettings, seed: u64) -> Choice 
     for target in targets {
         let families = families(target, &folds, seed);
         let means = means_of(target, &families);
+        // The last target's mean of its best families is the default.
+        default = scored.len() + families.len() + mean_of_best(target, &families);
         scored.extend(families);
         scored.extend(means);
-        // The last mean is the one of all families; the last target's is the default.
-        default = scored.len() - 1;
     }
     let actual = &targets[0].actual;
     let errors: Vec<Vec<f64>> = scored
@@ -105,6 +114,36 @@ pub fn choose(targets: &[Target], settings: &AutoSettings, seed: u64) -> Choice 
     }
 }
 
+/// Families in the default mean: the mean of the few best is more accurate than the mean of
+/// all (a family that fits the system badly pulls every prediction its way) and, on small
+/// samples, more stable than the single best.
+const DEFAULT_MEMBERS: usize = 4;
+
+/// The position, among [`means_of`]'s means, of the mean of the [`DEFAULT_MEMBERS`] families
+/// with the smallest cross-validated errors (of all, when there are no more).
+fn mean_of_best(target: &Target, families: &[Scored]) -> usize {
+    let errors: Vec<f64> = families
+        .iter()
+        .map(|f| cv::relative_error_sum(&f.predicted, &target.actual))
+        .collect();
+    let mut order: Vec<usize> = (0..families.len()).collect();
+    order.sort_by(|&a, &b| errors[a].total_cmp(&errors[b]));
+    let mask: u32 = order
+        .iter()
+        .take(DEFAULT_MEMBERS.max(2))
+        .map(|i| 1u32 << i)
+        .sum();
+    mean_masks(families.len())
+        .position(|m| m == mask)
+        .expect("every set of two or more families has its mean")
+}
+
+/// The member sets of [`means_of`]'s means, in its order: every set of two or more of `n`
+/// families as a bit mask, the set of all last.
+fn mean_masks(n: usize) -> impl Iterator<Item = u32> {
+    (1u32..(1 << n)).filter(|mask| mask.count_ones() >= 2)
+}
+
 /// The means of two or more of the families, from their held-out predictions: a mean model
 /// predicts the mean on its scale (so the geometric mean for log models). The last one is
 /// the mean of all.
@@ -112,10 +151,7 @@ fn means_of(target: &Target, families: &[Scored]) -> Vec<Scored> {
     let n = families.len();
     let m = target.rows.len();
     let mut out = Vec::new();
-    for mask in 1u32..(1 << n) {
-        if mask.count_ones() < 2 {
-            continue;
-        }
+    for mask in mean_masks(n) {
         let members: Vec<&Scored> = (0..n)
             .filter(|i| mask & (1 << i) != 0)
             .map(|i| &families[i])
@@ -150,7 +186,25 @@ fn means_of(target: &Target, families: &[Scored]) -> Vec<Scored> {
 /// The best candidate of each family on one target, with its held-out predictions.
 fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
     let m = target.rows.len();
-    let stepwise_settings = StepwiseSettings::default();
+    // On the performance scale, stepwise is fitted both plainly and weighted for relative
+    // error; on ln(performance) the two are the same. Small samples get the mean of bagged
+    // selections.
+    let bagging: &[usize] = if m <= BAGGED_UP_TO {
+        &[0, STEPWISE_BAGS]
+    } else {
+        &[0]
+    };
+    let stepwise_variants: Vec<StepwiseSettings> = [false, true]
+        .into_iter()
+        .filter(|relative| !*relative || !target.log)
+        .flat_map(|relative| {
+            bagging.iter().map(move |&bags| StepwiseSettings {
+                relative,
+                bags,
+                ..StepwiseSettings::default()
+            })
+        })
+        .collect();
     let lasso_settings = LassoSettings::default();
     let forest_settings = ForestSettings::default();
     let features = lasso::features(target.table, lasso_settings.degree);
@@ -159,7 +213,7 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
         lasso::lambda_max(&all_columns, &target.y),
         lasso_settings.lambdas,
     );
-    let mut stepwise_predicted = vec![0.0; m];
+    let mut stepwise_predicted = vec![vec![0.0; m]; stepwise_variants.len()];
     let mut lasso_predicted = vec![vec![0.0; m]; lambdas.len()];
     let mut cart_predicted = vec![vec![vec![0.0; m]; tree::DEPTHS.len()]; tree::LEAVES.len()];
     let mut forest_predicted = vec![0.0; m];
@@ -175,11 +229,13 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
                 into[p] = *v;
             }
         };
-        let fitted = stepwise::fit(&target.subset(&train), &stepwise_settings, seed);
-        put(
-            &mut stepwise_predicted,
-            &fitted.predict_rows(target.table, &test_rows),
-        );
+        for (v, settings) in stepwise_variants.iter().enumerate() {
+            let fitted = stepwise::fit(&target.subset(&train), settings, seed);
+            put(
+                &mut stepwise_predicted[v],
+                &fitted.predict_rows(target.table, &test_rows),
+            );
+        }
         for (l, values) in lasso::held_out(target, &features, &train, fold, &lambdas)
             .iter()
             .enumerate()
@@ -214,13 +270,8 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
         kind,
         log: target.log,
     };
-    let mut l_best = (0, f64::INFINITY);
-    for (l, p) in lasso_predicted.iter().enumerate() {
-        let e = error(p);
-        if e < l_best.1 {
-            l_best = (l, e);
-        }
-    }
+    let s_best = smallest_error(&stepwise_predicted, error);
+    let l_best = smallest_error(&lasso_predicted, error);
     let mut c_best = (0, 0, f64::INFINITY);
     for (li, by_depth) in cart_predicted.iter().enumerate() {
         for (di, p) in by_depth.iter().enumerate() {
@@ -241,24 +292,18 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
         }
     }
     let (bbd, bbr, _) = b_best;
-    let mut d_best = (0, f64::INFINITY);
-    for (d, p) in divide_predicted.iter().enumerate() {
-        let e = error(p);
-        if e < d_best.1 {
-            d_best = (d, e);
-        }
-    }
+    let d_best = smallest_error(&divide_predicted, error);
     vec![
         Scored {
-            learner: with_log(Kind::Stepwise(stepwise_settings)),
-            predicted: stepwise_predicted,
+            learner: with_log(Kind::Stepwise(stepwise_variants[s_best].clone())),
+            predicted: stepwise_predicted.swap_remove(s_best),
         },
         Scored {
             learner: with_log(Kind::Lasso(LassoSettings {
-                lambda: Some(lambdas[l_best.0]),
+                lambda: Some(lambdas[l_best]),
                 ..lasso_settings
             })),
-            predicted: lasso_predicted.swap_remove(l_best.0),
+            predicted: lasso_predicted.swap_remove(l_best),
         },
         Scored {
             learner: with_log(Kind::Cart(CartSettings {
@@ -285,10 +330,86 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
         Scored {
             learner: with_log(Kind::Divide(DivideSettings {
                 tune: false,
-                depth: divide::DEPTHS[d_best.0],
+                depth: divide::DEPTHS[d_best],
                 ..DivideSettings::default()
             })),
-            predicted: divide_predicted.swap_remove(d_best.0),
+            predicted: divide_predicted.swap_remove(d_best),
         },
     ]
+}
+
+/// The position of the first of the smallest errors among held-out predictions.
+fn smallest_error(predicted: &[Vec<f64>], error: impl Fn(&[f64]) -> f64) -> usize {
+    let mut best = (0, f64::INFINITY);
+    for (i, p) in predicted.iter().enumerate() {
+        let e = error(p);
+        if e < best.1 {
+            best = (i, e);
+        }
+    }
+    best.0
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    use super::*;
+    use crate::data::Table;
+
+    /// Six binary options, one of which matters, and noise that no learner can fit: no
+    /// candidate beats the default by a standard error.
+    fn noisy() -> Table {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let names: Vec<String> = ["a", "b", "c", "d", "e", "f"].map(String::from).to_vec();
+        let rows: Vec<Vec<f64>> = (0..30)
+            .map(|_| (0..6).map(|_| rng.gen_range(0..2) as f64).collect())
+            .collect();
+        let performance = rows
+            .iter()
+            .map(|r| 100.0 + 10.0 * r[0] + rng.gen_range(-8.0..8.0))
+            .collect();
+        Table {
+            levels: vec![vec![]; names.len()],
+            names,
+            rows,
+            performance,
+        }
+    }
+
+    #[test]
+    fn the_default_is_the_mean_of_the_four_best_families() {
+        let table = noisy();
+        let rows: Vec<usize> = (0..table.rows.len()).collect();
+        let targets = [
+            Target::new(&table, &rows, false),
+            Target::new(&table, &rows, true),
+        ];
+        let choice = choose(&targets, &AutoSettings::default(), 1);
+        let mut families: Vec<&(Learner, f64)> = choice
+            .candidates
+            .iter()
+            .filter(|(l, _)| l.log && !matches!(l.kind, Kind::Mean(_)))
+            .collect();
+        assert_eq!(families.len(), 6);
+        let order = families.clone();
+        families.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let best: Vec<&Learner> = families[..4].iter().map(|c| &c.0).collect();
+        // In the families' own order, as the mean lists them.
+        let expected: Vec<Learner> = order
+            .iter()
+            .filter(|c| best.contains(&&c.0))
+            .map(|c| c.0.clone())
+            .collect();
+        assert_eq!(
+            choice.learner,
+            Learner {
+                kind: Kind::Mean(expected),
+                log: true
+            },
+            "{}",
+            choice.learner
+        );
+    }
 }

@@ -2,7 +2,7 @@
 //!
 //! | learner | settings (defaults) |
 //! |---|---|
-//! | `stepwise` | `degree=3` (largest interaction), `improvement=0.01` (stop when rounds lower the cross-validated error by less than this fraction), `rounds=50`, `bags=0` (N: mean of N selections on subsamples) |
+//! | `stepwise` | `degree=3` (largest interaction), `improvement=0.01` (stop when rounds lower the cross-validated error by less than this fraction), `rounds=50`, `bags=0` (N: mean of N selections on subsamples), `relative` (least squares weighted by 1/performance²) |
 //! | `lasso` | `degree=2` (candidate products up to this many options), `folds=10`, `lambdas=30` (path length), `lambda=X` (fixed λ, no cross-validation) |
 //! | `cart` | `tune` (grid search over `depth` × `leaf` by cross-validation, `folds=10`), or fixed `depth=N\|none`, `leaf=N` |
 //! | `rf` | `trees=100`, `mtry=N` (options tried per split, at random; default all, i.e. bagged trees), `leaf=1` |
@@ -57,6 +57,10 @@ pub struct StepwiseSettings {
     pub rounds: usize,
     /// 0: one selection; N: the mean of N selections on random subsamples (4/5 each).
     pub bags: usize,
+    /// Fit relative errors: least squares weighted by 1/performance², the loss whose
+    /// minimum is closest to that of the mean relative error (not with `log`, whose
+    /// differences are relative already).
+    pub relative: bool,
 }
 
 impl Default for StepwiseSettings {
@@ -66,6 +70,7 @@ impl Default for StepwiseSettings {
             improvement: 0.01,
             rounds: 50,
             bags: 0,
+            relative: false,
         }
     }
 }
@@ -327,11 +332,12 @@ impl FromStr for Learner {
                         }
                         ("rounds", Some(v)) => s.rounds = positive(head, "rounds", v)?,
                         ("bags", Some(v)) => s.bags = number(head, "bags", v)?,
+                        ("relative", None) => s.relative = true,
                         _ if is_log(item) => log = true,
                         _ => {
                             return Err(unknown(
                                 item,
-                                "degree=N, improvement=F, rounds=N, bags=N, log",
+                                "degree=N, improvement=F, rounds=N, bags=N, relative, log",
                             ));
                         }
                     }
@@ -548,6 +554,9 @@ impl fmt::Display for Learner {
                 if s.bags > 0 {
                     v.push(format!("bags={}", s.bags));
                 }
+                if s.relative {
+                    v.push("relative".into());
+                }
                 v
             }
             Kind::Lasso(s) => {
@@ -625,6 +634,7 @@ mod tests {
         for text in [
             "stepwise",
             "stepwise:degree=2,improvement=0.001,log",
+            "stepwise:relative",
             "lasso",
             "lasso:degree=1,lambda=0.5",
             "cart",

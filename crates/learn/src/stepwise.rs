@@ -19,6 +19,10 @@
 //! A relative threshold on a cross-validated error does neither, and needs no separate
 //! validation set.
 //!
+//! With `relative`, every fit is least squares weighted by 1/performance²: each row and its
+//! target are divided by the performance, so residuals are relative errors, and the
+//! leave-one-out shortcut below holds for the weighted rows as it does for the plain ones.
+//!
 //! Why it is fast: leave-one-out residuals of a least-squares fit are `eᵢ / (1 − hᵢᵢ)` with
 //! the leverages `hᵢᵢ` of the hat matrix. Keeping an orthonormal basis of the selected
 //! columns (Gram–Schmidt) and every candidate's residual against it, adding a candidate
@@ -74,11 +78,37 @@ pub fn fit(target: &Target, settings: &StepwiseSettings, seed: u64) -> Fitted {
     Fitted::average(&models)
 }
 
+/// The row weights of the least-squares fits: 1/performance for a `relative` fit on the
+/// performance scale (squared in the loss), else 1.
+fn row_weights(target: &Target, settings: &StepwiseSettings) -> Vec<f64> {
+    if settings.relative && !target.log {
+        target.actual.iter().map(|a| 1.0 / a).collect()
+    } else {
+        vec![1.0; target.rows.len()]
+    }
+}
+
+/// `column` with each row multiplied by its weight.
+fn weighted(column: &[f64], weights: &[f64]) -> Vec<f64> {
+    column.iter().zip(weights).map(|(c, w)| c * w).collect()
+}
+
+/// The orthonormal basis of the (weighted) intercept column, and the target's residual and
+/// the leverages against it.
+fn intercept_fit(y: &[f64], weights: &[f64]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let norm = dot(weights, weights).sqrt();
+    let q: Vec<f64> = weights.iter().map(|w| w / norm).collect();
+    let gamma = dot(&q, y);
+    let residual = y.iter().zip(&q).map(|(v, qi)| v - gamma * qi).collect();
+    let leverage = q.iter().map(|qi| qi * qi).collect();
+    (q, residual, leverage)
+}
+
 pub fn stepwise(target: &Target, settings: &StepwiseSettings) -> Fitted {
     let table = target.table;
     let m = target.rows.len();
-    let y = &target.y;
-    let mean = y.iter().sum::<f64>() / m as f64;
+    let weights = row_weights(target, settings);
+    let y = weighted(&target.y, &weights);
     let basics = table.basics();
     let basic_columns: Vec<Vec<f64>> = basics
         .iter()
@@ -91,19 +121,18 @@ pub fn stepwise(target: &Target, settings: &StepwiseSettings) -> Fitted {
         })
         .collect();
 
-    // State of the current fit: orthonormal basis, residuals, leverages.
-    let mut basis: Vec<Vec<f64>> = vec![vec![1.0 / (m as f64).sqrt(); m]];
-    let mut residual: Vec<f64> = y.iter().map(|v| v - mean).collect();
-    let mut leverage = vec![1.0 / m as f64; m];
+    // State of the current fit: orthonormal basis, residuals, leverages (all weighted).
+    let (intercept, mut residual, mut leverage) = intercept_fit(&y, &weights);
+    let mut basis: Vec<Vec<f64>> = vec![intercept];
     let mut selected: Vec<(TermSpec, Vec<f64>)> = Vec::new();
-    let score = loo_error(target, &residual, &leverage, None);
+    let score = loo_error(target, &weights, &residual, &leverage, None);
 
     let mut seen: HashSet<Vec<(usize, u64)>> = HashSet::new();
     let mut pool: Vec<Candidate> = Vec::new();
     for (b, column) in basics.iter().zip(&basic_columns) {
         let term = TermSpec(vec![*b]);
         seen.insert(term.key());
-        if let Some(c) = candidate(term, column.clone(), &basis) {
+        if let Some(c) = candidate(term, weighted(column, &weights), &basis) {
             pool.push(c);
         }
     }
@@ -120,7 +149,7 @@ pub fn stepwise(target: &Target, settings: &StepwiseSettings) -> Fitted {
         }
         let mut best: Option<(usize, f64)> = None;
         for (i, c) in pool.iter().enumerate() {
-            let s = loo_error(target, &residual, &leverage, Some(&c.residual));
+            let s = loo_error(target, &weights, &residual, &leverage, Some(&c.residual));
             if s.is_finite() && best.is_none_or(|(_, b)| s < b) {
                 best = Some((i, s));
             }
@@ -159,7 +188,12 @@ pub fn stepwise(target: &Target, settings: &StepwiseSettings) -> Fitted {
                 if !seen.insert(term.key()) {
                     continue;
                 }
-                let product: Vec<f64> = raw.iter().zip(column).map(|(x, y)| x * y).collect();
+                let product: Vec<f64> = raw
+                    .iter()
+                    .zip(column)
+                    .zip(&weights)
+                    .map(|((x, y), w)| x * y * w)
+                    .collect();
                 if let Some(c) = candidate(term, product, &basis) {
                     pool.push(c);
                 }
@@ -180,11 +214,11 @@ pub fn stepwise(target: &Target, settings: &StepwiseSettings) -> Fitted {
         }
     }
     selected.truncate(best_len);
-    backward(target, &mut selected, best_score);
+    backward(target, &weights, &mut selected, best_score);
 
-    let mut columns = vec![vec![1.0; m]];
-    columns.extend(selected.iter().map(|(_, c)| c.clone()));
-    let beta = least_squares(&columns, y);
+    let mut columns = vec![weights.clone()];
+    columns.extend(selected.iter().map(|(_, c)| weighted(c, &weights)));
+    let beta = least_squares(&columns, &y);
     let mut terms = vec![(TermSpec::default(), beta[0])];
     terms.extend(
         selected
@@ -198,7 +232,12 @@ pub fn stepwise(target: &Target, settings: &StepwiseSettings) -> Fitted {
 /// Backward elimination: drops selected terms, latest first, whose removal does not raise
 /// the leave-one-out error. These are terms that were only stepping stones to an interaction
 /// (A·C·E is a candidate only once A and A·C are in) and keep a coefficient of about zero.
-fn backward(target: &Target, selected: &mut Vec<(TermSpec, Vec<f64>)>, mut score: f64) {
+fn backward(
+    target: &Target,
+    weights: &[f64],
+    selected: &mut Vec<(TermSpec, Vec<f64>)>,
+    mut score: f64,
+) {
     'again: loop {
         for i in (0..selected.len()).rev() {
             let columns: Vec<&[f64]> = selected
@@ -207,7 +246,7 @@ fn backward(target: &Target, selected: &mut Vec<(TermSpec, Vec<f64>)>, mut score
                 .filter(|(j, _)| *j != i)
                 .map(|(_, (_, c))| c.as_slice())
                 .collect();
-            let without = loo_error_of(target, &columns);
+            let without = loo_error_of(target, weights, &columns);
             if without <= score * (1.0 + 1e-9) + 1e-12 {
                 selected.remove(i);
                 score = without;
@@ -218,19 +257,19 @@ fn backward(target: &Target, selected: &mut Vec<(TermSpec, Vec<f64>)>, mut score
     }
 }
 
-/// Leave-one-out error of the least-squares fit on an intercept and these columns.
-fn loo_error_of(target: &Target, columns: &[&[f64]]) -> f64 {
+/// Leave-one-out error of the (weighted) least-squares fit on an intercept and these raw
+/// columns.
+fn loo_error_of(target: &Target, weights: &[f64], columns: &[&[f64]]) -> f64 {
     let m = target.y.len();
-    let mean = target.y.iter().sum::<f64>() / m as f64;
-    let mut basis: Vec<Vec<f64>> = vec![vec![1.0 / (m as f64).sqrt(); m]];
+    let y = weighted(&target.y, weights);
+    let (intercept, mut residual, mut leverage) = intercept_fit(&y, weights);
+    let mut basis: Vec<Vec<f64>> = vec![intercept];
     for c in columns {
-        if let Some(c) = candidate(TermSpec::default(), c.to_vec(), &basis) {
+        if let Some(c) = candidate(TermSpec::default(), weighted(c, weights), &basis) {
             let norm = dot(&c.residual, &c.residual).sqrt();
             basis.push(c.residual.iter().map(|v| v / norm).collect());
         }
     }
-    let mut residual: Vec<f64> = target.y.iter().map(|v| v - mean).collect();
-    let mut leverage = vec![1.0 / m as f64; m];
     for q in &basis[1..] {
         let gamma = dot(q, &residual);
         for i in 0..m {
@@ -238,7 +277,7 @@ fn loo_error_of(target: &Target, columns: &[&[f64]]) -> f64 {
             leverage[i] += q[i] * q[i];
         }
     }
-    loo_error(target, &residual, &leverage, None)
+    loo_error(target, weights, &residual, &leverage, None)
 }
 
 /// A candidate with its column orthogonalised against the basis (twice, for accuracy), or
@@ -265,8 +304,15 @@ fn candidate(term: TermSpec, mut column: Vec<f64>, basis: &[Vec<f64>]) -> Option
 
 /// Mean relative leave-one-out error of the current fit, or of the fit with one more
 /// column whose part orthogonal to the basis is `extra`. Infinite when a configuration
-/// would have leverage 1 (its leave-one-out prediction is undefined).
-fn loo_error(target: &Target, residual: &[f64], leverage: &[f64], extra: Option<&[f64]>) -> f64 {
+/// would have leverage 1 (its leave-one-out prediction is undefined). Residuals are of the
+/// weighted rows: row i's is its weight times its own.
+fn loo_error(
+    target: &Target,
+    weights: &[f64],
+    residual: &[f64],
+    leverage: &[f64],
+    extra: Option<&[f64]>,
+) -> f64 {
     let m = residual.len();
     let (scale, gamma) = match extra {
         Some(r) => {
@@ -294,7 +340,7 @@ fn loo_error(target: &Target, residual: &[f64], leverage: &[f64], extra: Option<
             relative_change(-r).abs()
         } else {
             let actual = target.actual[i];
-            (r / actual).abs()
+            (r / weights[i] / actual).abs()
         };
     }
     sum / m as f64

@@ -236,6 +236,56 @@ fn stepwise_works_on_the_log_scale() {
     }
 }
 
+#[test]
+fn relative_stepwise_is_least_squares_weighted_for_relative_error() {
+    // Multiplicative effects, fitted additively (degree 1): the plain fit spreads its error
+    // evenly in absolute terms, so it errs most, relatively, on the fastest configurations.
+    let d = brute_force(4, |x| {
+        100.0 * 3f64.powf(x[0]) * 2f64.powf(x[1]) * 1.5f64.powf(x[2]) * 1.25f64.powf(x[3])
+    });
+    let table = Table::new(&d);
+    let rows = all_rows(&d);
+    let training_mre = |text: &str| {
+        let trained = train(&table, &rows, &learner(text), 1).unwrap();
+        let predicted = trained.predict(&table, &rows);
+        let mre = predicted
+            .iter()
+            .zip(&d.performance)
+            .map(|(p, a)| ((p - a) / a).abs())
+            .sum::<f64>()
+            / rows.len() as f64;
+        (trained, predicted, mre)
+    };
+    let (_, _, plain) = training_mre("stepwise:degree=1,improvement=0");
+    let (trained, predicted, relative) = training_mre("stepwise:degree=1,improvement=0,relative");
+    assert!(relative < plain, "relative {relative} vs plain {plain}");
+    // The same fit by hand on the options it selected: every row and its target divided by
+    // the performance.
+    let file = trained.to_model_file(&table);
+    let selected: Vec<usize> = terms(&file)
+        .iter()
+        .filter(|(label, _)| !label.is_empty())
+        .map(|(label, _)| table.option_index(label).expect("a main effect"))
+        .collect();
+    assert!(selected.len() >= 3, "{}", file.terms);
+    let weight: Vec<f64> = d.performance.iter().map(|y| 1.0 / y).collect();
+    let value = |r: usize, j: usize| {
+        if j == 0 {
+            1.0
+        } else {
+            table.rows[r][selected[j - 1]]
+        }
+    };
+    let columns: Vec<Vec<f64>> = (0..=selected.len())
+        .map(|j| rows.iter().map(|&r| weight[r] * value(r, j)).collect())
+        .collect();
+    let beta = learn::least_squares(&columns, &vec![1.0; rows.len()]);
+    for &r in &rows {
+        let by_hand: f64 = (0..=selected.len()).map(|j| beta[j] * value(r, j)).sum();
+        assert!((predicted[r] - by_hand).abs() < 1e-9 * by_hand, "{r}");
+    }
+}
+
 /// A numeric option `level` (0..=9) and a binary one: y = 1 below level 5, 6 from there,
 /// plus 2 when A is selected.
 fn step_data() -> Dataset {
