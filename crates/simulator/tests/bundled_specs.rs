@@ -58,3 +58,40 @@ fn assert_compiled_as_the_simulator(relative: &str) {
 fn lz4_ifdef_real_builds_compile_as_its_simulator() {
     assert_compiled_as_the_simulator("examples/lz4-ifdef/knobs.toml");
 }
+
+/// An output directory given relative to the working directory (`knobs simulator --out
+/// build/sim`) is not relative to the spec's directory, where the written spec's paths are
+/// read from: they are written absolute, and the simulator's spec runs it.
+#[test]
+fn a_relative_output_directory_writes_a_spec_that_finds_its_simulator() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let spec = spec("examples/ifdef/knobs.toml");
+    let out = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let cwd = std::env::current_dir().unwrap();
+    let root = root.canonicalize().unwrap();
+    let up = cwd.strip_prefix(&root).unwrap().components().count();
+    let relative = std::iter::repeat_n("..", up)
+        .collect::<std::path::PathBuf>()
+        .join(
+            out.path()
+                .canonicalize()
+                .unwrap()
+                .strip_prefix(&root)
+                .unwrap(),
+        );
+    assert!(relative.is_relative() && relative.join("..").exists());
+    let options = simulator::Options {
+        out_dir: relative,
+        clang: "clang-19".into(),
+    };
+    let built = simulator::build(&spec, &options).unwrap();
+    let written = measure::SystemSpec::load(&built.spec).unwrap();
+    let config = written.space.parse_configuration("logging").unwrap();
+    let workload = written.workload(None).unwrap();
+    let run = written.invocation(&config, workload).unwrap();
+    assert!(run.program.is_file(), "{}", run.program.display());
+    let build = written.build.as_ref().unwrap();
+    for source in &build.sources {
+        assert!(Path::new(source).is_absolute(), "{source}");
+    }
+}
