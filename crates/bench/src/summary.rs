@@ -549,11 +549,24 @@ fn table_row(newest: &Newest, r: &Row) -> String {
         versus = "—".into();
         shape = "—".into();
     }
+    let mut total = number(r.elapsed_seconds);
+    // Build options: the builds' time is part of the step's, apart from the runs'.
+    if let (Some(builds), Some(seconds)) =
+        (r.detail_number("builds"), r.detail_number("build_seconds"))
+    {
+        let made = r.detail_number("builds_made").unwrap_or(builds);
+        let _ = write!(
+            total,
+            " ({} s building {} of {} programs)",
+            number(seconds),
+            number(made),
+            number(builds)
+        );
+    }
     format!(
-        "| {label} | {configs} | {} | {} | {} | {mape} | {all} | {versus} | {shape} | {} |\n",
+        "| {label} | {configs} | {} | {} | {total} | {mape} | {all} | {versus} | {shape} | {} |\n",
         opt(r.measurement_seconds),
         opt(r.analysis_seconds),
-        number(r.elapsed_seconds),
         run_label(r)
     )
 }
@@ -1020,6 +1033,35 @@ mod tests {
                 "- family-based: 2 option(s) map to no function (`level`, `small`); 257 decisions"
             ),
             "{spots}"
+        );
+    }
+
+    #[test]
+    fn a_row_with_builds_shows_their_time_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let row = Row {
+            schema: SCHEMA,
+            subject: "lz4-compile-time".into(),
+            approach: "brute-force".into(),
+            date: "2026-11-29T10:00:00Z".into(),
+            spec: "examples/lz4-compile-time/knobs.toml".into(),
+            configurations: Some(32.0),
+            measurement_seconds: Some(3.9),
+            elapsed_seconds: 501.0,
+            details: serde_json::from_value(serde_json::json!({
+                "builds": 8, "builds_made": 6, "build_seconds": 397.9,
+            }))
+            .unwrap(),
+            ..Row::default()
+        };
+        append(&dir.path().join("a.jsonl"), &row).unwrap();
+        let text = std::fs::read_to_string(
+            write_summary(dir.path(), &["lz4-compile-time".into()], false).unwrap(),
+        )
+        .unwrap();
+        assert!(
+            text.contains("| 501 (398 s building 6 of 8 programs) |"),
+            "{text}"
         );
     }
 

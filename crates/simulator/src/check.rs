@@ -43,6 +43,7 @@ pub struct Check {
 
 /// Counts the real builds and the simulator in every feature off, each alone, and all.
 pub fn check(spec: &measure::SystemSpec, built: &Built, options: &Options) -> Result<Check, Error> {
+    let options = &options.absolute()?;
     let simulator_spec = measure::SystemSpec::load(&built.spec)?;
     let workload = spec.workload(None)?;
     spec.prepare_workload(workload)?;

@@ -43,6 +43,21 @@ pub struct Options {
     pub clang: PathBuf,
 }
 
+impl Options {
+    /// The same with `out_dir` absolute: the written spec and the real builds' runs name
+    /// their programs by it, from the spec's own directory.
+    fn absolute(&self) -> Result<Options, Error> {
+        let out_dir = std::path::absolute(&self.out_dir).map_err(|source| Error::Io {
+            path: self.out_dir.clone(),
+            source,
+        })?;
+        Ok(Options {
+            out_dir,
+            clang: self.clang.clone(),
+        })
+    }
+}
+
 /// What was built.
 #[derive(Debug, Clone, Serialize)]
 pub struct Built {
@@ -68,6 +83,7 @@ pub struct Built {
 
 /// Builds the variant simulator of `spec` into `options.out_dir`.
 pub fn build(spec: &measure::SystemSpec, options: &Options) -> Result<Built, Error> {
+    let options = &options.absolute()?;
     let (features, others) = spec::features(spec);
     if !others.is_empty() {
         return Err(Error::Invalid(format!(
