@@ -1,8 +1,9 @@
 /* Options that choose code without a branch on them: a table of handlers indexed by MODE, a
  * codec (a struct of function pointers) chosen by PACKED through a conditional expression
  * (an LLVM `select`), and a sleep whose length LONG chooses through another `select` and
- * passes down to the C library. Work is sleeping N time units in `sleep_units`, which has
- * no branch (a unit is UNIT_MS milliseconds, 0 for the quick taint runs). In units:
+ * passes down to the C library. Work is N time units in `sleep_units`: a loop of
+ * WORK_STEPS steps per unit, bounded by its parameter alone (so decided where it is called),
+ * and a sleep of UNIT_MS milliseconds per unit (0 for the quick taint runs). In units:
  *
  *     time = 2                         base
  *          + 1 / 3 / 8                for MODE = 0 / 1 / 2: the handler
@@ -26,7 +27,15 @@ OPTION(UNUSED);
 static double unit_ms = 4.0;
 volatile int sink;
 
+/* A unit also runs WORK_STEPS increments of a volatile counter: counted in instructions
+ * (metric = "instructions"), a run is then the units' work, not main's bookkeeping, while the
+ * steps take tens of microseconds beside a unit's milliseconds of sleep. */
+#define WORK_STEPS 10000
+volatile unsigned long work_done;
+
 static void sleep_units(double units) {
+    for (long i = 0; i < (long)(units * WORK_STEPS + 0.5); i++)
+        work_done++;
     double ns = units * unit_ms * 1e6;
     struct timespec t;
     t.tv_sec = (time_t)(ns / 1e9);

@@ -30,7 +30,15 @@ OPTION(AutoScan);
 
 static double unit_ms = 10.0;
 
+/* A unit also runs WORK_STEPS increments of a volatile counter: counted in instructions
+ * (metric = "instructions"), a run is then the features' work, not main's bookkeeping, while
+ * the steps take tens of microseconds beside a unit's milliseconds of sleep. */
+#define WORK_STEPS 10000
+volatile unsigned long work_done;
+
 static void work(double units) {
+    for (long i = 0; i < (long)(units * WORK_STEPS + 0.5); i++)
+        work_done++;
     double ns = units * unit_ms * 1e6;
     struct timespec t = {(time_t)(ns / 1e9), (long)(ns - (double)(time_t)(ns / 1e9) * 1e9)};
     nanosleep(&t, NULL);

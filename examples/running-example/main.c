@@ -31,8 +31,16 @@ OPTION(J);
 
 static double unit_ms = 10.0;
 
+/* A unit also runs WORK_STEPS increments of a volatile counter: counted in instructions
+ * (metric = "instructions"), a run is then the units' work, not main's bookkeeping, while the
+ * steps take tens of microseconds beside a unit's milliseconds of sleep. */
+#define WORK_STEPS 10000
+volatile unsigned long work_done;
+
 #define WORK(units)                                                                \
     do {                                                                           \
+        for (long i_ = 0; i_ < (long)((units) * WORK_STEPS + 0.5); i_++)           \
+            work_done++;                                                           \
         double ns_ = (units) * unit_ms * 1e6;                                      \
         struct timespec t_ = {(time_t)(ns_ / 1e9), (long)(ns_ - (double)(time_t)(ns_ / 1e9) * 1e9)}; \
         nanosleep(&t_, NULL);                                                      \

@@ -81,17 +81,18 @@ fn main() -> ExitCode {
     }
 }
 
-/// Regenerates latest.md from the rows, and README.md's headline table when given.
+/// Regenerates latest.md from the rows, and README.md's headline tables when given (README.md
+/// and the directory of the timed rows).
 fn write_summaries(
     results_dir: &Path,
-    readme: Option<&Path>,
+    readme: Option<(&Path, &Path)>,
     order: &[String],
     quick: bool,
 ) -> Result<()> {
     let path = summary::write_summary(results_dir, order, quick)?;
     eprintln!("knobs-bench: wrote {}", path.display());
-    if let Some(readme) = readme {
-        summary::write_readme_table(readme, results_dir, order)?;
+    if let Some((readme, rows_dir)) = readme {
+        summary::write_readme_table(readme, rows_dir, order)?;
         eprintln!("knobs-bench: updated {}", readme.display());
     }
     Ok(())
@@ -138,9 +139,12 @@ fn run(args: Args) -> Result<bool> {
                     (None, false) => PathBuf::from(rows::RESULTS_DIR),
                 }),
         );
-    // README.md's table comes from docs/results/rows only.
-    let readme = (results_dir == root.join(rows::RESULTS_DIR) && !args.quick)
-        .then(|| root.join("README.md"));
+    // README.md's tables come from docs/results/rows and its counted rows only.
+    let rows_dir = root.join(rows::RESULTS_DIR);
+    let readme_path = root.join("README.md");
+    let readme = ((results_dir == rows_dir || results_dir == rows_dir.join(summary::COUNTED_DIR))
+        && !args.quick)
+        .then_some((readme_path.as_path(), rows_dir.as_path()));
     if args.list {
         for s in &file.subjects {
             println!(
@@ -167,7 +171,7 @@ fn run(args: Args) -> Result<bool> {
         return Ok(true);
     }
     if args.summary_only {
-        write_summaries(&results_dir, readme.as_deref(), &order, args.quick)?;
+        write_summaries(&results_dir, readme, &order, args.quick)?;
         return Ok(true);
     }
     let mut selected: Vec<&bench::subjects::Subject> = args
@@ -283,7 +287,7 @@ fn run(args: Args) -> Result<bool> {
             );
         }
     }
-    write_summaries(&results_dir, readme.as_deref(), &order, args.quick)?;
+    write_summaries(&results_dir, readme, &order, args.quick)?;
     if !failed.is_empty() {
         eprintln!("knobs-bench: failed: {}", failed.join("; "));
     }

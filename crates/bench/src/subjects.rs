@@ -55,6 +55,10 @@ pub struct Subject {
     /// own row.
     #[serde(default, rename = "extra")]
     pub extras: Vec<Extra>,
+    /// Flags added to a declared approach's own command line, by approach name (e.g.
+    /// Comprex's `--max-runs` where its exploration needs more taint runs than the default).
+    #[serde(default)]
+    pub args: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 /// Another run of `crush` or `comprex` with more flags, e.g. Comprex without its overhead
@@ -369,6 +373,14 @@ impl SubjectsFile {
                     );
                 }
             }
+            for name in s.args.keys() {
+                if !s.approaches.iter().any(|a| a.name() == name) {
+                    bail!(
+                        "subject `{}`: args of `{name}`, which is not one of its approaches",
+                        s.name
+                    );
+                }
+            }
             for e in &s.extras {
                 if !matches!(e.approach, Approach::Crush | Approach::Comprex) {
                     bail!(
@@ -441,7 +453,10 @@ impl Subject {
                     }
                 }
             } else if *a != Approach::BruteForce && wanted(a.name()) {
-                plan.push(Step::of(*a));
+                plan.push(Step {
+                    args: self.args.get(a.name()).cloned().unwrap_or_default(),
+                    ..Step::of(*a)
+                });
             }
             for e in self.extras.iter().filter(|e| e.approach == *a) {
                 if wanted(&e.name) {
@@ -518,6 +533,39 @@ mod tests {
                 src.sha256
             );
         }
+    }
+
+    #[test]
+    fn args_reach_their_declared_approach_only() {
+        let file = SubjectsFile::parse(
+            r#"
+            [[subject]]
+            name = "x"
+            spec = "x.toml"
+            approaches = ["crush", "comprex"]
+            args = { comprex = ["--max-runs", "1024"] }
+            "#,
+        )
+        .unwrap();
+        let args: Vec<(String, Vec<String>)> = file.subjects[0]
+            .plan(None)
+            .into_iter()
+            .map(|s| (s.name, s.args))
+            .collect();
+        assert!(args.contains(&("crush".into(), vec![])), "{args:?}");
+        assert!(
+            args.contains(&("comprex".into(), vec!["--max-runs".into(), "1024".into()])),
+            "{args:?}"
+        );
+        let undeclared = SubjectsFile::parse(
+            "[[subject]]\nname = \"x\"\nspec = \"x.toml\"\napproaches = [\"crush\"]\n\
+             args = { comprex = [\"--max-runs\", \"1024\"] }\n",
+        )
+        .unwrap_err();
+        assert!(
+            format!("{undeclared:#}").contains("args of `comprex`, which is not one of its"),
+            "{undeclared:#}"
+        );
     }
 
     #[test]

@@ -350,10 +350,10 @@ fn instructions_ground_truth_repeats_exactly() {
     assert_eq!(crush.status, rows::Status::Ok, "{:?}", crush.reason);
     let truth_build = crush.details["ground_truth_build"].as_str().unwrap_or("");
     assert!(truth_build.contains("plain counting build"), "{crush:?}");
-    assert!(
-        crush.mape_all_percent.is_some_and(f64::is_finite),
-        "{crush:?}"
-    );
+    // The example's units run a counted work loop beside their sleeps, so a count is the
+    // options' work; what the model leaves out is `main`'s argument loop, a few dozen
+    // instructions per option given (docs/results/README.md).
+    assert!(crush.mape_all_percent.is_some_and(|m| m < 0.5), "{crush:?}");
     let variant = crush.details["variant"].as_str().unwrap_or("");
     assert!(variant.starts_with("configcrusher-counted:"), "{crush:?}");
     let overhead = row("overhead");
