@@ -295,6 +295,7 @@ fn run_recipe(job: &Job, dir: &Path, log: &mut std::fs::File, started: Instant) 
             arg0: None,
             args: step[1..].to_vec(),
             env: job.env.clone(),
+            steady_env: false,
             cwd: dir.to_path_buf(),
             stdin: None,
             timeout: left.max(Duration::from_millis(1)),

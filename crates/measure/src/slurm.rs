@@ -77,6 +77,9 @@ pub struct WorkItem {
     pub arg0: Option<String>,
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
+    /// [`Invocation::steady_env`].
+    #[serde(default)]
+    pub steady_env: bool,
     pub cwd: PathBuf,
     pub stdin: Option<PathBuf>,
     pub timeout_seconds: f64,
@@ -91,6 +94,7 @@ impl WorkItem {
             arg0: invocation.arg0.clone(),
             args: invocation.args.clone(),
             env: invocation.env.clone(),
+            steady_env: invocation.steady_env,
             cwd: invocation.cwd.clone(),
             stdin: invocation.stdin.clone(),
             timeout_seconds: invocation.timeout.as_secs_f64(),
@@ -103,6 +107,7 @@ impl WorkItem {
             arg0: self.arg0.clone(),
             args: self.args.clone(),
             env: self.env.clone(),
+            steady_env: self.steady_env,
             cwd: self.cwd.clone(),
             stdin: self.stdin.clone(),
             timeout: std::time::Duration::from_secs_f64(self.timeout_seconds),
@@ -808,6 +813,7 @@ mod tests {
             arg0: None,
             args: args.iter().map(|a| a.to_string()).collect(),
             env: Vec::new(),
+            steady_env: false,
             cwd: "/".into(),
             stdin: None,
             timeout_seconds: 30.0,

@@ -142,12 +142,14 @@ impl Campaign<'_> {
         program: &Option<PathBuf>,
         config: &Configuration,
     ) -> Result<Invocation, Error> {
-        match program {
+        let mut invocation = match program {
             Some(program) => self
                 .spec
-                .invocation_of(program.clone(), config, self.workload),
-            None => self.spec.invocation(config, self.workload),
-        }
+                .invocation_of(program.clone(), config, self.workload)?,
+            None => self.spec.invocation(config, self.workload)?,
+        };
+        invocation.steady_env = self.settings.metric == Metric::Instructions;
+        Ok(invocation)
     }
 
     /// A note when stored runs measured the workload's files as they were before a change.

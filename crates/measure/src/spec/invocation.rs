@@ -21,6 +21,9 @@ pub struct Invocation {
     pub arg0: Option<String>,
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
+    /// Start from [`runner::steady_environment`] instead of knobs' whole environment: what
+    /// counted runs do, so that a count does not depend on how knobs was started.
+    pub steady_env: bool,
     pub cwd: PathBuf,
     pub stdin: Option<PathBuf>,
     pub timeout: Duration,
@@ -332,6 +335,7 @@ impl SystemSpec {
             .or(run.stdin.as_ref())
             .map(|s| cwd.join(s));
         Ok(Invocation {
+            steady_env: false,
             arg0: self.program().ok().map(|p| p.display().to_string()),
             program,
             args,
