@@ -121,11 +121,57 @@ pub fn add_instruction_counters(input: &Path, output: &Path) -> Result<CounterSt
     }
     // SAFETY: the builder made above, not used after this.
     unsafe { c::LLVMDisposeBuilder(builder) };
+    let mut calls = Vec::new();
+    for f in bitcode::functions(m) {
+        for b in bitcode::blocks(f) {
+            for i in bitcode::instructions(b) {
+                // SAFETY: `i` is a live instruction of `m` (the handle rule).
+                if unsafe { !c::LLVMIsACallInst(i).is_null() } {
+                    calls.push(i);
+                }
+            }
+        }
+    }
+    drop_memory_attributes(&bitcode::functions(m), &calls);
     module
         .verify()
         .map_err(|e| Error::Verify(first_line(&e.to_string())))?;
     bitcode::write_bitcode(&module, output)?;
     Ok(stats)
+}
+
+/// Function attributes that promise a function writes no memory (`memory(read)` from C's
+/// `pure`, `memory(none)` from `const`, and their older spellings): a counted function writes
+/// the counter, and with the promise kept the optimiser may hold a caller's count in a
+/// register across the call and lose the callee's (xz's `lzma_crc32` counted nothing).
+const MEMORY_ATTRIBUTES: [&str; 6] = [
+    "memory",
+    "readnone",
+    "readonly",
+    "writeonly",
+    "argmemonly",
+    "inaccessiblememonly",
+];
+
+/// Removes [`MEMORY_ATTRIBUTES`] from `functions` and from the call sites `calls`.
+fn drop_memory_attributes(functions: &[LLVMValueRef], calls: &[LLVMValueRef]) {
+    let index = llvm_sys::LLVMAttributeFunctionIndex;
+    for name in MEMORY_ATTRIBUTES {
+        // SAFETY: the name is passed with its length; the values are live functions and calls
+        // of one module (the handle rule), and removing an attribute a value lacks does nothing.
+        unsafe {
+            let kind = c::LLVMGetEnumAttributeKindForName(name.as_ptr().cast(), name.len());
+            if kind == 0 {
+                continue;
+            }
+            for &f in functions {
+                c::LLVMRemoveEnumAttributeAtIndex(f, index, kind);
+            }
+            for &call in calls {
+                c::LLVMRemoveCallSiteEnumAttribute(call, index, kind);
+            }
+        }
+    }
 }
 
 /// How the counting pass sees an instruction.
