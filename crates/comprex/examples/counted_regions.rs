@@ -10,27 +10,20 @@
 //! WORKLOAD is measured and explored (default: the spec's first with the default purpose);
 //! LIMIT caps the configurations run (default: all valid ones).
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use comprex::{Encoding, Granularity};
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.len() < 2 {
-        eprintln!("usage: counted_regions SPEC WORK_DIR [WORKLOAD] [LIMIT]");
-        std::process::exit(2);
-    }
-    if let Err(e) = run(&args) {
-        eprintln!("error: {e}");
-        std::process::exit(1);
-    }
+    support::main_with("counted_regions SPEC WORK_DIR [WORKLOAD] [LIMIT]", 2, run);
 }
 
 type Counts = BTreeMap<String, f64>;
 
-fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+fn run(args: &[String]) -> support::Result<()> {
     let spec = measure::SystemSpec::load(&PathBuf::from(&args[0]))?
         .with_metric(measure::Metric::Instructions)?;
     let work = std::path::absolute(PathBuf::from(&args[1]))?;
@@ -49,7 +42,7 @@ fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     comprex::pipeline::partition_by_callers(&spec, &workload, &mut explored, 1024, &mut |_, _| {})?;
     let profiled = comprex::pipeline::instrument_methods(&spec, &settings, &explored)?;
     let file = work.join("regions.tsv");
-    let count = |config: &space::Configuration| -> Result<Counts, Box<dyn std::error::Error>> {
+    let count = |config: &space::Configuration| -> support::Result<Counts> {
         counts_of(&spec, &workload, &profiled, config, &file)
     };
     let explored_counts: Vec<Counts> = explored
@@ -130,25 +123,8 @@ fn counts_of(
     profiled: &comprex::pipeline::Profiled,
     config: &space::Configuration,
     file: &Path,
-) -> Result<Counts, Box<dyn std::error::Error>> {
-    let invocation = spec.invocation_of(profiled.binary.clone(), config, workload)?;
-    let stdin = match &invocation.stdin {
-        Some(path) => Stdio::from(std::fs::File::open(path)?),
-        None => Stdio::null(),
-    };
-    let status = Command::new(&invocation.program)
-        .args(&invocation.args)
-        .envs(invocation.env.iter().map(|(k, v)| (k, v)))
-        .env(runtime::ENV_VAR, file)
-        .current_dir(&invocation.cwd)
-        .stdin(stdin)
-        .stdout(Stdio::null())
-        .status()?;
-    if !status.success() {
-        let shown = spec.space.format_configuration(config);
-        return Err(format!("`{shown}`: the counting build exited with {status}").into());
-    }
-    let times = runtime::RegionTimes::read(file)?;
+) -> support::Result<Counts> {
+    let times = support::run_counted(spec, workload, &profiled.binary, config, file)?;
     let mut counts = Counts::new();
     counts.insert(instrumented::BASE.to_string(), times.base);
     for (id, region) in &times.regions {
