@@ -8,22 +8,15 @@
 //! The spec's measured workload (its first with the default purpose) is run; the counts are
 //! deterministic, so one run per configuration is the truth.
 
+mod support;
+
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.len() < 2 {
-        eprintln!("usage: counted_error SPEC MODEL [WORK_DIR]");
-        std::process::exit(2);
-    }
-    if let Err(e) = run(&args) {
-        eprintln!("error: {e}");
-        std::process::exit(1);
-    }
+    support::main_with("counted_error SPEC MODEL [WORK_DIR]", 2, run);
 }
 
-fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+fn run(args: &[String]) -> support::Result<()> {
     let spec = measure::SystemSpec::load(&PathBuf::from(&args[0]))?;
     let model = model::ModelFile::load(&PathBuf::from(&args[1]))?;
     let work = args
@@ -39,24 +32,8 @@ fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let file = std::path::absolute(work.join("truth.tsv"))?;
     let mut rows = Vec::new();
     for config in valid.iter() {
-        let invocation = spec.invocation_of(binary.clone(), &config, workload)?;
-        let stdin = match &invocation.stdin {
-            Some(path) => Stdio::from(std::fs::File::open(path)?),
-            None => Stdio::null(),
-        };
-        let status = Command::new(&invocation.program)
-            .args(&invocation.args)
-            .envs(invocation.env.iter().map(|(k, v)| (k, v)))
-            .env(runtime::ENV_VAR, &file)
-            .current_dir(&invocation.cwd)
-            .stdin(stdin)
-            .stdout(Stdio::null())
-            .status()?;
+        let times = support::run_counted(&spec, workload, &binary, &config, &file)?;
         let shown = spec.space.format_configuration(&config);
-        if !status.success() {
-            return Err(format!("`{shown}`: the counting build exited with {status}").into());
-        }
-        let times = runtime::RegionTimes::read(&file)?;
         let predicted = bound.predict(&spec.space.values(&config));
         rows.push((shown, times.total, predicted));
     }

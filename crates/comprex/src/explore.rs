@@ -226,6 +226,7 @@ impl<'v> Explorer<'v> {
             return Err(Error::Budget {
                 runs: self.configurations.len(),
                 unexplored: unexplored.len(),
+                largest: self.largest_partition(),
             });
         }
         match self.greedy(&unexplored) {
@@ -285,6 +286,32 @@ impl<'v> Explorer<'v> {
         }
         let (_, acc) = best?;
         self.pick_in(&acc)
+    }
+
+    /// The region with the most subspaces, said for a user who must choose between more runs
+    /// and a smaller program: a method's partition is the cross product of its decisions, so
+    /// one that reads `n` options in independent branches needs `2^n` configurations.
+    fn largest_partition(&self) -> String {
+        let largest = self
+            .tracked
+            .iter()
+            .flat_map(|(_, regions)| regions.iter())
+            .max_by_key(|(id, state)| (state.partition.parts().len(), std::cmp::Reverse(*id)));
+        let Some((id, state)) = largest else {
+            return "no region yet".into();
+        };
+        let options: Vec<&str> = state.options.iter().map(String::as_str).collect();
+        let shown = if options.len() > 8 {
+            format!("{}, …", options[..8].join(", "))
+        } else {
+            options.join(", ")
+        };
+        format!(
+            "region `{id}` alone has {} subspaces (the cross product of its decisions on {} \
+             options: {shown})",
+            state.partition.parts().len(),
+            options.len()
+        )
     }
 
     fn pick_in(&mut self, bdd: &Bdd) -> Option<Configuration> {

@@ -62,8 +62,13 @@ pub enum Error {
         configuration: String,
         cause: String,
     },
-    #[error("gave up after {runs} runs with {unexplored} subspaces still unexplored")]
-    Budget { runs: usize, unexplored: usize },
+    #[error("gave up after {runs} runs with {unexplored} subspaces still unexplored; {largest}")]
+    Budget {
+        runs: usize,
+        unexplored: usize,
+        /// The region with the most subspaces, described.
+        largest: String,
+    },
     #[error("region `{region}`: no measured configuration lies in subspace {subspace}")]
     Unmeasured { region: String, subspace: String },
     #[error("{0}")]

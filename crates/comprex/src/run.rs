@@ -686,10 +686,14 @@ impl TaintProgress {
 /// The exploration's budget as the flag that sets it.
 fn budget_error(e: Error, max_runs: usize) -> Error {
     match e {
-        Error::Budget { runs, unexplored } => Error::Invalid(format!(
+        Error::Budget {
+            runs,
+            unexplored,
+            largest,
+        } => Error::Invalid(format!(
             "gave up after {runs} taint runs (--max-runs {max_runs}) with {unexplored} \
-             subspaces still unexplored: raise --max-runs, or give a smaller analysis workload \
-             (--analysis-workload)"
+             subspaces still unexplored; {largest}: raise --max-runs, or give a smaller analysis \
+             workload (--analysis-workload)"
         )),
         e => e,
     }

@@ -260,8 +260,42 @@ fn unknown_options_and_failing_runs_are_one_line_errors() {
     .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "gave up after 1 runs with 1 subspaces still unexplored"
+        "gave up after 1 runs with 1 subspaces still unexplored; region `f` alone has 2 \
+         subspaces (the cross product of its decisions on 1 options: A)"
     );
+}
+
+/// ConfigCrusher's running example's `main` in small: each option read by an `if` of its own
+/// (the example itself has nine, 512 subspaces).
+fn independent_ifs(space: &ConfigSpace, c: &Configuration) -> Vec<DecisionRecord> {
+    let mut t = Tracer::new(space, c);
+    for (k, name) in ["A", "B", "C", "D", "E", "F"].iter().enumerate() {
+        let v = t.option(name);
+        t.decide(k as u32 + 1, "main", 20 + k as u32, &v);
+    }
+    t.records
+}
+
+#[test]
+fn a_method_with_independent_decisions_needs_every_combination_and_the_limit_names_it() {
+    let space = binary_space(&["A", "B", "C", "D", "E", "F", "J"]);
+    let valid = ValidConfigurations::new(&space).unwrap();
+    let run = |max_runs| {
+        explore(
+            &valid,
+            ExploreSettings {
+                max_runs,
+                ..Default::default()
+            },
+            |c| Ok::<_, Infallible>(independent_ifs(&space, c)),
+        )
+    };
+    assert_eq!(
+        run(32).unwrap_err().to_string(),
+        "gave up after 32 runs with 32 subspaces still unexplored; region `main` alone has 64 \
+         subspaces (the cross product of its decisions on 6 options: A, B, C, D, E, F)"
+    );
+    assert_eq!(run(64).unwrap().configurations.len(), 64);
 }
 
 fn nested_one(space: &ConfigSpace, c: &Configuration) -> Vec<DecisionRecord> {
