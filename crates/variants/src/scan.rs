@@ -950,50 +950,43 @@ fn declared_names(statement: &[Token]) -> Vec<String> {
     let mut names = Vec::new();
     let mut depth = 0usize;
     let mut in_initializer = false;
-    let mut end = statement.to_vec();
-    end.push(Token {
-        kind: TokenKind::Punct,
-        text: ";".into(),
-        line: 0,
-        offset: 0,
-    });
-    for (k, t) in end.iter().enumerate() {
-        match t.text.as_str() {
-            "(" | "[" | "{" => {
+    // The statement's tokens, then a `;` that closes the last declarator.
+    let n = statement.len();
+    let text = |k: usize| statement.get(k).map_or(";", |t| t.text.as_str());
+    let ident = |k: usize| statement.get(k).is_some_and(|t| t.kind == TokenKind::Ident);
+    for k in 0..=n {
+        match text(k) {
+            t @ ("(" | "[" | "{") => {
                 // A name before a parameter list at the top is a prototype, not an object.
-                if t.text == "("
+                if t == "("
                     && depth == 0
                     && !in_initializer
                     && k > 0
-                    && end[k - 1].kind == TokenKind::Ident
-                    && end.get(k + 1).is_some_and(|n| n.text != "*")
+                    && ident(k - 1)
+                    && k < n
+                    && text(k + 1) != "*"
                 {
                     return Vec::new();
                 }
-                if t.text == "["
-                    && depth == 0
-                    && !in_initializer
-                    && k > 0
-                    && end[k - 1].kind == TokenKind::Ident
-                {
-                    names.push(end[k - 1].text.clone());
+                if t == "[" && depth == 0 && !in_initializer && k > 0 && ident(k - 1) {
+                    names.push(text(k - 1).to_string());
                 }
                 depth += 1;
             }
             ")" | "]" | "}" => depth = depth.saturating_sub(1),
-            "=" | "," | ";" if depth == 0 => {
-                if !in_initializer && k > 0 && end[k - 1].kind == TokenKind::Ident {
-                    names.push(end[k - 1].text.clone());
+            t @ ("=" | "," | ";") if depth == 0 => {
+                if !in_initializer && k > 0 && ident(k - 1) {
+                    names.push(text(k - 1).to_string());
                 }
-                in_initializer = t.text == "=";
+                in_initializer = t == "=";
             }
             _ => {}
         }
     }
     // `struct tag { … }` declares its tag too.
-    for w in end.windows(3) {
-        if matches!(w[0].text.as_str(), "struct" | "union" | "enum") && w[2].text == "{" {
-            names.push(format!("{} {}", w[0].text, w[1].text));
+    for k in 0..n.saturating_sub(1) {
+        if matches!(text(k), "struct" | "union" | "enum") && text(k + 2) == "{" {
+            names.push(format!("{} {}", text(k), text(k + 1)));
         }
     }
     names
