@@ -21,7 +21,7 @@ pub struct Invocation {
     pub arg0: Option<String>,
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
-    /// Start from [`runner::steady_environment`] instead of knobs' whole environment: what
+    /// Start from [`crate::runner::steady_environment`] instead of knobs' whole environment: what
     /// counted runs do, so that a count does not depend on how knobs was started.
     pub steady_env: bool,
     pub cwd: PathBuf,
