@@ -114,16 +114,20 @@ mod tests {
     use super::*;
     use crate::campaign::tests::spec;
 
+    fn every_configuration(spec: &SystemSpec) -> Vec<Configuration> {
+        space::ValidConfigurations::new(&spec.space)
+            .unwrap()
+            .iter()
+            .collect()
+    }
+
     #[test]
     pub(super) fn a_campaign_at_a_commit_stores_and_resumes_under_it() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("r.db")).unwrap();
         let spec = spec(dir.path(), "repetitions = 2");
         let workload = spec.workload(None).unwrap();
-        let configs: Vec<Configuration> = space::ValidConfigurations::new(&spec.space)
-            .unwrap()
-            .iter()
-            .collect();
+        let configs = every_configuration(&spec);
         let sleep = std::path::PathBuf::from("/bin/sleep");
         let commit = "c".repeat(40);
         let at = Campaign::at_commit(&spec, workload, &commit, sleep.clone());
@@ -152,10 +156,7 @@ mod tests {
         let store = Store::open(&dir.path().join("r.db")).unwrap();
         let spec = spec(dir.path(), "repetitions = 2");
         let workload = spec.workload(None).unwrap();
-        let configs: Vec<Configuration> = space::ValidConfigurations::new(&spec.space)
-            .unwrap()
-            .iter()
-            .collect();
+        let configs = every_configuration(&spec);
         let sleep = std::path::PathBuf::from("/bin/sleep");
         let (c, d) = ("c".repeat(40), "d".repeat(40));
         let pairs = vec![
@@ -218,10 +219,7 @@ mod tests {
         let store = Store::open(&dir.path().join("r.db")).unwrap();
         let spec = spec(dir.path(), "repetitions = 2");
         let workload = spec.workload(None).unwrap();
-        let configs: Vec<Configuration> = space::ValidConfigurations::new(&spec.space)
-            .unwrap()
-            .iter()
-            .collect();
+        let configs = every_configuration(&spec);
         let commit = "c".repeat(40);
         let failed = AtCommit {
             commit: commit.clone(),
