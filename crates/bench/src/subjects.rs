@@ -45,12 +45,15 @@ pub struct Subject {
     pub blackbox: BlackBox,
     #[serde(default)]
     pub overhead: OverheadSettings,
-    /// What `--quick` changes.
+    /// What `--quick` measures instead (it also runs fewer repetitions, the first seed and a
+    /// shorter Table 7).
     #[serde(default)]
-    pub quick: Quick,
-    /// What `--metric instructions` measures.
+    pub quick: WorkloadInstead,
+    /// What `--metric instructions` measures instead: counts repeat exactly, so a smaller
+    /// workload is as precise as the long one timing needs, and where the machine has no
+    /// counters cachegrind runs the program 30–60× slower.
     #[serde(default)]
-    pub counted: Counted,
+    pub counted: WorkloadInstead,
     /// More runs of a white-box approach with other flags (`[[subject.extra]]`), each its
     /// own row.
     #[serde(default, rename = "extra")]
@@ -172,22 +175,11 @@ pub fn split_run(run: &str) -> Option<(&str, &str)> {
     (!sample.is_empty() && !learner.is_empty()).then_some((sample, learner))
 }
 
-/// What `--quick` measures instead: a smaller workload, fewer repetitions, the first seed,
-/// a shorter Table 7.
+/// Another workload a mode of the runner measures (`quick = { workload = … }`).
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Quick {
-    /// The workload to measure (default: the subject's).
-    pub workload: Option<String>,
-}
-
-/// What `--metric instructions` measures instead: counts repeat exactly, so a smaller
-/// workload is as precise as the long one timing needs, and where the machine has no
-/// counters cachegrind runs the program 30–60× slower.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Counted {
-    /// The workload to count (default: the subject's).
+pub struct WorkloadInstead {
+    /// The workload (default: the subject's).
     pub workload: Option<String>,
 }
 
