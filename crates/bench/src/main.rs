@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use anyhow::{Context, Result, bail};
-use bench::rows::{self, RunInfo};
-use bench::run::{Settings, SubjectRun, shell_quote};
-use bench::subjects::{Approach, SUBJECTS_FILE, SubjectsFile};
+use bench::rows;
+use bench::run::{Settings, shell_quote};
+use bench::subjects::{SUBJECTS_FILE, SubjectsFile};
 use bench::summary;
 use clap::Parser;
 
@@ -123,22 +123,24 @@ fn build_knobs(root: &Path) -> Result<PathBuf> {
     Ok(target.join("release/knobs"))
 }
 
+/// Where the rows go: `--results-dir`, or by mode (quick rows apart, counted rows in
+/// `metric-METRIC/`).
+fn results_dir(args: &Args) -> PathBuf {
+    match (&args.results_dir, &args.metric, args.quick) {
+        (Some(dir), _, _) => dir.clone(),
+        (None, _, true) => PathBuf::from("target/bench/quick-results"),
+        (None, Some(metric), false) => {
+            Path::new(rows::RESULTS_DIR).join(format!("metric-{metric}"))
+        }
+        (None, None, false) => PathBuf::from(rows::RESULTS_DIR),
+    }
+}
+
 fn run(args: Args) -> Result<bool> {
     let root = workspace_root()?;
     let file = SubjectsFile::load(&root.join(SUBJECTS_FILE))?;
     let order: Vec<String> = file.subjects.iter().map(|s| s.name.clone()).collect();
-    let results_dir =
-        root.join(
-            args.results_dir
-                .clone()
-                .unwrap_or_else(|| match (&args.metric, args.quick) {
-                    (_, true) => PathBuf::from("target/bench/quick-results"),
-                    (Some(metric), false) => {
-                        Path::new(rows::RESULTS_DIR).join(format!("metric-{metric}"))
-                    }
-                    (None, false) => PathBuf::from(rows::RESULTS_DIR),
-                }),
-        );
+    let results_dir = root.join(results_dir(&args));
     // README.md's tables come from docs/results/rows and its counted rows only.
     let rows_dir = root.join(rows::RESULTS_DIR);
     let readme_path = root.join("README.md");
@@ -146,98 +148,23 @@ fn run(args: Args) -> Result<bool> {
         && !args.quick)
         .then_some((readme_path.as_path(), rows_dir.as_path()));
     if args.list {
-        for s in &file.subjects {
-            println!(
-                "{:16} {} — {}",
-                s.name,
-                s.spec.display(),
-                if s.about.is_empty() { "" } else { &s.about }
-            );
-            println!(
-                "{:16} approaches: {}; ground truth: {}{}",
-                "",
-                s.plan(None)
-                    .iter()
-                    .map(|a| a.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                s.ground_truth,
-                s.source.as_ref().map_or(String::new(), |src| format!(
-                    "; source: {} {} ({})",
-                    src.package, src.version, src.origin
-                ))
-            );
-        }
+        print!("{}", file.listing());
         return Ok(true);
     }
     if args.summary_only {
         write_summaries(&results_dir, readme, &order, args.quick)?;
         return Ok(true);
     }
-    let mut selected: Vec<&bench::subjects::Subject> = args
-        .subjects
-        .iter()
-        .map(|n| file.get(n))
-        .collect::<Result<_>>()?;
-    if args.real {
-        for s in file.subjects.iter().filter(|s| s.source.is_some()) {
-            if !selected.iter().any(|o| o.name == s.name) {
-                selected.push(s);
-            }
-        }
-    } else if selected.is_empty() {
-        selected = file.subjects.iter().collect();
-    }
-    if let Some(only) = &args.approaches {
-        for name in only {
-            if !selected.iter().any(|s| s.step_names().contains(name)) {
-                bail!(
-                    "--approaches: no selected subject knows `{name}` (approaches: {})",
-                    Approach::ALL.map(Approach::name).join(", ")
-                );
-            }
-        }
-        if let Some(s) = selected.iter().find(|s| s.plan(Some(only)).is_empty()) {
-            bail!(
-                "--approaches: subject `{}` declares none of {} (it runs {})",
-                s.name,
-                only.join(", "),
-                s.approaches
-                    .iter()
-                    .map(|a| a.name())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-    }
+    let selected = file.select(&args.subjects, args.real, args.approaches.as_deref())?;
     let knobs = match &args.knobs {
         Some(k) => root.join(k),
         None => build_knobs(&root)?,
     };
-    let version = Command::new(&knobs)
-        .arg("--version")
-        .output()
-        .with_context(|| format!("cannot run {}", knobs.display()))?;
-    let (commit, dirty) = rows::git_commit(&root);
-    let info = RunInfo {
-        run: String::new(),
-        started: rows::now_utc(),
-        commit,
-        dirty,
-        machine: rows::Machine::this(),
-        knobs_version: String::from_utf8_lossy(&version.stdout).trim().to_string(),
-        knobs: knobs.display().to_string(),
-        knobs_sha256: bench::run::sha256_file(&knobs)?,
-        knobs_modified: std::fs::metadata(&knobs)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(String::new(), |d| rows::format_utc(d.as_secs())),
-        runner: std::env::args()
-            .map(|a| shell_quote(&a))
-            .collect::<Vec<_>>()
-            .join(" "),
-    };
+    let runner = std::env::args()
+        .map(|a| shell_quote(&a))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let info = bench::run::run_info(&root, &knobs, runner)?;
     let settings = Settings {
         root: root.clone(),
         knobs,
@@ -251,42 +178,7 @@ fn run(args: Args) -> Result<bool> {
         metric: args.metric.clone(),
         step_timeout: args.step_timeout.map(std::time::Duration::from_secs),
     };
-    let mut failed: Vec<String> = Vec::new();
-    for subject in selected {
-        let mut sr = SubjectRun::new(&settings, subject, &info)?;
-        let build = match sr.build() {
-            Ok(b) => b,
-            Err(e) => {
-                eprintln!("knobs-bench: {}: error: {e:#}", subject.name);
-                failed.push(format!("{}: build", subject.name));
-                continue;
-            }
-        };
-        let mut truth_failed = false;
-        for step in subject.plan(settings.only.as_deref()) {
-            let name = &step.name;
-            if truth_failed && step.approach.needs_ground_truth() {
-                failed.push(format!("{}: {name} (no ground truth)", subject.name));
-                continue;
-            }
-            if let Err(e) = sr.approach(&step, &build) {
-                eprintln!("knobs-bench: {}: {name}: error: {e:#}", subject.name);
-                failed.push(format!("{}: {name}", subject.name));
-                truth_failed |= step.approach == Approach::BruteForce;
-            }
-        }
-        if let Err(e) = sr.compare() {
-            eprintln!("knobs-bench: {}: comparison: error: {e:#}", subject.name);
-            failed.push(format!("{}: comparison", subject.name));
-        }
-        if sr.rows_file.exists() {
-            eprintln!(
-                "knobs-bench: {}: rows in {}",
-                subject.name,
-                sr.rows_file.display()
-            );
-        }
-    }
+    let failed = bench::run::run_subjects(&settings, &selected, &info)?;
     write_summaries(&results_dir, readme, &order, args.quick)?;
     if !failed.is_empty() {
         eprintln!("knobs-bench: failed: {}", failed.join("; "));

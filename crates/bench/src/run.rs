@@ -66,6 +66,79 @@ pub struct Settings {
     pub step_timeout: Option<std::time::Duration>,
 }
 
+/// What every row of this invocation shares: the commit, the machine, the `knobs` binary
+/// (its version, SHA-256 and modification time) and the runner's command line.
+pub fn run_info(root: &Path, knobs: &Path, runner: String) -> Result<RunInfo> {
+    let version = Command::new(knobs)
+        .arg("--version")
+        .output()
+        .with_context(|| format!("cannot run {}", knobs.display()))?;
+    let (commit, dirty) = rows::git_commit(root);
+    Ok(RunInfo {
+        run: String::new(),
+        started: rows::now_utc(),
+        commit,
+        dirty,
+        machine: rows::Machine::this(),
+        knobs_version: String::from_utf8_lossy(&version.stdout).trim().to_string(),
+        knobs: knobs.display().to_string(),
+        knobs_sha256: sha256_file(knobs)?,
+        knobs_modified: std::fs::metadata(knobs)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(String::new(), |d| rows::format_utc(d.as_secs())),
+        runner,
+    })
+}
+
+/// Runs every subject's plan in turn (a step that needs the ground truth is skipped once the
+/// brute force has failed) and returns what failed, `SUBJECT: STEP` each; the errors go to
+/// stderr as they happen.
+pub fn run_subjects(
+    settings: &Settings,
+    subjects: &[&Subject],
+    info: &RunInfo,
+) -> Result<Vec<String>> {
+    let mut failed: Vec<String> = Vec::new();
+    for &subject in subjects {
+        let mut sr = SubjectRun::new(settings, subject, info)?;
+        let build = match sr.build() {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("knobs-bench: {}: error: {e:#}", subject.name);
+                failed.push(format!("{}: build", subject.name));
+                continue;
+            }
+        };
+        let mut truth_failed = false;
+        for step in subject.plan(settings.only.as_deref()) {
+            let name = &step.name;
+            if truth_failed && step.approach.needs_ground_truth() {
+                failed.push(format!("{}: {name} (no ground truth)", subject.name));
+                continue;
+            }
+            if let Err(e) = sr.approach(&step, &build) {
+                eprintln!("knobs-bench: {}: {name}: error: {e:#}", subject.name);
+                failed.push(format!("{}: {name}", subject.name));
+                truth_failed |= step.approach == Approach::BruteForce;
+            }
+        }
+        if let Err(e) = sr.compare() {
+            eprintln!("knobs-bench: {}: comparison: error: {e:#}", subject.name);
+            failed.push(format!("{}: comparison", subject.name));
+        }
+        if sr.rows_file.exists() {
+            eprintln!(
+                "knobs-bench: {}: rows in {}",
+                subject.name,
+                sr.rows_file.display()
+            );
+        }
+    }
+    Ok(failed)
+}
+
 /// Quotes an argument for a POSIX shell when it needs it.
 pub fn shell_quote(arg: &str) -> String {
     let plain = !arg.is_empty()

@@ -424,6 +424,75 @@ impl SubjectsFile {
                 )
             })
     }
+
+    /// The subjects a run covers: those named, every subject with a pinned source when `real`
+    /// (added to those named), every subject when neither; and when `only` restricts the
+    /// approaches, an error unless every selected subject declares one of them.
+    pub fn select(
+        &self,
+        names: &[String],
+        real: bool,
+        only: Option<&[String]>,
+    ) -> Result<Vec<&Subject>> {
+        let mut selected: Vec<&Subject> =
+            names.iter().map(|n| self.get(n)).collect::<Result<_>>()?;
+        if real {
+            for s in self.subjects.iter().filter(|s| s.source.is_some()) {
+                if !selected.iter().any(|o| o.name == s.name) {
+                    selected.push(s);
+                }
+            }
+        } else if selected.is_empty() {
+            selected = self.subjects.iter().collect();
+        }
+        if let Some(only) = only {
+            for name in only {
+                if !selected.iter().any(|s| s.step_names().contains(name)) {
+                    bail!(
+                        "--approaches: no selected subject knows `{name}` (approaches: {})",
+                        Approach::ALL.map(Approach::name).join(", ")
+                    );
+                }
+            }
+            if let Some(s) = selected.iter().find(|s| s.plan(Some(only)).is_empty()) {
+                bail!(
+                    "--approaches: subject `{}` declares none of {} (it runs {})",
+                    s.name,
+                    only.join(", "),
+                    s.approaches
+                        .iter()
+                        .map(|a| a.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+        }
+        Ok(selected)
+    }
+
+    /// Two lines a subject: its name, spec and description; its steps, ground truth and source.
+    pub fn listing(&self) -> String {
+        let mut out = String::new();
+        for s in &self.subjects {
+            out.push_str(&format!(
+                "{:16} {} — {}\n",
+                s.name,
+                s.spec.display(),
+                s.about
+            ));
+            let steps: Vec<String> = s.plan(None).into_iter().map(|a| a.name).collect();
+            let source = s.source.as_ref().map_or(String::new(), |src| {
+                format!("; source: {} {} ({})", src.package, src.version, src.origin)
+            });
+            out.push_str(&format!(
+                "{:16} approaches: {}; ground truth: {}{source}\n",
+                "",
+                steps.join(", "),
+                s.ground_truth
+            ));
+        }
+        out
+    }
 }
 
 impl Subject {
