@@ -16,14 +16,13 @@
 //! cargo run --release -p bench -- [SUBJECT...] [--approaches crush,comprex,...] [--list]
 //! ```
 //!
-//! Modules: [`subjects`] (the declarations), [`run`] (the steps), [`overhead`] (Table 7's
-//! interleaved runs), [`reports`] (what is read from knobs' JSON), [`compare`] (whether an
+//! Modules: [`subjects`] (the declarations), [`run`] (the steps, Table 7's interleaved runs among
+//! them), [`reports`] (what is read from knobs' JSON), [`compare`] (whether an
 //! approach is significantly less accurate than the best), [`rows`] (the recorded rows),
 //! [`summary`] (their markdown: the summary and the README's headline table), [`data`] (dataset CSVs and statistics).
 
 pub mod compare;
 pub mod data;
-pub mod overhead;
 pub mod reports;
 pub mod rows;
 pub mod run;

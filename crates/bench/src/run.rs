@@ -4,7 +4,7 @@
 //!
 //! This module holds the subject's run (its build, one step, the comparison) and how a
 //! `knobs` command is run; the steps themselves are in `ground_truth` (brute force, its
-//! repetition), `white_box`, `black_box`, and `evaluation` (a model's error).
+//! repetition), `white_box`, `black_box`, `overhead` (Table 7), and `evaluation` (a model's error).
 
 use std::collections::HashMap;
 use std::os::unix::process::CommandExt;
@@ -33,6 +33,7 @@ mod build_options;
 mod counted_truth;
 mod evaluation;
 mod ground_truth;
+pub mod overhead;
 mod white_box;
 
 pub use evaluation::training_configurations;
@@ -544,7 +545,7 @@ impl<'a> SubjectRun<'a> {
             Approach::Comprex => self.comprex(&mut row, step),
             Approach::Granularity => self.granularity(&mut row, step),
             Approach::Blackbox => self.blackbox(&mut row, &step.name),
-            Approach::Overhead => crate::overhead::table7(self, &mut row),
+            Approach::Overhead => overhead::table7(self, &mut row),
             Approach::Splat => self.splat(&mut row, step, false),
             Approach::SplatDelayed => self.splat(&mut row, step, true),
             Approach::Family => self.family(&mut row, step),

@@ -19,9 +19,9 @@ use anyhow::{Context, Result, bail};
 use runtime::RegionTimes;
 use serde_json::{Value, json};
 
+use super::{SubjectRun, command_line};
 use crate::reports::CrushReport;
 use crate::rows::Row;
-use crate::run::{SubjectRun, command_line};
 use crate::subjects::Count;
 
 /// What Table 7 reads of one run's region-times file (`runtime::RegionTimes`,
@@ -159,7 +159,7 @@ pub fn table7(run: &mut SubjectRun, row: &mut Row) -> Result<()> {
             }
             run.record(format!(
                 "(cd {} && {})",
-                crate::run::shell_quote(&inv.cwd.display().to_string()),
+                super::shell_quote(&inv.cwd.display().to_string()),
                 command_line(&inv.env, &inv.program, &inv.args)
             ));
             per_program.push(inv);
