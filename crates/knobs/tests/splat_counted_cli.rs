@@ -84,3 +84,35 @@ fn the_metric_flag_makes_an_approach_count() {
         "{report}"
     );
 }
+
+/// An option whose flag is parsed but never read (G), and options some paths do not read
+/// (C when A is off): parsing their flags costs instructions there all the same. In counts
+/// SPLat flips each once on a path that does not reach it, names what it changed, and its
+/// model is exact on every configuration (without the flips it misses the parsing).
+#[test]
+fn an_option_no_path_reads_is_measured_once_and_the_model_stays_exact() {
+    let main_c = MAIN_C
+        .replace("OPTION(F);\n", "OPTION(F);\nOPTION(G);\n")
+        .replace(
+            "        if (!strcmp(argv[i], \"-F\")) F = true;\n",
+            "        if (!strcmp(argv[i], \"-F\")) F = true;\n        if (!strcmp(argv[i], \"-G\")) G = true;\n",
+        );
+    assert_ne!(main_c, MAIN_C);
+    let options = [OPTIONS.as_slice(), &["G"]].concat();
+    let spec_text = spec() + "\n[[option]]\nname = \"G\"\non = [\"-G\"]\n";
+    let (dir, spec) = common::c_subject(&main_c, &spec_text);
+    let truth = counted::brute_force_of(&spec, &dir.path().join("truth"), &options);
+    let report = succeeds(knobs().args(["splat", "--json", "--spec"]).arg(&spec)).json();
+    assert_eq!(report["unreached"], serde_json::json!(["G"]), "{report}");
+    let effects = report["off_path_effects"].as_array().unwrap();
+    let g = effects.iter().find(|e| e["option"] == "G").unwrap();
+    assert!(g["effect"].as_f64().unwrap() > 0.0, "{report}");
+    let model = std::path::PathBuf::from(report["model_path"].as_str().unwrap());
+    let predicted = counted::predict_of(&model, &options, &truth, dir.path());
+    for ((on, count), p) in truth.iter().zip(&predicted) {
+        assert!(
+            (p - count).abs() < 0.5,
+            "{on:?}: predicted {p}, counted {count}"
+        );
+    }
+}

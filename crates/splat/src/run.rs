@@ -55,6 +55,11 @@ pub struct Report {
     /// predicts the same for each of their values, and says so in its provenance).
     pub reached: Vec<String>,
     pub unreached: Vec<String>,
+    /// In counts, what each option's other values changed on the first path that does not
+    /// reach it (`pipeline::off_path_probes`); the model adds a nonzero change wherever a
+    /// configuration's path does not reach the option.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub off_path_effects: Vec<pipeline::OffPathEffect>,
     /// Paths that ran the taint-instrumented program (the others needed no run: no option
     /// left off their path could take another value).
     pub taint_runs: usize,
@@ -97,6 +102,7 @@ pub fn run(
         None => spec.analysis_workload()?,
     };
     let valid = ValidConfigurations::new(&spec.space)?;
+    let counted = instrumented::counting::counts_instructions(spec);
     let approach = match options.reach {
         Reach::Read => "splat",
         Reach::Decision => "splat-delayed",
@@ -121,12 +127,13 @@ pub fn run(
         complete: explored.exploration.complete,
         reached: reached.reached.clone(),
         unreached: reached.unreached.clone(),
+        off_path_effects: Vec::new(),
         taint_runs: explored.exploration.runs,
         exploration_seconds: explored.seconds,
         measurement: None,
         unmeasured: Vec::new(),
         output: None,
-        notes: exploration_notes(&explored, &reached, options.max_runs),
+        notes: exploration_notes(&explored, &reached, options.max_runs, counted),
     };
     reporter.note(&format!(
         "explored {} configurations ({} taint runs) in {:.1} s; measuring them end to end",
@@ -136,23 +143,33 @@ pub fn run(
     ));
 
     let store = session.store()?;
+    let (probes, invalid) = if counted {
+        pipeline::off_path_probes(&valid, &explored.exploration)
+    } else {
+        (Vec::new(), None)
+    };
+    report.notes.extend(invalid);
     let configurations: Vec<_> = explored
         .exploration
         .paths
         .iter()
         .map(|p| p.configuration.clone())
+        .chain(probes.iter().map(|p| p.configuration.clone()))
         .collect();
     let measured =
         pipeline::measure_paths(&store, settings, spec, workload, &configurations, reporter)?;
     report.measurement = Some(measured.report);
     report.notes.extend(measured.failed);
-    let texts: Vec<String> = report
-        .paths
+    let texts: Vec<String> = configurations
         .iter()
-        .map(|p| p.configuration.clone())
+        .map(|c| spec.space.format_configuration(c))
         .collect();
-    let (times, metric) = pipeline::path_times(&store, spec, workload, &measured.variant, &texts)?;
-    let counted = !measured.variant.is_empty();
+    let (mut times, metric) =
+        pipeline::path_times(&store, spec, workload, &measured.variant, &texts)?;
+    let probe_times = times.split_off(report.paths.len());
+    report.off_path_effects =
+        pipeline::off_path_effects(&valid, &explored.exploration, &probes, &probe_times, &times);
+    report.notes.extend(off_path_note(&report.off_path_effects));
     for (path, value) in report.paths.iter_mut().zip(&times) {
         if counted {
             path.instructions = *value;
@@ -160,7 +177,16 @@ pub fn run(
             path.seconds = *value;
         }
     }
-    let mut file = pipeline::build_model(&reached, &valid, &times, metric, &measured.variant)?;
+    let mut file = pipeline::build_model(
+        &reached,
+        &valid,
+        &explored.exploration,
+        &times,
+        &probes,
+        &report.off_path_effects,
+        metric,
+        &measured.variant,
+    )?;
     report.unmeasured = instrumented::failed::recorded(&file);
     report.output = Some(instrumented::save_model(
         &mut file,
@@ -192,11 +218,12 @@ fn path_reports(spec: &measure::SystemSpec, exploration: &crate::Exploration) ->
 }
 
 /// What the exploration leaves the model blind to: combinations it stopped before, options
-/// no path reached.
+/// no path reached (in counts, measured once each: `unreached_probes`).
 fn exploration_notes(
     explored: &pipeline::Explored,
     reached: &pipeline::Reached,
     max_runs: usize,
+    counted: bool,
 ) -> Vec<String> {
     let mut notes = Vec::new();
     if !explored.exploration.complete {
@@ -204,11 +231,34 @@ fn exploration_notes(
             "the exploration stopped at {max_runs} configurations (--max-runs) with combinations of reached options unexplored: the model predicts those from the paths it has"
         ));
     }
-    if !reached.unreached.is_empty() {
+    if !reached.unreached.is_empty() && counted {
+        notes.push(format!(
+            "no path reached {}: the model predicts the same for each of their values but what passing them changes (measured once each, `off_path_effects`)",
+            reached.unreached.join(", ")
+        ));
+    } else if !reached.unreached.is_empty() {
         notes.push(format!(
             "no path reached {}: the model predicts the same time whatever their values (check their sources if they matter)",
             reached.unreached.join(", ")
         ));
     }
     notes
+}
+
+/// The options whose value changed the count on a path that does not reach them: SPLat's
+/// assumption that an option a path does not read changes nothing there does not hold.
+fn off_path_note(effects: &[pipeline::OffPathEffect]) -> Option<String> {
+    let changed: Vec<String> = effects
+        .iter()
+        .filter_map(|e| {
+            let d = e.effect.filter(|d| *d != 0.0)?;
+            Some(format!("{}={} {d:+}", e.option, e.value))
+        })
+        .collect();
+    (!changed.is_empty()).then(|| {
+        format!(
+            "on a path that does not read them, {} still changed the count (how an option is passed, e.g. its flag parsed among the arguments): the model adds each change wherever a path does not reach the option",
+            changed.join(", ")
+        )
+    })
 }

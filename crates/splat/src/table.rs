@@ -113,26 +113,46 @@ impl PathTable {
     /// than 2^20 value combinations. `times[p]` is path `p`'s measured time, `None` when its
     /// runs failed: the terms that rest on it are left out, and the model records which
     /// (`instrumented::failed`); a regression tree cannot leave a leaf out, so there it is
-    /// an error.
+    /// an error. `off_path` gives, per option, what each of its values changes on a path
+    /// that does not reach it (against the value the path's configuration has, whose change
+    /// is the difference of the two): a cell whose path does not reach the option adds it
+    /// (terms only; a regression tree leaves it out). `paths` are the explored paths.
     pub fn model(
         &self,
         valid: &ValidConfigurations,
         times: &[Option<f64>],
+        paths: &[Path],
+        off_path: &[(OptionId, Vec<f64>)],
     ) -> Result<ModelFile, Error> {
         let space = valid.space();
-        let options = self.options();
+        let mut options = self.options();
+        for (o, _) in off_path {
+            if !options.contains(o) {
+                options.push(*o);
+            }
+        }
         let combinations = options
             .iter()
             .try_fold(1usize, |acc, o| acc.checked_mul(space.option(*o).arity()));
         if combinations.is_some_and(|n| n <= 1 << model::MAX_OPTIONS) {
             let table = instrumented::influence_of_table(valid, &options, |digits| {
-                let p = self.path_of(|o| {
+                let digit = |o: OptionId| {
                     options
                         .iter()
                         .position(|x| *x == o)
                         .map_or(0, |j| digits[j])
-                });
-                times[p]
+                };
+                let p = self.path_of(digit);
+                let path = &paths[p];
+                let change: f64 = off_path
+                    .iter()
+                    .filter(|(o, _)| path.reached.iter().all(|(r, _)| r != o))
+                    .map(|(o, by_value)| {
+                        by_value[digit(*o) as usize]
+                            - by_value[path.configuration.0[o.index()] as usize]
+                    })
+                    .sum();
+                times[p].map(|t| t + change)
             })?;
             let mut file = ModelFile::new(table.terms);
             file.express_against_reference(&instrumented::reference_choices(space)?);
@@ -274,7 +294,7 @@ mod tests {
             .collect();
         let table = PathTable::new(&valid, &e.paths).unwrap();
         let measured: Vec<Option<f64>> = times.iter().copied().map(Some).collect();
-        let file = table.model(&valid, &measured).unwrap();
+        let file = table.model(&valid, &measured, &e.paths, &[]).unwrap();
         assert_eq!(file.terms.format(2), "1.00 + 3.00·A·B + 1.00·A");
         let mut tree = Vec::new();
         table.emit(&valid, 0, &times, &mut tree);
@@ -286,6 +306,46 @@ mod tests {
             ([1., 1., 0.], 5.0),
         ] {
             assert_eq!(bound.predict(&row), want);
+        }
+    }
+
+    /// What an option changes on a path that does not reach it is added wherever a
+    /// configuration's path does not reach it: B (read only when A is on) adds 0.5 on A's
+    /// off path, C (never read) adds 0.25 everywhere.
+    #[test]
+    fn off_path_changes_are_added_where_the_path_does_not_reach_the_option() {
+        let s = binary_space(&["A", "B", "C"]);
+        let (valid, e) = paths_reading_a_then_b(&s);
+        let times: Vec<Option<f64>> = e
+            .paths
+            .iter()
+            .map(|p| match (p.configuration.0[0], p.configuration.0[1]) {
+                (0, _) => Some(1.0),
+                (1, 0) => Some(2.0),
+                _ => Some(5.0),
+            })
+            .collect();
+        let table = PathTable::new(&valid, &e.paths).unwrap();
+        let (b, c) = (s.find("B").unwrap(), s.find("C").unwrap());
+        let off_path = [(b, vec![0.0, 0.5]), (c, vec![0.0, 0.25])];
+        let file = table.model(&valid, &times, &e.paths, &off_path).unwrap();
+        let bound = file.bind(&["A", "B", "C"]).unwrap();
+        for a in 0..2 {
+            for bv in 0..2 {
+                for cv in 0..2 {
+                    let on_path = match (a, bv) {
+                        (0, _) => 1.0 + 0.5 * bv as f64,
+                        (1, 0) => 2.0,
+                        _ => 5.0,
+                    };
+                    let want = on_path + 0.25 * cv as f64;
+                    let got = bound.predict(&[a as f64, bv as f64, cv as f64]);
+                    assert!(
+                        (got - want).abs() < 1e-9,
+                        "A={a} B={bv} C={cv}: {got} vs {want}"
+                    );
+                }
+            }
         }
     }
 
@@ -306,7 +366,7 @@ mod tests {
             })
             .collect();
         let table = PathTable::new(&valid, &e.paths).unwrap();
-        let file = table.model(&valid, &times).unwrap();
+        let file = table.model(&valid, &times, &e.paths, &[]).unwrap();
         assert_eq!(file.terms.format(2), "1.00 + 1.00·A");
         assert_eq!(
             instrumented::failed::recorded(&file),
