@@ -116,25 +116,9 @@ pub fn run(
         reporter,
     )?;
     let reached = pipeline::reached(&valid, &explored.exploration)?;
-    let mut report = Report {
-        system: spec.name.clone(),
-        approach: approach.into(),
-        reach: options.reach,
-        workload: workload.name.clone(),
-        analysis_workload: analysis.name.clone(),
-        total_configurations: u128::try_from(&valid.count()).unwrap_or(u128::MAX),
-        paths: path_reports(spec, &explored.exploration),
-        complete: explored.exploration.complete,
-        reached: reached.reached.clone(),
-        unreached: reached.unreached.clone(),
-        off_path_effects: Vec::new(),
-        taint_runs: explored.exploration.runs,
-        exploration_seconds: explored.seconds,
-        measurement: None,
-        unmeasured: Vec::new(),
-        output: None,
-        notes: exploration_notes(&explored, &reached, options.max_runs, counted),
-    };
+    let mut report = Report::explored(spec, approach, options, &explored, &reached, &valid);
+    report.workload = workload.name.clone();
+    report.analysis_workload = analysis.name.clone();
     reporter.note(&format!(
         "explored {} configurations ({} taint runs) in {:.1} s; measuring them end to end",
         report.paths.len(),
@@ -170,13 +154,7 @@ pub fn run(
     report.off_path_effects =
         pipeline::off_path_effects(&valid, &explored.exploration, &probes, &probe_times, &times);
     report.notes.extend(off_path_note(&report.off_path_effects));
-    for (path, value) in report.paths.iter_mut().zip(&times) {
-        if counted {
-            path.instructions = *value;
-        } else {
-            path.seconds = *value;
-        }
-    }
+    report.record_measures(&times, counted);
     let mut file = pipeline::build_model(
         &reached,
         &valid,
@@ -197,6 +175,50 @@ pub fn run(
         options.model_path.clone(),
     )?);
     Ok(report)
+}
+
+impl Report {
+    /// The report of an exploration, before anything is measured (its workloads empty).
+    fn explored(
+        spec: &measure::SystemSpec,
+        approach: &str,
+        options: &Options,
+        explored: &pipeline::Explored,
+        reached: &pipeline::Reached,
+        valid: &ValidConfigurations,
+    ) -> Report {
+        let counted = instrumented::counting::counts_instructions(spec);
+        Report {
+            system: spec.name.clone(),
+            approach: approach.into(),
+            reach: options.reach,
+            workload: String::new(),
+            analysis_workload: String::new(),
+            total_configurations: u128::try_from(&valid.count()).unwrap_or(u128::MAX),
+            paths: path_reports(spec, &explored.exploration),
+            complete: explored.exploration.complete,
+            reached: reached.reached.clone(),
+            unreached: reached.unreached.clone(),
+            off_path_effects: Vec::new(),
+            taint_runs: explored.exploration.runs,
+            exploration_seconds: explored.seconds,
+            measurement: None,
+            unmeasured: Vec::new(),
+            output: None,
+            notes: exploration_notes(explored, reached, options.max_runs, counted),
+        }
+    }
+
+    /// Each path's measure, as instructions when `counted`, else seconds.
+    fn record_measures(&mut self, times: &[Option<f64>], counted: bool) {
+        for (path, value) in self.paths.iter_mut().zip(times) {
+            if counted {
+                path.instructions = *value;
+            } else {
+                path.seconds = *value;
+            }
+        }
+    }
 }
 
 /// Every explored configuration with the options its path reached (not yet measured).
