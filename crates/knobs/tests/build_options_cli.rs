@@ -135,6 +135,21 @@ fn one_build_per_set_of_build_values_and_none_the_second_time() {
         ),
         "{table}"
     );
+    // So does the HTML report.
+    let page = dir.path().join("report.html");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_knobs"))
+        .args(["report", "--spec"])
+        .arg(&spec)
+        .arg("-o")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("8 builds of the build options' values (0 failed), "),
+        "the report shows no build time"
+    );
 
     // An edited source builds again, each set once more.
     std::fs::write(dir.path().join("src/prog.c"), format!("{PROGRAM}\n")).unwrap();

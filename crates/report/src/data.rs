@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use measure::store::{ConfigurationSummary, Selection, Store};
+use measure::store::{BuildsSummary, ConfigurationSummary, Selection, Store};
 use measure::{Metric, Summary, SystemSpec};
 use space::ConfigSpace;
 
@@ -40,6 +40,9 @@ pub struct Measurements {
     pub variants: Vec<(String, usize)>,
     /// Per `[history]` commit with runs (oldest first), each configuration's value.
     pub history: Vec<(String, Vec<(String, f64)>)>,
+    /// The builds of a spec with build options (one per set of their values), whose time
+    /// is apart from the runs'.
+    pub builds: Option<BuildsSummary>,
 }
 
 impl Measurements {
@@ -58,6 +61,7 @@ impl Measurements {
         let mut configurations = measured(&spec.space, summaries)?;
         configurations.sort_by(|a, b| a.summary.value.total_cmp(&b.summary.value));
         let variants = other_variants(store, &selection)?;
+        let builds = store.builds_summary(&selection)?;
         let mut history = Vec::new();
         for commit in store.commits(&selection)? {
             let at = selection.clone().at_commit(&commit);
@@ -79,6 +83,7 @@ impl Measurements {
             configurations,
             variants,
             history,
+            builds,
         })
     }
 

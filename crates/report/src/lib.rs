@@ -135,6 +135,11 @@ mod tests {
                     )
                 })
                 .collect(),
+            builds: Some(measure::store::BuildsSummary {
+                builds: 4,
+                failed: 1,
+                seconds: 12.5,
+            }),
         }
     }
 
@@ -211,6 +216,7 @@ mod tests {
         let history = &history[..history.find("</svg>").unwrap()];
         assert_eq!(history.matches("<polyline class=\"mark").count(), 2);
         assert!(page.contains("configcrusher:1"));
+        assert!(page.contains("4 builds of the build options' values (1 failed), 12.5 s building"));
     }
 
     #[test]

@@ -33,6 +33,13 @@ pub fn header(input: &Input, system: &str) -> String {
             m.configurations.len(),
             escape(&m.metric)
         );
+        if let Some(b) = &m.builds {
+            let _ = write!(
+                out,
+                "<p class=\"meta\" id=\"builds\">{} builds of the build options' values ({} failed), {:.1} s building, apart from the runs' times.</p>",
+                b.builds, b.failed, b.seconds
+            );
+        }
         if !m.variants.is_empty() {
             let listed: Vec<String> = m
                 .variants
