@@ -7,10 +7,16 @@
 //! control-flow taint, but a callee without a branch of its own whose cost is a library call
 //! (a copy, a sleep) reports only the decisions whose data taint adds an option beyond that
 //! context, so the options that chose or repeated the call vanish from its partition
-//! (issue 45's helper: M's handlers and S's call lost, only H and W kept). Here every
+//! (issue 45's helper: M's handlers and S's call lost, only H and W kept). Here such a
 //! method region's partition is refined by the decisions of its nearest region callers in the call
 //! graph (direct, and indirect through points-to), replaying the taint runs and running more
 //! where that leaves subspaces unexplored.
+//!
+//! A method that decides on every call (its entry runs into a conditional branch before any
+//! return: a loop, an `if`) needs none of that: every call reports that decision with the
+//! whole calling context as its control-flow taint, so its own partition already tells the
+//! contexts apart, and refining it by every decision of its callers would only split it by
+//! what does not decide the call.
 
 use super::taint::{Explored, refold};
 use crate::{Error, Granularity};
@@ -52,6 +58,9 @@ pub fn partition_by_callers(
         let Some(f) = program.function_named(region) else {
             continue;
         };
+        if decides_on_every_call(program, f) {
+            continue;
+        }
         let mut visited = BTreeSet::from([f]);
         let mut stack = vec![f];
         // Up the call graph to the nearest callers that are regions: a caller without a
@@ -104,4 +113,25 @@ pub fn partition_by_callers(
     let runs = refold(spec, workload, explored, map, max_runs, on_run)?;
     explored.fold = probe_fold;
     Ok((runs, inherited))
+}
+
+/// Whether `f`'s entry, following unconditional jumps, reaches a conditional branch or switch
+/// before a return: then every call of `f` reaches a decision site, whose record carries the
+/// call's context as control-flow taint.
+fn decides_on_every_call(program: &ir::Program, f: ir::FuncId) -> bool {
+    let Some(&entry) = program.func(f).blocks.first() else {
+        return false;
+    };
+    let mut seen = BTreeSet::new();
+    let mut block = entry;
+    while seen.insert(block) {
+        let Some(last) = program.terminator(block) else {
+            return false;
+        };
+        match &program.inst(last).kind {
+            ir::InstKind::Jump { target } => block = *target,
+            kind => return kind.control_decision().is_some(),
+        }
+    }
+    false
 }
