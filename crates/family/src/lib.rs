@@ -23,6 +23,7 @@
 //! LLVM; only `pipeline` builds and runs programs, through `instrumented`, `llvm` and
 //! `measure`.
 
+pub mod blocks;
 pub mod dependence;
 pub mod features;
 pub mod model;

@@ -103,8 +103,10 @@ fn the_check_counts_real_builds_beside_the_simulator_per_option() {
 }
 
 /// The family-based paper's method on compile-time features: one run of the simulator with
-/// every feature, in counted instructions, gives the model of all eight real configurations'
-/// simulator, against its counted brute force.
+/// every feature, in counted instructions, gives the exact model of all eight real
+/// configurations' simulator, against its counted brute force: the `#ifdef` blocks inside
+/// `main` and `log_page` are traced as their features' code (the calls they make cost their
+/// features, not `main`), a nested one as the interaction.
 #[test]
 fn family_on_the_simulator_gives_the_scanners_model_from_one_run() {
     let dir = scanner("simulator-family");
@@ -139,12 +141,33 @@ fn family_on_the_simulator_gives_the_scanners_model_from_one_run() {
     assert_eq!(truth.len(), 8);
     let (mape, worst) = common::model_errors(&sim_spec, &model, &truth);
     eprintln!("the scanner's simulator, family in counts: MAPE {mape:.5} %, worst {worst:.5} %");
-    assert!(worst < 0.1, "MAPE {mape:.5} %, worst {worst:.5} %");
-    // Its terms are the features and Logging#AutoScan, as the paper's example has them.
-    let text = std::fs::read_to_string(&model).unwrap();
-    assert!(
-        text.contains("auto_scan") && text.contains("logging"),
-        "{text}"
+    assert!(worst < 1e-9, "MAPE {mape} %, worst {worst} %");
+    // Its terms are the features and Logging#AutoScan, as the paper's example has them; the
+    // blocks are mapped to their features, the one in log_page to both.
+    let mapped: Vec<String> = report["features"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| format!("{} {}", f["function"], f["feature"]))
+        .collect();
+    for block in [
+        "\"main:52#auto_scan\" \"auto_scan\"",
+        "\"main:56#color_scan\" \"color_scan\"",
+        "\"main:59#logging\" \"logging\"",
+        "\"log_page:41#auto_scan\" \"auto_scan\"",
+    ] {
+        assert!(mapped.contains(&block.to_string()), "{mapped:?}");
+    }
+    let file = model::ModelFile::load(&model).unwrap();
+    let interaction = file
+        .regions
+        .iter()
+        .find(|r| r.id == "log_page:41#auto_scan")
+        .unwrap();
+    assert_eq!(
+        interaction.options,
+        ["auto_scan", "logging"],
+        "{interaction:?}"
     );
 }
 

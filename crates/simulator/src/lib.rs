@@ -18,7 +18,7 @@ use std::process::Command;
 use serde::Serialize;
 
 pub use check::{Check, CheckedConfiguration, OptionEffect, check};
-pub use variants::{FeatureFunction, Refusal};
+pub use variants::{FeatureBlock, FeatureFunction, Refusal};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -77,6 +77,8 @@ pub struct Built {
     /// Functions that exist only where features are selected (the feature map), with the
     /// options' names for the features' macros.
     pub feature_functions: Vec<FeatureFunction>,
+    /// Blocks of statements inside functions marked as features' code.
+    pub feature_blocks: Vec<FeatureBlock>,
     /// Conditional groups turned into run-time decisions.
     pub decisions: usize,
 }
@@ -142,6 +144,7 @@ pub fn build(spec: &measure::SystemSpec, options: &Options) -> Result<Built, Err
         refusals: simulator.refusals,
         build_only: Vec::new(),
         feature_functions: option_names(simulator.feature_functions, &features),
+        feature_blocks: simulator.feature_blocks,
         decisions: simulator.decisions,
     })
 }

@@ -105,8 +105,39 @@ fn the_bundled_scanner_is_encoded_whole() {
             owned("log_page", &["LOGGING"]),
         ]
     );
+    // The blocks inside main and log_page that run exactly where a feature is selected are
+    // traced as its code: marker calls around them (every variant still prints the same).
+    let blocks: Vec<(usize, Vec<String>)> = simulator
+        .feature_blocks
+        .iter()
+        .map(|b| (b.line, b.options.clone()))
+        .collect();
+    let options = |o: &str| vec![o.to_string()];
+    assert_eq!(
+        blocks,
+        vec![
+            (41, options("auto_scan")),
+            (52, options("auto_scan")),
+            (56, options("color_scan")),
+            (59, options("logging")),
+        ]
+    );
     // Each is marked as its feature's for family-based measurement.
     let text = &simulator.files[0].text;
+    assert!(
+        text.contains(&format!(
+            "if (knobs_feature_AUTO_SCAN) {{ {}(2, \"auto_scan\");",
+            variants::FEATURE_BLOCK_ENTER
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "; {}(2, \"auto_scan\");}} else {{}}",
+            variants::FEATURE_BLOCK_EXIT
+        )),
+        "{text}"
+    );
     assert!(
         text.contains("__attribute__((annotate(\"knobs:feature=color_scan\"))) static unsigned long scan_colors"),
         "{text}"
@@ -187,5 +218,21 @@ fn elif_chains_valued_macros_and_switches_are_encoded() {
         Feature::valued("FAST", "fast"),
         Feature::defined_when_on("WIDE", "wide"),
     ];
-    let _ = check_every_variant(&dir, &source, &features);
+    let simulator = check_every_variant(&dir, &source, &features);
+    // Traced: the blocks that run exactly where their features are selected, a conjunction
+    // as both (nested markers). Not: the switch and the goto (a jump could skip the exit
+    // marker), and the `#elif`/`#else` branches (they run where a feature is not selected).
+    let blocks: Vec<(usize, Vec<&str>)> = simulator
+        .feature_blocks
+        .iter()
+        .map(|b| (b.line, b.options.iter().map(String::as_str).collect()))
+        .collect();
+    assert_eq!(
+        blocks,
+        vec![
+            (18, vec!["fast"]),
+            (28, vec!["fast"]),
+            (44, vec!["fast", "wide"])
+        ]
+    );
 }
