@@ -87,6 +87,15 @@ fn print_built(built: &simulator::Built) {
             f.function, f.file, f.line
         );
     }
+    for refusal in &built.refusals {
+        println!("  {refusal}");
+    }
+    if !built.build_only.is_empty() {
+        println!(
+            "build options of the simulator (a simulator per set of their values): {}",
+            built.build_only.join(", ")
+        );
+    }
     println!("simulator: {}", built.program.display());
     println!("its spec:  {}", built.spec.display());
 }
