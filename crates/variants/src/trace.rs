@@ -30,16 +30,19 @@ pub const FEATURE_BLOCK_ENTER: &str = "__knobs_marker_feature_block_enter";
 /// The marker called where a traced block ends, with the same arguments.
 pub const FEATURE_BLOCK_EXIT: &str = "__knobs_marker_feature_block_exit";
 
-/// The markers' definitions, for the prelude of a file with traced blocks.
+/// The markers' definitions, for the prelude of a file with traced blocks: once per
+/// translation unit, as an encoded header and the file including it both have them.
 pub fn marker_definitions() -> String {
-    [FEATURE_BLOCK_ENTER, FEATURE_BLOCK_EXIT]
+    let guard = "KNOBS_FEATURE_BLOCK_MARKERS";
+    let definitions: String = [FEATURE_BLOCK_ENTER, FEATURE_BLOCK_EXIT]
         .iter()
         .map(|name| {
             format!(
                 "static inline void {name}(unsigned block, const char *option) {{ (void)block; (void)option; }}\n"
             )
         })
-        .collect()
+        .collect();
+    format!("#ifndef {guard}\n#define {guard}\n{definitions}#endif\n")
 }
 
 /// The options whose conjunction selects the first branch of `group` (in the order the

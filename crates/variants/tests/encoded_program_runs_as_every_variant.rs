@@ -236,3 +236,36 @@ fn elif_chains_valued_macros_and_switches_are_encoded() {
         ]
     );
 }
+
+/// A header with a traced block, included by a file with one of its own: the markers are
+/// defined once in the translation unit, and the program builds.
+#[test]
+fn markers_in_a_header_and_its_includer_build() {
+    let dir = temp("variants-header-markers");
+    let header =
+        "static inline int twice(int x) {\n#ifdef WIDE\n    x *= 2;\n#endif\n    return x;\n}\n";
+    let main = "#include <stdio.h>\n#include \"h.h\"\nint main(void) {\n    int v = 1;\n#ifdef WIDE\n    v += 10;\n#endif\n    printf(\"%d\\n\", twice(v));\n    return 0;\n}\n";
+    let files = [
+        SourceFile {
+            path: "h.h".into(),
+            text: header.into(),
+        },
+        SourceFile {
+            path: "m.c".into(),
+            text: main.into(),
+        },
+    ];
+    let simulator = variants::encode(&files, &[Feature::defined_when_on("WIDE", "wide")]);
+    assert_eq!(simulator.feature_blocks.len(), 2, "{simulator:?}");
+    for file in &simulator.files {
+        std::fs::write(dir.join(&file.path), &file.text).unwrap();
+    }
+    let features_c = dir.join("features.c");
+    std::fs::write(&features_c, simulator.features_source()).unwrap();
+    let sim = build(&dir, "simulator", &[dir.join("m.c"), features_c], &[]);
+    let out = Command::new(&sim)
+        .env("KNOBS_FEATURE_WIDE", "1")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "22\n");
+}
