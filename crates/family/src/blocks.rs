@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use ir::{BlockId, Callee, FuncId, InstId, InstKind, Program, ProgramPoint, ValueDef};
 use space::{ConfigSpace, OptionId};
 
-use crate::Error;
+use crate::{Error, UnseenInfluence};
 
 /// One marked block of one option in one function.
 #[derive(Clone, Debug)]
@@ -28,12 +28,51 @@ pub struct FeatureBlock {
     pub lines: (u32, u32),
 }
 
-/// Whether `f` is one of the markers (also under the `.N` name a module link gives a second
-/// file's copy).
+/// Whether `f` is a marker (also under the `.N` name a module link gives a second file's
+/// copy): it does nothing, and counts nothing.
 pub fn is_marker(program: &Program, f: FuncId) -> bool {
-    let name = &program.func(f).name;
-    name.starts_with(variants::FEATURE_BLOCK_ENTER)
-        || name.starts_with(variants::FEATURE_BLOCK_EXIT)
+    program.func(f).name.starts_with(llvm::MARKER_PREFIX)
+}
+
+/// The blocks the variant simulator encodes but does not mark as features' code
+/// (`variants::UNTRACED_BLOCK`: an `#else`, a block a jump can leave): one run with every
+/// feature does not see their cost where they run, so each is listed with why.
+pub fn untraced(program: &Program) -> Vec<UnseenInfluence> {
+    let mut out = Vec::new();
+    for (f, func) in program.functions.iter_enumerated() {
+        for i in program.instructions_of(f) {
+            let inst = program.inst(i);
+            let InstKind::Call {
+                callee: Callee::Direct(g),
+                args,
+            } = &inst.kind
+            else {
+                continue;
+            };
+            if !program.func(*g).name.starts_with(variants::UNTRACED_BLOCK) {
+                continue;
+            }
+            let text = |k: usize| match args.get(k).map(|a| program.value(*a)) {
+                Some(ValueDef::ConstStr(s)) => s.clone(),
+                _ => String::new(),
+            };
+            let unseen = UnseenInfluence {
+                function: func.name.clone(),
+                file: inst
+                    .loc
+                    .file
+                    .map(|file| program.files[file].clone())
+                    .unwrap_or_default(),
+                line: inst.loc.line,
+                options: text(1).split(',').map(String::from).collect(),
+                why: format!("a block the variant simulator does not trace: {}", text(2)),
+            };
+            if !out.contains(&unseen) {
+                out.push(unseen);
+            }
+        }
+    }
+    out
 }
 
 /// The marked blocks of `program`, in the program's order. A marker that names no option of

@@ -137,13 +137,14 @@ pub fn analyse(
         analysed,
         &crate::blocks::feature_blocks(analysed, &spec.space)?,
     );
-    let unseen = crate::unseen_influences(
+    let mut unseen = crate::unseen_influences(
         analysed,
         &dominance,
         &influence,
         (&features, &traced),
         &spec.space,
     );
+    unseen.extend(crate::blocks::untraced(analysed));
     notes.extend(unseen_note(&unseen));
     Ok(Analysed {
         built,

@@ -29,7 +29,7 @@ mod trace;
 use serde::Serialize;
 
 pub use condition::Condition;
-pub use trace::{FEATURE_BLOCK_ENTER, FEATURE_BLOCK_EXIT};
+pub use trace::{FEATURE_BLOCK_ENTER, FEATURE_BLOCK_EXIT, UNTRACED_BLOCK};
 
 /// What a feature's macro is in a variant.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -33,8 +33,8 @@ pub fn rewrite(
     };
     let mut edits: Vec<(usize, usize, String)> = Vec::new();
     for (block, group) in scanned.groups.iter().enumerate() {
-        let traced = traced[block].as_deref().map(|options| (block, options));
-        let replacements = directive_replacements(group, lexed, traced);
+        let traced = traced[block].as_deref();
+        let replacements = directive_replacements(group, lexed, (block, traced), live);
         for (k, replacement) in replacements.into_iter().enumerate() {
             edits.push(directive_edit(group.directives[k], replacement));
         }
@@ -97,7 +97,11 @@ pub fn rewrite(
         let globals: Vec<String> = live.iter().map(Feature::global).collect();
         prelude = format!("extern int {};\n", globals.join(", "));
     }
-    if traced.iter().any(Option::is_some) {
+    if scanned
+        .groups
+        .iter()
+        .any(|g| matches!(g.plan, Plan::Statements))
+    {
         prelude.push_str(&trace::marker_definitions());
     }
     format!(
@@ -151,12 +155,14 @@ fn c_condition(condition: &Option<Condition>) -> String {
     }
 }
 
-/// The directives' replacements; `traced`: the group's number in its file and the options
-/// whose markers surround its first branch.
+/// The directives' replacements; `block`: the group's number in its file, `traced`: the
+/// options whose markers surround its first branch when it is traced (every other branch
+/// starts with a marker that it is not).
 fn directive_replacements(
     group: &GroupPlan,
     lexed: &Lexed,
-    traced: Option<(usize, &[String])>,
+    (block, traced): (usize, Option<&[String]>),
+    live: &[Feature],
 ) -> Vec<String> {
     let last = group.directives.len() - 1;
     let has_else = group.conditions.last().is_some_and(Option::is_none);
@@ -177,7 +183,12 @@ fn directive_replacements(
                 // `;` first: a label may end the branch, and needs a statement after it.
                 Plan::Statements => {
                     let exits = match traced {
-                        Some((block, options)) if k == 1 => trace::exit_markers(block, options),
+                        Some(options) if k == 1 => trace::exit_markers(block, options),
+                        _ => String::new(),
+                    };
+                    let enters = match traced {
+                        Some(options) if k == 0 => trace::enter_markers(block, options),
+                        _ if k < last => trace::untraced_marker(group, k, block, live),
                         _ => String::new(),
                     };
                     match (k, name) {
@@ -188,22 +199,19 @@ fn directive_replacements(
                             format!(";{exits}}} else {{}}")
                         }
                         (_, "endif") => format!(";{exits}}}"),
-                        (_, "else") => format!(";{exits}}} else {{"),
+                        (_, "else") => format!(";{exits}}} else {{{enters}"),
                         (0, _) => {
                             let lifted = group
                                 .lift
                                 .as_ref()
                                 .map_or(String::new(), |l| l.declarations.clone() + " ");
-                            let enters = traced.map_or(String::new(), |(block, options)| {
-                                trace::enter_markers(block, options)
-                            });
                             format!(
                                 "{lifted}if ({}) {{{enters}",
                                 c_condition(condition.expect("a condition"))
                             )
                         }
                         _ => format!(
-                            ";{exits}}} else if ({}) {{",
+                            ";{exits}}} else if ({}) {{{enters}",
                             c_condition(condition.expect("a condition"))
                         ),
                     }

@@ -18,7 +18,8 @@
 //! as a run-time option's `else` is. A block a jump can leave or enter other than by its end
 //! (`break`, `continue`, `goto`, a label or a `case`) is not traced either: its exit marker
 //! could be skipped. Leaving by `return` is safe: a function's exit closes the blocks open in
-//! it.
+//! it. A branch that is not traced starts with a call of [`UNTRACED_BLOCK`] saying why, so
+//! family-based measurement can list it among what its model cannot see.
 
 use crate::Feature;
 use crate::condition::{self, Condition};
@@ -29,12 +30,15 @@ use crate::scan::GroupPlan;
 pub const FEATURE_BLOCK_ENTER: &str = "__knobs_marker_feature_block_enter";
 /// The marker called where a traced block ends, with the same arguments.
 pub const FEATURE_BLOCK_EXIT: &str = "__knobs_marker_feature_block_exit";
+/// The marker called where a block that is not traced starts: `(block, options, why)`, the
+/// options its group's conditions up to it name (comma-separated), and why it is not.
+pub const UNTRACED_BLOCK: &str = "__knobs_marker_untraced_block";
 
 /// The markers' definitions, for the prelude of a file with traced blocks: once per
 /// translation unit, as an encoded header and the file including it both have them.
 pub fn marker_definitions() -> String {
     let guard = "KNOBS_FEATURE_BLOCK_MARKERS";
-    let definitions: String = [FEATURE_BLOCK_ENTER, FEATURE_BLOCK_EXIT]
+    let mut definitions: String = [FEATURE_BLOCK_ENTER, FEATURE_BLOCK_EXIT]
         .iter()
         .map(|name| {
             format!(
@@ -42,6 +46,9 @@ pub fn marker_definitions() -> String {
             )
         })
         .collect();
+    definitions.push_str(&format!(
+        "static inline void {UNTRACED_BLOCK}(unsigned block, const char *options, const char *why) {{ (void)block; (void)options; (void)why; }}\n"
+    ));
     format!("#ifndef {guard}\n#define {guard}\n{definitions}#endif\n")
 }
 
@@ -83,6 +90,36 @@ pub fn traced_options(group: &GroupPlan, lexed: &Lexed, live: &[Feature]) -> Opt
                 .map(|f| f.option.clone())
         })
         .collect()
+}
+
+/// The call that marks branch `branch` of `group` (block `block`) as not traced, with the
+/// options its conditions up to it name and why.
+pub fn untraced_marker(group: &GroupPlan, branch: usize, block: usize, live: &[Feature]) -> String {
+    let why = match group.conditions.first() {
+        _ if branch > 0 => "an #elif or #else branch: it runs where an earlier condition fails",
+        Some(Some(Condition::Decision { features, table }))
+            if condition::conjunction(features, table).is_some() =>
+        {
+            "a jump can leave or enter it other than by its end"
+        }
+        _ => "its condition holds where a feature is deselected",
+    };
+    let mut options: Vec<&str> = Vec::new();
+    for condition in group.conditions.iter().take(branch + 1).flatten() {
+        for m in condition.features() {
+            let option = live
+                .iter()
+                .find(|f| &f.macro_name == m)
+                .map(|f| f.option.as_str());
+            if let Some(o) = option.filter(|o| !options.contains(o)) {
+                options.push(o);
+            }
+        }
+    }
+    format!(
+        " {UNTRACED_BLOCK}({block}, {:?}, {why:?});",
+        options.join(",")
+    )
 }
 
 /// The calls that open block `block` of `options` (one per option, nested in this order).
