@@ -273,7 +273,8 @@ fn a_configure_option_is_named() {
 }
 
 /// A program whose blocks run where a feature is *not* selected: `#else` (grey scanning
-/// without COLOR_SCAN) and an `#elif` chain over an alternative group (fast, best, normal).
+/// without COLOR_SCAN) and an `#elif` chain over an alternative group (fast, best, normal);
+/// LOGGING's block leaves a loop of its own by `break`.
 const ELSE_AND_ALTERNATIVES: &str = r#"#include <stdio.h>
 #include <stdlib.h>
 static unsigned long work(unsigned long n, unsigned long seed) {
@@ -299,7 +300,11 @@ int main(int argc, char **argv) {
         digest ^= work(1000, page);
 #endif
 #ifdef LOGGING
-        digest ^= work(300, page);
+        for (int line = 0;; line++) {
+            if (line == 3)
+                break;
+            digest ^= work(100, page + line);
+        }
 #ifdef COLOR_SCAN
         digest ^= work(50, page);
 #endif
@@ -392,6 +397,8 @@ fn blocks_of_a_deselected_feature_are_seen_by_the_constant_cost_check() {
 
     let (paper, report) = family("assume");
     assert_eq!(report["configurations"].as_array().unwrap().len(), 3);
+    let mapped = report["features"].to_string();
+    assert!(mapped.contains("main:25#logging"), "{mapped}");
     let unseen = report["unseen"].to_string();
     assert!(
         unseen.contains(

@@ -16,14 +16,14 @@
 //! others run where a feature is *not* selected (`#else`, `#elif`, `#ifndef`, a disjunction):
 //! one run with every feature never runs them, so they stay the enclosing function's code,
 //! as a run-time option's `else` is. A block a jump can leave or enter other than by its end
-//! (`break`, `continue`, `goto`, a label or a `case`) is not traced either: its exit marker
-//! could be skipped. Leaving by `return` is safe: a function's exit closes the blocks open in
+//! (a `break`, `continue`, `case` or `default` of a loop or switch outside it, a `goto` out
+//! of it or into it) is not traced either: its exit marker could be skipped. Leaving by `return` is safe: a function's exit closes the blocks open in
 //! it. A branch that is not traced starts with a call of [`UNTRACED_BLOCK`] saying why, so
 //! family-based measurement can list it among what its model cannot see.
 
 use crate::Feature;
 use crate::condition::{self, Condition};
-use crate::lex::{Lexed, TokenKind};
+use crate::lex::{Lexed, Token, TokenKind};
 use crate::scan::GroupPlan;
 
 /// The marker called where a traced block starts: `(block, option)`.
@@ -64,22 +64,9 @@ pub fn traced_options(group: &GroupPlan, lexed: &Lexed, live: &[Feature]) -> Opt
         lexed.directives[first].last_line,
         lexed.directives[next].first_line,
     );
-    let body: Vec<&crate::lex::Token> = lexed
-        .tokens
-        .iter()
-        .filter(|t| t.line > from && t.line < to)
-        .collect();
-    let jumps = body.iter().enumerate().any(|(k, t)| {
-        let label = t.kind == TokenKind::Ident
-            && body.get(k + 1).is_some_and(|n| n.text == ":")
-            && (k == 0 || matches!(body[k - 1].text.as_str(), ";" | "{" | "}"));
-        label
-            || matches!(
-                t.text.as_str(),
-                "break" | "continue" | "goto" | "case" | "default"
-            )
-    });
-    if jumps {
+    let inside = |t: &Token| t.line > from && t.line < to;
+    let body: Vec<&Token> = lexed.tokens.iter().filter(|t| inside(t)).collect();
+    if !jumps_stay_inside(&body, &lexed.tokens, &inside) {
         return None;
     }
     macros
@@ -122,6 +109,81 @@ pub fn untraced_marker(group: &GroupPlan, branch: usize, block: usize, live: &[F
     )
 }
 
+/// What a jump in a branch's `body` lands on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Construct {
+    Loop,
+    Switch,
+    Other,
+}
+
+/// Whether every jump of `body` (a branch's tokens) stays inside it: each `break`,
+/// `continue`, `case` and `default` belongs to a loop or `switch` that starts in it, each
+/// `goto` targets a label in it, and each label in it is the target of gotos in it only
+/// (`all`: the file's tokens, `inside`: whether one is in the branch).
+fn jumps_stay_inside(body: &[&Token], all: &[Token], inside: &dyn Fn(&Token) -> bool) -> bool {
+    let labels: Vec<&str> = (0..body.len())
+        .filter(|&k| {
+            body[k].kind == TokenKind::Ident
+                && body.get(k + 1).is_some_and(|n| n.text == ":")
+                && (k == 0 || matches!(body[k - 1].text.as_str(), ";" | "{" | "}"))
+                && body[k].text != "default"
+        })
+        .map(|k| body[k].text.as_str())
+        .collect();
+    let gotos_to_inside_labels_only = all
+        .windows(2)
+        .all(|w| w[0].text != "goto" || inside(&w[0]) == labels.contains(&w[1].text.as_str()));
+    if !gotos_to_inside_labels_only {
+        return false;
+    }
+    // The loops and switches open at each token: (what, brace depth, whether its body is
+    // unbraced, ending at its statement's `;`).
+    let mut open: Vec<(Construct, usize, bool)> = Vec::new();
+    let mut depth = 0usize;
+    let mut parens = 0usize;
+    let mut pending: Option<Construct> = None; // a loop or switch whose body comes next
+    for (k, t) in body.iter().enumerate() {
+        match t.text.as_str() {
+            "for" | "while" | "do" => pending = Some(Construct::Loop),
+            "switch" => pending = Some(Construct::Switch),
+            "(" => parens += 1,
+            ")" => parens = parens.saturating_sub(1),
+            "{" => {
+                depth += 1;
+                open.push((pending.take().unwrap_or(Construct::Other), depth, false));
+            }
+            "}" => {
+                open.retain(|(_, d, _)| *d < depth);
+                depth = depth.saturating_sub(1);
+            }
+            ";" if parens == 0 => open.retain(|(_, d, unbraced)| !(*unbraced && *d == depth)),
+            _ => {}
+        }
+        // A loop or switch header ends at its `)` (`do` at once); without a `{` after it, its
+        // body is the next statement.
+        let header_done = (t.text == ")" && parens == 0) || t.text == "do";
+        if header_done
+            && let Some(c) = pending
+            && body.get(k + 1).is_some_and(|n| n.text != "{")
+        {
+            open.push((c, depth, true));
+            pending = None;
+        }
+        let within = |wanted: &[Construct]| open.iter().any(|(c, _, _)| wanted.contains(c));
+        let stays = match t.text.as_str() {
+            "break" => within(&[Construct::Loop, Construct::Switch]),
+            "continue" => within(&[Construct::Loop]),
+            "case" | "default" => within(&[Construct::Switch]),
+            _ => true,
+        };
+        if !stays {
+            return false;
+        }
+    }
+    true
+}
+
 /// The calls that open block `block` of `options` (one per option, nested in this order).
 pub fn enter_markers(block: usize, options: &[String]) -> String {
     options
@@ -137,4 +199,40 @@ pub fn exit_markers(block: usize, options: &[String]) -> String {
         .rev()
         .map(|o| format!(" {FEATURE_BLOCK_EXIT}({block}, {o:?});"))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::jumps_stay_inside;
+    use crate::lex::lex;
+
+    /// `code` is a function whose body's lines 3 to 5 are the branch.
+    fn stays(branch: &str, after: &str) -> bool {
+        let code = format!(
+            "void f(int n) {{\n  for (int i = 0; i < n; i++) {{\n{branch}\n  }}\n{after}\n}}\n"
+        );
+        let lexed = lex(&code);
+        let inside = |t: &crate::lex::Token| t.line == 3;
+        let body: Vec<&crate::lex::Token> = lexed.tokens.iter().filter(|t| inside(t)).collect();
+        jumps_stay_inside(&body, &lexed.tokens, &inside)
+    }
+
+    #[test]
+    fn jumps_inside_a_branch_are_told_from_jumps_out_of_it() {
+        assert!(stays("g();", ""));
+        assert!(!stays("if (i) break;", ""));
+        assert!(!stays("if (i) continue;", ""));
+        assert!(stays("for (;;) { if (i) break; }", ""));
+        assert!(stays("while (i) if (i) break; g();", ""));
+        assert!(!stays("while (i) g(); break;", ""));
+        assert!(stays("do { continue; } while (0);", ""));
+        assert!(stays(
+            "switch (i) { case 1: g(); break; default: h(); }",
+            ""
+        ));
+        assert!(stays("switch (i) { case 1: for (;;) continue; }", ""));
+        assert!(!stays("if (i) goto out;", "out: ;"));
+        assert!(stays("if (i) goto out; g(); out: ;", ""));
+        assert!(!stays("in: g();", "goto in;"));
+    }
 }

@@ -220,8 +220,8 @@ fn elif_chains_valued_macros_and_switches_are_encoded() {
     ];
     let simulator = check_every_variant(&dir, &source, &features);
     // Traced: the blocks that run exactly where their features are selected, a conjunction
-    // as both (nested markers). Not: the switch and the goto (a jump could skip the exit
-    // marker), and the `#elif`/`#else` branches (they run where a feature is not selected).
+    // as both (nested markers), the switch and the goto with their jumps inside. Not: the
+    // `#elif`/`#else` branches (they run where a feature is not selected).
     let blocks: Vec<(usize, Vec<&str>)> = simulator
         .feature_blocks
         .iter()
@@ -232,7 +232,9 @@ fn elif_chains_valued_macros_and_switches_are_encoded() {
         vec![
             (18, vec!["fast"]),
             (28, vec!["fast"]),
-            (44, vec!["fast", "wide"])
+            (38, vec!["wide"]),
+            (44, vec!["fast", "wide"]),
+            (55, vec!["wide"]),
         ]
     );
 }
