@@ -3,7 +3,9 @@
 //! encoded in its `[build] sources` (`variants::encode`), the simulator is compiled, and a
 //! run-time spec is written beside it in which each encoded feature is selected through the
 //! environment variable the simulator reads. Every approach then runs on compile-time
-//! features as it runs on run-time options: `knobs family --spec DIR/knobs.toml`.
+//! features as it runs on run-time options: `knobs family --spec DIR/knobs.toml`. Options it
+//! cannot read at run time (refused features, `-O3`) stay build options of that spec, which
+//! then builds a simulator per set of their values with a recipe.
 //!
 //! The simulator is not the real variants (encoding removes their constant folding and
 //! dead-code elimination): its model is checked against real builds, not assumed equal.
