@@ -87,6 +87,10 @@ fn print_built(built: &simulator::Built) {
             f.function, f.file, f.line
         );
     }
+    for b in &built.feature_blocks {
+        let options = b.options.join(" and ");
+        println!("  a block at {}:{} is {options}'s code", b.file, b.line);
+    }
     for refusal in &built.refusals {
         println!("  {refusal}");
     }

@@ -42,7 +42,8 @@ fn the_scanners_simulator_is_a_runtime_spec_every_command_reads() {
     let out = dir.join("sim");
     simulate(&dir, &out)
         .stdout(contains("encoded: logging, color_scan, auto_scan"))
-        .stdout(contains("log_page (scanner.c:39) exists only with logging"));
+        .stdout(contains("log_page (scanner.c:39) exists only with logging"))
+        .stdout(contains("a block at scanner.c:52 is auto_scan's code"));
     let spec = std::fs::read_to_string(out.join("knobs.toml")).unwrap();
     assert!(
         spec.contains("KNOBS_FEATURE_COLOR_SCAN = \"{value}\""),
