@@ -34,42 +34,69 @@ pub fn is_marker(program: &Program, f: FuncId) -> bool {
     program.func(f).name.starts_with(llvm::MARKER_PREFIX)
 }
 
+/// One call of a marker: where it is, which marker (its name), its arguments.
+struct MarkerCall<'a> {
+    function: FuncId,
+    inst: InstId,
+    name: &'a str,
+    args: &'a [ir::ValueId],
+}
+
+/// Every call of a marker whose name starts with one of `markers`, in the program's order.
+fn marker_calls<'a>(program: &'a Program, markers: &[&str]) -> Vec<MarkerCall<'a>> {
+    let mut out = Vec::new();
+    for (f, _) in program.functions.iter_enumerated() {
+        for i in program.instructions_of(f) {
+            let InstKind::Call {
+                callee: Callee::Direct(g),
+                args,
+            } = &program.inst(i).kind
+            else {
+                continue;
+            };
+            let name = program.func(*g).name.as_str();
+            if markers.iter().any(|m| name.starts_with(m)) {
+                out.push(MarkerCall {
+                    function: f,
+                    inst: i,
+                    name,
+                    args,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The file of an instruction's debug location.
+fn file_of(program: &Program, inst: InstId) -> String {
+    program
+        .inst(inst)
+        .loc
+        .file
+        .map(|file| program.files[file].clone())
+        .unwrap_or_default()
+}
+
 /// The blocks the variant simulator encodes but does not mark as features' code
 /// (`variants::UNTRACED_BLOCK`: an `#else`, a block a jump can leave): one run with every
 /// feature does not see their cost where they run, so each is listed with why.
 pub fn untraced(program: &Program) -> Vec<UnseenInfluence> {
     let mut out = Vec::new();
-    for (f, func) in program.functions.iter_enumerated() {
-        for i in program.instructions_of(f) {
-            let inst = program.inst(i);
-            let InstKind::Call {
-                callee: Callee::Direct(g),
-                args,
-            } = &inst.kind
-            else {
-                continue;
-            };
-            if !program.func(*g).name.starts_with(variants::UNTRACED_BLOCK) {
-                continue;
-            }
-            let text = |k: usize| match args.get(k).map(|a| program.value(*a)) {
-                Some(ValueDef::ConstStr(s)) => s.clone(),
-                _ => String::new(),
-            };
-            let unseen = UnseenInfluence {
-                function: func.name.clone(),
-                file: inst
-                    .loc
-                    .file
-                    .map(|file| program.files[file].clone())
-                    .unwrap_or_default(),
-                line: inst.loc.line,
-                options: text(1).split(',').map(String::from).collect(),
-                why: format!("a block the variant simulator does not trace: {}", text(2)),
-            };
-            if !out.contains(&unseen) {
-                out.push(unseen);
-            }
+    for call in marker_calls(program, &[variants::UNTRACED_BLOCK]) {
+        let text = |k: usize| match call.args.get(k).map(|a| program.value(*a)) {
+            Some(ValueDef::ConstStr(s)) => s.clone(),
+            _ => String::new(),
+        };
+        let unseen = UnseenInfluence {
+            function: program.func(call.function).name.clone(),
+            file: file_of(program, call.inst),
+            line: program.inst(call.inst).loc.line,
+            options: text(1).split(',').map(String::from).collect(),
+            why: format!("a block the variant simulator does not trace: {}", text(2)),
+        };
+        if !out.contains(&unseen) {
+            out.push(unseen);
         }
     }
     out
@@ -79,58 +106,39 @@ pub fn untraced(program: &Program) -> Vec<UnseenInfluence> {
 /// the space is an error.
 pub fn feature_blocks(program: &Program, space: &ConfigSpace) -> Result<Vec<FeatureBlock>, Error> {
     let mut found: BTreeMap<(FuncId, i64, OptionId), FeatureBlock> = BTreeMap::new();
-    for (f, func) in program.functions.iter_enumerated() {
-        if func.is_declaration {
-            continue;
-        }
-        for i in program.instructions_of(f) {
-            let inst = program.inst(i);
-            let InstKind::Call {
-                callee: Callee::Direct(g),
-                args,
-            } = &inst.kind
-            else {
-                continue;
-            };
-            let name = &program.func(*g).name;
-            let enter = name.starts_with(variants::FEATURE_BLOCK_ENTER);
-            if !enter && !name.starts_with(variants::FEATURE_BLOCK_EXIT) {
-                continue;
-            }
-            let (Some(ValueDef::ConstInt(block)), Some(ValueDef::ConstStr(option))) = (
-                args.first().map(|a| program.value(*a)),
-                args.get(1).map(|a| program.value(*a)),
-            ) else {
-                return Err(Error::Invalid(format!(
-                    "`{}`: a call of `{name}` without a constant block number and option name",
-                    func.name
-                )));
-            };
-            let o = space.find(option).ok_or_else(|| {
-                Error::Invalid(format!(
-                    "`{}`: a feature block's marker names `{option}`, no option of the space",
-                    func.name
-                ))
-            })?;
-            let line = inst.loc.line;
-            let entry = found.entry((f, *block, o)).or_insert_with(|| FeatureBlock {
+    let markers = [variants::FEATURE_BLOCK_ENTER, variants::FEATURE_BLOCK_EXIT];
+    for call in marker_calls(program, &markers) {
+        let function = &program.func(call.function).name;
+        let (Some(ValueDef::ConstInt(block)), Some(ValueDef::ConstStr(option))) = (
+            call.args.first().map(|a| program.value(*a)),
+            call.args.get(1).map(|a| program.value(*a)),
+        ) else {
+            return Err(Error::Invalid(format!(
+                "`{function}`: a call of `{}` without a constant block number and option name",
+                call.name
+            )));
+        };
+        let o = space.find(option).ok_or_else(|| {
+            Error::Invalid(format!(
+                "`{function}`: a feature block's marker names `{option}`, no option of the space"
+            ))
+        })?;
+        let line = program.inst(call.inst).loc.line;
+        let entry = found
+            .entry((call.function, *block, o))
+            .or_insert_with(|| FeatureBlock {
                 label: String::new(),
-                function: f,
+                function: call.function,
                 option: o,
                 start: Vec::new(),
                 end: Vec::new(),
-                file: inst
-                    .loc
-                    .file
-                    .map(|file| program.files[file].clone())
-                    .unwrap_or_default(),
+                file: file_of(program, call.inst),
                 lines: (line, line),
             });
-            entry.lines = (entry.lines.0.min(line), entry.lines.1.max(line));
-            match enter {
-                true => entry.start.push(i),
-                false => entry.end.push(i),
-            }
+        entry.lines = (entry.lines.0.min(line), entry.lines.1.max(line));
+        match call.name.starts_with(variants::FEATURE_BLOCK_ENTER) {
+            true => entry.start.push(call.inst),
+            false => entry.end.push(call.inst),
         }
     }
     let mut blocks: Vec<FeatureBlock> = found
