@@ -136,7 +136,8 @@ fn derived(
         else {
             continue;
         };
-        if program.func(*f).is_declaration {
+        // A marker is called under every feature's blocks, and is no feature's code.
+        if program.func(*f).is_declaration || crate::blocks::is_marker(program, *f) {
             continue;
         }
         let set = influence.sets.get(influence.facts.block_taint[inst.block]);

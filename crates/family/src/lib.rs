@@ -3,8 +3,9 @@
 //! A C program with run-time options already is a *variant simulator*: run with every
 //! feature enabled, it executes every feature's code. Each function is mapped to the
 //! feature (option) it implements ([`features`]: source annotations, name patterns in the
-//! spec, or derived from the static taint analysis); the program runs once with every option
-//! selected, plus once per member of each set of mutually exclusive alternatives (§3.3),
+//! spec, or derived from the static taint analysis), and so is each block of code the
+//! variant simulator marks as a feature's ([`blocks`]: a node of the call tree of its own);
+//! the program runs once with every option selected, plus once per member of each set of mutually exclusive alternatives (§3.3),
 //! with enter/exit calls on every function linked to the call-tree runtime
 //! (`runtime::call_tree`: Algorithm 1, self times per calling context as Equation 2 gives
 //! them, recursion folded). [`model`] turns the call trees into the performance-influence
@@ -19,10 +20,11 @@
 //! model is in counts. [`pipeline`] runs the approach on a C program, one function per
 //! stage, and [`run`] is the whole approach as one call returning a [`Report`].
 //!
-//! Architecture invariant: `features`, `model`, `dependence` and `unseen` know nothing of processes or
-//! LLVM; only `pipeline` builds and runs programs, through `instrumented`, `llvm` and
+//! Architecture invariant: `features`, `blocks`, `model`, `dependence` and `unseen` know
+//! nothing of processes or LLVM; only `pipeline` builds and runs programs, through `instrumented`, `llvm` and
 //! `measure`.
 
+pub mod blocks;
 pub mod dependence;
 pub mod features;
 pub mod model;

@@ -29,6 +29,7 @@ use measure::{SystemSpec, Workload};
 use model::{ModelFile, Region, SourceSpan};
 use space::{Configuration, GroupKind, Literal, OptionId, ValidConfigurations};
 
+use crate::blocks::FeatureBlock;
 use crate::model::{Context, RunTimes};
 use crate::run::NativeFit;
 use crate::{Error, FeatureMap, UnseenInfluence};
@@ -41,6 +42,9 @@ const OVERHEAD: &str = "overhead";
 pub struct Analysed {
     pub built: instrumented::Built,
     pub features: FeatureMap,
+    /// The blocks of code the variant simulator marks as features' (their own nodes of the
+    /// call tree).
+    pub blocks: Vec<FeatureBlock>,
     /// Options no function is mapped to.
     pub unmapped_options: Vec<String>,
     pub unseen: Vec<UnseenInfluence>,
@@ -56,13 +60,14 @@ impl Analysed {
         &self.built.translation.program
     }
 
-    /// The feature map by function name.
+    /// The feature map by function name, and the feature blocks' by their labels.
     pub fn feature_names(&self) -> BTreeMap<String, OptionId> {
         let program = self.program();
         self.features
             .by_function
             .iter()
             .map(|(f, o)| (program.func(*f).name.clone(), *o))
+            .chain(self.blocks.iter().map(|b| (b.label.clone(), b.option)))
             .collect()
     }
 }
@@ -94,25 +99,57 @@ pub fn analyse(
     let analysed = specialised.as_ref().map_or(program, |s| &s.program);
     let dominance = ProgramDominance::new(analysed);
     let influence = analysis::analyse(analysed, &dominance, &built.sources);
-    let features = crate::feature_map(
+    let mut features = crate::feature_map(
         analysed,
         &spec.space,
         &spec.option_functions,
         derive.then_some(&influence),
     )?;
     notes.extend(features.notes.iter().cloned());
-    let mapped: Vec<OptionId> = features.by_function.values().copied().collect();
+    let blocks = crate::blocks::feature_blocks(program, &spec.space)?;
+    features
+        .mapped
+        .extend(blocks.iter().map(|b| crate::MappedFunction {
+            function: b.label.clone(),
+            feature: spec.space.option(b.option).name.clone(),
+            source: crate::FeatureSource::Annotation,
+            why: format!(
+                "a block of `{}` the variant simulator marks ({}:{}-{})",
+                program.func(b.function).name,
+                b.file,
+                b.lines.0,
+                b.lines.1
+            ),
+        }));
+    let mapped: Vec<OptionId> = features
+        .by_function
+        .values()
+        .copied()
+        .chain(blocks.iter().map(|b| b.option))
+        .collect();
     let unmapped_options = spec
         .space
         .ids()
         .filter(|o| !mapped.contains(o))
         .map(|o| spec.space.option(o).name.clone())
         .collect();
-    let unseen = crate::unseen_influences(analysed, &dominance, &influence, &features, &spec.space);
+    let traced = crate::blocks::inside(
+        analysed,
+        &crate::blocks::feature_blocks(analysed, &spec.space)?,
+    );
+    let mut unseen = crate::unseen_influences(
+        analysed,
+        &dominance,
+        &influence,
+        (&features, &traced),
+        &spec.space,
+    );
+    unseen.extend(crate::blocks::untraced(analysed));
     notes.extend(unseen_note(&unseen));
     Ok(Analysed {
         built,
         features,
+        blocks,
         unmapped_options,
         unseen,
         fixed_settings,
@@ -165,7 +202,9 @@ pub fn probed_functions(
     let mut functions: Vec<ir::FuncId> = program
         .functions
         .iter_enumerated()
-        .filter(|(_, func)| !func.is_declaration && func.entry().is_some())
+        .filter(|(f, func)| {
+            !func.is_declaration && func.entry().is_some() && !crate::blocks::is_marker(program, *f)
+        })
         .map(|(f, _)| f)
         .collect();
     let Some(thresholds) = thresholds else {
@@ -189,7 +228,8 @@ pub fn probed_functions(
     let corrected = tree.corrected_self_seconds();
     let mut per_function: BTreeMap<u32, (u64, f64)> = BTreeMap::new();
     for (k, node) in tree.nodes.iter().enumerate() {
-        if let Some(f) = node.function {
+        // Ids past the functions' are feature blocks.
+        if let Some(f) = node.function.filter(|f| (*f as usize) < functions.len()) {
             let e = per_function.entry(f).or_default();
             e.0 += node.entries;
             e.1 += corrected[k];
@@ -240,7 +280,8 @@ fn calibration_run(
     Ok(runtime::call_tree::CallTree::read(&out)?)
 }
 
-/// Stage 3: `functions` with enter/exit calls, linked with the call-tree runtime (its
+/// Stage 3: `functions` with enter/exit calls (ids in their order), and so are the feature
+/// blocks (ids after them, in order), linked with the call-tree runtime (its
 /// test-clock build when the settings ask for it); the binary and its store variant. With
 /// `counting` (`metric = "instructions"`), the program counts its own IR instructions and the
 /// call tree's clock is that count (`runtime::call_tree::build_counting`): the model is in
@@ -255,11 +296,22 @@ pub fn instrument(
 ) -> Result<(PathBuf, String), Error> {
     let built = &analysed.built;
     let program = analysed.program();
-    let probes: Vec<llvm::RegionProbe> = functions
+    let mut probes: Vec<llvm::RegionProbe> = functions
         .iter()
         .enumerate()
         .filter_map(|(id, f)| instrumented::function_probe(program, *f, id as u32))
         .collect();
+    probes.extend(
+        analysed
+            .blocks
+            .iter()
+            .enumerate()
+            .map(|(k, b)| llvm::RegionProbe {
+                id: (functions.len() + k) as u32,
+                start: b.start_points(),
+                end: b.end_points(),
+            }),
+    );
     let name = if counting {
         format!("{name}-counted")
     } else {
@@ -627,9 +679,13 @@ pub fn build_model(
     for (function, terms) in &built.functions {
         let mut options = terms.options();
         options.dedup();
+        let block = analysed.blocks.iter().find(|b| &b.label == function);
         regions.push(Region {
             id: function.clone(),
-            location: location(program, function),
+            location: match block {
+                Some(b) => Some(block_location(program, b)),
+                None => location(program, function),
+            },
             options: options.into_iter().map(String::from).collect(),
             terms: terms.clone(),
         });
@@ -641,6 +697,15 @@ pub fn build_model(
         .insert("region_clock".into(), clocks.clock.clone().into());
     instrumented::failed::record(&mut file, unmeasured.as_slice());
     Ok((file, built.notes))
+}
+
+/// Where a feature block is in the sources: its markers' lines, in its function.
+fn block_location(program: &ir::Program, block: &FeatureBlock) -> SourceSpan {
+    SourceSpan {
+        file: block.file.clone(),
+        lines: [block.lines.0, block.lines.1],
+        function: Some(program.func(block.function).name.clone()),
+    }
 }
 
 /// Where a function is in the sources.

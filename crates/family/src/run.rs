@@ -160,8 +160,9 @@ pub fn run(
         .functions
         .iter()
         .map(|f| analysed.program().func(*f).name.clone())
+        .chain(analysed.blocks.iter().map(|b| b.label.clone()))
         .collect();
-    report.instrumented_functions = names.len();
+    report.instrumented_functions = probed.functions.len();
     let counting = instrumented::counting::counts_instructions(spec);
     let (binary, variant) = pipeline::instrument(
         spec,

@@ -7,7 +7,9 @@
 //! (the paper's §5.1: data-flow interactions are outside the approach).
 
 use analysis::{DecisionKind, ProgramDominance, StatementInfluence};
-use ir::{Callee, InstKind, Program};
+use std::collections::BTreeSet;
+
+use ir::{BlockId, Callee, InstKind, Program};
 use serde::Serialize;
 use space::ConfigSpace;
 
@@ -23,12 +25,14 @@ pub struct UnseenInfluence {
     pub why: String,
 }
 
-/// The decisions of the program whose options the family-based model cannot see.
+/// The decisions of the program whose options the family-based model cannot see. `traced`:
+/// the basic blocks inside feature blocks (`crate::blocks::inside`), whose cost the model sees
+/// as their features'.
 pub fn unseen_influences(
     program: &Program,
     dominance: &ProgramDominance,
     influence: &StatementInfluence,
-    features: &FeatureMap,
+    (features, traced): (&FeatureMap, &BTreeSet<BlockId>),
     space: &ConfigSpace,
 ) -> Vec<UnseenInfluence> {
     let mut out = Vec::new();
@@ -50,7 +54,9 @@ pub fn unseen_influences(
             DecisionKind::LibraryCall => {
                 Some("a C library call is given a value it set".to_string())
             }
-            DecisionKind::Branch => branch_unseen(program, dominance, features, d.inst, options),
+            DecisionKind::Branch => {
+                branch_unseen(program, dominance, (features, traced), d.inst, options)
+            }
         };
         if let Some(why) = why {
             let unseen = UnseenInfluence {
@@ -73,11 +79,11 @@ pub fn unseen_influences(
 }
 
 /// Why a branch's effect is unseen, if it is: it is a loop's condition, or the code it
-/// controls does more than call functions of its options' features.
+/// controls, outside feature blocks, does more than call functions of its options' features.
 fn branch_unseen(
     program: &Program,
     dominance: &ProgramDominance,
-    features: &FeatureMap,
+    (features, traced): (&FeatureMap, &BTreeSet<BlockId>),
     inst: ir::InstId,
     options: &analysis::OptionSet,
 ) -> Option<String> {
@@ -98,7 +104,7 @@ fn branch_unseen(
         return Some("a loop's trip count depends on it".into());
     }
     for (b, deps) in dom.control_deps.iter().enumerate() {
-        if !deps.contains(&at) || b >= cfg.blocks.len() {
+        if !deps.contains(&at) || b >= cfg.blocks.len() || traced.contains(&cfg.blocks[b]) {
             continue;
         }
         if is_loop_header(b as u32) {
@@ -117,6 +123,7 @@ fn branch_unseen(
                         ));
                     }
                 }
+                Callee::Direct(g) if crate::blocks::is_marker(program, *g) => {}
                 Callee::Direct(g) => {
                     if !features
                         .by_function

@@ -87,6 +87,19 @@ fn print_built(built: &simulator::Built) {
             f.function, f.file, f.line
         );
     }
+    for b in &built.feature_blocks {
+        let options = b.options.join(" and ");
+        println!("  a block at {}:{} is {options}'s code", b.file, b.line);
+    }
+    for refusal in &built.refusals {
+        println!("  {refusal}");
+    }
+    if !built.build_only.is_empty() {
+        println!(
+            "build options of the simulator (a simulator per set of their values): {}",
+            built.build_only.join(", ")
+        );
+    }
     println!("simulator: {}", built.program.display());
     println!("its spec:  {}", built.spec.display());
 }

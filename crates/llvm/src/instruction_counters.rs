@@ -16,7 +16,10 @@
 //! and branches of split edges, and the counting itself) are never counted: the original
 //! instructions are tagged with metadata ([`ORIGINAL`]) before the regions are inserted, and
 //! only tagged ones count. So a build with regions and one without count the same
-//! instructions, which is what makes a model and its ground truth comparable.
+//! instructions, which is what makes a model and its ground truth comparable. Nor are
+//! *markers*, functions the source defines for an instrumenter to find ([`MARKER_PREFIX`]:
+//! the variant simulator's feature blocks): neither their calls nor their bodies count, as a
+//! real build inlines them away.
 
 use std::path::Path;
 
@@ -31,6 +34,9 @@ use crate::{Error, InstrumentStats, RegionProbe, ValueCheck, bitcode, first_line
 
 /// The metadata kind that marks an instruction of the original program.
 pub const ORIGINAL: &str = "knobs.original";
+
+/// Functions whose name starts with this are markers: not counted, nor are calls of them.
+pub const MARKER_PREFIX: &str = "__knobs_marker_";
 
 /// The thread-local counter the counting runtime defines (`runtime::INSTRUCTION_COUNTER`).
 pub const COUNTER: &str = "__knobs_instructions";
@@ -76,6 +82,9 @@ pub fn tag_original(input: &Path, output: &Path) -> Result<(), Error> {
         let node = c::LLVMMDNodeInContext2(ctx, std::ptr::null_mut(), 0);
         let value = c::LLVMMetadataAsValue(ctx, node);
         for f in bitcode::functions(m) {
+            if bitcode::value_name(f).starts_with(MARKER_PREFIX) {
+                continue;
+            }
             for b in bitcode::blocks(f) {
                 for i in bitcode::instructions(b) {
                     c::LLVMSetMetadata(i, kind, value);
@@ -158,7 +167,7 @@ fn classify(i: LLVMValueRef, kind: u32) -> Kind {
                 if name == ENTER || name == EXIT {
                     return Kind::Probe;
                 }
-                if bitcode::is_ignored_intrinsic(&name) {
+                if bitcode::is_ignored_intrinsic(&name) || name.starts_with(MARKER_PREFIX) {
                     return Kind::Other;
                 }
             }

@@ -31,7 +31,9 @@ pub mod translate;
 
 pub use compile::{CompileOptions, compile_c};
 
-pub use instruction_counters::{CounterStats, add_instruction_counters, instrument_counting};
+pub use instruction_counters::{
+    CounterStats, MARKER_PREFIX, add_instruction_counters, instrument_counting,
+};
 pub use instrument::{
     InstrumentStats, Observing, RegionProbe, ValueCheck, instrument, instrument_observing,
     instrument_with_checks, link_instrumented,

@@ -299,3 +299,37 @@ fn a_pure_functions_work_is_counted() {
         long - short
     );
 }
+
+/// Markers (functions named with `llvm::MARKER_PREFIX`, which the variant simulator puts
+/// around feature blocks for an instrumenter to find) count nothing: neither their calls nor
+/// their bodies, so the program with them counts what it counts without them.
+#[test]
+fn markers_count_nothing() {
+    let marked = SOURCE
+        .replace(
+            "int main(",
+            &format!(
+                "static inline void {}block(unsigned b, const char *o) {{ (void)b; (void)o; }}\n\nint main(",
+                llvm::MARKER_PREFIX
+            ),
+        )
+        .replace(
+            "long r = work(n) + other(n);",
+            &format!(
+                "{0}block(1, \"x\"); long r = work(n) + other(n); {0}block(1, \"x\");",
+                llvm::MARKER_PREFIX
+            ),
+        );
+    assert_ne!(marked, SOURCE);
+    let with = llvm::fixture::compile("marked.c", &marked);
+    let marker = with
+        .translation
+        .program
+        .function_named(&format!("{}block", llvm::MARKER_PREFIX));
+    assert!(marker.is_some(), "the marker is in the program");
+    let without = llvm::fixture::compile("count.c", SOURCE);
+    let (with, without) = (build(&with, &[], "marked"), build(&without, &[], "plain"));
+    for n in [0, 5] {
+        assert_eq!(run(&with, n).total, run(&without, n).total, "n = {n}");
+    }
+}

@@ -43,6 +43,14 @@ pub struct Check {
 
 /// Counts the real builds and the simulator in every feature off, each alone, and all.
 pub fn check(spec: &measure::SystemSpec, built: &Built, options: &Options) -> Result<Check, Error> {
+    if !built.build_only.is_empty() {
+        return Err(Error::Invalid(format!(
+            "the check compares one build of the simulator with real builds, and options {} stay \
+             build options of the simulator (a build per set of their values): measure its \
+             spec with `knobs measure` beside the original's",
+            built.build_only.join(", ")
+        )));
+    }
     let options = &options.absolute()?;
     let simulator_spec = measure::SystemSpec::load(&built.spec)?;
     let workload = spec.workload(None)?;

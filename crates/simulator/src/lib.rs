@@ -3,7 +3,9 @@
 //! encoded in its `[build] sources` (`variants::encode`), the simulator is compiled, and a
 //! run-time spec is written beside it in which each encoded feature is selected through the
 //! environment variable the simulator reads. Every approach then runs on compile-time
-//! features as it runs on run-time options: `knobs family --spec DIR/knobs.toml`.
+//! features as it runs on run-time options: `knobs family --spec DIR/knobs.toml`. Options it
+//! cannot read at run time (refused features, `-O3`) stay build options of that spec, which
+//! then builds a simulator per set of their values with a recipe.
 //!
 //! The simulator is not the real variants (encoding removes their constant folding and
 //! dead-code elimination): its model is checked against real builds, not assumed equal.
@@ -18,7 +20,7 @@ use std::process::Command;
 use serde::Serialize;
 
 pub use check::{Check, CheckedConfiguration, OptionEffect, check};
-pub use variants::{FeatureFunction, Refusal};
+pub use variants::{FeatureBlock, FeatureFunction, Refusal};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -72,11 +74,15 @@ pub struct Built {
     pub encoded: Vec<String>,
     /// Each refused annotation: its option stays a build option.
     pub refusals: Vec<Refusal>,
-    /// The options that stay build options.
+    /// The options that stay build options of the simulator's spec (refused features, and
+    /// options that act on the build otherwise, `-O3`): it builds a simulator per set of
+    /// their values.
     pub build_only: Vec<String>,
     /// Functions that exist only where features are selected (the feature map), with the
     /// options' names for the features' macros.
     pub feature_functions: Vec<FeatureFunction>,
+    /// Blocks of statements inside functions marked as features' code.
+    pub feature_blocks: Vec<FeatureBlock>,
     /// Conditional groups turned into run-time decisions.
     pub decisions: usize,
 }
@@ -85,11 +91,11 @@ pub struct Built {
 pub fn build(spec: &measure::SystemSpec, options: &Options) -> Result<Built, Error> {
     let options = &options.absolute()?;
     let (features, others) = spec::features(spec);
-    if !others.is_empty() {
+    if let Some(option) = spec::configured(spec) {
         return Err(Error::Invalid(format!(
-            "option(s) {} act on the build but do not set one macro: the variant simulator reads \
-             only such features at run time (measure the others with a build per configuration)",
-            others.join(", ")
+            "option `{option}` acts on the build through `configure`, and the variant simulator \
+             is built by one clang command with no configure step (measure it with a build per \
+             configuration: `knobs measure --spec` the original)"
         )));
     }
     if features.is_empty() {
@@ -112,15 +118,24 @@ pub fn build(spec: &measure::SystemSpec, options: &Options) -> Result<Built, Err
         }
     }
     let simulator = variants::encode(&files, &features);
-    if !simulator.build_only.is_empty() {
+    if simulator.encoded.is_empty() {
         let first = &simulator.refusals[0];
         return Err(Error::Invalid(format!(
-            "cannot encode {} ({} refused annotations; first: {first}); the variant simulator \
-             needs every build option encoded",
+            "cannot encode {} ({} refused annotations; first: {first}): nothing is left to read \
+             at run time",
             names(&simulator.build_only).join(", "),
             simulator.refusals.len()
         )));
     }
+    // Options the simulator cannot read at run time stay build options of its spec: a
+    // simulator is built per set of their values.
+    let build_only: Vec<String> = spec
+        .space
+        .options()
+        .iter()
+        .map(|o| o.name.clone())
+        .filter(|o| others.contains(o) || simulator.build_only.iter().any(|f| &f.option == o))
+        .collect();
     let src = options.out_dir.join("src");
     for file in &simulator.files {
         write(&src.join(&file.path), &file.text)?;
@@ -130,7 +145,10 @@ pub fn build(spec: &measure::SystemSpec, options: &Options) -> Result<Built, Err
     let program = options.out_dir.join(format!("{}-simulator", spec.name));
     compile(spec, &options.clang, &src, &[&features_c], &[], &program)?;
     let spec_path = options.out_dir.join("knobs.toml");
-    let text = spec::runtime_spec(spec, &simulator, &src, &features_c, &program)?;
+    let recipe = (!build_only.is_empty())
+        .then(|| recipe(spec, &options.clang, &features_c, &program))
+        .transpose()?;
+    let text = spec::runtime_spec(spec, &simulator, &src, &features_c, &program, recipe)?;
     write(&spec_path, &text)?;
     // The one parser of specs checks what was written.
     measure::SystemSpec::load(&spec_path)?;
@@ -140,8 +158,9 @@ pub fn build(spec: &measure::SystemSpec, options: &Options) -> Result<Built, Err
         program,
         encoded: simulator.encoded.iter().map(|f| f.option.clone()).collect(),
         refusals: simulator.refusals,
-        build_only: Vec::new(),
+        build_only,
         feature_functions: option_names(simulator.feature_functions, &features),
+        feature_blocks: simulator.feature_blocks,
         decisions: simulator.decisions,
     })
 }
@@ -180,9 +199,78 @@ fn write(path: &Path, text: &str) -> Result<(), Error> {
     std::fs::write(path, text).map_err(io)
 }
 
-/// Compiles a program as the spec compiles its own (its defines, flags, include directories
-/// and link flags), at `-O2`: the `[build] sources` under `root` (the encoded copies, whose
-/// include directories come first, or the originals), with `extra` files and `defines`.
+/// The recipe that builds the simulator per set of values of the options that stay build
+/// options: the compile command of [`compile`], in a copy of the encoded sources, with
+/// their `{cppflags}`, `{cflags}` (after `-O2`, so an `-O3` wins) and `{ldflags}`.
+fn recipe(
+    spec: &measure::SystemSpec,
+    clang: &Path,
+    features_c: &Path,
+    program: &Path,
+) -> Result<spec::Recipe, Error> {
+    let name = |p: &Path| -> Result<String, Error> {
+        p.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .ok_or_else(|| Error::Invalid(format!("{}: no file name", p.display())))
+    };
+    let output = name(program)?;
+    let features_c = Path::new(".").join(name(features_c)?);
+    let placeholders = [["{cppflags}", "{cflags}"].as_slice(), &["{ldflags}"]];
+    let argv = compile_args(
+        spec,
+        Path::new("."),
+        &[&features_c],
+        &[],
+        Path::new(&output),
+        placeholders,
+    );
+    let mut step = vec![clang.display().to_string()];
+    step.extend(argv);
+    Ok(spec::Recipe {
+        steps: vec![step],
+        output,
+    })
+}
+
+/// The arguments that compile a program as the spec compiles its own (its defines, flags,
+/// include directories and link flags), at `-O2`: the `[build] sources` under `root` (the
+/// encoded copies, whose include directories come first, or the originals), with `extra`
+/// files and `defines`; `around[0]` after the flags, `around[1]` after the link flags.
+fn compile_args(
+    spec: &measure::SystemSpec,
+    root: &Path,
+    extra: &[&Path],
+    defines: &[String],
+    program: &Path,
+    around: [&[&str]; 2],
+) -> Vec<String> {
+    let build = spec
+        .build
+        .as_ref()
+        .expect("sources were read, so [build] exists");
+    let shown = |p: &Path| p.display().to_string();
+    let mut args: Vec<String> = vec!["-O2".into(), "-w".into(), "-o".into(), shown(program)];
+    for dir in &build.include {
+        args.push(format!("-I{}", root.join(dir).display()));
+        args.push(format!("-I{}", spec.dir.join(dir).display()));
+    }
+    args.extend(
+        build
+            .defines
+            .iter()
+            .chain(defines)
+            .map(|d| format!("-D{d}")),
+    );
+    args.extend(build.flags.iter().cloned());
+    args.extend(around[0].iter().map(|a| a.to_string()));
+    args.extend(build.sources.iter().map(|s| shown(&root.join(s))));
+    args.extend(extra.iter().map(|p| shown(p)));
+    args.extend(build.link.iter().cloned());
+    args.extend(around[1].iter().map(|a| a.to_string()));
+    args
+}
+
+/// Compiles a program with [`compile_args`].
 fn compile(
     spec: &measure::SystemSpec,
     clang: &Path,
@@ -191,27 +279,15 @@ fn compile(
     defines: &[String],
     program: &Path,
 ) -> Result<(), Error> {
-    let build = spec
-        .build
-        .as_ref()
-        .expect("sources were read, so [build] exists");
     let mut command = Command::new(clang);
-    command.args(["-O2", "-w", "-o"]).arg(program);
-    for dir in &build.include {
-        command.arg(format!("-I{}", root.join(dir).display()));
-        command.arg(format!("-I{}", spec.dir.join(dir).display()));
-    }
-    command.args(
-        build
-            .defines
-            .iter()
-            .chain(defines)
-            .map(|d| format!("-D{d}")),
-    );
-    command.args(&build.flags);
-    command.args(build.sources.iter().map(|s| root.join(s)));
-    command.args(extra);
-    command.args(&build.link);
+    command.args(compile_args(
+        spec,
+        root,
+        extra,
+        defines,
+        program,
+        [&[], &[]],
+    ));
     let shown = format!("{command:?}");
     let failed = |log: String| Error::Compile {
         command: shown.clone(),

@@ -31,6 +31,27 @@ pub fn features(spec: &measure::SystemSpec) -> (Vec<Feature>, Vec<String>) {
     (features, others)
 }
 
+/// The first option that acts on the build through `configure` arguments.
+pub fn configured(spec: &measure::SystemSpec) -> Option<String> {
+    spec.space
+        .options()
+        .iter()
+        .zip(&spec.option_args)
+        .find(|(_, args)| {
+            args.build
+                .as_ref()
+                .is_some_and(|b| !b.configure.is_empty() || !b.off_configure.is_empty())
+        })
+        .map(|(o, _)| o.name.clone())
+}
+
+/// How the simulator's spec builds a simulator per set of values of the options that stay
+/// build options: steps run in a copy of the encoded sources, and the program they leave.
+pub struct Recipe {
+    pub steps: Vec<Vec<String>>,
+    pub output: String,
+}
+
 fn feature(build: &OptionBuild, option: &str) -> Option<Feature> {
     let plain = build.link.is_empty()
         && build.off_link.is_empty()
@@ -60,13 +81,16 @@ fn feature(build: &OptionBuild, option: &str) -> Option<Feature> {
 
 /// The simulator's spec: the same space, workloads and settings; each encoded option
 /// selected through its environment variable instead of the build; the simulator as the
-/// program (run where the spec ran it) and its encoded sources as the sources.
+/// program (run where the spec ran it) and its encoded sources as the sources. With a
+/// `recipe` (options stay build options), the program is instead the recipe's build of a
+/// copy of the encoded sources, one per set of those options' values.
 pub fn runtime_spec(
     spec: &measure::SystemSpec,
     simulator: &variants::Simulator,
     src: &Path,
     features_c: &Path,
     program: &Path,
+    recipe: Option<Recipe>,
 ) -> Result<String, Error> {
     let mut table = table(spec)?;
     let absolute = |p: &Path| Value::String(p.display().to_string());
@@ -113,7 +137,10 @@ pub fn runtime_spec(
         .dir
         .join(run.get("cwd").and_then(Value::as_str).unwrap_or("."));
     run.insert("cwd".into(), absolute(&cwd));
-    run.insert("program".into(), absolute(program));
+    match recipe {
+        Some(_) => run.remove("program"),
+        None => run.insert("program".into(), absolute(program)),
+    };
     let build = spec.build.as_ref().expect("sources were read");
     let mut sources: Vec<Value> = build
         .sources
@@ -131,11 +158,24 @@ pub fn runtime_spec(
         .or_insert_with(|| Value::Table(Table::new()));
     if let Some(b) = build_table.as_table_mut() {
         // The simulator is built once, here: the recipe that builds real variants is not its.
-        for key in ["recipe", "output", "dir", "timeout"] {
+        for key in ["recipe", "output", "dir"] {
             b.remove(key);
         }
         b.insert("sources".into(), Value::Array(sources));
         b.insert("include".into(), Value::Array(include));
+        match recipe {
+            Some(recipe) => {
+                let strings =
+                    |v: Vec<String>| Value::Array(v.into_iter().map(Value::String).collect());
+                b.insert("dir".into(), absolute(src));
+                let steps = recipe.steps.into_iter().map(strings).collect();
+                b.insert("recipe".into(), Value::Array(steps));
+                b.insert("output".into(), Value::String(recipe.output));
+            }
+            None => {
+                b.remove("timeout");
+            }
+        }
     }
     let text = toml::to_string(&table).map_err(|e| Error::Invalid(e.to_string()))?;
     Ok(format!(

@@ -7,7 +7,9 @@
 //! conditional groups around whole statements become `if (…) {…} else {…}`, around whole
 //! function definitions renamed variants behind a dispatcher, and a feature's value used in
 //! code becomes a read of its global; a function that exists only where one feature is selected
-//! is marked as that feature's (`knobs:feature=`, family-based measurement's feature map).
+//! is marked as that feature's (`knobs:feature=`, family-based measurement's feature map), and
+//! so is a block of statements that runs exactly where features are selected (marker calls
+//! around it, [`FEATURE_BLOCK_ENTER`]).
 //! Everything else is refused with its line and the
 //! pattern's name ([`Pattern`]); a refused feature stays build-only (the simulator is built
 //! with it as before), and so does every feature sharing a condition with it. Line numbers
@@ -22,10 +24,12 @@ mod lex;
 mod lift;
 mod rewrite;
 mod scan;
+mod trace;
 
 use serde::Serialize;
 
 pub use condition::Condition;
+pub use trace::{FEATURE_BLOCK_ENTER, FEATURE_BLOCK_EXIT, UNTRACED_BLOCK};
 
 /// What a feature's macro is in a variant.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -183,6 +187,21 @@ pub struct Simulator {
     /// The functions that exist only where certain features are selected, under their name in
     /// the simulator: each feature's functions (a feature map for family-based measurement).
     pub feature_functions: Vec<FeatureFunction>,
+    /// The statement blocks inside functions traced as feature code (between
+    /// [`FEATURE_BLOCK_ENTER`] and [`FEATURE_BLOCK_EXIT`] calls).
+    pub feature_blocks: Vec<FeatureBlock>,
+}
+
+/// A block of statements of the simulator that runs exactly where all of `options` are
+/// selected, marked so that family-based measurement charges its cost to them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FeatureBlock {
+    pub file: String,
+    /// The line of its `#if`.
+    pub line: usize,
+    /// The options (not macros), in the order their markers nest; more than one is their
+    /// interaction.
+    pub options: Vec<String>,
 }
 
 /// A function of the simulator defined only where all of `features` are selected.
@@ -257,6 +276,7 @@ pub fn encode(files: &[SourceFile], features: &[Feature]) -> Simulator {
     refusals.dedup_by(|a, b| a.file == b.file && a.line == b.line && a.feature == b.feature);
     let mut decisions = 0;
     let mut feature_functions = Vec::new();
+    let mut feature_blocks = Vec::new();
     let encoded_files = files
         .iter()
         .zip(&lexed)
@@ -271,9 +291,26 @@ pub fn encode(files: &[SourceFile], features: &[Feature]) -> Simulator {
                     line: lexed.tokens[*token].line,
                 });
             }
+            let traced: Vec<Option<Vec<String>>> = scanned
+                .groups
+                .iter()
+                .map(|g| match g.plan {
+                    scan::Plan::Statements => trace::traced_options(g, lexed, &live),
+                    _ => None,
+                })
+                .collect();
+            for (group, options) in scanned.groups.iter().zip(&traced) {
+                if let Some(options) = options {
+                    feature_blocks.push(FeatureBlock {
+                        file: file.path.clone(),
+                        line: lexed.directives[group.directives[0]].first_line,
+                        options: options.clone(),
+                    });
+                }
+            }
             SourceFile {
                 path: file.path.clone(),
-                text: rewrite::rewrite(&file.path, &file.text, lexed, scanned, &live),
+                text: rewrite::rewrite(&file.path, &file.text, lexed, scanned, &live, &traced),
             }
         })
         .collect();
@@ -289,5 +326,6 @@ pub fn encode(files: &[SourceFile], features: &[Feature]) -> Simulator {
         refusals,
         decisions,
         feature_functions,
+        feature_blocks,
     }
 }

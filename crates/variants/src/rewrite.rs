@@ -6,7 +6,7 @@
 use crate::condition::{self, Condition};
 use crate::lex::Lexed;
 use crate::scan::{Dispatch, GroupPlan, Plan, Scanned};
-use crate::{Feature, MacroValue};
+use crate::{Feature, MacroValue, trace};
 
 pub fn rewrite(
     path: &str,
@@ -14,6 +14,7 @@ pub fn rewrite(
     lexed: &Lexed,
     scanned: &Scanned,
     live: &[Feature],
+    traced: &[Option<Vec<String>>],
 ) -> String {
     let line_starts: Vec<usize> = std::iter::once(0)
         .chain(text.match_indices('\n').map(|(i, _)| i + 1))
@@ -31,8 +32,10 @@ pub fn rewrite(
         )
     };
     let mut edits: Vec<(usize, usize, String)> = Vec::new();
-    for group in &scanned.groups {
-        for (k, replacement) in directive_replacements(group, lexed).into_iter().enumerate() {
+    for (block, group) in scanned.groups.iter().enumerate() {
+        let traced = traced[block].as_deref();
+        let replacements = directive_replacements(group, lexed, (block, traced), live);
+        for (k, replacement) in replacements.into_iter().enumerate() {
             edits.push(directive_edit(group.directives[k], replacement));
         }
         for (start, end, replacement) in group.lift.iter().flat_map(|l| &l.statements) {
@@ -94,6 +97,13 @@ pub fn rewrite(
         let globals: Vec<String> = live.iter().map(Feature::global).collect();
         prelude = format!("extern int {};\n", globals.join(", "));
     }
+    if scanned
+        .groups
+        .iter()
+        .any(|g| matches!(g.plan, Plan::Statements))
+    {
+        prelude.push_str(&trace::marker_definitions());
+    }
     format!(
         "{prelude}#line 1 \"{}\"\n{out}",
         path.replace('\\', "\\\\").replace('"', "\\\"")
@@ -145,8 +155,17 @@ fn c_condition(condition: &Option<Condition>) -> String {
     }
 }
 
-fn directive_replacements(group: &GroupPlan, lexed: &Lexed) -> Vec<String> {
+/// The directives' replacements; `block`: the group's number in its file, `traced`: the
+/// options whose markers surround its first branch when it is traced (every other branch
+/// starts with a marker that it is not).
+fn directive_replacements(
+    group: &GroupPlan,
+    lexed: &Lexed,
+    (block, traced): (usize, Option<&[String]>),
+    live: &[Feature],
+) -> Vec<String> {
     let last = group.directives.len() - 1;
+    let has_else = group.conditions.last().is_some_and(Option::is_none);
     (0..group.directives.len())
         .map(|k| {
             let name = lexed.directives[group.directives[k]].name.as_str();
@@ -162,24 +181,41 @@ fn directive_replacements(group: &GroupPlan, lexed: &Lexed) -> Vec<String> {
                     _ => unreachable!("a condition per #if and #elif"),
                 },
                 // `;` first: a label may end the branch, and needs a statement after it.
-                Plan::Statements => match (k, name) {
-                    (_, "endif") => ";}".into(),
-                    (_, "else") => ";} else {".into(),
-                    (0, _) => {
-                        let lifted = group
-                            .lift
-                            .as_ref()
-                            .map_or(String::new(), |l| l.declarations.clone() + " ");
-                        format!(
-                            "{lifted}if ({}) {{",
+                Plan::Statements => {
+                    let exits = match traced {
+                        Some(options) if k == 1 => trace::exit_markers(block, options),
+                        _ => String::new(),
+                    };
+                    let enters = match traced {
+                        Some(options) if k == 0 => trace::enter_markers(block, options),
+                        _ if k < last => trace::untraced_marker(group, k, block, live),
+                        _ => String::new(),
+                    };
+                    match (k, name) {
+                        // An empty `else` when there is none: the jump that ends the traced
+                        // branch is then matched by one where it does not run, so the
+                        // enclosing code costs the same either way.
+                        (_, "endif") if traced.is_some() && !has_else => {
+                            format!(";{exits}}} else {{}}")
+                        }
+                        (_, "endif") => format!(";{exits}}}"),
+                        (_, "else") => format!(";{exits}}} else {{{enters}"),
+                        (0, _) => {
+                            let lifted = group
+                                .lift
+                                .as_ref()
+                                .map_or(String::new(), |l| l.declarations.clone() + " ");
+                            format!(
+                                "{lifted}if ({}) {{{enters}",
+                                c_condition(condition.expect("a condition"))
+                            )
+                        }
+                        _ => format!(
+                            ";{exits}}} else if ({}) {{{enters}",
                             c_condition(condition.expect("a condition"))
-                        )
+                        ),
                     }
-                    _ => format!(
-                        ";}} else if ({}) {{",
-                        c_condition(condition.expect("a condition"))
-                    ),
-                },
+                }
                 Plan::Definitions(dispatches) if k == last => dispatches
                     .iter()
                     .map(|d| dispatcher(d, group, lexed))

@@ -105,8 +105,39 @@ fn the_bundled_scanner_is_encoded_whole() {
             owned("log_page", &["LOGGING"]),
         ]
     );
+    // The blocks inside main and log_page that run exactly where a feature is selected are
+    // traced as its code: marker calls around them (every variant still prints the same).
+    let blocks: Vec<(usize, Vec<String>)> = simulator
+        .feature_blocks
+        .iter()
+        .map(|b| (b.line, b.options.clone()))
+        .collect();
+    let options = |o: &str| vec![o.to_string()];
+    assert_eq!(
+        blocks,
+        vec![
+            (41, options("auto_scan")),
+            (52, options("auto_scan")),
+            (56, options("color_scan")),
+            (59, options("logging")),
+        ]
+    );
     // Each is marked as its feature's for family-based measurement.
     let text = &simulator.files[0].text;
+    assert!(
+        text.contains(&format!(
+            "if (knobs_feature_AUTO_SCAN) {{ {}(2, \"auto_scan\");",
+            variants::FEATURE_BLOCK_ENTER
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "; {}(2, \"auto_scan\");}} else {{}}",
+            variants::FEATURE_BLOCK_EXIT
+        )),
+        "{text}"
+    );
     assert!(
         text.contains("__attribute__((annotate(\"knobs:feature=color_scan\"))) static unsigned long scan_colors"),
         "{text}"
@@ -187,5 +218,56 @@ fn elif_chains_valued_macros_and_switches_are_encoded() {
         Feature::valued("FAST", "fast"),
         Feature::defined_when_on("WIDE", "wide"),
     ];
-    let _ = check_every_variant(&dir, &source, &features);
+    let simulator = check_every_variant(&dir, &source, &features);
+    // Traced: the blocks that run exactly where their features are selected, a conjunction
+    // as both (nested markers), the switch and the goto with their jumps inside. Not: the
+    // `#elif`/`#else` branches (they run where a feature is not selected).
+    let blocks: Vec<(usize, Vec<&str>)> = simulator
+        .feature_blocks
+        .iter()
+        .map(|b| (b.line, b.options.iter().map(String::as_str).collect()))
+        .collect();
+    assert_eq!(
+        blocks,
+        vec![
+            (18, vec!["fast"]),
+            (28, vec!["fast"]),
+            (38, vec!["wide"]),
+            (44, vec!["fast", "wide"]),
+            (55, vec!["wide"]),
+        ]
+    );
+}
+
+/// A header with a traced block, included by a file with one of its own: the markers are
+/// defined once in the translation unit, and the program builds.
+#[test]
+fn markers_in_a_header_and_its_includer_build() {
+    let dir = temp("variants-header-markers");
+    let header =
+        "static inline int twice(int x) {\n#ifdef WIDE\n    x *= 2;\n#endif\n    return x;\n}\n";
+    let main = "#include <stdio.h>\n#include \"h.h\"\nint main(void) {\n    int v = 1;\n#ifdef WIDE\n    v += 10;\n#endif\n    printf(\"%d\\n\", twice(v));\n    return 0;\n}\n";
+    let files = [
+        SourceFile {
+            path: "h.h".into(),
+            text: header.into(),
+        },
+        SourceFile {
+            path: "m.c".into(),
+            text: main.into(),
+        },
+    ];
+    let simulator = variants::encode(&files, &[Feature::defined_when_on("WIDE", "wide")]);
+    assert_eq!(simulator.feature_blocks.len(), 2, "{simulator:?}");
+    for file in &simulator.files {
+        std::fs::write(dir.join(&file.path), &file.text).unwrap();
+    }
+    let features_c = dir.join("features.c");
+    std::fs::write(&features_c, simulator.features_source()).unwrap();
+    let sim = build(&dir, "simulator", &[dir.join("m.c"), features_c], &[]);
+    let out = Command::new(&sim)
+        .env("KNOBS_FEATURE_WIDE", "1")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "22\n");
 }
