@@ -374,9 +374,12 @@ impl SubjectsFile {
                 }
             }
             for e in &s.extras {
-                if !matches!(e.approach, Approach::Crush | Approach::Comprex) {
+                if !matches!(
+                    e.approach,
+                    Approach::Crush | Approach::Comprex | Approach::Family
+                ) {
                     bail!(
-                        "subject `{}`: extra `{}`: only crush and comprex take extra runs",
+                        "subject `{}`: extra `{}`: only crush, comprex and family take extra runs",
                         s.name,
                         e.name
                     );
