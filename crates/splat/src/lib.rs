@@ -12,7 +12,8 @@
 //! (`instrumented::taint_build`), whose runtime writes the two orders.
 //!
 //! [`explore`] is the search (runs are callbacks), [`table`] turns explored paths and their
-//! times into a model, [`pipeline`] runs the approach on a C program, one function per stage
+//! times into a model, [`off_path`] measures (in counts) what options change on paths that
+//! do not reach them, [`pipeline`] runs the approach on a C program, one function per stage
 //! (explore, reached options, measure, times, model), and [`run`] is the whole approach as
 //! one call returning a [`Report`].
 //!
@@ -20,6 +21,7 @@
 //! only `pipeline` builds and runs programs, through `instrumented` and `measure`.
 
 mod explore;
+pub mod off_path;
 pub mod pipeline;
 mod run;
 pub mod table;

@@ -4,15 +4,15 @@
 //!    run the search ([`crate::explore`]) with it on the analysis workload, each run's path
 //!    read from its taint record;
 //! 2. [`reached`]: the paths as a table ([`PathTable`]), the options some path reached and
-//!    those none did; when the spec counts instructions, [`off_path_probes`]: each option
-//!    flipped in the first path that does not reach it, measured with the paths;
+//!    those none did;
 //! 3. [`measure_paths`]: every explored configuration measured end to end through the
 //!    results store (the runs `knobs measure` would make); failed configurations are an error
 //!    unless `instrumented::Settings::allow_failed`;
 //! 4. [`path_times`]: each path's measured time from the store (`None` when its runs failed);
-//!    [`off_path_effects`]: what each flip changed;
-//! 5. [`build_model`]: the table as a model file, each flip's change added where a path does
-//!    not reach its option, the options it is blind to in its provenance.
+//!    in counts, [`measure_off_path`]: options set on paths that do not reach them
+//!    ([`crate::off_path`]), and what that changed;
+//! 5. [`build_model`]: the table as a model file, those changes added where a path does not
+//!    reach the option, the options it is blind to in its provenance.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -24,9 +24,9 @@ use measure::store::Store;
 use measure::{SystemSpec, Workload};
 use model::ModelFile;
 use serde::Deserialize;
-use serde::Serialize;
 use space::{Configuration, OptionId, ValidConfigurations};
 
+use crate::off_path;
 use crate::table::PathTable;
 use crate::{Error, Exploration, Reach};
 
@@ -142,99 +142,6 @@ pub fn reached(valid: &ValidConfigurations, exploration: &Exploration) -> Result
     })
 }
 
-/// An option flipped on a path that does not reach it. SPLat assumes an option a path does
-/// not read changes nothing there, yet how it is passed (its flag parsed among the
-/// arguments) is the program's work too. Counts show that exactly, so under
-/// `metric = "instructions"` such configurations are measured beside the paths.
-#[derive(Clone, Debug)]
-pub struct OffPathProbe {
-    pub option: OptionId,
-    pub value: u32,
-    /// The path whose configuration is flipped: the first that does not reach the option.
-    pub path: usize,
-    pub configuration: Configuration,
-}
-
-/// Stage 2 (counts): for every option some path does not reach, its other values each set
-/// in the configuration of the first such path; and a note naming the values no valid
-/// configuration takes there (their change stays unmeasured).
-pub fn off_path_probes(
-    valid: &ValidConfigurations,
-    exploration: &Exploration,
-) -> (Vec<OffPathProbe>, Option<String>) {
-    let space = valid.space();
-    let mut probes = Vec::new();
-    let mut invalid = Vec::new();
-    for option in space.ids() {
-        let off = exploration
-            .paths
-            .iter()
-            .position(|p| p.reached.iter().all(|(o, _)| *o != option));
-        let Some(path) = off else { continue };
-        let base = &exploration.paths[path].configuration;
-        let at = base.0[option.index()];
-        for value in (0..space.option(option).arity() as u32).filter(|v| *v != at) {
-            let mut configuration = base.clone();
-            configuration.0[option.index()] = value;
-            if valid.is_valid(&configuration) {
-                probes.push(OffPathProbe {
-                    option,
-                    value,
-                    path,
-                    configuration,
-                });
-            } else if valid.allows(&[(option, value)]) {
-                let o = space.option(option);
-                invalid.push(format!("{}={}", o.name, o.format_value(value)));
-            }
-        }
-    }
-    let note = (!invalid.is_empty()).then(|| {
-        format!(
-            "{} not measured off the paths: no valid configuration takes it with that path's other values, so the model predicts no change for it there",
-            invalid.join(", ")
-        )
-    });
-    (probes, note)
-}
-
-/// What setting an option on a path that does not reach it changed.
-#[derive(Clone, Debug, Serialize)]
-pub struct OffPathEffect {
-    pub option: String,
-    pub value: String,
-    /// The path's configuration the option was set in.
-    pub configuration: String,
-    /// The flipped configuration's measure minus the path's (`None`: a run failed).
-    pub effect: Option<f64>,
-}
-
-/// Stage 4 (counts): each probe's change against its path's measure.
-pub fn off_path_effects(
-    valid: &ValidConfigurations,
-    exploration: &Exploration,
-    probes: &[OffPathProbe],
-    probe_times: &[Option<f64>],
-    path_times: &[Option<f64>],
-) -> Vec<OffPathEffect> {
-    let space = valid.space();
-    probes
-        .iter()
-        .zip(probe_times)
-        .map(|(probe, time)| {
-            let option = space.option(probe.option);
-            let path = &path_times[probe.path];
-            OffPathEffect {
-                option: option.name.clone(),
-                value: option.format_value(probe.value),
-                configuration: space
-                    .format_configuration(&exploration.paths[probe.path].configuration),
-                effect: time.zip(*path).map(|(t, b)| t - b),
-            }
-        })
-        .collect()
-}
-
 /// What stage 3 measured: the campaign's report, the store variant its runs are under, and
 /// a note naming failed configurations (when allowed).
 pub struct Measured {
@@ -307,41 +214,102 @@ pub fn path_times(
     Ok((times, metric))
 }
 
-/// Stage 5: the table as a model file of `metric`, with what each option changed on a path
-/// that does not reach it (`effects`, in counts) added wherever a configuration's path does
-/// not reach it; the options no path reached in its provenance (a reader of the model alone
-/// must see which options it is blind to). `variant` is stage 3's: a counting build's says
-/// what its instructions are.
+/// Stage 4 (counts): every option some path does not reach set on such paths, in two rounds
+/// ([`crate::off_path`]), measured as stage 3 measures; the probes, what each changed, and
+/// notes (values no valid configuration takes there, options with more paths than probed).
 #[allow(clippy::too_many_arguments)]
+pub fn measure_off_path(
+    store: &Store,
+    settings: &instrumented::Settings,
+    spec: &SystemSpec,
+    workload: &Workload,
+    valid: &ValidConfigurations,
+    exploration: &Exploration,
+    measured_paths: &[Option<f64>],
+    reporter: &mut dyn Reporter,
+) -> Result<OffPathMeasured, Error> {
+    let off = off_path::off_paths(valid, exploration);
+    let mut probes = Vec::new();
+    let mut effects = Vec::new();
+    let mut notes = Vec::new();
+    let mut round = off_path::first_round(&off);
+    let mut invalid = Vec::new();
+    for second in [false, true] {
+        if round.is_empty() {
+            break;
+        }
+        let (new, refused) = off_path::probes(valid, exploration, &round);
+        invalid.extend(refused);
+        let configurations: Vec<Configuration> =
+            new.iter().map(|p| p.configuration.clone()).collect();
+        let measured = measure_paths(store, settings, spec, workload, &configurations, reporter)?;
+        notes.extend(measured.failed);
+        let texts: Vec<String> = configurations
+            .iter()
+            .map(|c| spec.space.format_configuration(c))
+            .collect();
+        let (times, _) = path_times(store, spec, workload, &measured.variant, &texts)?;
+        effects.extend(off_path::effects(
+            valid,
+            exploration,
+            &new,
+            &times,
+            measured_paths,
+        ));
+        probes.extend(new);
+        if second {
+            break;
+        }
+        let (next, capped) = off_path::second_round(&off, &probes, &effects);
+        if !capped.is_empty() {
+            notes.push(format!(
+                "{} changed the count differently on the paths that do not reach them and are set on {} of those paths each: the others take the first path's change",
+                capped.join(", "),
+                off_path::MOST_PROBES_PER_OPTION
+            ));
+        }
+        round = next;
+    }
+    invalid.sort();
+    invalid.dedup();
+    if !invalid.is_empty() {
+        notes.push(format!(
+            "{} not measured off the paths: no valid configuration takes it with that path's other values, so the model predicts no change for it there",
+            invalid.join(", ")
+        ));
+    }
+    Ok(OffPathMeasured {
+        probes,
+        effects,
+        notes,
+    })
+}
+
+/// What [`measure_off_path`] measured.
+pub struct OffPathMeasured {
+    pub probes: Vec<off_path::Probe>,
+    /// What each probe changed, in the probes' order.
+    pub effects: Vec<off_path::Effect>,
+    pub notes: Vec<String>,
+}
+
+/// Stage 5: the table as a model file of `metric`, with what options changed on paths that do
+/// not reach them (`changes`, in counts) added wherever a configuration's path does not reach
+/// them; the options no path reached in its provenance (a reader of the model alone must see
+/// which options it is blind to). `variant` is stage 3's: a counting build's says what its
+/// instructions are.
 pub fn build_model(
     reached: &Reached,
     valid: &ValidConfigurations,
     exploration: &Exploration,
     times: &[Option<f64>],
-    probes: &[OffPathProbe],
-    effects: &[OffPathEffect],
+    changes: &off_path::Changes,
     metric: measure::Metric,
     variant: &str,
 ) -> Result<ModelFile, Error> {
-    let space = valid.space();
-    let mut off_path: Vec<(OptionId, Vec<f64>)> = Vec::new();
-    for (probe, effect) in probes.iter().zip(effects) {
-        let Some(change) = effect.effect.filter(|d| *d != 0.0) else {
-            continue;
-        };
-        let at = match off_path.iter().position(|(o, _)| *o == probe.option) {
-            Some(at) => at,
-            None => {
-                let arity = space.option(probe.option).arity();
-                off_path.push((probe.option, vec![0.0; arity]));
-                off_path.len() - 1
-            }
-        };
-        off_path[at].1[probe.value as usize] = change;
-    }
     let mut file = reached
         .table
-        .model(valid, times, &exploration.paths, &off_path)?;
+        .model(valid, times, &exploration.paths, changes)?;
     file.metric = Some(if variant.is_empty() {
         format!("{}, end to end", metric.name())
     } else {

@@ -8,8 +8,8 @@ use measure::campaign::CampaignReport;
 use serde::Serialize;
 use space::{OptionId, ValidConfigurations};
 
-use crate::pipeline;
 use crate::{Error, Reach};
+use crate::{off_path, pipeline};
 
 /// What `run` does beyond the session's defaults.
 #[derive(Clone, Debug)]
@@ -55,11 +55,11 @@ pub struct Report {
     /// predicts the same for each of their values, and says so in its provenance).
     pub reached: Vec<String>,
     pub unreached: Vec<String>,
-    /// In counts, what each option's other values changed on the first path that does not
-    /// reach it (`pipeline::off_path_probes`); the model adds a nonzero change wherever a
-    /// configuration's path does not reach the option.
+    /// In counts, what each option's other values changed on paths that do not reach it
+    /// ([`crate::off_path`]); the model adds a change wherever a configuration's path does
+    /// not reach the option.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub off_path_effects: Vec<pipeline::OffPathEffect>,
+    pub off_path_effects: Vec<off_path::Effect>,
     /// Paths that ran the taint-instrumented program (the others needed no run: no option
     /// left off their path could take another value).
     pub taint_runs: usize,
@@ -127,41 +127,52 @@ pub fn run(
     ));
 
     let store = session.store()?;
-    let (probes, invalid) = if counted {
-        pipeline::off_path_probes(&valid, &explored.exploration)
-    } else {
-        (Vec::new(), None)
-    };
-    report.notes.extend(invalid);
-    let configurations: Vec<_> = explored
+    let mut configurations: Vec<_> = explored
         .exploration
         .paths
         .iter()
         .map(|p| p.configuration.clone())
-        .chain(probes.iter().map(|p| p.configuration.clone()))
         .collect();
     let measured =
         pipeline::measure_paths(&store, settings, spec, workload, &configurations, reporter)?;
     report.measurement = Some(measured.report);
     report.notes.extend(measured.failed);
-    let texts: Vec<String> = configurations
-        .iter()
-        .map(|c| spec.space.format_configuration(c))
-        .collect();
-    let (mut times, metric) =
-        pipeline::path_times(&store, spec, workload, &measured.variant, &texts)?;
-    let probe_times = times.split_off(report.paths.len());
-    report.off_path_effects =
-        pipeline::off_path_effects(&valid, &explored.exploration, &probes, &probe_times, &times);
-    report.notes.extend(off_path_note(&report.off_path_effects));
+    let (times, metric) = pipeline::path_times(
+        &store,
+        spec,
+        workload,
+        &measured.variant,
+        &report
+            .paths
+            .iter()
+            .map(|p| p.configuration.clone())
+            .collect::<Vec<_>>(),
+    )?;
     report.record_measures(&times, counted);
+    let mut changes = off_path::Changes::default();
+    if counted {
+        let off = pipeline::measure_off_path(
+            &store,
+            settings,
+            spec,
+            workload,
+            &valid,
+            &explored.exploration,
+            &times,
+            reporter,
+        )?;
+        changes = off_path::Changes::new(&valid, &off.probes, &off.effects);
+        report.notes.extend(off.notes);
+        report.notes.extend(off_path_note(&off.effects));
+        configurations.extend(off.probes.into_iter().map(|p| p.configuration));
+        report.off_path_effects = off.effects;
+    }
     let mut file = pipeline::build_model(
         &reached,
         &valid,
         &explored.exploration,
         &times,
-        &probes,
-        &report.off_path_effects,
+        &changes,
         metric,
         &measured.variant,
     )?;
@@ -269,12 +280,26 @@ fn exploration_notes(
 
 /// The options whose value changed the count on a path that does not reach them: SPLat's
 /// assumption that an option a path does not read changes nothing there does not hold.
-fn off_path_note(effects: &[pipeline::OffPathEffect]) -> Option<String> {
-    let changed: Vec<String> = effects
-        .iter()
-        .filter_map(|e| {
-            let d = e.effect.filter(|d| *d != 0.0)?;
-            Some(format!("{}={} {d:+}", e.option, e.value))
+fn off_path_note(effects: &[off_path::Effect]) -> Option<String> {
+    // Per option and value, the smallest and largest change over the paths it was set on.
+    let mut ranges: Vec<(String, f64, f64)> = Vec::new();
+    for e in effects {
+        let Some(d) = e.effect else { continue };
+        let name = format!("{}={}", e.option, e.value);
+        match ranges.iter_mut().find(|(n, _, _)| *n == name) {
+            Some((_, low, high)) => (*low, *high) = (low.min(d), high.max(d)),
+            None => ranges.push((name, d, d)),
+        }
+    }
+    let changed: Vec<String> = ranges
+        .into_iter()
+        .filter(|(_, low, high)| *low != 0.0 || *high != 0.0)
+        .map(|(name, low, high)| {
+            if low == high {
+                format!("{name} {low:+}")
+            } else {
+                format!("{name} {low:+} to {high:+} by path")
+            }
         })
         .collect();
     (!changed.is_empty()).then(|| {

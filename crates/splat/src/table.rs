@@ -8,6 +8,7 @@
 use model::{ModelFile, Node, Tree};
 use space::{OptionId, ValidConfigurations};
 
+use crate::off_path::Changes;
 use crate::{Error, Path};
 
 /// The region the table's unmeasured cells are recorded under: it models the whole program.
@@ -113,22 +114,21 @@ impl PathTable {
     /// than 2^20 value combinations. `times[p]` is path `p`'s measured time, `None` when its
     /// runs failed: the terms that rest on it are left out, and the model records which
     /// (`instrumented::failed`); a regression tree cannot leave a leaf out, so there it is
-    /// an error. `off_path` gives, per option, what each of its values changes on a path
-    /// that does not reach it (against the value the path's configuration has, whose change
-    /// is the difference of the two): a cell whose path does not reach the option adds it
-    /// (terms only; a regression tree leaves it out). `paths` are the explored paths.
+    /// an error. `changes` are what options change on paths that do not reach them
+    /// ([`crate::off_path`]): a cell adds them for the options its path does not reach
+    /// (terms only; a regression tree leaves them out). `paths` are the explored paths.
     pub fn model(
         &self,
         valid: &ValidConfigurations,
         times: &[Option<f64>],
         paths: &[Path],
-        off_path: &[(OptionId, Vec<f64>)],
+        changes: &Changes,
     ) -> Result<ModelFile, Error> {
         let space = valid.space();
         let mut options = self.options();
-        for (o, _) in off_path {
-            if !options.contains(o) {
-                options.push(*o);
+        for o in changes.options() {
+            if !options.contains(&o) {
+                options.push(o);
             }
         }
         let combinations = options
@@ -143,16 +143,7 @@ impl PathTable {
                         .map_or(0, |j| digits[j])
                 };
                 let p = self.path_of(digit);
-                let path = &paths[p];
-                let change: f64 = off_path
-                    .iter()
-                    .filter(|(o, _)| path.reached.iter().all(|(r, _)| r != o))
-                    .map(|(o, by_value)| {
-                        by_value[digit(*o) as usize]
-                            - by_value[path.configuration.0[o.index()] as usize]
-                    })
-                    .sum();
-                times[p].map(|t| t + change)
+                times[p].map(|t| t + changes.on_path(p, &paths[p], digit))
             })?;
             let mut file = ModelFile::new(table.terms);
             file.express_against_reference(&instrumented::reference_choices(space)?);
@@ -294,7 +285,9 @@ mod tests {
             .collect();
         let table = PathTable::new(&valid, &e.paths).unwrap();
         let measured: Vec<Option<f64>> = times.iter().copied().map(Some).collect();
-        let file = table.model(&valid, &measured, &e.paths, &[]).unwrap();
+        let file = table
+            .model(&valid, &measured, &e.paths, &Changes::default())
+            .unwrap();
         assert_eq!(file.terms.format(2), "1.00 + 3.00·A·B + 1.00·A");
         let mut tree = Vec::new();
         table.emit(&valid, 0, &times, &mut tree);
@@ -310,8 +303,8 @@ mod tests {
     }
 
     /// What an option changes on a path that does not reach it is added wherever a
-    /// configuration's path does not reach it: B (read only when A is on) adds 0.5 on A's
-    /// off path, C (never read) adds 0.25 everywhere.
+    /// configuration follows that path: B (read only when A is on) adds 0.5 on A's off path,
+    /// C (never read) 0.25 there and 0.75 on A's other paths, as measured on each.
     #[test]
     fn off_path_changes_are_added_where_the_path_does_not_reach_the_option() {
         let s = binary_space(&["A", "B", "C"]);
@@ -327,8 +320,33 @@ mod tests {
             .collect();
         let table = PathTable::new(&valid, &e.paths).unwrap();
         let (b, c) = (s.find("B").unwrap(), s.find("C").unwrap());
-        let off_path = [(b, vec![0.0, 0.5]), (c, vec![0.0, 0.25])];
-        let file = table.model(&valid, &times, &e.paths, &off_path).unwrap();
+        let mut probes = Vec::new();
+        let mut effects = Vec::new();
+        for (index, path) in e.paths.iter().enumerate() {
+            let a_on = path.configuration.0[0] == 1;
+            let mut probe = |option: OptionId, change: f64| {
+                let mut configuration = path.configuration.clone();
+                configuration.0[option.index()] = 1;
+                probes.push(crate::off_path::Probe {
+                    option,
+                    value: 1,
+                    path: index,
+                    configuration,
+                });
+                effects.push(crate::off_path::Effect {
+                    option: String::new(),
+                    value: "1".into(),
+                    configuration: String::new(),
+                    effect: Some(change),
+                });
+            };
+            if !a_on {
+                probe(b, 0.5);
+            }
+            probe(c, if a_on { 0.75 } else { 0.25 });
+        }
+        let changes = Changes::new(&valid, &probes, &effects);
+        let file = table.model(&valid, &times, &e.paths, &changes).unwrap();
         let bound = file.bind(&["A", "B", "C"]).unwrap();
         for a in 0..2 {
             for bv in 0..2 {
@@ -338,7 +356,7 @@ mod tests {
                         (1, 0) => 2.0,
                         _ => 5.0,
                     };
-                    let want = on_path + 0.25 * cv as f64;
+                    let want = on_path + if a == 1 { 0.75 } else { 0.25 } * cv as f64;
                     let got = bound.predict(&[a as f64, bv as f64, cv as f64]);
                     assert!(
                         (got - want).abs() < 1e-9,
@@ -366,7 +384,9 @@ mod tests {
             })
             .collect();
         let table = PathTable::new(&valid, &e.paths).unwrap();
-        let file = table.model(&valid, &times, &e.paths, &[]).unwrap();
+        let file = table
+            .model(&valid, &times, &e.paths, &Changes::default())
+            .unwrap();
         assert_eq!(file.terms.format(2), "1.00 + 1.00·A");
         assert_eq!(
             instrumented::failed::recorded(&file),
