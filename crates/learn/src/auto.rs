@@ -22,14 +22,14 @@
 use crate::cv;
 use crate::learner::{
     AutoSettings, BoostSettings, CartSettings, DivideSettings, ForestSettings, Kind, LassoSettings,
-    Learner, StepwiseSettings,
+    Learner, RidgeSettings, StepwiseSettings,
 };
-use crate::{Target, divide, lasso, stepwise, tree};
+use crate::{Target, divide, lasso, ridge, stepwise, tree};
 
 /// Folds when the settings leave it open: 10 up to 100 training configurations, 5 up to
 /// 200, 3 above (the folds then still train on well over a hundred configurations, and
 /// the cost of cross-validation grows with configurations × folds).
-fn default_folds(m: usize) -> usize {
+pub(crate) fn default_folds(m: usize) -> usize {
     match m {
         0..=100 => 10,
         101..=200 => 5,
@@ -54,9 +54,9 @@ pub struct Choice {
 }
 
 /// A candidate with its held-out prediction (performance scale) of every training position.
-struct Scored {
-    learner: Learner,
-    predicted: Vec<f64>,
+pub(crate) struct Scored {
+    pub learner: Learner,
+    pub predicted: Vec<f64>,
 }
 
 /// `targets`: the training data on the performance scale, then (optionally) on its log.
@@ -184,7 +184,7 @@ fn means_of(target: &Target, families: &[Scored]) -> Vec<Scored> {
 }
 
 /// The best candidate of each family on one target, with its held-out predictions.
-fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
+pub(crate) fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
     let m = target.rows.len();
     // On the performance scale, stepwise is fitted both plainly and weighted for relative
     // error; on ln(performance) the two are the same. Small samples get the mean of bagged
@@ -221,6 +221,16 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
     let mut boost_predicted =
         vec![vec![vec![0.0; m]; tree::BOOST_ROUNDS.len()]; tree::BOOST_DEPTHS.len()];
     let mut divide_predicted = vec![vec![0.0; m]; divide::DEPTHS.len()];
+    // Ridge, like stepwise, both plainly and weighted for relative error on the performance.
+    let ridge_variants: Vec<RidgeSettings> = [false, true]
+        .into_iter()
+        .filter(|relative| !*relative || !target.log)
+        .map(|relative| RidgeSettings {
+            relative,
+            ..RidgeSettings::default()
+        })
+        .collect();
+    let mut ridge_predicted = vec![vec![0.0; m]; ridge_variants.len()];
     for (f, fold) in folds.iter().enumerate() {
         let train = cv::complement(m, fold);
         let test_rows: Vec<usize> = fold.iter().map(|&p| target.rows[p]).collect();
@@ -258,6 +268,13 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
         {
             put(&mut divide_predicted[d], values);
         }
+        for (v, settings) in ridge_variants.iter().enumerate() {
+            let (fitted, _) = ridge::fit_on(target, &train, settings);
+            put(
+                &mut ridge_predicted[v],
+                &fitted.predict_rows(target.table, &test_rows),
+            );
+        }
         let grid = tree::boost_grid_held_out(target, &train, fold, boost_settings.rate);
         for (d, by_rounds) in grid.iter().enumerate() {
             for (r, values) in by_rounds.iter().enumerate() {
@@ -293,6 +310,7 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
     }
     let (bbd, bbr, _) = b_best;
     let d_best = smallest_error(&divide_predicted, error);
+    let r_best = smallest_error(&ridge_predicted, error);
     vec![
         Scored {
             learner: with_log(Kind::Stepwise(stepwise_variants[s_best].clone())),
@@ -334,6 +352,10 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
                 ..DivideSettings::default()
             })),
             predicted: divide_predicted.swap_remove(d_best),
+        },
+        Scored {
+            learner: with_log(Kind::Ridge(ridge_variants[r_best].clone())),
+            predicted: ridge_predicted.swap_remove(r_best),
         },
     ]
 }
@@ -392,7 +414,7 @@ mod tests {
             .iter()
             .filter(|(l, _)| l.log && !matches!(l.kind, Kind::Mean(_)))
             .collect();
-        assert_eq!(families.len(), 6);
+        assert_eq!(families.len(), 7);
         let order = families.clone();
         families.sort_by(|a, b| a.1.total_cmp(&b.1));
         let best: Vec<&Learner> = families[..4].iter().map(|c| &c.0).collect();

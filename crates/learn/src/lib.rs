@@ -10,6 +10,8 @@
 //! - `boost`: gradient-boosted shallow trees, depth and rounds by cross-validation;
 //! - `divide`: divide and learn — a tree of binary options splits the space into regions,
 //!   a stepwise model per region (depth by cross-validation);
+//! - `ridge`: ridge regression on every option plus every product of the few options with
+//!   the largest effects, higher orders shrunk more (settings by leave-one-out);
 //! - `ols:TERMS`: least squares on given terms;
 //! - `auto`: whichever of these, or a mean of several (and settings, and whether to model
 //!   ln(performance)) cross-validates best on the training sample,
@@ -36,6 +38,7 @@ pub mod lasso;
 mod learner;
 mod linalg;
 pub mod published;
+mod ridge;
 mod stepwise;
 mod tree;
 
@@ -49,7 +52,7 @@ pub use data::Table;
 pub use experiment::sample_rows;
 pub use learner::{
     AutoSettings, BoostSettings, CartSettings, DivideSettings, ForestSettings, Kind, LassoSettings,
-    Learner, StepwiseSettings,
+    Learner, RidgeSettings, StepwiseSettings,
 };
 pub use linalg::least_squares;
 
@@ -254,6 +257,10 @@ fn fit(
                 ..s.clone()
             });
             (fitted, resolved(kind))
+        }
+        Kind::Ridge(s) => {
+            let (fitted, chosen) = ridge::fit(&target, s);
+            (fitted, resolved(Kind::Ridge(chosen)))
         }
         Kind::Ols(terms) => {
             let specs = terms
