@@ -2,22 +2,28 @@
 //! cross-validation on the training sample only.
 //!
 //! Candidates: stepwise selection (on the performance scale both plain and weighted for
-//! relative error, the better by cross-validation), LASSO with pairwise terms at every λ of its path, CART at
-//! every depth × leaf size of its grid, bagged regression trees (`rf`), boosted trees at
-//! every depth × rounds of their grid, and divide-and-learn at each of its depths — each on
-//! the performance and, when every performance is positive, on ln(performance) — and the
-//! means of two or more of the best of each family with the same transform (a mean of
-//! models is again one model: terms plus trees). All are scored by the same k-fold split of
-//! the training configurations: the mean relative error of their held-out predictions. Grid
-//! settings (λ, depth, leaf) are scored side by side in that one cross-validation rather
-//! than tuned again inside each fold, which costs one fit per fold instead of one per grid
-//! point.
+//! relative error, the better by cross-validation), LASSO with pairwise terms at every λ of
+//! its path, CART at every depth × leaf size of its grid, bagged regression trees (`rf`),
+//! boosted trees at every depth × rounds of their grid, divide-and-learn at each of its
+//! depths, and hierarchical ridge at every setting of its grid (plain and, on the
+//! performance scale, weighted for relative error) — each on the performance and, when every
+//! performance is positive, on ln(performance) — plus, per transform, the means of two or
+//! more of the best of each family and the mean of all of them weighted by their errors (a
+//! mean of models is again one model: terms plus trees). All are scored by the same k-fold
+//! split of the training configurations: the mean relative error of their held-out
+//! predictions. Grid settings (λ, depth, leaf, ridge's priors) are scored side by side in
+//! that one cross-validation rather than tuned again inside each fold, which costs one fit
+//! per fold instead of one per grid point. A family tuned inside each fold instead would be
+//! judged by an honest error while the others' errors are those of the best of their grids,
+//! which are lower than what the chosen setting will do on new configurations; scoring all
+//! grids side by side keeps the families comparable.
 //!
 //! Which candidate wins: on small samples the cross-validated errors of dozens of
 //! candidates are noisy, and the smallest one is often luck. So the default is a stable
-//! candidate — the mean of the four families with the smallest errors (on ln(performance)
-//! when possible) — and the candidate with the smallest error replaces it only when it is
-//! better by more than one standard error of the paired per-configuration differences.
+//! candidate — the mean of all families weighted by their errors (on ln(performance) when
+//! possible; see [`WEIGHT_POWER`]) — and the candidate with the smallest error replaces it
+//! only when it is better by more than one standard error of the paired
+//! per-configuration differences.
 
 use crate::cv;
 use crate::learner::{
@@ -69,10 +75,12 @@ pub fn choose(targets: &[Target], settings: &AutoSettings, seed: u64) -> Choice 
     for target in targets {
         let families = families(target, &folds, seed);
         let means = means_of(target, &families);
-        // The last target's mean of its best families is the default.
-        default = scored.len() + families.len() + mean_of_best(target, &families);
+        let weighted = weighted_mean(target, &families);
+        // The last target's weighted mean of its families is the default.
+        default = scored.len() + families.len() + means.len();
         scored.extend(families);
         scored.extend(means);
+        scored.push(weighted);
     }
     let actual = &targets[0].actual;
     let errors: Vec<Vec<f64>> = scored
@@ -114,28 +122,70 @@ pub fn choose(targets: &[Target], settings: &AutoSettings, seed: u64) -> Choice 
     }
 }
 
-/// Families in the default mean: the mean of the few best is more accurate than the mean of
-/// all (a family that fits the system badly pulls every prediction its way) and, on small
-/// samples, more stable than the single best.
-const DEFAULT_MEMBERS: usize = 4;
+/// How sharply the default mean favours the families with small cross-validated errors:
+/// each family's weight is proportional to its error to the power −`WEIGHT_POWER`. The mean
+/// of a few good families errs less than the single best (their errors partly cancel) and is
+/// more stable on small samples, while a family that fits the system badly (twice the best
+/// error) keeps a weight of 1/16 of the best's, where an equal mean of all would let it pull
+/// every prediction its way. Unlike weights fitted to the held-out predictions (stacking),
+/// these are not tuned on the errors they are judged by.
+const WEIGHT_POWER: i32 = 4;
 
-/// The position, among [`means_of`]'s means, of the mean of the [`DEFAULT_MEMBERS`] families
-/// with the smallest cross-validated errors (of all, when there are no more).
-fn mean_of_best(target: &Target, families: &[Scored]) -> usize {
-    let errors: Vec<f64> = families
+/// The mean of all families weighted by their cross-validated errors (see [`WEIGHT_POWER`]),
+/// with its held-out predictions (a mean on the target's scale, so geometric for log).
+fn weighted_mean(target: &Target, families: &[Scored]) -> Scored {
+    let raw: Vec<f64> = families
         .iter()
-        .map(|f| cv::relative_error_sum(&f.predicted, &target.actual))
+        .map(|f| {
+            let e = cv::relative_error_sum(&f.predicted, &target.actual);
+            if e.is_finite() && e > 0.0 {
+                e.powi(-WEIGHT_POWER)
+            } else if e == 0.0 {
+                f64::MAX
+            } else {
+                0.0
+            }
+        })
         .collect();
-    let mut order: Vec<usize> = (0..families.len()).collect();
-    order.sort_by(|&a, &b| errors[a].total_cmp(&errors[b]));
-    let mask: u32 = order
+    let total: f64 = raw.iter().sum();
+    let weights: Vec<f64> = if total.is_finite() && total > 0.0 {
+        raw.iter().map(|w| w / total).collect()
+    } else {
+        vec![1.0 / families.len() as f64; families.len()]
+    };
+    let members: Vec<(f64, &Scored)> = weights
         .iter()
-        .take(DEFAULT_MEMBERS.max(2))
-        .map(|i| 1u32 << i)
-        .sum();
-    mean_masks(families.len())
-        .position(|m| m == mask)
-        .expect("every set of two or more families has its mean")
+        .copied()
+        .zip(families)
+        .filter(|(w, _)| *w > 0.0)
+        .collect();
+    let predicted = (0..target.rows.len())
+        .map(|p| {
+            let raw: f64 = members
+                .iter()
+                .map(|(w, s)| {
+                    w * if target.log {
+                        s.predicted[p].ln()
+                    } else {
+                        s.predicted[p]
+                    }
+                })
+                .sum();
+            target.back(raw)
+        })
+        .collect();
+    Scored {
+        learner: Learner {
+            kind: Kind::Mean(
+                members
+                    .iter()
+                    .map(|(w, s)| (*w, s.learner.clone()))
+                    .collect(),
+            ),
+            log: target.log,
+        },
+        predicted,
+    }
 }
 
 /// The member sets of [`means_of`]'s means, in its order: every set of two or more of `n`
@@ -174,7 +224,12 @@ fn means_of(target: &Target, families: &[Scored]) -> Vec<Scored> {
             .collect();
         out.push(Scored {
             learner: Learner {
-                kind: Kind::Mean(members.iter().map(|s| s.learner.clone()).collect()),
+                kind: Kind::Mean(
+                    members
+                        .iter()
+                        .map(|s| (1.0 / members.len() as f64, s.learner.clone()))
+                        .collect(),
+                ),
                 log: target.log,
             },
             predicted,
@@ -221,16 +276,14 @@ pub(crate) fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<
     let mut boost_predicted =
         vec![vec![vec![0.0; m]; tree::BOOST_ROUNDS.len()]; tree::BOOST_DEPTHS.len()];
     let mut divide_predicted = vec![vec![0.0; m]; divide::DEPTHS.len()];
-    // Ridge, like stepwise, both plainly and weighted for relative error on the performance.
-    let ridge_variants: Vec<RidgeSettings> = [false, true]
+    // Ridge, like stepwise, both plainly and weighted for relative error on the performance;
+    // every setting of its grid side by side, as for the trees.
+    let ridge_relative: Vec<bool> = [false, true]
         .into_iter()
         .filter(|relative| !*relative || !target.log)
-        .map(|relative| RidgeSettings {
-            relative,
-            ..RidgeSettings::default()
-        })
         .collect();
-    let mut ridge_predicted = vec![vec![0.0; m]; ridge_variants.len()];
+    let ridge_grid = ridge::grid();
+    let mut ridge_predicted = vec![vec![vec![0.0; m]; ridge_grid.len()]; ridge_relative.len()];
     for (f, fold) in folds.iter().enumerate() {
         let train = cv::complement(m, fold);
         let test_rows: Vec<usize> = fold.iter().map(|&p| target.rows[p]).collect();
@@ -268,12 +321,11 @@ pub(crate) fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<
         {
             put(&mut divide_predicted[d], values);
         }
-        for (v, settings) in ridge_variants.iter().enumerate() {
-            let (fitted, _) = ridge::fit_on(target, &train, settings);
-            put(
-                &mut ridge_predicted[v],
-                &fitted.predict_rows(target.table, &test_rows),
-            );
+        for (v, &relative) in ridge_relative.iter().enumerate() {
+            let grid = ridge::grid_held_out(target, &train, fold, relative);
+            for (g, values) in grid.iter().enumerate() {
+                put(&mut ridge_predicted[v][g], values);
+            }
         }
         let grid = tree::boost_grid_held_out(target, &train, fold, boost_settings.rate);
         for (d, by_rounds) in grid.iter().enumerate() {
@@ -310,7 +362,17 @@ pub(crate) fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<
     }
     let (bbd, bbr, _) = b_best;
     let d_best = smallest_error(&divide_predicted, error);
-    let r_best = smallest_error(&ridge_predicted, error);
+    let mut r_best = (0, 0, f64::INFINITY);
+    for (v, by_setting) in ridge_predicted.iter().enumerate() {
+        for (g, p) in by_setting.iter().enumerate() {
+            let e = error(p);
+            if e < r_best.2 {
+                r_best = (v, g, e);
+            }
+        }
+    }
+    let (rv, rg, _) = r_best;
+    let (interacting, main, order) = ridge_grid[rg];
     vec![
         Scored {
             learner: with_log(Kind::Stepwise(stepwise_variants[s_best].clone())),
@@ -354,8 +416,14 @@ pub(crate) fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<
             predicted: divide_predicted.swap_remove(d_best),
         },
         Scored {
-            learner: with_log(Kind::Ridge(ridge_variants[r_best].clone())),
-            predicted: ridge_predicted.swap_remove(r_best),
+            learner: with_log(Kind::Ridge(RidgeSettings {
+                tune: false,
+                interacting,
+                main,
+                order,
+                relative: ridge_relative[rv],
+            })),
+            predicted: std::mem::take(&mut ridge_predicted[rv][rg]),
         },
     ]
 }
@@ -401,7 +469,7 @@ mod tests {
     }
 
     #[test]
-    fn the_default_is_the_mean_of_the_four_best_families() {
+    fn the_default_is_the_mean_of_all_families_weighted_by_their_errors() {
         let table = noisy();
         let rows: Vec<usize> = (0..table.rows.len()).collect();
         let targets = [
@@ -409,29 +477,29 @@ mod tests {
             Target::new(&table, &rows, true),
         ];
         let choice = choose(&targets, &AutoSettings::default(), 1);
-        let mut families: Vec<&(Learner, f64)> = choice
+        let families: Vec<&(Learner, f64)> = choice
             .candidates
             .iter()
             .filter(|(l, _)| l.log && !matches!(l.kind, Kind::Mean(_)))
             .collect();
         assert_eq!(families.len(), 7);
-        let order = families.clone();
-        families.sort_by(|a, b| a.1.total_cmp(&b.1));
-        let best: Vec<&Learner> = families[..4].iter().map(|c| &c.0).collect();
-        // In the families' own order, as the mean lists them.
-        let expected: Vec<Learner> = order
-            .iter()
-            .filter(|c| best.contains(&&c.0))
-            .map(|c| c.0.clone())
-            .collect();
-        assert_eq!(
-            choice.learner,
-            Learner {
-                kind: Kind::Mean(expected),
-                log: true
-            },
-            "{}",
-            choice.learner
+        let Kind::Mean(members) = &choice.learner.kind else {
+            panic!("{}", choice.learner);
+        };
+        assert!(choice.learner.log, "{}", choice.learner);
+        assert_eq!(members.len(), 7, "{}", choice.learner);
+        // Weights in proportion to error^-4, in the families' own order.
+        let raw: Vec<f64> = families.iter().map(|f| f.1.powi(-WEIGHT_POWER)).collect();
+        let total: f64 = raw.iter().sum();
+        for ((w, member), (family, r)) in members.iter().zip(families.iter().zip(&raw)) {
+            assert_eq!(member, &family.0);
+            assert!((w - r / total).abs() < 1e-9, "{w} vs {}", r / total);
+        }
+        let best = families.iter().map(|f| f.1).fold(f64::INFINITY, f64::min);
+        let worst = families.iter().map(|f| f.1).fold(0.0, f64::max);
+        assert!(
+            worst > 1.2 * best,
+            "the families' errors differ: {best} … {worst}"
         );
     }
 }

@@ -11,7 +11,7 @@
 //! | `ridge` | `tune` (by leave-one-out), or fixed `interacting=N` (options that interact, ranked by main effect), `main=X` (prior variance of a main effect), `order=X` (factor per further order); `relative` (weighted by 1/performance²) |
 //! | `ols:TERMS` | terms separated by `,`, factors by `*`: `ols:A,B,A*B,level=6` (the intercept is always fitted) |
 //! | `auto` | `folds=N` (default 10 up to 100 training configurations, 5 up to 200, 3 above): picks learner, settings and transform by cross-validation |
-//! | `L1+L2+…` | the mean of several learners' models (all with or all without `log`) |
+//! | `L1+L2+…` | the mean of several learners' models (all with or all without `log`); `W1*L1+W2*L2+…` weighs them (weights sum to 1) |
 //!
 //! Every learner takes `log` (or `transform=log`): model ln(performance) instead of the
 //! performance (for `ols`, only `transform=log`, since a term may be named `log`).
@@ -45,8 +45,9 @@ pub enum Kind {
     /// Ordinary least squares on these terms (each a list of factors) plus an intercept.
     Ols(Vec<Vec<Factor>>),
     Auto(AutoSettings),
-    /// The mean of the members' models (same transform for all, so the mean is one model).
-    Mean(Vec<Learner>),
+    /// The weighted mean of the members' models (weights positive, summing to 1; the same
+    /// transform for all, so the mean is one model).
+    Mean(Vec<(f64, Learner)>),
 }
 
 /// Forward selection as SPL Conqueror does it (see `stepwise.rs`).
@@ -302,26 +303,71 @@ fn positive(learner: &str, key: &str, value: &str) -> Result<usize, Error> {
     Ok(n)
 }
 
+/// The members of a mean `L1+L2+…` (equal weights) or `W1*L1+W2*L2+…` (weights that sum
+/// to 1).
+fn mean_members(text: &str) -> Result<Vec<(f64, Learner)>, Error> {
+    let mut weights = Vec::new();
+    let mut members = Vec::new();
+    for part in text.split('+') {
+        let part = part.trim();
+        // A weight is a number before the first `*` (an `ols` term's `*` comes after `:`).
+        let weighted = part
+            .split_once('*')
+            .filter(|(w, _)| !w.contains(':'))
+            .and_then(|(w, rest)| w.trim().parse::<f64>().ok().map(|w| (w, rest)));
+        match weighted {
+            Some((w, rest)) => {
+                if !(w.is_finite() && w > 0.0) {
+                    return Err(Error::Learner(format!(
+                        "`{text}`: the weight of a member must be a number > 0, not {w}"
+                    )));
+                }
+                weights.push(Some(w));
+                members.push(rest.parse::<Learner>()?);
+            }
+            None => {
+                weights.push(None);
+                members.push(part.parse::<Learner>()?);
+            }
+        }
+    }
+    let weights: Vec<f64> = if weights.iter().all(Option::is_none) {
+        vec![1.0 / members.len() as f64; members.len()]
+    } else {
+        let given: Option<Vec<f64>> = weights.into_iter().collect();
+        let given = given.ok_or_else(|| {
+            Error::Learner(format!(
+                "`{text}`: give every member of a mean a weight, or none"
+            ))
+        })?;
+        let sum: f64 = given.iter().sum();
+        if (sum - 1.0).abs() > 1e-6 {
+            return Err(Error::Learner(format!(
+                "`{text}`: the weights of a mean must sum to 1, not {sum}"
+            )));
+        }
+        given
+    };
+    Ok(weights.into_iter().zip(members).collect())
+}
+
 impl FromStr for Learner {
     type Err = Error;
 
     fn from_str(text: &str) -> Result<Learner, Error> {
         let text = text.trim();
         if text.contains('+') {
-            let members = text
-                .split('+')
-                .map(str::parse)
-                .collect::<Result<Vec<Learner>, Error>>()?;
+            let members = mean_members(text)?;
             if members
                 .iter()
-                .any(|m| matches!(m.kind, Kind::Mean(_) | Kind::Auto(_)))
+                .any(|(_, m)| matches!(m.kind, Kind::Mean(_) | Kind::Auto(_)))
             {
                 return Err(Error::Learner(format!(
                     "`{text}`: a mean of learners cannot contain `auto` or another mean"
                 )));
             }
-            let log = members[0].log;
-            if members.iter().any(|m| m.log != log) {
+            let log = members[0].1.log;
+            if members.iter().any(|(_, m)| m.log != log) {
                 return Err(Error::Learner(format!(
                     "`{text}`: the members of a mean must all model the performance or all its log"
                 )));
@@ -617,7 +663,17 @@ impl fmt::Display for Learner {
     /// The canonical spelling with every setting, which parses back to the same learner.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Kind::Mean(members) = &self.kind {
-            let texts: Vec<String> = members.iter().map(|m| m.to_string()).collect();
+            let equal = members.iter().all(|(w, _)| *w == members[0].0);
+            let texts: Vec<String> = members
+                .iter()
+                .map(|(w, m)| {
+                    if equal {
+                        m.to_string()
+                    } else {
+                        format!("{w}*{m}")
+                    }
+                })
+                .collect();
             return write!(f, "{}", texts.join("+"));
         }
         let mut items: Vec<String> = match &self.kind {
@@ -744,6 +800,8 @@ mod tests {
             "auto:folds=5",
             "auto",
             "stepwise:log+rf:trees=10,log",
+            "0.25*stepwise:log+0.75*ridge:log",
+            "0.5*ols:A*B+0.5*lasso",
         ] {
             let l: Learner = text.parse().unwrap();
             let again: Learner = l.to_string().parse().unwrap();
@@ -809,6 +867,20 @@ mod tests {
         assert_eq!(l.len(), 2);
         assert!(matches!(&l[0].kind, Kind::Mean(m) if m.len() == 2));
         assert!("stepwise+rf:log".parse::<Learner>().is_err());
+        let e = "0.3*stepwise+0.3*rf"
+            .parse::<Learner>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("must sum to 1, not 0.6"), "{e}");
+        let e = "0.5*stepwise+rf"
+            .parse::<Learner>()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("give every member of a mean a weight, or none"),
+            "{e}"
+        );
+        assert!("-0.5*stepwise+1.5*rf".parse::<Learner>().is_err());
         assert!("auto+rf".parse::<Learner>().is_err());
     }
 }

@@ -272,7 +272,8 @@ fn fit(
         Kind::Mean(members) => {
             let mut models = Vec::new();
             let mut chosen = Vec::new();
-            for member in members {
+            let weights: Vec<f64> = members.iter().map(|(w, _)| *w).collect();
+            for (_, member) in members {
                 let (f, l) = fit(table, rows, member, seed, notes)?;
                 models.push(f);
                 chosen.push(l);
@@ -287,7 +288,10 @@ fn fit(
                 })
                 .collect();
             notes.insert("members".into(), Value::Array(recorded));
-            (Fitted::average(&models), resolved(Kind::Mean(chosen)))
+            (
+                Fitted::weighted(&models, &weights),
+                resolved(Kind::Mean(weights.into_iter().zip(chosen).collect())),
+            )
         }
         Kind::Auto(s) => {
             let mut targets = vec![Target::new(table, rows, false)];

@@ -235,14 +235,16 @@ fn solve(
     })
 }
 
-/// Fits on the training positions `train`: with `settings.tune`, at the settings of the grid
-/// with the smallest leave-one-out error. Returns the model and the settings used.
-pub fn fit_on(
-    target: &Target,
+/// The problem on the training positions and its coded options ranked by the size of
+/// their main effects in the additive fit (an option that interacts strongly nearly always
+/// has a main effect too: effect heredity; ranking by a fit with every pairwise product
+/// instead was noisier on small samples).
+fn screened<'a>(
+    target: &'a Target<'a>,
     train: &[usize],
-    settings: &RidgeSettings,
-) -> (Fitted, RidgeSettings) {
-    let problem = Problem::new(target, train, settings.relative);
+    relative: bool,
+) -> (Problem<'a>, Vec<usize>) {
+    let problem = Problem::new(target, train, relative);
     let n = problem.codings.len();
     // Screening: options ranked by the size of their main effect in the additive fit (an
     // option that interacts strongly nearly always has a main effect too: effect heredity).
@@ -258,24 +260,71 @@ pub fn fit_on(
         .unwrap_or_else(|| vec![0.0; n]);
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by(|&a, &b| ranking[b].total_cmp(&ranking[a]));
-    let grid: Vec<(usize, f64, f64)> = if settings.tune {
-        INTERACTING
-            .iter()
-            .filter(|&&k| k <= n)
-            .flat_map(|&k| {
-                let orders: &[f64] = if k == 0 { &ORDER[..1] } else { &ORDER };
-                orders
-                    .iter()
-                    .flat_map(move |&o| MAIN.iter().map(move |&m| (k, m, o)))
-            })
-            .collect()
-    } else {
-        vec![(settings.interacting.min(n), settings.main, settings.order)]
-    };
+    (problem, order)
+}
 
+/// Every setting tuning tries: (interacting, main, order).
+pub fn grid() -> Vec<(usize, f64, f64)> {
+    INTERACTING
+        .iter()
+        .flat_map(|&k| {
+            let orders: &[f64] = if k == 0 { &ORDER[..1] } else { &ORDER };
+            orders
+                .iter()
+                .flat_map(move |&o| MAIN.iter().map(move |&m| (k, m, o)))
+        })
+        .collect()
+}
+
+/// Predictions (performance scale) of the held-out positions `test` by the model of every
+/// setting of [`grid`] fitted on the positions `train`.
+pub fn grid_held_out(
+    target: &Target,
+    train: &[usize],
+    test: &[usize],
+    relative: bool,
+) -> Vec<Vec<f64>> {
+    let rows: Vec<usize> = test.iter().map(|&p| target.rows[p]).collect();
+    let (problem, order) = screened(target, train, relative);
+    let n = problem.codings.len();
+    let mut out = Vec::new();
+    let mut current: Option<(usize, Design, Vec<Vec<f64>>, Vec<f64>)> = None;
+    for (k, m, o) in grid() {
+        let k = k.min(n);
+        if current.as_ref().is_none_or(|c| c.0 != k) {
+            let design = Design::new(n, &order[..k]);
+            let x = problem.rows(&design);
+            let gram = gram_of(&x);
+            current = Some((k, design, x, gram));
+        }
+        let (_, design, x, gram) = current.as_ref().expect("set above");
+        let predicted = match solve(&problem, x, gram, &design.precisions(m, o)) {
+            Some(s) => terms(&problem, design, &s.beta).predict_rows(target.table, &rows),
+            None => vec![f64::NAN; rows.len()],
+        };
+        out.push(predicted);
+    }
+    out
+}
+
+/// Fits on the training positions `train`: with `settings.tune`, at the settings of the grid
+/// with the smallest leave-one-out error. Returns the model and the settings used.
+pub fn fit_on(
+    target: &Target,
+    train: &[usize],
+    settings: &RidgeSettings,
+) -> (Fitted, RidgeSettings) {
+    let grid = if settings.tune {
+        grid()
+    } else {
+        vec![(settings.interacting, settings.main, settings.order)]
+    };
+    let (problem, order) = screened(target, train, settings.relative);
+    let n = problem.codings.len();
     let mut best: Option<((usize, f64, f64), Solution, Design)> = None;
     let mut current: Option<(usize, Design, Vec<Vec<f64>>, Vec<f64>)> = None;
     for &(k, m, o) in &grid {
+        let k = k.min(n);
         if current.as_ref().is_none_or(|c| c.0 != k) {
             let design = Design::new(n, &order[..k]);
             let rows = problem.rows(&design);
