@@ -35,7 +35,7 @@ use crate::{Target, divide, lasso, ridge, stepwise, tree};
 /// Folds when the settings leave it open: 10 up to 100 training configurations, 5 up to
 /// 200, 3 above (the folds then still train on well over a hundred configurations, and
 /// the cost of cross-validation grows with configurations × folds).
-pub(crate) fn default_folds(m: usize) -> usize {
+fn default_folds(m: usize) -> usize {
     match m {
         0..=100 => 10,
         101..=200 => 5,
@@ -60,9 +60,9 @@ pub struct Choice {
 }
 
 /// A candidate with its held-out prediction (performance scale) of every training position.
-pub(crate) struct Scored {
-    pub learner: Learner,
-    pub predicted: Vec<f64>,
+struct Scored {
+    learner: Learner,
+    predicted: Vec<f64>,
 }
 
 /// `targets`: the training data on the performance scale, then (optionally) on its log.
@@ -239,7 +239,7 @@ fn means_of(target: &Target, families: &[Scored]) -> Vec<Scored> {
 }
 
 /// The best candidate of each family on one target, with its held-out predictions.
-pub(crate) fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
+fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
     let m = target.rows.len();
     // On the performance scale, stepwise is fitted both plainly and weighted for relative
     // error; on ln(performance) the two are the same. Small samples get the mean of bagged

@@ -176,6 +176,32 @@ impl<'a> Problem<'a> {
     }
 }
 
+impl Problem<'_> {
+    /// Predicted performance of table rows by the coded fit `beta` of `design` (what
+    /// [`terms`] writes as a model, without expanding it).
+    fn predict(&self, design: &Design, beta: &[f64], rows: &[usize]) -> Vec<f64> {
+        let table = self.target.table;
+        rows.iter()
+            .map(|&r| {
+                let row = &table.rows[r];
+                let z: Vec<f64> = self
+                    .codings
+                    .iter()
+                    .map(|c| (row[c.option] - c.centre) / c.scale)
+                    .collect();
+                let value: f64 = beta[0]
+                    + design
+                        .features
+                        .iter()
+                        .zip(&beta[1..])
+                        .map(|(f, b)| b * f.iter().map(|&c| z[c]).product::<f64>())
+                        .sum::<f64>();
+                self.target.back(self.mean + self.sd * value)
+            })
+            .collect()
+    }
+}
+
 /// A ridge fit: coefficients (intercept first, on the scaled target) and the mean relative
 /// leave-one-out error.
 struct Solution {
@@ -190,6 +216,7 @@ fn solve(
     rows: &[Vec<f64>],
     gram: &[f64],
     precisions: &[f64],
+    with_loo: bool,
 ) -> Option<Solution> {
     let k = precisions.len() + 1;
     let mut a = gram.to_vec();
@@ -209,6 +236,12 @@ fn solve(
         },
     );
     let beta = cholesky_solve(&a, wy, k);
+    if !with_loo {
+        return Some(Solution {
+            beta,
+            loo: f64::NAN,
+        });
+    }
     let mut loo = 0.0;
     for ((row, y), (w, &p)) in rows
         .iter()
@@ -254,7 +287,7 @@ fn screened<'a>(
     let gram = gram_of(&rows);
     let ranking = MAIN
         .iter()
-        .filter_map(|&m| solve(&problem, &rows, &gram, &additive.precisions(m, 1.0)))
+        .filter_map(|&m| solve(&problem, &rows, &gram, &additive.precisions(m, 1.0), true))
         .min_by(|a, b| a.loo.total_cmp(&b.loo))
         .map(|s| s.beta[1..].iter().map(|b| b.abs()).collect())
         .unwrap_or_else(|| vec![0.0; n]);
@@ -276,6 +309,45 @@ pub fn grid() -> Vec<(usize, f64, f64)> {
         .collect()
 }
 
+/// A design's weighted rows and their Gram matrix.
+struct Weighted {
+    rows: Vec<Vec<f64>>,
+    gram: Vec<f64>,
+}
+
+/// Fits the problem at each setting of `grid` (with the leave-one-out error when
+/// `with_loo`) and hands each fit to `visit` with its setting and design; a singular fit is
+/// `None`. The designs of one number of interacting options share their Gram matrix.
+fn for_each_fit(
+    problem: &Problem,
+    order: &[usize],
+    grid: &[(usize, f64, f64)],
+    with_loo: bool,
+    mut visit: impl FnMut((usize, f64, f64), &Design, Option<Solution>),
+) {
+    let n = problem.codings.len();
+    // The design of the current number of interacting options, its rows and Gram matrix.
+    let mut current: Option<(usize, Design, Weighted)> = None;
+    for &(k, m, o) in grid {
+        let k = k.min(n);
+        if current.as_ref().is_none_or(|c| c.0 != k) {
+            let design = Design::new(n, &order[..k]);
+            let x = problem.rows(&design);
+            let gram = gram_of(&x);
+            current = Some((k, design, Weighted { rows: x, gram }));
+        }
+        let (_, design, weighted) = current.as_ref().expect("set above");
+        let solution = solve(
+            problem,
+            &weighted.rows,
+            &weighted.gram,
+            &design.precisions(m, o),
+            with_loo,
+        );
+        visit((k, m, o), design, solution);
+    }
+}
+
 /// Predictions (performance scale) of the held-out positions `test` by the model of every
 /// setting of [`grid`] fitted on the positions `train`.
 pub fn grid_held_out(
@@ -286,82 +358,58 @@ pub fn grid_held_out(
 ) -> Vec<Vec<f64>> {
     let rows: Vec<usize> = test.iter().map(|&p| target.rows[p]).collect();
     let (problem, order) = screened(target, train, relative);
-    let n = problem.codings.len();
     let mut out = Vec::new();
-    let mut current: Option<(usize, Design, Vec<Vec<f64>>, Vec<f64>)> = None;
-    for (k, m, o) in grid() {
-        let k = k.min(n);
-        if current.as_ref().is_none_or(|c| c.0 != k) {
-            let design = Design::new(n, &order[..k]);
-            let x = problem.rows(&design);
-            let gram = gram_of(&x);
-            current = Some((k, design, x, gram));
-        }
-        let (_, design, x, gram) = current.as_ref().expect("set above");
-        let predicted = match solve(&problem, x, gram, &design.precisions(m, o)) {
-            Some(s) => terms(&problem, design, &s.beta).predict_rows(target.table, &rows),
+    for_each_fit(&problem, &order, &grid(), false, |_, design, solution| {
+        out.push(match solution {
+            Some(s) => problem.predict(design, &s.beta, &rows),
             None => vec![f64::NAN; rows.len()],
-        };
-        out.push(predicted);
-    }
+        });
+    });
     out
 }
 
-/// Fits on the training positions `train`: with `settings.tune`, at the settings of the grid
-/// with the smallest leave-one-out error. Returns the model and the settings used.
-pub fn fit_on(
-    target: &Target,
-    train: &[usize],
-    settings: &RidgeSettings,
-) -> (Fitted, RidgeSettings) {
+/// Fits on all of the target: with `settings.tune`, at the setting of the grid with the
+/// smallest leave-one-out error. Returns the model and the settings used.
+pub fn fit(target: &Target, settings: &RidgeSettings) -> (Fitted, RidgeSettings) {
     let grid = if settings.tune {
         grid()
     } else {
         vec![(settings.interacting, settings.main, settings.order)]
     };
-    let (problem, order) = screened(target, train, settings.relative);
-    let n = problem.codings.len();
-    let mut best: Option<((usize, f64, f64), Solution, Design)> = None;
-    let mut current: Option<(usize, Design, Vec<Vec<f64>>, Vec<f64>)> = None;
-    for &(k, m, o) in &grid {
-        let k = k.min(n);
-        if current.as_ref().is_none_or(|c| c.0 != k) {
-            let design = Design::new(n, &order[..k]);
-            let rows = problem.rows(&design);
-            let gram = gram_of(&rows);
-            current = Some((k, design, rows, gram));
-        }
-        let (_, design, rows, gram) = current.as_ref().expect("set above");
-        let Some(solution) = solve(&problem, rows, gram, &design.precisions(m, o)) else {
-            continue;
-        };
-        if best.as_ref().is_none_or(|b| solution.loo < b.1.loo) {
-            best = Some(((k, m, o), solution, Design::new(n, &order[..k])));
-        }
-    }
-    let resolved = |(k, m, o): (usize, f64, f64)| RidgeSettings {
+    let all: Vec<usize> = (0..target.rows.len()).collect();
+    let (problem, order) = screened(target, &all, settings.relative);
+    let mut best: Option<((usize, f64, f64), Fitted, f64)> = None;
+    for_each_fit(
+        &problem,
+        &order,
+        &grid,
+        true,
+        |setting, design, solution| {
+            if let Some(s) = solution
+                && best.as_ref().is_none_or(|b| s.loo < b.2)
+            {
+                best = Some((setting, terms(&problem, design, &s.beta), s.loo));
+            }
+        },
+    );
+    let (k, m, o, fitted) = match best {
+        Some(((k, m, o), fitted, _)) => (k, m, o, fitted),
+        // Every fit singular: the weighted mean.
+        None => (
+            0,
+            settings.main,
+            settings.order,
+            Fitted::linear(vec![(TermSpec::default(), problem.mean)], target.log),
+        ),
+    };
+    let resolved = RidgeSettings {
         tune: false,
         interacting: k,
         main: m,
         order: o,
         ..settings.clone()
     };
-    match best {
-        Some((chosen, solution, design)) => {
-            (terms(&problem, &design, &solution.beta), resolved(chosen))
-        }
-        // Every fit singular: the weighted mean.
-        None => (
-            Fitted::linear(vec![(TermSpec::default(), problem.mean)], target.log),
-            resolved((0, settings.main, settings.order)),
-        ),
-    }
-}
-
-/// Fits on all of the target.
-pub fn fit(target: &Target, settings: &RidgeSettings) -> (Fitted, RidgeSettings) {
-    let all: Vec<usize> = (0..target.rows.len()).collect();
-    fit_on(target, &all, settings)
+    (fitted, resolved)
 }
 
 /// The model as products of the options themselves: each coded feature
@@ -524,7 +572,7 @@ mod tests {
             let design = Design::new(problem.codings.len(), &[0, 1, 3]);
             let precisions = design.precisions(2.0, 0.5);
             let x = problem.rows(&design);
-            let solution = solve(&problem, &x, &gram_of(&x), &precisions).unwrap();
+            let solution = solve(&problem, &x, &gram_of(&x), &precisions, true).unwrap();
             // Refit without row i on the same coding and scale, and predict row i.
             let mut error = 0.0;
             for i in 0..rows.len() {
@@ -540,7 +588,7 @@ mod tests {
                     sd: problem.sd,
                 };
                 let xi: Vec<Vec<f64>> = keep.iter().map(|&r| x[r].clone()).collect();
-                let beta = solve(&without, &xi, &gram_of(&xi), &precisions)
+                let beta = solve(&without, &xi, &gram_of(&xi), &precisions, false)
                     .unwrap()
                     .beta;
                 let fitted: f64 =
@@ -566,11 +614,20 @@ mod tests {
         let problem = Problem::new(&target, &rows, true);
         let design = Design::new(problem.codings.len(), &[0, 1, 2, 3]);
         let x = problem.rows(&design);
-        let beta = solve(&problem, &x, &gram_of(&x), &design.precisions(1.0, 1.0))
-            .unwrap()
-            .beta;
+        let beta = solve(
+            &problem,
+            &x,
+            &gram_of(&x),
+            &design.precisions(1.0, 1.0),
+            false,
+        )
+        .unwrap()
+        .beta;
         let model = terms(&problem, &design, &beta);
         let predicted = model.predict_rows(&table, &rows);
+        for (p, q) in predicted.iter().zip(problem.predict(&design, &beta, &rows)) {
+            assert!((p - q).abs() < 1e-9 * q.abs(), "{p} vs {q}");
+        }
         for (i, p) in predicted.iter().enumerate() {
             let coded = problem.mean
                 + problem.sd * x[i].iter().zip(&beta).map(|(a, b)| a * b).sum::<f64>()
