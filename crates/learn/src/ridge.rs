@@ -25,6 +25,7 @@ use crate::Target;
 use crate::data::{Basic, TermSpec};
 use crate::fitted::Fitted;
 use crate::learner::RidgeSettings;
+use crate::linalg::{cholesky, forward, solve_factored};
 
 /// Prior variances of a main effect tried by tuning (relative to the target's variance).
 pub const MAIN: [f64; 4] = [0.03, 0.3, 3.0, 30.0];
@@ -225,7 +226,7 @@ fn solve(
     }
     // A tiny ridge on the intercept too, so a constant target still factorises.
     a[0] += 1e-12 * gram[0].max(1.0);
-    cholesky(&mut a, k)?;
+    cholesky(&mut a, k, 0.0)?;
     let wy: Vec<f64> = rows.iter().zip(&problem.y).zip(&problem.weights).fold(
         vec![0.0; k],
         |mut acc, ((r, y), w)| {
@@ -235,7 +236,7 @@ fn solve(
             acc
         },
     );
-    let beta = cholesky_solve(&a, wy, k);
+    let beta = solve_factored(&a, wy, k);
     if !with_loo {
         return Some(Solution {
             beta,
@@ -468,52 +469,6 @@ fn gram_of(rows: &[Vec<f64>]) -> Vec<f64> {
         }
     }
     g
-}
-
-/// Cholesky factorisation in place (lower triangle); `None` when not positive definite.
-fn cholesky(a: &mut [f64], k: usize) -> Option<()> {
-    for j in 0..k {
-        let mut d = a[j * k + j];
-        for p in 0..j {
-            d -= a[j * k + p] * a[j * k + p];
-        }
-        if d.is_nan() || d <= 0.0 {
-            return None;
-        }
-        let d = d.sqrt();
-        a[j * k + j] = d;
-        for i in j + 1..k {
-            let mut s = a[i * k + j];
-            for p in 0..j {
-                s -= a[i * k + p] * a[j * k + p];
-            }
-            a[i * k + j] = s / d;
-        }
-    }
-    Some(())
-}
-
-/// Solves `L v = b` with the factor from [`cholesky`].
-fn forward(l: &[f64], mut b: Vec<f64>, k: usize) -> Vec<f64> {
-    for i in 0..k {
-        for p in 0..i {
-            b[i] -= l[i * k + p] * b[p];
-        }
-        b[i] /= l[i * k + i];
-    }
-    b
-}
-
-/// Solves `L Lᵀ x = b` with the factor from [`cholesky`].
-fn cholesky_solve(l: &[f64], b: Vec<f64>, k: usize) -> Vec<f64> {
-    let mut z = forward(l, b, k);
-    for i in (0..k).rev() {
-        for p in i + 1..k {
-            z[i] -= l[p * k + i] * z[p];
-        }
-        z[i] /= l[i * k + i];
-    }
-    z
 }
 
 #[cfg(test)]
