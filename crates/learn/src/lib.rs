@@ -13,8 +13,9 @@
 //! - `ridge`: ridge regression on every option plus every product of the few options with
 //!   the largest effects, higher orders shrunk more (settings by leave-one-out);
 //! - `ols:TERMS`: least squares on given terms;
-//! - `auto`: whichever of these, or a mean of several (and settings, and whether to model
-//!   ln(performance)) cross-validates best on the training sample,
+//! - `auto`: the mean of all of these (each at the settings that cross-validate best on the
+//!   training sample), weighted by their cross-validated errors, on ln(performance) when
+//!   every performance is positive,
 //!
 //! and returns a [`model::ModelFile`]: linear learners give performance-influence terms,
 //! trees give trees. [`experiment`] runs the evaluation protocols of the literature (DeepPerf's
