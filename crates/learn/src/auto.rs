@@ -287,37 +287,10 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
     };
     let s_best = smallest_error(&stepwise_predicted, error);
     let l_best = smallest_error(&lasso_predicted, error);
-    let mut c_best = (0, 0, f64::INFINITY);
-    for (li, by_depth) in cart_predicted.iter().enumerate() {
-        for (di, p) in by_depth.iter().enumerate() {
-            let e = error(p);
-            if e < c_best.2 {
-                c_best = (li, di, e);
-            }
-        }
-    }
-    let (bl, bd, _) = c_best;
-    let mut b_best = (0, 0, f64::INFINITY);
-    for (di, by_rounds) in boost_predicted.iter().enumerate() {
-        for (ri, p) in by_rounds.iter().enumerate() {
-            let e = error(p);
-            if e < b_best.2 {
-                b_best = (di, ri, e);
-            }
-        }
-    }
-    let (bbd, bbr, _) = b_best;
+    let (bl, bd) = smallest_error_in_grid(&cart_predicted, error);
+    let (bbd, bbr) = smallest_error_in_grid(&boost_predicted, error);
     let d_best = smallest_error(&divide_predicted, error);
-    let mut r_best = (0, 0, f64::INFINITY);
-    for (v, by_setting) in ridge_predicted.iter().enumerate() {
-        for (g, p) in by_setting.iter().enumerate() {
-            let e = error(p);
-            if e < r_best.2 {
-                r_best = (v, g, e);
-            }
-        }
-    }
-    let (rv, rg, _) = r_best;
+    let (rv, rg) = smallest_error_in_grid(&ridge_predicted, error);
     let (interacting, main, order) = ridge_grid[rg];
     vec![
         Scored {
@@ -372,6 +345,24 @@ fn families(target: &Target, folds: &[Vec<usize>], seed: u64) -> Vec<Scored> {
             predicted: std::mem::take(&mut ridge_predicted[rv][rg]),
         },
     ]
+}
+
+/// The position (row, column) of the first of the smallest errors in a grid of held-out
+/// predictions.
+fn smallest_error_in_grid(
+    predicted: &[Vec<Vec<f64>>],
+    error: impl Fn(&[f64]) -> f64,
+) -> (usize, usize) {
+    let mut best = (0, 0, f64::INFINITY);
+    for (i, row) in predicted.iter().enumerate() {
+        for (j, p) in row.iter().enumerate() {
+            let e = error(p);
+            if e < best.2 {
+                best = (i, j, e);
+            }
+        }
+    }
+    (best.0, best.1)
 }
 
 /// The position of the first of the smallest errors among held-out predictions.

@@ -480,21 +480,6 @@ mod tests {
     use crate::data::Table;
     use crate::{Kind, Learner, train};
 
-    /// Every combination of `n` binary options, with the performance `f` gives.
-    fn full(n: usize, f: impl Fn(&[f64]) -> f64) -> Table {
-        let names: Vec<String> = (0..n).map(|j| format!("o{j}")).collect();
-        let rows: Vec<Vec<f64>> = (0..1u32 << n)
-            .map(|i| (0..n).map(|j| ((i >> j) & 1) as f64).collect())
-            .collect();
-        let performance = rows.iter().map(|r| f(r)).collect();
-        Table {
-            levels: vec![vec![]; n],
-            names,
-            rows,
-            performance,
-        }
-    }
-
     /// Three binary options and a numeric one (values 2, 4, 8), with noise.
     fn mixed() -> Table {
         let mut rng = ChaCha8Rng::seed_from_u64(5);
@@ -601,7 +586,7 @@ mod tests {
     /// additive effects of two others.
     fn dense_interaction() -> Table {
         let cells = [100.0, 130.0, 120.0, 190.0, 135.0, 150.0, 170.0, 160.0];
-        full(8, |r| {
+        Table::full_factorial(8, |r| {
             let cell = (r[0] + 2.0 * r[1] + 4.0 * r[2]) as usize;
             cells[cell] + 6.0 * r[3] + 3.0 * r[4]
         })

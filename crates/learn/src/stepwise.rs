@@ -381,25 +381,12 @@ mod tests {
     /// effects, plus noise no model can learn.
     fn many_small_effects() -> Table {
         let mut rng = ChaCha8Rng::seed_from_u64(11);
-        let names: Vec<String> = (0..8).map(|j| format!("o{j}")).collect();
-        let rows: Vec<Vec<f64>> = (0..256u32)
-            .map(|i| (0..8).map(|j| ((i >> j) & 1) as f64).collect())
-            .collect();
         let effects = [6.0, 5.0, 4.0, 3.0, 2.5, 2.0, 1.5, 1.0];
-        let performance = rows
-            .iter()
-            .map(|r| {
-                100.0
-                    + r.iter().zip(&effects).map(|(x, e)| x * e).sum::<f64>()
-                    + rng.gen_range(-4.0..4.0)
-            })
-            .collect();
-        Table {
-            levels: vec![vec![]; names.len()],
-            names,
-            rows,
-            performance,
-        }
+        Table::full_factorial(8, |r| {
+            100.0
+                + r.iter().zip(&effects).map(|(x, e)| x * e).sum::<f64>()
+                + rng.gen_range(-4.0..4.0)
+        })
     }
 
     #[test]
