@@ -169,6 +169,25 @@ pub fn all_terms(basics: &[Basic], degree: usize) -> Vec<TermSpec> {
     out
 }
 
+/// Tables of binary options for the learners' unit tests.
+#[cfg(test)]
+impl Table {
+    /// Every combination of `n` binary options named o0, o1, …, with `f` as performance.
+    pub fn full_factorial(n: usize, mut f: impl FnMut(&[f64]) -> f64) -> Table {
+        let names: Vec<String> = (0..n).map(|j| format!("o{j}")).collect();
+        let rows: Vec<Vec<f64>> = (0..1u32 << n)
+            .map(|i| (0..n).map(|j| ((i >> j) & 1) as f64).collect())
+            .collect();
+        let performance = rows.iter().map(|r| f(r)).collect();
+        Table {
+            levels: vec![vec![]; n],
+            names,
+            rows,
+            performance,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,25 +35,30 @@ impl Fitted {
 
     /// The equally weighted mean of models with the same transform.
     pub fn average(members: &[Fitted]) -> Fitted {
-        let k = members.len() as f64;
+        Fitted::weighted(members, &vec![1.0 / members.len() as f64; members.len()])
+    }
+
+    /// `Σ weights[k] · members[k]` for models with the same transform (weights sum to 1).
+    pub fn weighted(members: &[Fitted], weights: &[f64]) -> Fitted {
         let log = members[0].log;
         debug_assert!(members.iter().all(|m| m.log == log));
         let mut terms: Vec<(TermSpec, f64)> = Vec::new();
-        for m in members {
+        for (m, w) in members.iter().zip(weights) {
             for (t, b) in &m.terms {
                 match terms.iter_mut().find(|(u, _)| u == t) {
-                    Some((_, c)) => *c += b / k,
-                    None => terms.push((t.clone(), b / k)),
+                    Some((_, c)) => *c += w * b,
+                    None => terms.push((t.clone(), w * b)),
                 }
             }
         }
-        // mean over all T trees of (s·tree) must give Σ_members (1/k)·mean(member's trees),
-        // so a member with n trees has its trees scaled by s = T / (k·n).
+        // mean over all T trees of (s·tree) must give Σ_members w·mean(member's trees), so a
+        // member with n trees has its trees scaled by s = T·w / n.
         let total: usize = members.iter().map(|m| m.trees.len()).sum();
         let trees = members
             .iter()
-            .flat_map(|m| {
-                let s = total as f64 / (k * m.trees.len() as f64);
+            .zip(weights)
+            .flat_map(|(m, w)| {
+                let s = total as f64 * w / m.trees.len() as f64;
                 m.trees.iter().map(move |t| t.scaled(s))
             })
             .collect();

@@ -8,9 +8,10 @@
 //! | `rf` | `trees=100`, `mtry=N` (options tried per split, at random; default all, i.e. bagged trees), `leaf=1` |
 //! | `boost` | `tune` (grid search over `depth` 2–4 × `rounds` 25–200 by cross-validation, `folds=10`), or fixed `depth=N`, `rounds=N`; `rate=0.2` |
 //! | `divide` | `tune` (depth 1 or 2 by cross-validation, `folds=10`), or fixed `depth=N`: a tree of binary options divides the space into regions, a stepwise model per region |
+//! | `ridge` | `tune` (by leave-one-out), or fixed `interacting=N` (options that interact, ranked by main effect), `main=X` (prior variance of a main effect), `order=X` (factor per further order); `relative` (weighted by 1/performance²) |
 //! | `ols:TERMS` | terms separated by `,`, factors by `*`: `ols:A,B,A*B,level=6` (the intercept is always fitted) |
-//! | `auto` | `folds=N` (default 10 up to 100 training configurations, 5 up to 200, 3 above): picks learner, settings and transform by cross-validation |
-//! | `L1+L2+…` | the mean of several learners' models (all with or all without `log`) |
+//! | `auto` | `folds=N` (default 10 up to 100 training configurations, 5 up to 200, 3 above): the mean of every learner above at its best settings by cross-validation, weighted by their cross-validated errors |
+//! | `L1+L2+…` | the mean of several learners' models (all with or all without `log`); `W1*L1+W2*L2+…` weighs them (weights sum to 1) |
 //!
 //! Every learner takes `log` (or `transform=log`): model ln(performance) instead of the
 //! performance (for `ols`, only `transform=log`, since a term may be named `log`).
@@ -39,11 +40,14 @@ pub enum Kind {
     Boost(BoostSettings),
     /// Divide and learn: a tree of binary options splits the space, stepwise per region.
     Divide(DivideSettings),
+    /// Ridge on main effects plus every product of a few screened options.
+    Ridge(RidgeSettings),
     /// Ordinary least squares on these terms (each a list of factors) plus an intercept.
     Ols(Vec<Vec<Factor>>),
     Auto(AutoSettings),
-    /// The mean of the members' models (same transform for all, so the mean is one model).
-    Mean(Vec<Learner>),
+    /// The weighted mean of the members' models (weights positive, summing to 1; the same
+    /// transform for all, so the mean is one model).
+    Mean(Vec<(f64, Learner)>),
 }
 
 /// Forward selection as SPL Conqueror does it (see `stepwise.rs`).
@@ -184,6 +188,33 @@ impl Default for DivideSettings {
     }
 }
 
+/// Hierarchical ridge regression (see `ridge.rs`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RidgeSettings {
+    /// Choose `interacting`, `main` and `order` by leave-one-out; otherwise the fixed values.
+    pub tune: bool,
+    /// How many options (those with the largest main effects) interact fully.
+    pub interacting: usize,
+    /// Prior variance of a main effect, relative to the target's variance.
+    pub main: f64,
+    /// Factor on the prior variance per further order of interaction.
+    pub order: f64,
+    /// Least squares weighted by 1/performance² (not with `log`).
+    pub relative: bool,
+}
+
+impl Default for RidgeSettings {
+    fn default() -> Self {
+        RidgeSettings {
+            tune: true,
+            interacting: 4,
+            main: 3.0,
+            order: 1.0,
+            relative: false,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AutoSettings {
     /// Cross-validation folds; `None` = 10 up to 100 training configurations, 5 up to 200,
@@ -192,7 +223,7 @@ pub struct AutoSettings {
 }
 
 impl Learner {
-    pub const HELP: &'static str = "stepwise | lasso | cart | rf | boost | divide | ols:TERMS | auto, with settings after `:` (e.g. `lasso:degree=2,log`), or a mean `L1+L2`";
+    pub const HELP: &'static str = "stepwise | lasso | cart | rf | boost | divide | ridge | ols:TERMS | auto, with settings after `:` (e.g. `lasso:degree=2,log`), or a mean `L1+L2`";
 
     pub fn new(kind: Kind) -> Learner {
         Learner { kind, log: false }
@@ -207,6 +238,7 @@ impl Learner {
             Kind::Forest(_) => "rf",
             Kind::Boost(_) => "boost",
             Kind::Divide(_) => "divide",
+            Kind::Ridge(_) => "ridge",
             Kind::Ols(_) => "ols",
             Kind::Auto(_) => "auto",
             Kind::Mean(_) => "mean",
@@ -234,8 +266,8 @@ impl Learner {
     }
 }
 
-const NAMES: [&str; 9] = [
-    "stepwise", "lasso", "cart", "rf", "forest", "boost", "divide", "ols", "auto",
+const NAMES: [&str; 10] = [
+    "stepwise", "lasso", "cart", "rf", "forest", "boost", "divide", "ridge", "ols", "auto",
 ];
 
 fn number<T: FromStr>(learner: &str, key: &str, value: &str) -> Result<T, Error> {
@@ -251,6 +283,8 @@ fn number<T: FromStr>(learner: &str, key: &str, value: &str) -> Result<T, Error>
 const MAX_COUNT: usize = 100_000;
 /// The deepest dividing tree: its regions' terms expand into 2^depth products each.
 const MAX_DIVIDE_DEPTH: usize = 8;
+/// The most options `ridge` lets interact: their products number 2^N.
+const MAX_INTERACTING: usize = 12;
 /// The largest interaction degree of candidate terms: their number grows as options^degree.
 const MAX_DEGREE: usize = 10;
 
@@ -269,26 +303,71 @@ fn positive(learner: &str, key: &str, value: &str) -> Result<usize, Error> {
     Ok(n)
 }
 
+/// The members of a mean `L1+L2+…` (equal weights) or `W1*L1+W2*L2+…` (weights that sum
+/// to 1).
+fn mean_members(text: &str) -> Result<Vec<(f64, Learner)>, Error> {
+    let mut weights = Vec::new();
+    let mut members = Vec::new();
+    for part in text.split('+') {
+        let part = part.trim();
+        // A weight is a number before the first `*` (an `ols` term's `*` comes after `:`).
+        let weighted = part
+            .split_once('*')
+            .filter(|(w, _)| !w.contains(':'))
+            .and_then(|(w, rest)| w.trim().parse::<f64>().ok().map(|w| (w, rest)));
+        match weighted {
+            Some((w, rest)) => {
+                if !(w.is_finite() && w > 0.0) {
+                    return Err(Error::Learner(format!(
+                        "`{text}`: the weight of a member must be a number > 0, not {w}"
+                    )));
+                }
+                weights.push(Some(w));
+                members.push(rest.parse::<Learner>()?);
+            }
+            None => {
+                weights.push(None);
+                members.push(part.parse::<Learner>()?);
+            }
+        }
+    }
+    let weights: Vec<f64> = if weights.iter().all(Option::is_none) {
+        vec![1.0 / members.len() as f64; members.len()]
+    } else {
+        let given: Option<Vec<f64>> = weights.into_iter().collect();
+        let given = given.ok_or_else(|| {
+            Error::Learner(format!(
+                "`{text}`: give every member of a mean a weight, or none"
+            ))
+        })?;
+        let sum: f64 = given.iter().sum();
+        if (sum - 1.0).abs() > 1e-6 {
+            return Err(Error::Learner(format!(
+                "`{text}`: the weights of a mean must sum to 1, not {sum}"
+            )));
+        }
+        given
+    };
+    Ok(weights.into_iter().zip(members).collect())
+}
+
 impl FromStr for Learner {
     type Err = Error;
 
     fn from_str(text: &str) -> Result<Learner, Error> {
         let text = text.trim();
         if text.contains('+') {
-            let members = text
-                .split('+')
-                .map(str::parse)
-                .collect::<Result<Vec<Learner>, Error>>()?;
+            let members = mean_members(text)?;
             if members
                 .iter()
-                .any(|m| matches!(m.kind, Kind::Mean(_) | Kind::Auto(_)))
+                .any(|(_, m)| matches!(m.kind, Kind::Mean(_) | Kind::Auto(_)))
             {
                 return Err(Error::Learner(format!(
                     "`{text}`: a mean of learners cannot contain `auto` or another mean"
                 )));
             }
-            let log = members[0].log;
-            if members.iter().any(|m| m.log != log) {
+            let log = members[0].1.log;
+            if members.iter().any(|(_, m)| m.log != log) {
                 return Err(Error::Learner(format!(
                     "`{text}`: the members of a mean must all model the performance or all its log"
                 )));
@@ -484,6 +563,49 @@ impl FromStr for Learner {
                 }
                 Kind::Divide(s)
             }
+            "ridge" => {
+                let mut s = RidgeSettings::default();
+                let factor = |key: &str, v: &str| -> Result<f64, Error> {
+                    let x: f64 = number(head, key, v)?;
+                    if !(x.is_finite() && x > 0.0) {
+                        return Err(Error::Learner(format!(
+                            "learner `ridge`: `{key}` must be a number > 0, not {v}"
+                        )));
+                    }
+                    Ok(x)
+                };
+                for item in &items {
+                    match split_setting(item) {
+                        ("tune", None) => s.tune = true,
+                        ("interacting", Some(v)) => {
+                            s.tune = false;
+                            s.interacting = number(head, "interacting", v)?;
+                            if s.interacting > MAX_INTERACTING {
+                                return Err(Error::Learner(format!(
+                                    "learner `ridge`: `interacting` is at most {MAX_INTERACTING} (every product of them is a term), not {v}"
+                                )));
+                            }
+                        }
+                        ("main", Some(v)) => {
+                            s.tune = false;
+                            s.main = factor("main", v)?;
+                        }
+                        ("order", Some(v)) => {
+                            s.tune = false;
+                            s.order = factor("order", v)?;
+                        }
+                        ("relative", None) => s.relative = true,
+                        _ if is_log(item) => log = true,
+                        _ => {
+                            return Err(unknown(
+                                item,
+                                "tune, interacting=N, main=X, order=X, relative, log",
+                            ));
+                        }
+                    }
+                }
+                Kind::Ridge(s)
+            }
             "ols" => {
                 let mut terms = Vec::new();
                 for item in &items {
@@ -541,7 +663,17 @@ impl fmt::Display for Learner {
     /// The canonical spelling with every setting, which parses back to the same learner.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Kind::Mean(members) = &self.kind {
-            let texts: Vec<String> = members.iter().map(|m| m.to_string()).collect();
+            let equal = members.iter().all(|(w, _)| *w == members[0].0);
+            let texts: Vec<String> = members
+                .iter()
+                .map(|(w, m)| {
+                    if equal {
+                        m.to_string()
+                    } else {
+                        format!("{w}*{m}")
+                    }
+                })
+                .collect();
             return write!(f, "{}", texts.join("+"));
         }
         let mut items: Vec<String> = match &self.kind {
@@ -598,6 +730,21 @@ impl fmt::Display for Learner {
             ],
             Kind::Divide(s) if s.tune => vec!["tune".into(), format!("folds={}", s.folds)],
             Kind::Divide(s) => vec![format!("depth={}", s.depth)],
+            Kind::Ridge(s) => {
+                let mut v = if s.tune {
+                    vec!["tune".into()]
+                } else {
+                    vec![
+                        format!("interacting={}", s.interacting),
+                        format!("main={}", s.main),
+                        format!("order={}", s.order),
+                    ]
+                };
+                if s.relative {
+                    v.push("relative".into());
+                }
+                v
+            }
             Kind::Ols(terms) => terms
                 .iter()
                 .map(|t| {
@@ -645,11 +792,16 @@ mod tests {
             "boost:depth=2,rounds=50,rate=0.1,log",
             "divide",
             "divide:depth=3,log",
+            "ridge",
+            "ridge:relative,log",
+            "ridge:interacting=3,main=0.3,order=1.5",
             "ols:A,B,A*B,level=6,transform=log",
             "ols:",
             "auto:folds=5",
             "auto",
             "stepwise:log+rf:trees=10,log",
+            "0.25*stepwise:log+0.75*ridge:log",
+            "0.5*ols:A*B+0.5*lasso",
         ] {
             let l: Learner = text.parse().unwrap();
             let again: Learner = l.to_string().parse().unwrap();
@@ -684,6 +836,7 @@ mod tests {
             "lasso:degree=50",
             "boost:rounds=1000000000",
             "divide:depth=9",
+            "ridge:interacting=20",
         ] {
             let e = absurd.parse::<Learner>().unwrap_err().to_string();
             assert!(e.contains("at most"), "{absurd}: {e}");
@@ -714,6 +867,20 @@ mod tests {
         assert_eq!(l.len(), 2);
         assert!(matches!(&l[0].kind, Kind::Mean(m) if m.len() == 2));
         assert!("stepwise+rf:log".parse::<Learner>().is_err());
+        let e = "0.3*stepwise+0.3*rf"
+            .parse::<Learner>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("must sum to 1, not 0.6"), "{e}");
+        let e = "0.5*stepwise+rf"
+            .parse::<Learner>()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("give every member of a mean a weight, or none"),
+            "{e}"
+        );
+        assert!("-0.5*stepwise+1.5*rf".parse::<Learner>().is_err());
         assert!("auto+rf".parse::<Learner>().is_err());
     }
 }

@@ -10,9 +10,12 @@
 //! - `boost`: gradient-boosted shallow trees, depth and rounds by cross-validation;
 //! - `divide`: divide and learn — a tree of binary options splits the space into regions,
 //!   a stepwise model per region (depth by cross-validation);
+//! - `ridge`: ridge regression on every option plus every product of the few options with
+//!   the largest effects, higher orders shrunk more (settings by leave-one-out);
 //! - `ols:TERMS`: least squares on given terms;
-//! - `auto`: whichever of these, or a mean of several (and settings, and whether to model
-//!   ln(performance)) cross-validates best on the training sample,
+//! - `auto`: the mean of all of these (each at the settings that cross-validate best on the
+//!   training sample), weighted by their cross-validated errors, on ln(performance) when
+//!   every performance is positive,
 //!
 //! and returns a [`model::ModelFile`]: linear learners give performance-influence terms,
 //! trees give trees. [`experiment`] runs the evaluation protocols of the literature (DeepPerf's
@@ -36,6 +39,7 @@ pub mod lasso;
 mod learner;
 mod linalg;
 pub mod published;
+mod ridge;
 mod stepwise;
 mod tree;
 
@@ -49,7 +53,7 @@ pub use data::Table;
 pub use experiment::sample_rows;
 pub use learner::{
     AutoSettings, BoostSettings, CartSettings, DivideSettings, ForestSettings, Kind, LassoSettings,
-    Learner, StepwiseSettings,
+    Learner, RidgeSettings, StepwiseSettings,
 };
 pub use linalg::least_squares;
 
@@ -255,6 +259,10 @@ fn fit(
             });
             (fitted, resolved(kind))
         }
+        Kind::Ridge(s) => {
+            let (fitted, chosen) = ridge::fit(&target, s);
+            (fitted, resolved(Kind::Ridge(chosen)))
+        }
         Kind::Ols(terms) => {
             let specs = terms
                 .iter()
@@ -265,7 +273,8 @@ fn fit(
         Kind::Mean(members) => {
             let mut models = Vec::new();
             let mut chosen = Vec::new();
-            for member in members {
+            let weights: Vec<f64> = members.iter().map(|(w, _)| *w).collect();
+            for (_, member) in members {
                 let (f, l) = fit(table, rows, member, seed, notes)?;
                 models.push(f);
                 chosen.push(l);
@@ -280,7 +289,10 @@ fn fit(
                 })
                 .collect();
             notes.insert("members".into(), Value::Array(recorded));
-            (Fitted::average(&models), resolved(Kind::Mean(chosen)))
+            (
+                Fitted::weighted(&models, &weights),
+                resolved(Kind::Mean(weights.into_iter().zip(chosen).collect())),
+            )
         }
         Kind::Auto(s) => {
             let mut targets = vec![Target::new(table, rows, false)];

@@ -72,12 +72,19 @@ pub fn subtract_scaled(y: &mut [f64], alpha: f64, x: &[f64]) {
 /// (relative to 1, the equilibrated diagonal).
 fn cholesky_solve(a: &mut [f64], b: &[f64], k: usize) -> Option<Vec<f64>> {
     const PIVOT: f64 = 1e-11;
+    cholesky(a, k, PIVOT)?;
+    Some(solve_factored(a, b.to_vec(), k))
+}
+
+/// Cholesky factorisation of the k × k row-major matrix `a` in place (its lower triangle
+/// becomes L, with `a = L Lᵀ`); `None` when a pivot is at most `pivot`.
+pub fn cholesky(a: &mut [f64], k: usize, pivot: f64) -> Option<()> {
     for j in 0..k {
         let mut d = a[j * k + j];
         for p in 0..j {
             d -= a[j * k + p] * a[j * k + p];
         }
-        if d.is_nan() || d <= PIVOT {
+        if d.is_nan() || d <= pivot {
             return None;
         }
         let d = d.sqrt();
@@ -90,21 +97,30 @@ fn cholesky_solve(a: &mut [f64], b: &[f64], k: usize) -> Option<Vec<f64>> {
             a[i * k + j] = s / d;
         }
     }
-    // L z = b, then Lᵀ x = z.
-    let mut z = b.to_vec();
+    Some(())
+}
+
+/// Solves `L v = b` with the factor from [`cholesky`].
+pub fn forward(l: &[f64], mut b: Vec<f64>, k: usize) -> Vec<f64> {
     for i in 0..k {
         for p in 0..i {
-            z[i] -= a[i * k + p] * z[p];
+            b[i] -= l[i * k + p] * b[p];
         }
-        z[i] /= a[i * k + i];
+        b[i] /= l[i * k + i];
     }
+    b
+}
+
+/// Solves `L Lᵀ x = b` with the factor from [`cholesky`].
+pub fn solve_factored(l: &[f64], b: Vec<f64>, k: usize) -> Vec<f64> {
+    let mut z = forward(l, b, k);
     for i in (0..k).rev() {
         for p in i + 1..k {
-            z[i] -= a[p * k + i] * z[p];
+            z[i] -= l[p * k + i] * z[p];
         }
-        z[i] /= a[i * k + i];
+        z[i] /= l[i * k + i];
     }
-    Some(z)
+    z
 }
 
 #[cfg(test)]
