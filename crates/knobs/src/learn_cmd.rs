@@ -18,7 +18,7 @@ use crate::Outcome;
 use crate::space_cmd::strategies;
 
 const DATA_HELP: &str = "Measured configurations: a knobs results store (knobs.db), a dataset CSV (one column per option, performance last) or SPL Conqueror measurements XML (with --space)";
-const LEARNER_HELP: &str = "Learner: stepwise | lasso | cart | rf | boost | divide | ols:TERMS | auto, settings after `:` (e.g. `lasso:degree=2,log`), or a mean `L1+L2`; see the README";
+const LEARNER_HELP: &str = "Learner: stepwise | lasso | ridge | cart | rf | boost | divide | ols:TERMS | auto, settings after `:` (e.g. `lasso:degree=2,log`), or a mean `L1+L2` (weighted: `0.3*L1+0.7*L2`); see the README";
 /// `--space` of every command that reads DATA.
 const SPACE_OPTION_HELP: &str = "Variability model of SPL Conqueror measurements XML in DATA: SPL Conqueror .xml, or any space file (.toml, .dimacs)";
 /// `--sample` of the commands that learn from measured configurations.
