@@ -10,7 +10,7 @@
 //! | `divide` | `tune` (depth 1 or 2 by cross-validation, `folds=10`), or fixed `depth=N`: a tree of binary options divides the space into regions, a stepwise model per region |
 //! | `ridge` | `tune` (by leave-one-out), or fixed `interacting=N` (options that interact, ranked by main effect), `main=X` (prior variance of a main effect), `order=X` (factor per further order); `relative` (weighted by 1/performance²) |
 //! | `ols:TERMS` | terms separated by `,`, factors by `*`: `ols:A,B,A*B,level=6` (the intercept is always fitted) |
-//! | `auto` | `folds=N` (default 10 up to 100 training configurations, 5 up to 200, 3 above): the mean of every learner above at its best settings by cross-validation, weighted by their cross-validated errors |
+//! | `auto` | `folds=N` (default leave-one-out up to 20 training configurations, 10 up to 100, 5 up to 200, 3 above): the mean of every learner above at its best settings by cross-validation, weighted by their cross-validated errors |
 //! | `L1+L2+…` | the mean of several learners' models (all with or all without `log`); `W1*L1+W2*L2+…` weighs them (weights sum to 1) |
 //!
 //! Every learner takes `log` (or `transform=log`): model ln(performance) instead of the
@@ -217,8 +217,8 @@ impl Default for RidgeSettings {
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AutoSettings {
-    /// Cross-validation folds; `None` = 10 up to 100 training configurations, 5 up to 200,
-    /// 3 above.
+    /// Cross-validation folds; `None` = leave-one-out up to 20 training configurations, 10
+    /// up to 100, 5 up to 200, 3 above.
     pub folds: Option<usize>,
 }
 
