@@ -31,7 +31,6 @@ use space::{Configuration, GroupKind, Literal, OptionId, ValidConfigurations};
 
 use crate::blocks::FeatureBlock;
 use crate::model::{Context, RunTimes};
-use crate::run::NativeFit;
 use crate::{Error, FeatureMap, UnseenInfluence};
 
 /// The store's region for the time the instrumentation itself took (§5.1), kept so that
@@ -522,6 +521,14 @@ pub fn native_times(
         })
         .collect();
     Ok((times, None))
+}
+
+/// How far one run's contexts were corrected to the native program's time.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct NativeFit {
+    pub configuration: String,
+    pub native: f64,
+    pub removed: f64,
 }
 
 /// Stage 6: each of `configurations`' calling contexts from the store (read by `clocks`),

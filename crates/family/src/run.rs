@@ -88,7 +88,7 @@ pub struct Report {
     pub native_measurement: Option<CampaignReport>,
     /// Per run: the native median and the seconds of instrumentation cost taken out beyond
     /// the runtime's own calibration.
-    pub overhead_correction: Vec<NativeFit>,
+    pub overhead_correction: Vec<pipeline::NativeFit>,
     /// The clock the call trees were read by, and why (`instrumented::region_clocks`, the
     /// rule ConfigCrusher's region times are read by; trees without CPU times, e.g.
     /// `KNOBS_REGION_CPU_US=off`, by the wall clock, and `why` says so).
@@ -117,14 +117,6 @@ impl Report {
             self.notes.push(note);
         }
     }
-}
-
-/// How far one run's contexts were corrected to the native program's time.
-#[derive(Clone, Debug, Serialize)]
-pub struct NativeFit {
-    pub configuration: String,
-    pub native: f64,
-    pub removed: f64,
 }
 
 /// Runs the family-based approach: the stages of [`crate::pipeline`] in order.
