@@ -70,6 +70,7 @@ pub fn first_round(off: &OffPaths) -> OffPaths {
 /// The second round: the options whose first-round changes differ, on their other off paths
 /// (at most [`MOST_PROBES_PER_OPTION`] in all), and the names of those that had more.
 pub fn second_round(
+    valid: &ValidConfigurations,
     off: &OffPaths,
     probes: &[Probe],
     effects: &[Effect],
@@ -101,20 +102,11 @@ pub fn second_round(
             .collect();
         let room = MOST_PROBES_PER_OPTION.saturating_sub(2);
         if rest.len() > room {
-            capped.push(effects_name(probes, effects, *option));
+            capped.push(valid.space().option(*option).name.clone());
         }
         round.push((*option, rest.into_iter().take(room).collect()));
     }
     (round, capped)
-}
-
-fn effects_name(probes: &[Probe], effects: &[Effect], option: OptionId) -> String {
-    probes
-        .iter()
-        .zip(effects)
-        .find(|(p, _)| p.option == option)
-        .map(|(_, e)| e.option.clone())
-        .unwrap_or_default()
 }
 
 /// Each option's other values set on each of its wanted paths; and the `name=value`s no valid

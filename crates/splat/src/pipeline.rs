@@ -260,7 +260,7 @@ pub fn measure_off_path(
         if second {
             break;
         }
-        let (next, capped) = off_path::second_round(&off, &probes, &effects);
+        let (next, capped) = off_path::second_round(valid, &off, &probes, &effects);
         if !capped.is_empty() {
             notes.push(format!(
                 "{} changed the count differently on the paths that do not reach them and are set on {} of those paths each: the others take the first path's change",
