@@ -394,7 +394,8 @@ impl SystemSpec {
         Ok(())
     }
 
-    fn compute_hash(&self) -> String {
+    /// What the hash is taken of: what a measurement means, as JSON.
+    fn hashed_meaning(&self) -> String {
         #[derive(Serialize)]
         struct Meaning<'a> {
             system: &'a str,
@@ -409,9 +410,10 @@ impl SystemSpec {
             // How the program is built for its build options; left out without a recipe.
             #[serde(skip_serializing_if = "Option::is_none")]
             build_recipe: Option<(&'a [Vec<String>], &'a str)>,
-            // Runs under an instruction counter take other times: kept apart.
-            #[serde(skip_serializing_if = "std::ops::Not::not")]
-            counted: bool,
+            // Runs under an instruction counter take other times: kept apart, and apart
+            // from runs counted under another way of starting the program.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            counted: Option<String>,
         }
         // How long a run may take does not change what it measures.
         let run = self.run.clone().map(|r| RunSpec { timeout: None, ..r });
@@ -435,10 +437,14 @@ impl SystemSpec {
                 .as_ref()
                 .filter(|b| !b.recipe.is_empty())
                 .map(|b| (b.recipe.as_slice(), b.output.as_deref().unwrap_or(""))),
-            counted: self.measure.metric == Metric::Instructions,
+            counted: (self.measure.metric == Metric::Instructions)
+                .then(crate::runner::counted_launch),
         };
-        let json = serde_json::to_string(&meaning).expect("spec serialises");
-        let digest = Sha256::digest(json.as_bytes());
+        serde_json::to_string(&meaning).expect("spec serialises")
+    }
+
+    fn compute_hash(&self) -> String {
+        let digest = Sha256::digest(self.hashed_meaning().as_bytes());
         digest[..8].iter().map(|b| format!("{b:02x}")).collect()
     }
 }
@@ -495,6 +501,21 @@ mod tests {
         let c = parse(&SPEC.replace("\"-{value}\"", "\"--level={value}\"")).unwrap();
         assert_eq!(a.hash, b.hash);
         assert_ne!(a.hash, c.hash);
+    }
+
+    /// A counted spec's hash differs from the timed one's and follows how knobs starts a
+    /// counted program: the launch is part of what it hashes.
+    #[test]
+    fn a_counted_hash_covers_how_the_program_is_started() {
+        let timed = parse(SPEC).unwrap();
+        let counted = timed.clone().with_metric(Metric::Instructions).unwrap();
+        assert_ne!(timed.hash, counted.hash);
+        let meaning = counted.hashed_meaning();
+        assert!(
+            meaning.contains(&crate::runner::counted_launch()),
+            "{meaning}"
+        );
+        assert!(!timed.hashed_meaning().contains("launch"));
     }
 
     #[test]
