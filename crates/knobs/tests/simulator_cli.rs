@@ -8,6 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{knobs, s};
+use predicates::prelude::*;
 use predicates::str::contains;
 
 /// A copy of examples/ifdef in a fresh directory, with a small workload.
@@ -256,6 +257,16 @@ fn a_build_option_that_sets_no_macro_stays_one_of_the_simulator() {
         .assert()
         .code(2)
         .stderr(contains("options o3 stay build options of the simulator"));
+    // A white-box approach on the simulator's spec does not send the user back to it.
+    knobs()
+        .args(["crush", "--spec", s(&spec)])
+        .assert()
+        .failure()
+        .stderr(contains("options `o3` act on the build"))
+        .stderr(contains(
+            "the variant simulator keeps them as build options",
+        ))
+        .stderr(contains("`knobs simulator` writes").not());
 }
 
 /// An option that acts through `configure` cannot be built by the simulator's clang command.

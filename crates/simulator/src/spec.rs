@@ -179,8 +179,9 @@ pub fn runtime_spec(
     }
     let text = toml::to_string(&table).map_err(|e| Error::Invalid(e.to_string()))?;
     Ok(format!(
-        "# The variant simulator of {} (written by `knobs simulator`): its compile-time\n\
+        "{}{} (written by `knobs simulator`): its compile-time\n\
          # features are read at run time from KNOBS_FEATURE_* (the options' `env`).\n{text}",
+        measure::spec::SIMULATOR_HEADER,
         spec.path.display()
     ))
 }

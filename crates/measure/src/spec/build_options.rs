@@ -236,11 +236,20 @@ impl SystemSpec {
         Err(self.refuse_build_options(approach))
     }
 
-    /// The error of [`SystemSpec::check_no_build_options`].
+    /// The error of [`SystemSpec::check_no_build_options`]. On a variant simulator's own spec
+    /// the build options left are those it could not encode, so it does not send the user
+    /// back to `knobs simulator`.
     pub(super) fn refuse_build_options(&self, approach: &str) -> Error {
         let names = self.build_options();
+        let instead = if self.text.starts_with(SIMULATOR_HEADER) {
+            "the variant simulator keeps them as build options: they are no `#ifdef` features it could encode".to_string()
+        } else {
+            format!(
+                "for `#ifdef` features, `knobs simulator` writes a run-time spec {approach} reads"
+            )
+        };
         Error::Invalid(format!(
-            "{}: {approach} needs one build, but options {} act on the build: each configuration has its own (measure them with `knobs measure`, black-box; for `#ifdef` features, `knobs simulator` writes a run-time spec {approach} reads)",
+            "{}: {approach} needs one build, but options {} act on the build: each configuration has its own (measure them with `knobs measure`, black-box; {instead})",
             self.path.display(),
             names
                 .iter()
@@ -250,6 +259,9 @@ impl SystemSpec {
         ))
     }
 }
+
+/// How a variant simulator's spec begins (`knobs simulator` writes it).
+pub const SIMULATOR_HEADER: &str = "# The variant simulator of ";
 
 impl SystemSpec {
     /// Checks `[build] recipe` and that build options have a recipe to reach.

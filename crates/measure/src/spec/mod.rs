@@ -308,7 +308,7 @@ mod parse;
 mod test_support;
 mod white_box;
 
-pub use build_options::{BuildRecipe, BuildValues, OptionBuild};
+pub use build_options::{BuildRecipe, BuildValues, OptionBuild, SIMULATOR_HEADER};
 pub use invocation::Invocation;
 pub use white_box::{BuildSpec, OptionSourceSpec};
 
