@@ -711,8 +711,14 @@ pub fn native_correction(
         let Some(&native) = times.get(&text) else {
             continue;
         };
-        let instrumented =
-            regions.values().sum::<f64>() + outside.get(&text).copied().unwrap_or(0.0);
+        // The program's own time in the instrumented build: the timers' cost is in no
+        // region a model carries, so scaling by it would leave the model short of native.
+        let instrumented = regions
+            .iter()
+            .filter(|(region, _)| ::instrumented::is_program_region(region))
+            .map(|(_, seconds)| seconds)
+            .sum::<f64>()
+            + outside.get(&text).copied().unwrap_or(0.0);
         if native > 0.0 && instrumented > 0.0 {
             pairs.push(::instrumented::native::Pair {
                 configuration: text,

@@ -668,7 +668,7 @@ pub fn region_clocks(
     let mut without_cpu: std::collections::BTreeSet<String> = Default::default();
     let mut configurations: std::collections::BTreeSet<String> = Default::default();
     for (config, _, r) in store.region_times(&selection)? {
-        if r.cpu_seconds.is_none() && r.region != PROBES && r.region != STARTUP {
+        if r.cpu_seconds.is_none() && is_program_region(&r.region) {
             without_cpu.insert(config.clone());
         }
         configurations.insert(config);
@@ -755,6 +755,12 @@ pub const PROBES: &str = "probes";
 /// The pseudo-region of the runtime's own start (`startup` in docs/region-times.md): not the
 /// program's time, so it is taken out of the time outside the runtime, and in no model.
 pub const STARTUP: &str = "startup";
+
+/// Whether a stored region holds the program's own time: not [`PROBES`] or [`STARTUP`], the
+/// runtime's cost, which no model carries.
+pub fn is_program_region(region: &str) -> bool {
+    region != PROBES && region != STARTUP
+}
 
 /// The store's selection of one spec's runs of a workload in a variant (`""`: the program
 /// as the spec runs it).
