@@ -52,7 +52,7 @@ impl Default for Options {
             all_probes: false,
             probes: ProbeSettings::default(),
             overhead_correction: 5,
-            overhead_fit: OverheadFit::Ratio,
+            overhead_fit: OverheadFit::Native,
             seed: 1,
             model_path: None,
             profile_clock: None,
@@ -262,8 +262,8 @@ pub fn run(
     )?;
     let workload = &workload;
     let correction = correct_overhead(
-        spec,
-        settings,
+        &store,
+        session,
         workload,
         &profiled,
         configurations,
@@ -554,8 +554,8 @@ fn probe(
 /// why).
 #[allow(clippy::too_many_arguments)]
 fn correct_overhead(
-    spec: &measure::SystemSpec,
-    settings: &instrumented::Settings,
+    store: &measure::store::Store,
+    session: &Session,
     workload: &measure::Workload,
     profiled: &pipeline::Profiled,
     configurations: &[space::Configuration],
@@ -563,6 +563,7 @@ fn correct_overhead(
     report: &mut Report,
     reporter: &mut dyn Reporter,
 ) -> Result<Option<pipeline::OverheadCorrection>, Error> {
+    let (spec, settings) = (&session.spec, &session.settings);
     if options.overhead_correction == 0 {
         return Ok(None);
     }
@@ -573,22 +574,46 @@ fn correct_overhead(
         );
         return Ok(None);
     }
-    let correction = pipeline::overhead_correction(
-        spec,
-        settings,
-        workload,
-        profiled,
-        configurations,
-        options.overhead_correction,
-        options.seed,
-        options.overhead_fit,
-        &mut |config, p, n| {
-            reporter.note(&format!(
-                "overhead: `{}`: {p:.4} s profiled, {n:.4} s native (medians, interleaved)",
-                space::shown_configuration(config)
-            ))
-        },
-    )?;
+    let correction = if options.overhead_fit == OverheadFit::Native {
+        // Compared where the profiled build ran (`--allow-failed`: not where it failed).
+        let failed: Vec<&str> = report
+            .measurement
+            .iter()
+            .flat_map(|m| m.failed.iter().map(|(c, _)| c.as_str()))
+            .collect();
+        let succeeded: Vec<space::Configuration> = configurations
+            .iter()
+            .filter(|c| !failed.contains(&spec.space.format_configuration(c).as_str()))
+            .cloned()
+            .collect();
+        pipeline::native_correction(
+            store,
+            spec,
+            settings,
+            session.workload(),
+            workload,
+            profiled,
+            &succeeded,
+            &mut |event| reporter.measurement(event),
+        )?
+    } else {
+        pipeline::overhead_correction(
+            spec,
+            settings,
+            workload,
+            profiled,
+            configurations,
+            options.overhead_correction,
+            options.seed,
+            options.overhead_fit,
+            &mut |config, p, n| {
+                reporter.note(&format!(
+                    "overhead: `{}`: {p:.4} s profiled, {n:.4} s native (medians, interleaved)",
+                    space::shown_configuration(config)
+                ))
+            },
+        )?
+    };
     Ok(match correction {
         Ok(c) => {
             report.overhead_correction = Some(CorrectionReport {

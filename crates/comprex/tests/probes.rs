@@ -298,6 +298,7 @@ fn hot_tiny_methods_get_no_probe_and_the_overhead_correction_is_applied_and_stor
             .iter()
             .map(|c| (spec.space.format_configuration(c), 0.1, 0.078))
             .collect(),
+        per_configuration: Default::default(),
     };
     let model_settings = ModelSettings {
         trivial_below: 0.0,

@@ -52,14 +52,18 @@ pub struct ComprexArgs {
     /// Entries in one calibration run (analysis workload) from which a method counts as hot.
     #[arg(long, default_value_t = 1000)]
     probe_min_entries: u64,
-    /// §V.A's overhead correction: measure this many of the explored configurations with and
-    /// without the profiler (interleaved runs, not stored) and correct the model by the fitted
-    /// line (0: no correction).
+    /// The overhead correction (§V.A): 0 turns it off; with `--overhead-fit ratio` or `line`,
+    /// the paper's: measure this many of the explored configurations with and without the
+    /// profiler (interleaved runs, not stored) and correct the model by the fitted line.
     #[arg(long, default_value_t = 5)]
     overhead_correction: usize,
-    /// How the overhead correction is fitted: `ratio` (profiled = a · native, a the median
-    /// ratio: robust to a disturbed pair) or `line` (profiled = a · native + b, least squares).
-    #[arg(long, value_enum, default_value_t = FitArg::Ratio)]
+    /// How the overhead correction is made: `native` (default; beyond the paper, as
+    /// ConfigCrusher corrects: the native program measured and stored in every profiled
+    /// configuration, each configuration's region times scaled to its native time;
+    /// `--overhead-correction` is then only on or off), or the paper's line fitted to the
+    /// interleaved pairs: `ratio` (profiled = a · native, a the median ratio: robust to a
+    /// disturbed pair) or `line` (profiled = a · native + b, least squares).
+    #[arg(long, value_enum, default_value_t = FitArg::Native)]
     overhead_fit: FitArg,
     /// Seed choosing the configurations of the overhead correction.
     #[arg(long, default_value_t = 1)]
@@ -101,6 +105,7 @@ enum GranularityArg {
 enum FitArg {
     Ratio,
     Line,
+    Native,
 }
 
 pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
@@ -126,6 +131,7 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
         overhead_fit: match args.overhead_fit {
             FitArg::Ratio => OverheadFit::Ratio,
             FitArg::Line => OverheadFit::Line,
+            FitArg::Native => OverheadFit::Native,
         },
         seed: args.seed,
         model_path: args.out,
@@ -152,7 +158,17 @@ fn render(report: &Report, trivial_below: f64) -> Result<()> {
     }
     // The profile's clock was said as it was chosen, before the profiled runs.
     print_partitions(report);
-    if let Some(c) = &report.overhead_correction {
+    if let Some(c) = report
+        .overhead_correction
+        .as_ref()
+        .filter(|c| c.fit == OverheadFit::Native)
+    {
+        eprintln!(
+            "overhead correction (native): each of the {} profiled configurations scaled to the native program's time in it (profiled / native: median {:.4})",
+            c.pairs.len(),
+            c.slope
+        );
+    } else if let Some(c) = &report.overhead_correction {
         eprintln!(
             "overhead correction (§V.A, {} configurations with and without the profiler, {} fit): profiled = {:.4} · native {} {:.4} s",
             c.pairs.len(),

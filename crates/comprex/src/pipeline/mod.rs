@@ -37,7 +37,9 @@ mod taint;
 pub use callers::{CalleePartitions, partition_by_callers};
 pub use clock::{DECIDING_RUNS, ProfileClock, choose_profile_clock, sampled_by};
 pub use model::{build_model, build_model_corrected};
-pub use overhead::{OverheadCorrection, OverheadFit, choose, overhead_correction};
+pub use overhead::{
+    OverheadCorrection, OverheadFit, choose, native_correction, overhead_correction,
+};
 pub use probes::{DroppedProbe, ProbeSelection, ProbeSettings, select_probes};
 pub use profile::{Profiled, instrument_methods, measure_configurations};
 pub use taint::{Explored, explore, explore_tracking, fold};

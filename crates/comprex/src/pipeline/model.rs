@@ -110,6 +110,10 @@ pub fn build_model_corrected(
                 (name, s)
             })
             .map(|(name, s)| match correction {
+                Some(c) if !c.per_configuration.is_empty() => (
+                    name,
+                    s * c.per_configuration.get(&config).copied().unwrap_or(1.0),
+                ),
                 // (t − b) / a, summed over regions: every region's time over a, and −b/a
                 // once, with the base.
                 Some(c) if name == BASE => (name, (s - c.line.intercept) / c.line.slope),

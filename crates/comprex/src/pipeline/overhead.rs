@@ -16,6 +16,9 @@ pub struct OverheadCorrection {
     /// Per configuration used: its text, the profiled build's median and the native
     /// program's median (the spec's metric, seconds; `auto` as the profiler's clock).
     pub pairs: Vec<(String, f64, f64)>,
+    /// [`OverheadFit::Native`]: per profiled configuration, native over profiled time, by
+    /// which each of its region times is scaled; empty for the fitted lines.
+    pub per_configuration: std::collections::BTreeMap<String, f64>,
 }
 
 impl OverheadCorrection {
@@ -38,10 +41,16 @@ impl OverheadCorrection {
 pub enum OverheadFit {
     /// `profiled = a · native`, `a` the median ratio (`runtime::profiler::overhead_ratio`):
     /// robust to a pair disturbed by a busy machine.
-    #[default]
     Ratio,
     /// `profiled = a · native + b` by least squares (`runtime::profiler::overhead_correction`).
     Line,
+    /// Beyond the paper, as ConfigCrusher corrects: the native program measured in every
+    /// profiled configuration (stored like `knobs measure`'s runs), and each configuration's
+    /// region times scaled to its native time, so a profiled build that is slower in some
+    /// configurations than in others, or profiled runs taken while the machine was busier,
+    /// leave no trace in the model. The line reported is the median ratio.
+    #[default]
+    Native,
 }
 
 impl OverheadFit {
@@ -49,6 +58,7 @@ impl OverheadFit {
         match self {
             OverheadFit::Ratio => "ratio",
             OverheadFit::Line => "line",
+            OverheadFit::Native => "native",
         }
     }
 }
@@ -126,10 +136,15 @@ pub fn overhead_correction(
     let points: Vec<(f64, f64)> = pairs.iter().map(|(_, p, n)| (*p, *n)).collect();
     let line = match fit {
         OverheadFit::Ratio => runtime::profiler::overhead_ratio(&points),
-        OverheadFit::Line => runtime::profiler::overhead_correction(&points),
+        OverheadFit::Line | OverheadFit::Native => runtime::profiler::overhead_correction(&points),
     };
     Ok(match line {
-        Some(line) => Ok(OverheadCorrection { fit, line, pairs }),
+        Some(line) => Ok(OverheadCorrection {
+            fit,
+            line,
+            pairs,
+            per_configuration: Default::default(),
+        }),
         None if pairs.is_empty() => Err("no configuration to measure".into()),
         None => Err(format!(
             "no positive {} fit to {} pairs",
@@ -137,4 +152,89 @@ pub fn overhead_correction(
             pairs.len()
         )),
     })
+}
+
+/// [`OverheadFit::Native`]: the native program (as the spec runs it, with the spec's
+/// `workload`) measured in every profiled configuration and stored like `knobs measure`'s
+/// runs, each paired with the profiled runs' time (of `sampled`, the workload as the profiler
+/// sampled it: its regions and the time outside the profile, by the clock it sampled). The
+/// inner error says why there is no correction: the test clock, no native program, a native
+/// run that failed.
+#[allow(clippy::too_many_arguments)]
+pub fn native_correction(
+    store: &measure::store::Store,
+    spec: &SystemSpec,
+    settings: &Settings,
+    workload: &Workload,
+    sampled: &Workload,
+    profiled: &Profiled,
+    configurations: &[Configuration],
+    on_event: &mut dyn FnMut(measure::Event),
+) -> Result<Result<OverheadCorrection, String>, Error> {
+    if profiled.test_clock {
+        return Ok(Err(
+            "the profiler's test clock counts the program's samples, not the machine's time: \
+             there is no overhead to measure"
+                .into(),
+        ));
+    }
+    if let Err(why) = spec.program() {
+        return Ok(Err(format!("the program as the spec runs it: {why}")));
+    }
+    let measured = settings
+        .campaign(spec, workload)
+        .run(store, configurations, on_event)?;
+    if let Some((config, why)) = measured.failed.first() {
+        return Ok(Err(format!(
+            "the native program failed in {} configurations, the first `{config}`: {why}",
+            measured.failed.len()
+        )));
+    }
+    let regions =
+        instrumented::region_times_per_configuration(store, spec, sampled, &profiled.variant)?;
+    let outside =
+        super::model::outside_the_profile(store, spec, sampled, profiled, configurations.first())?
+            .unwrap_or_default();
+    let native = instrumented::selection(spec, workload, "");
+    let mut pairs = Vec::new();
+    let mut per_configuration = std::collections::BTreeMap::new();
+    for config in configurations {
+        let text = spec.space.format_configuration(config);
+        let clock = super::clock::sampled_clock(spec, sampled, config)?;
+        let metric = super::clock::whole_run_metric(spec, clock);
+        let Some(native) = store
+            .summaries(&native, metric)?
+            .into_iter()
+            .find(|s| s.configuration == text)
+            .and_then(|s| Some(s.summary?.value))
+        else {
+            continue;
+        };
+        let Some(times) = regions.get(&text) else {
+            continue;
+        };
+        let profiled_time = times
+            .iter()
+            .filter(|(region, _)| instrumented::is_program_region(region))
+            .map(|(_, seconds)| seconds)
+            .sum::<f64>()
+            + outside.get(&text).copied().unwrap_or(0.0);
+        if native > 0.0 && profiled_time > 0.0 {
+            per_configuration.insert(text.clone(), native / profiled_time);
+            pairs.push((text, profiled_time, native));
+        }
+    }
+    let ratios: Vec<f64> = pairs.iter().map(|(_, p, n)| p / n).collect();
+    let Some(slope) = stats::median(&ratios) else {
+        return Ok(Err("no profiled configuration has a native time".into()));
+    };
+    Ok(Ok(OverheadCorrection {
+        fit: OverheadFit::Native,
+        line: runtime::profiler::Linear {
+            slope,
+            intercept: 0.0,
+        },
+        pairs,
+        per_configuration,
+    }))
 }
