@@ -141,8 +141,8 @@ const WEIGHT_POWER: i32 = 4;
 /// luck, so the mean weights by [`LARGE_WEIGHT_POWER`]; and gentle boosting
 /// ([`GENTLE_BOOST`]) replaces divide-and-learn. (Dune at 240 / 375, 30 repetitions of
 /// DeepPerf's protocol: 7.78 / 7.00 % → 7.64 / 6.74 %. With both changes from 40
-/// configurations instead, and divide kept, the cells from 44 to 90 moved by at most 0.3,
-/// within their margins, for up to 25 % more time.)
+/// configurations instead, and divide kept, the cells from 44 to 90 of Apache, BDBC, BDBJ,
+/// LLVM and Dune moved by at most 0.3, within their margins, for up to 25 % more time.)
 const LARGE_SAMPLE: usize = 200;
 
 /// The weight power of the mean from [`LARGE_SAMPLE`] configurations: a family whose error
@@ -169,8 +169,9 @@ fn weight_power(m: usize) -> i32 {
 /// and on the only published cells this large (Dune) it errs by 10 %, against 7–8 % for
 /// the trees, so at power 8 its weight is a few percent and dropping it changed no mean by
 /// more than 0.01. As the grid's boosting instead (when its cross-validated error was
-/// smaller) gentle boosting did worse (Dune 240 / 375: 7.70 / 6.80 against 7.64 / 6.75), and
-/// at depth 5 or 6 it took over 1 s per model at 375.
+/// smaller) gentle boosting did worse (Dune 240 / 375: 7.70 / 6.80 against 7.64 / 6.75); at
+/// depth 5 or 6 it erred by 7.63 / 6.66 and 7.66 / 6.67 at up to a fifth more time per
+/// model, too close to 1 s at 375 on a loaded machine.
 pub const GENTLE_BOOST: BoostSettings = BoostSettings {
     tune: false,
     rounds: 200,
