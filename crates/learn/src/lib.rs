@@ -14,8 +14,9 @@
 //!   the largest effects, higher orders shrunk more (settings by leave-one-out);
 //! - `ols:TERMS`: least squares on given terms;
 //! - `auto`: the mean of all of these (each at the settings that cross-validate best on the
-//!   training sample), weighted by their cross-validated errors, on ln(performance) when
-//!   every performance is positive,
+//!   training sample; from 200 configurations boosting with smaller steps instead of
+//!   divide), weighted by their cross-validated errors, on ln(performance) when every
+//!   performance is positive,
 //!
 //! and returns a [`model::ModelFile`]: linear learners give performance-influence terms,
 //! trees give trees. [`experiment`] runs the evaluation protocols of the literature (DeepPerf's
