@@ -179,6 +179,9 @@ pub struct Probes {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct Correction {
+    /// `native` (each configuration scaled to its native runs, stored beside the profiled
+    /// ones), or the paper's fitted `ratio` or `line`.
+    pub fit: String,
     pub slope: f64,
     pub intercept: f64,
     pub pairs: Vec<Value>,

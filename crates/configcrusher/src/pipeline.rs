@@ -670,19 +670,17 @@ pub fn native_correction(
             spec.measure.metric.name()
         )));
     }
-    // E.g. the spec's program is built separately and was not: nothing to compare with.
-    if let Err(why) = spec.program() {
-        return Ok(Err(format!("the program as the spec runs it: {why}")));
-    }
-    let measurement = settings
-        .campaign(spec, workload)
-        .run(store, configurations, on_event)?;
-    if let Some((config, why)) = measurement.failed.first() {
-        return Ok(Err(format!(
-            "the native program failed in {} configurations, the first `{config}`: {why}",
-            measurement.failed.len()
-        )));
-    }
+    let measurement = match ::instrumented::native::measure_in(
+        store,
+        settings,
+        spec,
+        workload,
+        configurations,
+        on_event,
+    )? {
+        Ok(measurement) => measurement,
+        Err(why) => return Ok(Err(why)),
+    };
     let variant = &instrumented.variant;
     let clocks = ::instrumented::region_clocks(store, spec, workload, variant, forced)?;
     let measured =

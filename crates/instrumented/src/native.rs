@@ -1,6 +1,8 @@
 //! An instrumented build against the program as the spec runs it: a few configurations run
 //! with both, interleaved, so that a model built from the instrumented build's times can be
-//! corrected to the native program's (Comprex's §V.A overhead correction).
+//! corrected to the native program's (Comprex's §V.A overhead correction), or the native
+//! program measured and stored in every measured configuration (the per-configuration
+//! corrections of ConfigCrusher and Comprex).
 
 use std::path::Path;
 
@@ -9,6 +11,33 @@ use measure::{Metric, SystemSpec, Workload};
 use space::Configuration;
 
 use crate::Error;
+
+/// The native program (as the spec runs it) measured in `configurations` and stored like
+/// `knobs measure`'s runs, for a correction to its times. The inner error says why there is
+/// none: no native program, or a native run that failed.
+pub fn measure_in(
+    store: &measure::store::Store,
+    settings: &crate::Settings,
+    spec: &SystemSpec,
+    workload: &Workload,
+    configurations: &[Configuration],
+    on_event: &mut dyn FnMut(measure::Event),
+) -> Result<Result<measure::campaign::CampaignReport, String>, Error> {
+    // E.g. the spec's program is built separately and was not: nothing to compare with.
+    if let Err(why) = spec.program() {
+        return Ok(Err(format!("the program as the spec runs it: {why}")));
+    }
+    let measured = settings
+        .campaign(spec, workload)
+        .run(store, configurations, on_event)?;
+    if let Some((config, why)) = measured.failed.first() {
+        return Ok(Err(format!(
+            "the native program failed in {} configurations, the first `{config}`: {why}",
+            measured.failed.len()
+        )));
+    }
+    Ok(Ok(measured))
+}
 
 /// `k` of `configurations`, chosen uniformly at random for a `seed` (ChaCha8; all of them
 /// when there are no more than `k`), in their original order.

@@ -116,10 +116,7 @@ impl SubjectRun<'_> {
             .and_then(Value::as_f64)
         {
             row.detail("native_correction_ratio", ratio);
-            let native_csv = self.work.join(format!("{}-native.csv", step.name));
-            self.export(&store, None, &native_csv)?;
-            let (own, _) = self.evaluate(&model, &native_csv, true)?;
-            row.detail("mape_own_native_runs", own);
+            self.own_native_runs(row, &model, &store, &step.name)?;
         }
         row.detail("variant", &variant);
         row.detail("regions", r.regions.count);
@@ -142,6 +139,22 @@ impl SubjectRun<'_> {
         Ok(())
     }
 
+    /// The model against the native runs its correction measured in the same store
+    /// (`mape_own_native_runs`).
+    fn own_native_runs(
+        &mut self,
+        row: &mut Row,
+        model: &Path,
+        store: &Path,
+        name: &str,
+    ) -> Result<()> {
+        let native_csv = self.work.join(format!("{name}-native.csv"));
+        self.export(store, None, &native_csv)?;
+        let (own, _) = self.evaluate(model, &native_csv, true)?;
+        row.detail("mape_own_native_runs", own);
+        Ok(())
+    }
+
     pub(super) fn comprex(&mut self, row: &mut Row, step: &Step) -> Result<()> {
         let (args, store, model) = self.white_box_args("comprex", step);
         let (r, mut raw): (ComprexReport, Value) = self.knobs_json(&args)?;
@@ -157,14 +170,20 @@ impl SubjectRun<'_> {
         let store = r.store.clone().unwrap_or(store);
         row.configurations = Some(r.configurations.len() as f64);
         row.total_configurations = Some(r.total_configurations);
-        self.white_box_numbers(
-            row,
-            &model,
-            &store,
-            Some(&variant),
-            &step.name,
-            r.overhead_correction.as_ref(),
-        )?;
+        // Scaled per configuration to the native runs, the model is of those runs, in the
+        // same store (as ConfigCrusher's); a fitted line is applied to the profiled runs.
+        let per_configuration = r
+            .overhead_correction
+            .as_ref()
+            .is_some_and(|c| c.fit == "native");
+        let line = r
+            .overhead_correction
+            .as_ref()
+            .filter(|_| !per_configuration);
+        self.white_box_numbers(row, &model, &store, Some(&variant), &step.name, line)?;
+        if per_configuration {
+            self.own_native_runs(row, &model, &store, &step.name)?;
+        }
         row.detail("variant", &variant);
         if let Some(e) = &r.exploration {
             row.detail("taint_runs", e.configurations);

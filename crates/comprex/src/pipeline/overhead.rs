@@ -65,6 +65,9 @@ impl OverheadFit {
 
 pub use instrumented::native::choose;
 
+/// Why there is no correction on the profiler's test clock.
+const TEST_CLOCK: &str = "the profiler's test clock counts the program's samples, not the machine's time: there is no overhead to measure";
+
 /// Measures `k` of the profiled configurations (chosen by [`choose`] with `seed`) with and
 /// without the profiler and fits the correction (§V.A; the paper uses k = 5 random
 /// configurations and a "linear correction"; knobs' default fit is the median ratio,
@@ -94,11 +97,7 @@ pub fn overhead_correction(
     on_pair: &mut dyn FnMut(&str, f64, f64),
 ) -> Result<Result<OverheadCorrection, String>, Error> {
     if profiled.test_clock {
-        return Ok(Err(
-            "the profiler's test clock counts the program's samples, not the machine's time: \
-             there is no overhead to measure"
-                .into(),
-        ));
+        return Ok(Err(TEST_CLOCK.into()));
     }
     let chosen = choose(configurations, k, seed);
     // Both programs by what the profiler samples: CPU time for its CPU clock.
@@ -172,23 +171,12 @@ pub fn native_correction(
     on_event: &mut dyn FnMut(measure::Event),
 ) -> Result<Result<OverheadCorrection, String>, Error> {
     if profiled.test_clock {
-        return Ok(Err(
-            "the profiler's test clock counts the program's samples, not the machine's time: \
-             there is no overhead to measure"
-                .into(),
-        ));
+        return Ok(Err(TEST_CLOCK.into()));
     }
-    if let Err(why) = spec.program() {
-        return Ok(Err(format!("the program as the spec runs it: {why}")));
-    }
-    let measured = settings
-        .campaign(spec, workload)
-        .run(store, configurations, on_event)?;
-    if let Some((config, why)) = measured.failed.first() {
-        return Ok(Err(format!(
-            "the native program failed in {} configurations, the first `{config}`: {why}",
-            measured.failed.len()
-        )));
+    if let Err(why) =
+        instrumented::native::measure_in(store, settings, spec, workload, configurations, on_event)?
+    {
+        return Ok(Err(why));
     }
     let regions =
         instrumented::region_times_per_configuration(store, spec, sampled, &profiled.variant)?;
