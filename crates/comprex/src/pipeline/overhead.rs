@@ -1,6 +1,8 @@
 //! §V.A's correction for the profiler's overhead: k configurations with and without the
 //! profiler, interleaved, and the line fitted from profiled to native time.
 
+use std::collections::BTreeMap;
+
 use super::profile::Profiled;
 use crate::Error;
 use instrumented::Settings;
@@ -184,18 +186,23 @@ pub fn native_correction(
         super::model::outside_the_profile(store, spec, sampled, profiled, configurations.first())?
             .unwrap_or_default();
     let native = instrumented::selection(spec, workload, "");
+    // Each metric's native summaries read once, not once per configuration.
+    let mut by_metric: BTreeMap<&str, BTreeMap<String, f64>> = BTreeMap::new();
     let mut pairs = Vec::new();
-    let mut per_configuration = std::collections::BTreeMap::new();
+    let mut per_configuration = BTreeMap::new();
     for config in configurations {
         let text = spec.space.format_configuration(config);
         let clock = super::clock::sampled_clock(spec, sampled, config)?;
         let metric = super::clock::whole_run_metric(spec, clock);
-        let Some(native) = store
-            .summaries(&native, metric)?
-            .into_iter()
-            .find(|s| s.configuration == text)
-            .and_then(|s| Some(s.summary?.value))
-        else {
+        if !by_metric.contains_key(metric.name()) {
+            let summaries = store
+                .summaries(&native, metric)?
+                .into_iter()
+                .filter_map(|s| Some((s.configuration, s.summary?.value)))
+                .collect();
+            by_metric.insert(metric.name(), summaries);
+        }
+        let Some(&native) = by_metric[metric.name()].get(&text) else {
             continue;
         };
         let Some(times) = regions.get(&text) else {
