@@ -341,7 +341,19 @@ fn profile(
     let workload = pipeline::sampled_by(session.workload(), clock.clock);
     if clock.clock == instrumented::RegionClock::Cpu {
         profiled.variant.push_str("+cpu");
+        if !runtime::profiler::perf_task_clock_allowed() {
+            report.notes.push(
+                "the CPU clock is sampled by POSIX CPU timers (perf events are not allowed \
+                 here: perf_event_paranoid above 2, or a container's seccomp), which the kernel \
+                 checks only at its scheduler tick: a method shorter than a tick is seen only \
+                 over many runs; `--profile-clock wall` samples at the period asked for"
+                    .into(),
+            );
+        }
     }
+    // Profiles at another period are other measurements (a method's time is samples × period).
+    let period_us = (pipeline::sampling_period(&workload) * 1e6).round();
+    profiled.variant.push_str(&format!("+{period_us}us"));
     report.profile_clock = Some(clock);
     let (measured, notes) = measure_profiled(
         store,

@@ -20,7 +20,7 @@ use std::sync::OnceLock;
 use ir::InstKind;
 use ir::ProgramPoint;
 use llvm::{CompileOptions, RegionProbe, compile_c, instrument, link_instrumented};
-use runtime::profiler::{self, Profile, ProfileClock};
+use runtime::profiler::{self, Profile, ProfileClock, ProfileTimer};
 
 /// The scenarios (`prog SCENARIO`).
 const PROGRAM: &str = include_str!("profiler_scenarios.c");
@@ -97,7 +97,8 @@ fn run(clock: Clock, scenario: &str, env: &[(&str, &str)]) -> (Output, Option<Pr
     cmd.arg(scenario)
         .env_remove(profiler::ENV_VAR)
         .env_remove(profiler::PERIOD_VAR)
-        .env_remove(profiler::CLOCK_VAR);
+        .env_remove(profiler::CLOCK_VAR)
+        .env_remove(profiler::TIMER_VAR);
     for (k, v) in env {
         cmd.env(k, v.replace("$FILE", file.to_str().unwrap()));
     }
@@ -331,6 +332,37 @@ fn cpu_clock_counts_cpu_time() {
     assert!(t.total <= 0.060 * 1.2 + 5.0 * p.period, "{p:?}");
     assert!(t.wall >= 0.120 && t.region(1).entries == 1, "{p:?}");
     balanced(&p);
+}
+
+#[test]
+fn cpu_clock_counts_at_the_period_asked_for_where_perf_events_are_allowed() {
+    // Each thread's task-clock perf event counts its CPU time to the nanosecond; the sampler
+    // reads it every period and the exit reads it once more, so the whole run is charged to
+    // the period (100 µs here): the 60 ms busy loop and the little else the program does, no
+    // more, whatever the load (a loop spinning on its thread's CPU clock uses what it asks
+    // for). POSIX CPU timers fire at the scheduler's tick (4 ms at HZ=250): at this period they
+    // charge lumps and lose whole ticks. No signal reaches the program, so its one 60 ms
+    // nanosleep is not cut short (exit 7 otherwise).
+    let fine = [(profiler::CLOCK_VAR, "cpu"), (profiler::PERIOD_VAR, "100")];
+    let (out, p) = profiled_on(Clock::Real, "cpu-vs-sleep", &fine);
+    assert!(out.status.success(), "{out:?}");
+    if !profiler::perf_task_clock_allowed() {
+        assert_eq!(p.timer, Some(ProfileTimer::PosixCpuTimer), "{p:?}");
+        return;
+    }
+    assert_eq!(p.timer, Some(ProfileTimer::PerfTaskClock), "{p:?}");
+    assert_eq!((p.period, p.weight), (100e-6, 100e-6));
+    assert!((0.0600..0.0625).contains(&p.times.total), "{p:?}");
+    // Where in the run: a starved sampler charges what a thread used since its last wake-up
+    // to the region the thread is in when it wakes, so under load a little moves on.
+    assert!(p.times.region(0).self_seconds >= 0.050, "{p:?}");
+    balanced(&p);
+
+    // Asked for POSIX timers, the profiler uses them and says so.
+    let posix = [(profiler::CLOCK_VAR, "cpu"), (profiler::TIMER_VAR, "posix")];
+    let (out, p) = profiled_on(Clock::Real, "cpu-vs-sleep", &posix);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(p.timer, Some(ProfileTimer::PosixCpuTimer), "{p:?}");
 }
 
 #[test]

@@ -18,6 +18,8 @@
  *     KNOBS_PROFILE_PERIOD_US  sampling period in microseconds (default 1000; 10..1000000,
  *                              anything else means the default; the file says what was used)
  *     KNOBS_PROFILE_CLOCK      `wall` (default) or `cpu`
+ *     KNOBS_PROFILE_TIMER      `posix`: the cpu clock uses POSIX CPU timers even where perf
+ *                              events are allowed (to compare the two)
  *
  * Clocks:
  * - wall: a sampler thread (started when the first thread registers; all signals blocked) wakes every
@@ -27,12 +29,23 @@
  *   starved sampler loses precision (`missed`), not time. No signal reaches the program, so its
  *   sleeps and blocking calls are never interrupted (a wall-clock *signal* would make every
  *   nanosleep longer than a period return EINTR early). Execution time as Comprex measures it.
- * - cpu: one timer per registered thread, timer_create(CLOCK_THREAD_CPUTIME_ID) delivering
- *   SIGPROF to that very thread (SIGEV_THREAD_ID); the handler charges 1 + the timer's
- *   overrun (kernel CPU timers fire at most once per scheduler tick, the overrun counts the
- *   rest) to the thread's innermost region. The handler is async-signal-safe: it reads a
- *   thread-local pointer, the published top of the stack and the overrun, and adds to a
- *   counter; errno is preserved. SA_RESTART is set; blocking calls can still see EINTR
+ * - cpu, where perf events are allowed: each registered thread opens its own `task-clock`
+ *   software perf event (perf_event_open on itself, so perf_event_paranoid 2 allows it; no
+ *   PMU needed), which counts its CPU time, user and kernel, in nanoseconds. The sampler
+ *   thread, as for the wall clock, wakes every period, reads each live thread's count and
+ *   charges the whole periods it grew by to that thread's innermost region: no signal
+ *   reaches the program (a signal per period would cut its sleeps short, and the perf
+ *   event's own overflow signals arrive late enough under load to land in the next sleep).
+ *   A thread ending waits for a wake-up in progress before it closes its event.
+ * - cpu, where they are not (a higher perf_event_paranoid, a container's seccomp; or
+ *   KNOBS_PROFILE_TIMER=posix): one timer per registered thread,
+ *   timer_create(CLOCK_THREAD_CPUTIME_ID) delivering SIGPROF to that very thread
+ *   (SIGEV_THREAD_ID); the handler charges 1 + the timer's overrun (kernel CPU timers fire at
+ *   most once per scheduler tick, 4 ms at HZ=250, the overrun counts the rest) to the
+ *   thread's innermost region, so a period shorter than the tick is charged in lumps and a
+ *   short method's time is seen only in the long run. The handler is async-signal-safe: it
+ *   reads a thread-local pointer, the published top of the stack and the overrun, and adds to
+ *   a counter; errno is preserved. SA_RESTART is set; blocking calls can still see EINTR
  *   where the kernel never restarts them (but a sleeping thread uses no CPU, so its timer
  *   does not fire). The program must not use SIGPROF itself.
  *
@@ -65,6 +78,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <linux/perf_event.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -112,8 +126,10 @@ struct kp_thread {
     uint32_t *stack;
     uint32_t depth;
     uint32_t stack_cap;
-    timer_t timer; /* cpu clock only */
-    int has_timer;
+    timer_t timer; /* cpu clock, KP_TIMER_POSIX */
+    int perf_fd;   /* cpu clock, KP_TIMER_PERF: the thread's task-clock event */
+    uint64_t perf_charged; /* periods of its count charged so far (by the sampler) */
+    int has_timer; /* 0, or which timer: KP_TIMER_PERF or KP_TIMER_POSIX */
     _Atomic uint64_t base_samples;
     _Atomic uint64_t unmatched;
     _Atomic uint64_t unwound;
@@ -121,6 +137,7 @@ struct kp_thread {
 
 enum { KP_UNINIT = 0, KP_INITIALISING, KP_ENABLED, KP_DISABLED };
 enum { KP_WALL = 0, KP_CPU = 1 };
+enum { KP_TIMER_PERF = 1, KP_TIMER_POSIX = 2 };
 
 static _Atomic int kp_state = KP_UNINIT;
 static int kp_clock;
@@ -136,6 +153,8 @@ static _Atomic int kp_sampling; /* the sampler thread is charging */
 static uint64_t kp_ticks;   /* whole periods covered so far (wall; sampler, then exit) */
 static uint64_t kp_wakeups; /* samples taken of each live thread (wall) */
 static _Atomic uint64_t kp_untracked; /* cpu samples of unregistered threads (none expected) */
+static int kp_force_posix; /* KNOBS_PROFILE_TIMER=posix */
+static _Atomic int kp_posix_timers; /* cpu threads that fell back to a POSIX CPU timer */
 static _Atomic uint64_t kp_test_ns; /* the test clock's time since kp_mono0 (test clock only) */
 static __thread struct kp_thread *kp_self __attribute__((tls_model("initial-exec")));
 
@@ -182,7 +201,7 @@ static void on_sigprof(int sig, siginfo_t *info, void *uctx) {
     (void)uctx;
     int saved = errno;
     struct kp_thread *t = kp_self;
-    if (t && t->has_timer) {
+    if (t && t->has_timer == KP_TIMER_POSIX) {
         int over = timer_getoverrun(t->timer);
         charge(t, 1 + (uint64_t)(over > 0 ? over : 0));
     } else {
@@ -207,16 +226,38 @@ static void charge_all_until(uint64_t now) {
             charge(t, 1);
 }
 
-/* One wake-up of the wall-clock sampler (the sampler thread's, or the test clock's): charges
- * up to now unless the profile is finished; 0 then (the sampler stops). kp_sampling tells the
- * exiting destructor to wait for the charge in progress. */
-static int wall_wake_up(void) {
+/* CPU clock through perf counts: each live thread's CPU time since the last charge, in whole
+ * periods, to its innermost region. `alive` and kp_sampling are sequentially consistent: a
+ * thread ending stores `alive` and then waits while kp_sampling is set, the sampler sets
+ * kp_sampling and then loads `alive`, so no count is read from a closed event. */
+static void charge_cpu_counts(void) {
+    for (struct kp_thread *t = atomic_load_explicit(&kp_threads, memory_order_acquire); t;
+         t = t->next) {
+        uint64_t ns;
+        if (!atomic_load(&t->alive) || t->has_timer != KP_TIMER_PERF ||
+            read(t->perf_fd, &ns, sizeof ns) != (ssize_t)sizeof ns)
+            continue;
+        uint64_t periods = ns / kp_period_ns;
+        if (periods > t->perf_charged) {
+            charge(t, periods - t->perf_charged);
+            t->perf_charged = periods;
+        }
+    }
+}
+
+/* One wake-up of the sampler (the sampler thread's, or the wall test clock's): charges up to
+ * now unless the profile is finished; 0 then (the sampler stops). kp_sampling tells the
+ * exiting destructor and ending threads to wait for the charge in progress. */
+static int sampler_wake_up(void) {
     atomic_store(&kp_sampling, 1);
     if (atomic_load(&kp_finished)) {
         atomic_store(&kp_sampling, 0);
         return 0;
     }
-    charge_all_until(now_ns());
+    if (kp_clock == KP_CPU)
+        charge_cpu_counts();
+    else
+        charge_all_until(now_ns());
     atomic_store(&kp_sampling, 0);
     return 1;
 }
@@ -232,21 +273,57 @@ static void *sampler(void *arg) {
         struct timespec ts = {(time_t)(next / 1000000000u), (long)(next % 1000000000u)};
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
             ;
-        if (!wall_wake_up())
+        if (!sampler_wake_up())
             return NULL;
+    }
+}
+
+/* Stops `t`'s CPU timer (the calling thread's own). A perf count is closed once no sampler
+ * wake-up reads it (`alive` is 0 by then, so none will again), after its last whole periods
+ * are charged here. */
+static void stop_cpu_timer(struct kp_thread *t) {
+    int kind = t->has_timer;
+    t->has_timer = 0;
+    if (kind == KP_TIMER_PERF) {
+        while (atomic_load(&kp_sampling))
+            ;
+        uint64_t ns;
+        if (read(t->perf_fd, &ns, sizeof ns) == (ssize_t)sizeof ns &&
+            ns / kp_period_ns > t->perf_charged) {
+            charge(t, ns / kp_period_ns - t->perf_charged);
+            t->perf_charged = ns / kp_period_ns;
+        }
+        close(t->perf_fd);
+    } else if (kind == KP_TIMER_POSIX) {
+        timer_delete(t->timer);
     }
 }
 
 static void thread_gone(void *p) {
     struct kp_thread *t = p;
-    atomic_store_explicit(&t->alive, 0, memory_order_release);
-    if (t->has_timer) {
-        t->has_timer = 0;
-        timer_delete(t->timer);
-    }
+    atomic_store(&t->alive, 0);
+    stop_cpu_timer(t);
+}
+
+/* The calling thread's task-clock perf event, counting its CPU time for the sampler thread
+ * to read; 0 where perf events are not allowed. */
+static KNOBS_COLD int open_cpu_count(struct kp_thread *t) {
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.type = PERF_TYPE_SOFTWARE;
+    a.size = sizeof a;
+    a.config = PERF_COUNT_SW_TASK_CLOCK;
+    int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    t->perf_fd = fd;
+    t->perf_charged = 0;
+    t->has_timer = KP_TIMER_PERF;
+    return 1;
 }
 
 static KNOBS_COLD void start_cpu_timer(struct kp_thread *t) {
+    atomic_fetch_add(&kp_posix_timers, 1);
     struct sigevent ev;
     memset(&ev, 0, sizeof ev);
     ev.sigev_notify = SIGEV_THREAD_ID;
@@ -258,7 +335,7 @@ static KNOBS_COLD void start_cpu_timer(struct kp_thread *t) {
     its.it_interval.tv_sec = (time_t)(kp_period_ns / 1000000000u);
     its.it_interval.tv_nsec = (long)(kp_period_ns % 1000000000u);
     its.it_value = its.it_interval;
-    t->has_timer = 1;
+    t->has_timer = KP_TIMER_POSIX;
     if (timer_settime(t->timer, 0, &its, NULL) != 0) {
         t->has_timer = 0;
         timer_delete(t->timer);
@@ -297,6 +374,8 @@ static KNOBS_COLD void global_init(void) {
     memcpy(kp_path, path, n);
     const char *clock = getenv("KNOBS_PROFILE_CLOCK");
     kp_clock = clock && !strcmp(clock, "cpu") ? KP_CPU : KP_WALL;
+    const char *timer = getenv("KNOBS_PROFILE_TIMER");
+    kp_force_posix = timer && !strcmp(timer, "posix");
     kp_period_ns = period_from_env();
     kp_pid = getpid();
     kp_mono0 = now_ns();
@@ -314,8 +393,9 @@ static KNOBS_COLD void global_init(void) {
     atomic_store(&kp_state, KP_ENABLED);
 }
 
-/* Wall clock: the sampler thread, started by the first thread to register (so that thread is
- * in the list before the first tick). It inherits a mask blocking every signal. */
+/* The sampler thread (wall clock; cpu clock through perf counts), started by the first thread
+ * to register (so that thread is in the list before the first tick). It inherits a mask
+ * blocking every signal. */
 static KNOBS_COLD void start_sampler(void) {
     sigset_t all, old;
     sigfillset(&all);
@@ -360,7 +440,7 @@ static KNOBS_COLD struct kp_thread *thread_init(void) {
     pthread_setspecific(kp_key, t);
     if (KP_TEST_CLOCK) /* no timer, no sampler: __knobs_test_sample stands for both */
         ;
-    else if (kp_clock == KP_CPU)
+    else if (kp_clock == KP_CPU && (kp_force_posix || !open_cpu_count(t)))
         start_cpu_timer(t);
     else if (!atomic_exchange(&kp_sampler_started, 1))
         start_sampler();
@@ -445,7 +525,7 @@ KNOBS_API void __knobs_test_sample(uint32_t periods) {
     pthread_mutex_lock(&kp_test_lock);
     atomic_fetch_add(&kp_test_ns, (uint64_t)periods * kp_period_ns);
     if (kp_clock == KP_WALL) {
-        wall_wake_up();
+        sampler_wake_up();
     } else if (!atomic_load(&kp_finished)) {
         struct kp_thread *t = kp_self; /* as on_sigprof with an overrun of periods - 1 */
         if (t)
@@ -463,7 +543,7 @@ KNOBS_API void __knobs_test_sleep(uint32_t periods) {
     pthread_mutex_lock(&kp_test_lock);
     atomic_fetch_add(&kp_test_ns, (uint64_t)periods * kp_period_ns);
     if (kp_clock == KP_WALL)
-        wall_wake_up();
+        sampler_wake_up();
     pthread_mutex_unlock(&kp_test_lock);
 }
 #endif
@@ -482,10 +562,12 @@ static __attribute__((destructor(101))) void kp_finish(void) {
     struct kp_thread *self = kp_self;
     uint64_t now;
     if (kp_clock == KP_CPU) {
-        if (self && self->has_timer) {
-            self->has_timer = 0;
-            timer_delete(self->timer);
-        }
+        while (atomic_load(&kp_sampling)) /* the sampler is mid-charge; it stops after */
+            ;
+        if (!KP_TEST_CLOCK)
+            charge_cpu_counts(); /* every live thread's whole periods since the last wake-up */
+        if (self)
+            stop_cpu_timer(self);
         now = now_ns();
     } else {
         while (atomic_load(&kp_sampling)) /* the sampler is mid-charge; it stops after */
@@ -535,6 +617,12 @@ static __attribute__((destructor(101))) void kp_finish(void) {
             fprintf(f, "unmatched_exits\t%llu\n", (unsigned long long)unmatched);
             fprintf(f, "open_at_exit\t%u\n", open);
             fprintf(f, "profiler\t%s\n", kp_clock == KP_CPU ? "cpu" : "wall");
+            /* cpu: the timer every thread had, or `posix-cpu-timer` if any fell back to it */
+            fprintf(f, "timer\t%s\n",
+                    KP_TEST_CLOCK ? "test-clock"
+                    : kp_clock == KP_WALL ? "sampler-thread"
+                    : atomic_load(&kp_posix_timers) ? "posix-cpu-timer"
+                                                     : "perf-task-clock");
             fprintf(f, "period\t%.9f\n", p);
             fprintf(f, "weight\t%.12f\n", w);
             fprintf(f, "missed\t%llu\n", (unsigned long long)missed);

@@ -9,8 +9,9 @@
 //! both). Enter/exit only push/pop a per-thread stack and publish its top; a sampler charges
 //! every period (default 1 ms, `KNOBS_PROFILE_PERIOD_US`) to the innermost open region of
 //! each sampled thread, or to the base. The clock is wall time by default (a sampler thread;
-//! no signal disturbs the program), CPU time with `KNOBS_PROFILE_CLOCK=cpu` (a per-thread
-//! CPU-time timer delivering `SIGPROF` to its thread). At exit the file named by
+//! no signal disturbs the program), CPU time with `KNOBS_PROFILE_CLOCK=cpu` (the same
+//! sampler reading each thread's `task-clock` perf event where perf events are allowed, else a
+//! per-thread POSIX CPU-time timer delivering `SIGPROF`, checked at the scheduler's tick). At exit the file named by
 //! `KNOBS_REGION_TIMES` gets a region-times file (`docs/region-times.md`) whose seconds are
 //! samples × period, plus the period and sample counts (`docs/profiler.md`); both
 //! [`crate::RegionTimes::read`] and [`Profile::read`] read it.
@@ -51,12 +52,49 @@ pub const PERIOD_VAR: &str = "KNOBS_PROFILE_PERIOD_US";
 /// The environment variable choosing the clock: `wall` (default) or `cpu`.
 pub const CLOCK_VAR: &str = "KNOBS_PROFILE_CLOCK";
 
+/// The environment variable that, set to `posix`, makes the CPU clock use POSIX CPU timers
+/// (checked at the scheduler's tick) even where `task-clock` perf events are allowed.
+pub const TIMER_VAR: &str = "KNOBS_PROFILE_TIMER";
+
 /// The default sampling period, in microseconds.
 pub const DEFAULT_PERIOD_US: u64 = 1000;
 
 /// Linker flags pulling the profiler out of its archive even when nothing calls it, so the
 /// file with `base` and `total` is still written.
 pub const LINK_FLAGS: &[&str] = &["-Wl,-u,__knobs_method_enter"];
+
+/// Whether this process may open a `task-clock` perf event on its own thread, as the profiler
+/// does for the CPU clock (`perf_event_paranoid` up to 2 allows it; containers may not): if
+/// not, the CPU clock falls back to POSIX CPU timers, which the kernel checks only at its
+/// scheduler tick, and methods shorter than a tick are seen only over many samples.
+pub fn perf_task_clock_allowed() -> bool {
+    // The first 64 bytes of `struct perf_event_attr` (PERF_ATTR_SIZE_VER0): type
+    // PERF_TYPE_SOFTWARE and its size, config PERF_COUNT_SW_TASK_CLOCK, flags `disabled`.
+    let mut attr = [0u64; 8];
+    attr[0] = 1 | (64 << 32);
+    attr[1] = 1;
+    attr[2] = 100_000;
+    attr[6] = 1;
+    const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
+    // SAFETY: `attr` is a valid, fully initialised VER0 attribute that outlives the call;
+    // the returned descriptor, if any, is closed at once.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            attr.as_ptr(),
+            0 as libc::pid_t,
+            -1 as libc::c_int,
+            -1 as libc::c_int,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return false;
+    }
+    // SAFETY: `fd` was just opened by this process and is not used again.
+    unsafe { libc::close(fd as libc::c_int) };
+    true
+}
 
 /// Compiles the profiler with `clang` into `out_dir/knobs-profiler-<hash>/libknobs_profiler.a`
 /// and returns that path; cached by content hash like [`crate::build`], concurrent builds
@@ -85,8 +123,23 @@ pub fn build_test_clock(clang: &Path, out_dir: &Path) -> Result<PathBuf, Error> 
 pub enum ProfileClock {
     /// Wall time (a sampler thread; blocked and sleeping time counts).
     Wall,
-    /// CPU time of each thread (per-thread CPU-time timers and `SIGPROF`).
+    /// CPU time of each thread (its `task-clock` perf event, or a POSIX CPU-time timer).
     Cpu,
+}
+
+/// What took the samples (the file's `timer` line; files written before it had one say
+/// nothing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProfileTimer {
+    /// The wall clock's sampler thread.
+    SamplerThread,
+    /// Each thread's `task-clock` perf event: its CPU time at the period asked for.
+    PerfTaskClock,
+    /// Each thread's POSIX CPU timer, which the kernel checks only at its scheduler tick
+    /// (perf events were not allowed): periods shorter than the tick are charged in lumps.
+    PosixCpuTimer,
+    /// The test clock (`__knobs_test_sample`).
+    TestClock,
 }
 
 /// A profile file: the region times (seconds are samples × period) and the sampling
@@ -96,6 +149,8 @@ pub struct Profile {
     /// The region-times view: what ConfigCrusher's and Comprex's models read.
     pub times: RegionTimes,
     pub clock: ProfileClock,
+    /// What took the samples; `None` in files written before the profiler said.
+    pub timer: Option<ProfileTimer>,
     /// The nominal sampling period, in seconds.
     pub period: f64,
     /// Seconds each sample stands for: the period (cpu), or the wall time covered over the
@@ -155,6 +210,14 @@ impl Profile {
             "cpu" => ProfileClock::Cpu,
             other => return Err(err(n, format!("unknown profiler clock `{other}`"))),
         };
+        let timer = match keys.get("timer") {
+            None => None,
+            Some(&(_, "sampler-thread")) => Some(ProfileTimer::SamplerThread),
+            Some(&(_, "perf-task-clock")) => Some(ProfileTimer::PerfTaskClock),
+            Some(&(_, "posix-cpu-timer")) => Some(ProfileTimer::PosixCpuTimer),
+            Some(&(_, "test-clock")) => Some(ProfileTimer::TestClock),
+            Some(&(n, other)) => return Err(err(n, format!("unknown profiler timer `{other}`"))),
+        };
         let positive = |key: &str| -> Result<f64, Error> {
             let (n, v) = get(key)?;
             v.parse::<f64>()
@@ -164,6 +227,7 @@ impl Profile {
         };
         Ok(Profile {
             clock,
+            timer,
             period: positive("period")?,
             weight: positive("weight")?,
             missed: count("missed")?,
@@ -261,13 +325,19 @@ mod tests {
 
     const SAMPLE: &str = "knobs-region-times 1\ntotal\t0.120000000\nbase\t0.020000000\n\
         wall\t0.120400000\nthreads\t1\nunmatched_exits\t0\nopen_at_exit\t1\n\
-        profiler\twall\nperiod\t0.001000000\nweight\t0.001000000000\nmissed\t3\nsamples\t120\nbase_samples\t20\nunwound\t2\n\
+        profiler\twall\ntimer\tsampler-thread\nperiod\t0.001000000\nweight\t0.001000000000\nmissed\t3\nsamples\t120\nbase_samples\t20\nunwound\t2\n\
         0\t0.070000000\t1\n3\t0.030000000\t1000\n";
 
     #[test]
     fn parses_a_profile_and_its_region_times_view() {
         let p = Profile::parse(SAMPLE, Path::new("p")).unwrap();
         assert_eq!(p.clock, ProfileClock::Wall);
+        assert_eq!(p.timer, Some(ProfileTimer::SamplerThread));
+        let older = Profile::parse(
+            &SAMPLE.replace("timer\tsampler-thread\n", ""),
+            Path::new("p"),
+        );
+        assert_eq!(older.unwrap().timer, None);
         assert_eq!(
             (
                 p.period,
@@ -296,6 +366,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("t.tsv:3") && e.contains("`profiler`"), "{e}");
+        let e = Profile::parse(&SAMPLE.replace("sampler-thread", "sundial"), Path::new("t"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("t:9:") && e.contains("timer `sundial`"), "{e}");
         let e = Profile::parse(&SAMPLE.replace("\twall", "\tsundial"), Path::new("t"))
             .unwrap_err()
             .to_string();
@@ -303,7 +377,7 @@ mod tests {
         let e = Profile::parse(&SAMPLE.replace("\t0.001000000\n", "\t0\n"), Path::new("t"))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("t:9:"), "{e}");
+        assert!(e.contains("t:10:"), "{e}");
     }
 
     #[test]

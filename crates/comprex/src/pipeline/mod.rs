@@ -35,7 +35,10 @@ mod profile;
 mod taint;
 
 pub use callers::{CalleePartitions, partition_by_callers};
-pub use clock::{DECIDING_RUNS, ProfileClock, choose_profile_clock, sampled_by};
+pub use clock::{
+    DECIDING_RUNS, PROFILE_PERIOD_US, ProfileClock, choose_profile_clock, sampled_by,
+    sampling_period,
+};
 pub use model::{build_model, build_model_corrected};
 pub use overhead::{
     OverheadCorrection, OverheadFit, choose, native_correction, overhead_correction,
