@@ -353,6 +353,11 @@ fn cpu_clock_counts_at_the_period_asked_for_where_perf_events_are_allowed() {
     assert_eq!(p.timer, Some(ProfileTimer::PerfTaskClock), "{p:?}");
     assert_eq!((p.period, p.weight), (100e-6, 100e-6));
     assert!((0.0600..0.0625).contains(&p.times.total), "{p:?}");
+    // The sampler's own CPU time, which the process's holds, is given apart.
+    assert!(
+        p.times.probes > 0.0 && p.times.probes < p.times.wall,
+        "{p:?}"
+    );
     // Where in the run: a starved sampler charges what a thread used since its last wake-up
     // to the region the thread is in when it wakes, so under load a little moves on.
     assert!(p.times.region(0).self_seconds >= 0.050, "{p:?}");

@@ -149,6 +149,9 @@ static pthread_key_t kp_key;
 static _Atomic(struct kp_thread *) kp_threads;
 static _Atomic int kp_finished;
 static _Atomic int kp_sampler_started;
+/* The sampler thread's own CPU time as of its last wake-up (cpu clock): the process's CPU
+ * time holds it, the program's does not, so the file gives it as the probes' cost. */
+static _Atomic uint64_t kp_sampler_cpu_ns;
 static _Atomic int kp_sampling; /* the sampler thread is charging */
 static uint64_t kp_ticks;   /* whole periods covered so far (wall; sampler, then exit) */
 static uint64_t kp_wakeups; /* samples taken of each live thread (wall) */
@@ -275,6 +278,13 @@ static void *sampler(void *arg) {
             ;
         if (!sampler_wake_up())
             return NULL;
+        if (kp_clock == KP_CPU) {
+            struct timespec cpu;
+            if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+                atomic_store_explicit(&kp_sampler_cpu_ns,
+                                      (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec,
+                                      RELAXED);
+        }
     }
 }
 
@@ -623,6 +633,8 @@ static __attribute__((destructor(101))) void kp_finish(void) {
                     : kp_clock == KP_WALL ? "sampler-thread"
                     : atomic_load(&kp_posix_timers) ? "posix-cpu-timer"
                                                      : "perf-task-clock");
+            if (kp_clock == KP_CPU && atomic_load(&kp_sampler_started))
+                fprintf(f, "probes\t%.9f\n", 1e-9 * (double)atomic_load(&kp_sampler_cpu_ns));
             fprintf(f, "period\t%.9f\n", p);
             fprintf(f, "weight\t%.12f\n", w);
             fprintf(f, "missed\t%llu\n", (unsigned long long)missed);

@@ -97,6 +97,8 @@ pub fn build_model_corrected(
         }
         let seconds = regions
             .into_iter()
+            // The profiler's own cost (its sampler's CPU time) is no method's.
+            .filter(|(region, _)| instrumented::is_program_region(region))
             .map(|(region, s)| {
                 let name = region
                     .strip_prefix('r')
