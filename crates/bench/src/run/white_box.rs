@@ -140,7 +140,11 @@ impl SubjectRun<'_> {
     }
 
     /// The model against the native runs its correction measured in the same store
-    /// (`mape_own_native_runs`).
+    /// (`mape_own_native_runs`), and those runs against the ground truth
+    /// (`mape_own_native_runs_vs_truth`: the drift between this approach's measurement
+    /// session and the ground truth's, which its model, scaled to its own native runs,
+    /// inherits whatever its accuracy; *brute force again* is the same drift for a third
+    /// session).
     fn own_native_runs(
         &mut self,
         row: &mut Row,
@@ -152,6 +156,12 @@ impl SubjectRun<'_> {
         self.export(store, None, &native_csv)?;
         let (own, _) = self.evaluate(model, &native_csv, true)?;
         row.detail("mape_own_native_runs", own);
+        let native = crate::data::Data::read(&native_csv)?;
+        let ratios = crate::data::ratios(&native, &self.truth()?.data);
+        let errors: Vec<f64> = ratios.iter().map(|r| (r - 1.0).abs() * 100.0).collect();
+        if let Some(drift) = stats::mean(&errors) {
+            row.detail("mape_own_native_runs_vs_truth", drift);
+        }
         Ok(())
     }
 
