@@ -325,11 +325,11 @@ fn comprex_says_what_it_taints_with_names_its_limit_and_prints_short_partitions(
         "{stderr}"
     );
     assert!(stderr.contains("(at most 256, --max-runs)"), "{stderr}");
-    // The model records what one profiler sample is worth (1 ms by default).
+    // The model records what one profiler sample is worth (100 µs by default).
     let model: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("failing.comprex.json")).unwrap())
             .unwrap();
-    assert_eq!(model["provenance"]["profile_period_seconds"], 0.001);
+    assert_eq!(model["provenance"]["profile_period_seconds"], 0.0001);
     // A value indicator is not followed by the values it excludes.
     let partitions: Vec<&str> = stderr
         .lines()

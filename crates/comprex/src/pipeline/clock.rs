@@ -216,5 +216,5 @@ pub fn sampling_period(workload: &Workload) -> f64 {
         .and_then(|v| v.trim().parse::<u64>().ok())
         .filter(|us| (10..=1_000_000).contains(us))
         .unwrap_or(runtime::profiler::DEFAULT_PERIOD_US);
-    us as f64 * 1e-6
+    us as f64 / 1e6
 }
