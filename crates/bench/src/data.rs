@@ -143,6 +143,14 @@ pub fn ratios(a: &Data, b: &Data) -> Vec<f64> {
         .collect()
 }
 
+/// Per configuration both have, `a`'s absolute percentage error against `b`.
+pub fn percentage_errors(a: &Data, b: &Data) -> Vec<f64> {
+    ratios(a, b)
+        .iter()
+        .map(|r| (r - 1.0).abs() * 100.0)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,5 +207,7 @@ mod tests {
         let a = Data::parse("A,wall_s\n0,2\n1,3\n").unwrap();
         let b = Data::parse("A,wall_s\n1,1.5\n").unwrap();
         assert_eq!(ratios(&a, &b), [2.0]);
+        assert_eq!(percentage_errors(&a, &b), [100.0]);
+        assert_eq!(percentage_errors(&b, &a), [50.0]);
     }
 }

@@ -574,12 +574,19 @@ impl<'a> SubjectRun<'a> {
         {
             self.measured.insert(name.clone(), c);
         }
+        self.say_done(step, &row);
+        Ok(row)
+    }
+
+    /// One line on stderr for a step's row: what it measured and its error.
+    fn say_done(&self, step: &Step, row: &Row) {
+        let name = &step.name;
         match row.status {
             Status::NotApplicable => self.say(&format!(
                 "{name}: does not apply: {}",
                 row.reason.as_deref().unwrap_or("")
             )),
-            _ if approach == Approach::Granularity => {
+            _ if step.approach == Approach::Granularity => {
                 self.say(&format!("{name}: Table IV in {}", self.rows_file.display()))
             }
             _ => self.say(&format!(
@@ -591,7 +598,6 @@ impl<'a> SubjectRun<'a> {
                 self.rows_file.display()
             )),
         }
-        Ok(row)
     }
 
     /// Compares every model of this run with the most accurate one on the ground truth's

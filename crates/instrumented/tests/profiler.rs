@@ -371,6 +371,23 @@ fn cpu_clock_counts_at_the_period_asked_for_where_perf_events_are_allowed() {
 }
 
 #[test]
+fn the_sigprof_handler_is_installed_only_for_posix_cpu_timers() {
+    // Perf counts send no signal: a program profiled through them keeps SIGPROF for itself.
+    let cpu = [(profiler::CLOCK_VAR, "cpu")];
+    let (out, p) = profiled_on(Clock::Real, "sigprof", &cpu);
+    if p.timer == Some(ProfileTimer::PerfTaskClock) {
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+    }
+    let posix = [(profiler::CLOCK_VAR, "cpu"), (profiler::TIMER_VAR, "posix")];
+    let (out, p) = profiled_on(Clock::Real, "sigprof", &posix);
+    assert_eq!(p.timer, Some(ProfileTimer::PosixCpuTimer), "{p:?}");
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    // The wall clock's sampler thread needs no signal either.
+    let (out, _) = profiled_on(Clock::Real, "sigprof", &[]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
+#[test]
 fn threads_are_sampled_each_while_alive() {
     // Wall: 40 periods pass while both workers are in region 3 and main waits in region 4
     // (one wake-up samples all three; the idle thread never entered a region and is not

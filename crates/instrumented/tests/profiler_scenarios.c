@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,6 +205,14 @@ int main(int argc, char **argv) {
         ENTER(0);
         WALL(20);
         EXIT(0);
+    } else if (!strcmp(s, "sigprof")) {
+        /* Exit 4 when the profiler has taken SIGPROF (only its POSIX CPU timers need it). */
+        ENTER(0);
+        WALL(5);
+        EXIT(0);
+        struct sigaction now;
+        if (sigaction(SIGPROF, NULL, &now)) return 1;
+        if (now.sa_handler != SIG_DFL) return 4;
 #ifdef KNOBS_TEST_CLOCK
     } else if (!strcmp(s, "late")) {
         /* Wake-ups covering several periods (a sampler woken late): 10 periods, 6 wake-ups. */

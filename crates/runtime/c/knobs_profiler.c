@@ -158,6 +158,7 @@ static uint64_t kp_wakeups; /* samples taken of each live thread (wall) */
 static _Atomic uint64_t kp_untracked; /* cpu samples of unregistered threads (none expected) */
 static int kp_force_posix; /* KNOBS_PROFILE_TIMER=posix */
 static _Atomic int kp_posix_timers; /* cpu threads that fell back to a POSIX CPU timer */
+static _Atomic int kp_sigprof_handler; /* 1 installed, -1 failed, 0 not needed yet */
 static _Atomic uint64_t kp_test_ns; /* the test clock's time since kp_mono0 (test clock only) */
 static __thread struct kp_thread *kp_self __attribute__((tls_model("initial-exec")));
 
@@ -332,7 +333,26 @@ static KNOBS_COLD int open_cpu_count(struct kp_thread *t) {
     return 1;
 }
 
+/* The SIGPROF handler, installed by the first thread that needs a POSIX CPU timer (perf
+ * counts send no signal, so a program profiled through them keeps its own SIGPROF). Two
+ * threads installing it at once install the same handler. */
+static KNOBS_COLD int install_sigprof_handler(void) {
+    int installed = atomic_load(&kp_sigprof_handler);
+    if (installed)
+        return installed > 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigprof;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    installed = sigaction(SIGPROF, &sa, NULL) == 0 ? 1 : -1;
+    atomic_store(&kp_sigprof_handler, installed);
+    return installed > 0;
+}
+
 static KNOBS_COLD void start_cpu_timer(struct kp_thread *t) {
+    if (!install_sigprof_handler())
+        return;
     atomic_fetch_add(&kp_posix_timers, 1);
     struct sigevent ev;
     memset(&ev, 0, sizeof ev);
@@ -389,17 +409,6 @@ static KNOBS_COLD void global_init(void) {
     kp_period_ns = period_from_env();
     kp_pid = getpid();
     kp_mono0 = now_ns();
-    if (kp_clock == KP_CPU) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_sigaction = on_sigprof;
-        sa.sa_flags = SA_SIGINFO | SA_RESTART;
-        sigemptyset(&sa.sa_mask);
-        if (sigaction(SIGPROF, &sa, NULL) != 0) {
-            atomic_store(&kp_state, KP_DISABLED);
-            return;
-        }
-    }
     atomic_store(&kp_state, KP_ENABLED);
 }
 

@@ -183,7 +183,7 @@ impl SubjectRun<'_> {
         if ratios.is_empty() {
             bail!("the repeated measurement shares no configuration with the ground truth");
         }
-        let errors: Vec<f64> = ratios.iter().map(|r| (r - 1.0).abs() * 100.0).collect();
+        let errors = data::percentage_errors(&again, &self.truth()?.data);
         row.configurations = Some(again.rows.len() as f64);
         row.total_configurations = self.truth()?.total;
         row.measurement_seconds = again.seconds();

@@ -156,9 +156,8 @@ impl SubjectRun<'_> {
         self.export(store, None, &native_csv)?;
         let (own, _) = self.evaluate(model, &native_csv, true)?;
         row.detail("mape_own_native_runs", own);
-        let native = crate::data::Data::read(&native_csv)?;
-        let ratios = crate::data::ratios(&native, &self.truth()?.data);
-        let errors: Vec<f64> = ratios.iter().map(|r| (r - 1.0).abs() * 100.0).collect();
+        let native = Data::read(&native_csv)?;
+        let errors = data::percentage_errors(&native, &self.truth()?.data);
         if let Some(drift) = stats::mean(&errors) {
             row.detail("mape_own_native_runs_vs_truth", drift);
         }
