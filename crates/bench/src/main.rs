@@ -65,6 +65,12 @@ struct Args {
     /// Table 7 does not apply. Rows go to docs/results/rows/metric-METRIC/ by default.
     #[arg(long)]
     metric: Option<String>,
+    /// Each step measures in a session of its own, one after another. Default: the ground
+    /// truth, its repetition and the white-box approaches measure in rounds interleaved with
+    /// each other (each step's command once per round, one more run of each configuration
+    /// each time), so a machine's drift over the run falls on all of them alike.
+    #[arg(long)]
+    sessions: bool,
     /// Only regenerate latest.md from the rows in the results directory.
     #[arg(long)]
     summary_only: bool,
@@ -177,6 +183,7 @@ fn run(args: Args) -> Result<bool> {
         quick: args.quick,
         metric: args.metric.clone(),
         step_timeout: args.step_timeout.map(std::time::Duration::from_secs),
+        sessions: args.sessions,
     };
     let failed = bench::run::run_subjects(&settings, &selected, &info)?;
     write_summaries(&results_dir, readme, &order, args.quick)?;

@@ -34,6 +34,7 @@ mod counted_truth;
 mod evaluation;
 mod ground_truth;
 pub mod overhead;
+mod rounds;
 mod white_box;
 
 pub use evaluation::training_configurations;
@@ -65,6 +66,9 @@ pub struct Settings {
     pub metric: Option<String>,
     /// A step still running after this long is stopped and recorded as failed.
     pub step_timeout: Option<std::time::Duration>,
+    /// Each step measures in a session of its own, one after another, instead of in rounds
+    /// interleaved with the others' (`rounds`).
+    pub sessions: bool,
 }
 
 /// What every row of this invocation shares: the commit, the machine, the `knobs` binary
@@ -112,8 +116,20 @@ pub fn run_subjects(
                 continue;
             }
         };
+        let plan = subject.plan(settings.only.as_deref());
+        match sr.interleaved_rounds() {
+            Ok(rounds) => {
+                for name in sr.interleave(&plan, rounds) {
+                    failed.push(format!("{}: {name} (an earlier round)", subject.name));
+                }
+            }
+            Err(e) => {
+                eprintln!("knobs-bench: {}: error: {e:#}", subject.name);
+                failed.push(format!("{}: rounds", subject.name));
+            }
+        }
         let mut truth_failed = false;
-        for step in subject.plan(settings.only.as_deref()) {
+        for step in plan {
             let name = &step.name;
             if truth_failed && step.approach.needs_ground_truth() {
                 failed.push(format!("{}: {name} (no ground truth)", subject.name));
@@ -205,6 +221,10 @@ pub struct SubjectRun<'a> {
     deadline: Option<Instant>,
     /// Configurations each finished step measured, by step name (for `random:as:STEP`).
     measured: HashMap<String, f64>,
+    /// The repetitions every measuring command asks for in an interleaved round.
+    repetitions: Option<u32>,
+    /// Each step's interleaved rounds before its own run, by step name.
+    earlier_rounds: HashMap<String, rounds::EarlierRounds>,
 }
 
 pub struct GroundTruth {
@@ -258,6 +278,8 @@ impl<'a> SubjectRun<'a> {
             predictions: HashMap::new(),
             deadline: None,
             measured: HashMap::new(),
+            repetitions: None,
+            earlier_rounds: HashMap::new(),
         })
     }
 
@@ -416,10 +438,12 @@ impl<'a> SubjectRun<'a> {
             .collect()
     }
 
-    /// `--repetitions N` under `--quick`, and 1 for instruction counts (the same in every
-    /// run), for every command that measures.
+    /// `--repetitions N` in an interleaved round (`rounds`) and under `--quick`, and 1 for
+    /// instruction counts (the same in every run), for every command that measures.
     pub(crate) fn repetition_args(&self) -> Vec<String> {
-        if self.settings.metric.as_deref() == Some("instructions") {
+        if let Some(round) = self.repetitions {
+            vec!["--repetitions".into(), round.to_string()]
+        } else if self.settings.metric.as_deref() == Some("instructions") {
             vec!["--repetitions".into(), "1".into()]
         } else if self.settings.quick {
             vec!["--repetitions".into(), QUICK_REPETITIONS.to_string()]
@@ -562,9 +586,11 @@ impl<'a> SubjectRun<'a> {
         }
         row.elapsed_seconds = t0.elapsed().as_secs_f64();
         row.load_end = rows::load_average();
+        let earlier = self.earlier_rounds(step, &mut row);
         row.commands = build_commands
             .iter()
             .cloned()
+            .chain(earlier)
             .chain(std::mem::take(&mut self.commands))
             .collect();
         rows::append(&self.rows_file, &row)?;

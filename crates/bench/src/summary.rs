@@ -259,6 +259,15 @@ fn learned_from_the_ground_truth(row: &Row) -> bool {
     row.schema < 3 && key(row).contains('/')
 }
 
+/// Whether a row's step measured in rounds interleaved with the ground truth's
+/// (`run::rounds`), not in a session of its own.
+fn interleaved(row: &Row) -> bool {
+    row.details
+        .get("interleaved_rounds")
+        .and_then(Value::as_u64)
+        .is_some_and(|r| r > 1)
+}
+
 /// Whether a ground-truth row counted instructions (`--metric instructions`).
 fn counted(truth: &Row) -> bool {
     truth.details.get("metric").and_then(Value::as_str) == Some("instructions")
@@ -298,12 +307,14 @@ pub fn headline(rows: &[Row], order: &[String], quick: bool) -> String {
          configurations measured (a mean over seeds for the black-box approaches); **bold**: \
          the most accurate model of the run, † significantly less accurate than it (Wilcoxon \
          signed-rank, Holm-corrected, α = 0.05); n/a: does not apply, failed: see \
-         `docs/results/rows/latest.md`. Every approach measures in a session of its own (the \
-         black-box samples in one store shared by their runs), so every error includes the \
-         drift between two measurement sessions; *brute force again* is the ground truth \
-         measured a second time at the end of the run, that drift alone, the floor under \
-         every other column. ‡: a black-box row of an older run that learned from the ground \
-         truth's own runs, so without that drift (`docs/results/README.md`).\n\n"
+         `docs/results/rows/latest.md`. §: measured in rounds interleaved with the ground \
+         truth's (one run of every configuration per round, each step in turn), so a drift of \
+         the machine over the run falls on it and the ground truth alike. Unmarked: measured \
+         in a session of its own (the black-box samples in one store shared by their runs), so \
+         its error includes the drift between two measurement sessions. *Brute force again* is \
+         the ground truth measured a second time, the floor under every other column. ‡: a \
+         black-box row of an older run that learned from the ground truth's own runs, so \
+         without that drift (`docs/results/README.md`).\n\n"
     });
     out.push_str(&across_subjects(&newest, |r| {
         let mut m = opt(r.mape_all_percent);
@@ -314,6 +325,9 @@ pub fn headline(rows: &[Row], order: &[String], quick: bool) -> String {
         }
         if learned_from_the_ground_truth(r) {
             m.push_str(" ‡");
+        }
+        if interleaved(r) {
+            m.push_str(" §");
         }
         format!("{m} ({})", opt(r.configurations))
     }));

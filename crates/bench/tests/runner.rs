@@ -79,6 +79,27 @@ fn running_example_rows() {
         tmp.path(),
     );
     check_running_example(&rows, &results);
+    // The spec's 3 repetitions as 3 rounds: the ground truth, ConfigCrusher and the
+    // repetition each measured once per round, in turn (the black-box samples and Table 7
+    // in sessions of their own), and each row reruns its rounds' commands first.
+    for r in rows.iter().filter(|r| r.approach != rows::COMPARISON) {
+        let rounds = r.details.get("interleaved_rounds").and_then(|v| v.as_u64());
+        let measures = |n: u32| {
+            r.commands
+                .iter()
+                .any(|c| c.contains(&format!("--repetitions {n}")))
+        };
+        if ["brute-force", "crush", "repeat"].contains(&r.approach.as_str()) {
+            assert_eq!(rounds, Some(3), "{}", r.approach);
+            assert!(
+                measures(1) && measures(2) && !measures(3),
+                "{:?}",
+                r.commands
+            );
+        } else {
+            assert_eq!(rounds, None, "{}", r.approach);
+        }
+    }
 }
 
 /// Asserts what every run must give, however fast or busy the machine.
