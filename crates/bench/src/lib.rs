@@ -16,8 +16,12 @@
 //! cargo run --release -p bench -- [SUBJECT...] [--approaches crush,comprex,...] [--list]
 //! ```
 //!
-//! Modules: [`subjects`] (the declarations), [`run`] (the steps, Table 7's interleaved runs among
-//! them), [`reports`] (what is read from knobs' JSON), [`compare`] (whether an
+//! The ground truth, its repetition (*brute force again*) and the white-box approaches measure
+//! in rounds interleaved with each other (`--sessions`: one session per step), so a drift of
+//! the machine over the run falls on all of them alike.
+//!
+//! Modules: [`subjects`] (the declarations), [`run`] (the steps and their rounds, Table 7's
+//! interleaved runs among them), [`reports`] (what is read from knobs' JSON), [`compare`] (whether an
 //! approach is significantly less accurate than the best), [`rows`] (the recorded rows),
 //! [`summary`] (their markdown: the summary and the README's headline table), [`data`] (dataset CSVs and statistics).
 
