@@ -72,13 +72,18 @@ impl SubjectRun<'_> {
         self.knobs_json(&args)
     }
 
+    /// Where the ground truth's sample is measured for step `name` (`ground-truth`, `repeat`).
+    pub(super) fn sample_store(&self, name: &str) -> PathBuf {
+        self.work.join(format!("{name}.db"))
+    }
+
     /// The ground truth's sample measured into `NAME.db` and exported to `NAME.csv`; the
     /// space's size is left for the caller to count.
     pub(super) fn measure_ground_truth_sample(
         &mut self,
         name: &str,
     ) -> Result<(MeasureReport, Value, GroundTruth)> {
-        let store = self.work.join(format!("{name}.db"));
+        let store = self.sample_store(name);
         let sample = self.ground_truth.clone();
         let (report, raw) = self.measure_sample(&store, &sample, None)?;
         let csv = self.work.join(format!("{name}.csv"));

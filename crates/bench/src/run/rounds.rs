@@ -72,14 +72,12 @@ impl SubjectRun<'_> {
 
     fn round_command(&mut self, step: &Step) -> Result<()> {
         let (command, delayed) = match step.approach {
-            Approach::BruteForce => {
-                let store = self.work.join("ground-truth.db");
-                let sample = self.ground_truth.clone();
-                return self.measure_sample(&store, &sample, None).map(drop);
-            }
-            Approach::Repeat => {
-                let store = self.work.join("repeat.db");
-                let sample = self.ground_truth.clone();
+            Approach::BruteForce | Approach::Repeat => {
+                let name = match step.approach {
+                    Approach::BruteForce => "ground-truth",
+                    _ => "repeat",
+                };
+                let (store, sample) = (self.sample_store(name), self.ground_truth.clone());
                 return self.measure_sample(&store, &sample, None).map(drop);
             }
             Approach::Crush => ("crush", false),
