@@ -338,9 +338,10 @@ fn cpu_clock_counts_cpu_time() {
 fn cpu_clock_counts_at_the_period_asked_for_where_perf_events_are_allowed() {
     // Each thread's task-clock perf event counts its CPU time to the nanosecond; the sampler
     // reads it every period and the exit reads it once more, so the whole run is charged to
-    // the period (100 µs here): the 60 ms busy loop and the little else the program does, no
-    // more, whatever the load (a loop spinning on its thread's CPU clock uses what it asks
-    // for). POSIX CPU timers fire at the scheduler's tick (4 ms at HZ=250): at this period they
+    // the period (100 µs here): the 60 ms busy loop and the little else the program does. A
+    // task-clock also counts a little of each context switch that the thread's CPU clock does
+    // not, and under load the thread is switched out at every wake-up of the sampler and of
+    // others: up to 6 % more was seen with two busy loops on two cores. POSIX CPU timers fire at the scheduler's tick (4 ms at HZ=250): at this period they
     // charge lumps and lose whole ticks. No signal reaches the program, so its one 60 ms
     // nanosleep is not cut short (exit 7 otherwise).
     let fine = [(profiler::CLOCK_VAR, "cpu"), (profiler::PERIOD_VAR, "100")];
@@ -352,7 +353,7 @@ fn cpu_clock_counts_at_the_period_asked_for_where_perf_events_are_allowed() {
     }
     assert_eq!(p.timer, Some(ProfileTimer::PerfTaskClock), "{p:?}");
     assert_eq!((p.period, p.weight), (100e-6, 100e-6));
-    assert!((0.0600..0.0625).contains(&p.times.total), "{p:?}");
+    assert!((0.0600..0.0675).contains(&p.times.total), "{p:?}");
     // The sampler's own CPU time, which the process's holds, is given apart.
     assert!(
         p.times.probes > 0.0 && p.times.probes < p.times.wall,
