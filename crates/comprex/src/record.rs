@@ -111,6 +111,10 @@ pub struct TaintRun {
     /// options' values; the runner knows which configuration it ran).
     pub configuration: BTreeMap<String, f64>,
     pub decisions: Vec<DecisionRecord>,
+    /// Per conditional branch site the run executed: `[id, ways]`, ways 1 (only the false
+    /// edge), 2 (only the true edge) or 3 (both). Absent from records of other producers.
+    #[serde(default)]
+    pub branch_ways: Vec<(u32, u8)>,
 }
 
 impl TaintRun {
@@ -129,6 +133,7 @@ impl TaintRun {
                 .map(|(o, v)| (o.name.clone(), o.numeric_value(*v)))
                 .collect(),
             decisions,
+            branch_ways: Vec::new(),
         }
     }
 

@@ -39,6 +39,9 @@ pub struct Options {
     /// A callee's cost partitioned by its callers' decisions too, or by its own only (the
     /// paper's).
     pub callee_partitions: pipeline::CalleePartitions,
+    /// Which tainted branches open control taint: every one (the paper's), or those that went
+    /// both ways in the taint runs.
+    pub control_taint: pipeline::ControlTaint,
 }
 
 impl Default for Options {
@@ -57,6 +60,7 @@ impl Default for Options {
             model_path: None,
             profile_clock: None,
             callee_partitions: pipeline::CalleePartitions::Callers,
+            control_taint: pipeline::ControlTaint::EveryBranch,
         }
     }
 }
@@ -106,6 +110,15 @@ pub struct ExplorationReport {
     pub cover_minimal: Option<bool>,
     pub seconds: f64,
     pub decision_sites: usize,
+    pub control_taint: pipeline::ControlTaint,
+    /// Explorations made: more than one when one-way branches were looked for.
+    pub explorations: usize,
+    /// Tainted branches that went one way in every taint run and so opened no control taint
+    /// (`control_taint` two-way-branches).
+    pub one_way_branches: Vec<pipeline::OneWayBranch>,
+    /// One-way branches a later taint run saw take the other way.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub broken_one_way_branches: Vec<pipeline::OneWayBranch>,
     /// Each region's partition: its subspaces as formulas.
     pub regions: Vec<RegionPartitionReport>,
 }
@@ -171,6 +184,10 @@ fn exploration_report(explored: &pipeline::Explored, g: Granularity) -> Explorat
         cover_minimal: None,
         seconds: explored.seconds,
         decision_sites: explored.stats.decisions,
+        control_taint: explored.control,
+        explorations: explored.explorations,
+        one_way_branches: explored.one_way.clone(),
+        broken_one_way_branches: explored.broken.clone(),
         regions: explored
             .exploration
             .regions(g)
@@ -437,7 +454,7 @@ fn granularity_table(
         Granularity::Method,
         Granularity::Statement,
     ];
-    let explored = explore_tracking(spec, settings, analysis, &all, options.max_runs, reporter)?;
+    let explored = explore_tracking(spec, settings, analysis, &all, options, reporter)?;
     let valid = ValidConfigurations::new(&spec.space)?;
     Ok(all
         .into_iter()
@@ -469,14 +486,7 @@ fn explore(
             granularity_name(options.granularity)
         ));
     }
-    let explored = explore_tracking(
-        spec,
-        settings,
-        analysis,
-        &granularities,
-        options.max_runs,
-        reporter,
-    )?;
+    let explored = explore_tracking(spec, settings, analysis, &granularities, options, reporter)?;
     let exploration = exploration_report(&explored, options.granularity);
     reporter.note(&format!(
         "dynamic taint analysis (workload `{}`): {} configurations of {} in {:.1} s; {} decision sites instrumented",
@@ -486,6 +496,9 @@ fn explore(
         exploration.seconds,
         exploration.decision_sites
     ));
+    if options.control_taint == pipeline::ControlTaint::TwoWayBranches {
+        reporter.note(&one_way_line(&explored));
+    }
     report.exploration = Some(exploration);
     Ok(explored)
 }
@@ -684,9 +697,10 @@ fn explore_tracking(
     settings: &instrumented::Settings,
     analysis: &measure::Workload,
     granularities: &[Granularity],
-    max_runs: usize,
+    options: &Options,
     reporter: &mut dyn Reporter,
 ) -> Result<pipeline::Explored, Error> {
+    let max_runs = options.max_runs;
     reporter.note(&format!(
         "dynamic taint analysis on workload `{}`: taint runs until every subspace is \
          explored (at most {max_runs}, --max-runs)",
@@ -698,10 +712,36 @@ fn explore_tracking(
         settings,
         analysis,
         granularities,
+        options.control_taint,
         max_runs,
         &mut |_, _| progress.ran(reporter),
     )
     .map_err(|e| budget_error(e, max_runs))
+}
+
+/// What looking for one-way branches found, in a line: how many, where the first few are, and
+/// the assumption it rests on.
+fn one_way_line(explored: &pipeline::Explored) -> String {
+    let first: Vec<String> = explored
+        .one_way
+        .iter()
+        .take(4)
+        .map(|b| format!("{}:{} in {}", b.site.file, b.site.line, b.site.method))
+        .collect();
+    let more = explored.one_way.len().saturating_sub(first.len());
+    format!(
+        "control taint: {} tainted branches went one way in every taint run and opened no \
+         control taint ({}{}; {} explorations); assumed to go that way on the measured \
+         workload too (--control-taint every-branch for the paper's)",
+        explored.one_way.len(),
+        first.join(", "),
+        if more > 0 {
+            format!(", {more} more")
+        } else {
+            String::new()
+        },
+        explored.explorations
+    )
 }
 
 /// Taint runs counted, said at 16, 32, 64, …: a long exploration shows it advances, in a

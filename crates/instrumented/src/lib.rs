@@ -358,13 +358,15 @@ pub fn taint_build(
 
 /// Runs the taint-instrumented `binary` once in a configuration on `workload` and returns
 /// the taint-run record it wrote to `out` (JSON, `docs/comprex-records.md`); a failed run or
-/// a missing record is an error saying why.
+/// a missing record is an error saying why. `one_way` names the file of branch sites that
+/// open no control entry (`runtime::taint_library::ONE_WAY_VAR`).
 pub fn taint_run(
     spec: &SystemSpec,
     binary: &Path,
     config: &Configuration,
     workload: &Workload,
     out: &Path,
+    one_way: Option<&Path>,
 ) -> Result<String, String> {
     let mut invocation = spec
         .invocation_of(binary.to_path_buf(), config, workload)
@@ -374,6 +376,12 @@ pub fn taint_run(
         runtime::taint_library::ENV_VAR.into(),
         out.display().to_string(),
     ));
+    if let Some(list) = one_way {
+        invocation.env.push((
+            runtime::taint_library::ONE_WAY_VAR.into(),
+            list.display().to_string(),
+        ));
+    }
     let result = measure::runner::run(&invocation);
     if !result.outcome.is_ok() {
         let last = result.stderr_tail.lines().last().unwrap_or("");

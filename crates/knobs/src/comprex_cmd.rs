@@ -86,6 +86,18 @@ pub struct ComprexArgs {
     /// the paper does.
     #[arg(long, value_enum, default_value = "callers")]
     callee_partitions: CalleeArg,
+    /// Which tainted branches put their options into the control taint of what follows them:
+    /// `every-branch` (default; the paper's), or `two-way-branches`: a branch that went one
+    /// way in every taint run (an error check on an option that never fails) opens none, found
+    /// by repeating the exploration until that set is stable; the report lists them.
+    #[arg(long, value_enum, default_value = "every-branch")]
+    control_taint: ControlTaintArg,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ControlTaintArg {
+    EveryBranch,
+    TwoWayBranches,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -139,6 +151,10 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
         callee_partitions: match args.callee_partitions {
             CalleeArg::Callers => comprex::pipeline::CalleePartitions::Callers,
             CalleeArg::Own => comprex::pipeline::CalleePartitions::Own,
+        },
+        control_taint: match args.control_taint {
+            ControlTaintArg::EveryBranch => comprex::pipeline::ControlTaint::EveryBranch,
+            ControlTaintArg::TwoWayBranches => comprex::pipeline::ControlTaint::TwoWayBranches,
         },
     };
     let report = comprex::run(&session, &options, &mut Progress::new())?;

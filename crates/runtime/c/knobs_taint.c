@@ -439,6 +439,10 @@ struct kt_record {
 static uint32_t kt_nsites;
 static const char *kt_sites_text;
 static uint64_t *kt_last; /* per site: last (data, ctrl) recorded, +1 so 0 = none */
+/* per site: the ways its conditional branch went (bit 0: false, bit 1: true), written by the
+ * instrumented code; bit 7: one-way, set at init from KNOBS_TAINT_ONE_WAY, and such a branch
+ * opens no control entry */
+static uint8_t *kt_ways;
 static struct kt_record *kt_records;
 static uint64_t kt_nrecords, kt_caprecords;
 static uint64_t *kt_rtable; /* open addressing: record index + 1 */
@@ -609,6 +613,13 @@ static void kt_write(void) {
     kt_json_set(f, kt_records[k].ctrl);
     fputc('}', f);
   }
+  fputs("],\n\"branch_ways\":[", f);
+  for (uint32_t k = 0, first = 1; k < kt_nsites; k++) {
+    if (!(kt_ways[k] & 3))
+      continue;
+    fprintf(f, "%s[%u,%u]", first ? "" : ",", k, kt_ways[k] & 3);
+    first = 0;
+  }
   fputs("],\n\"reads\":", f);
   kt_json_order(f, &kt_reads);
   fputs(",\n\"decided\":", f);
@@ -617,10 +628,31 @@ static void kt_write(void) {
   fclose(f);
 }
 
+/* The sites KNOBS_TAINT_ONE_WAY lists (a file of site ids, written by knobs for this build) get
+ * bit 7 of their way byte: their branches open no control entry. An unreadable file or an id
+ * past the sites ends the run with status 125 (the runtime never prints): a silently ignored
+ * list would give another analysis than the one asked for. */
+static void kt_read_one_way(void) {
+  const char *path = getenv("KNOBS_TAINT_ONE_WAY");
+  if (!path || !*path)
+    return;
+  FILE *f = fopen(path, "r");
+  if (!f)
+    exit(125);
+  unsigned long id;
+  while (fscanf(f, "%lu", &id) == 1) {
+    if (id >= kt_nsites)
+      exit(125);
+    kt_ways[id] |= 0x80;
+  }
+  fclose(f);
+}
+
 /* Called once at the start of `main`: the options ("name\n" each), the decision sites, and
- * the per-site array of last recorded keys the instrumented code checks (`nsites` entries). */
+ * the per-site arrays the instrumented code uses (`nsites` entries each): the last recorded
+ * keys and the branch ways. */
 void __knobs_taint_init(uint32_t nopts, const char *names, uint32_t nsites, const char *sites,
-                        uint64_t *last) {
+                        uint64_t *last, uint8_t *ways) {
   if (kt_names)
     return;
   kt_map_l1();
@@ -650,6 +682,8 @@ void __knobs_taint_init(uint32_t nopts, const char *names, uint32_t nsites, cons
   kt_nsites = nsites;
   kt_sites_text = sites;
   kt_last = last;
+  kt_ways = ways;
+  kt_read_one_way();
   kt_order_init(&kt_reads);
   kt_order_init(&kt_decided);
   atexit(kt_write);

@@ -24,6 +24,12 @@ pub const SOURCE: &str = include_str!("../c/knobs_taint.c");
 /// The environment variable naming the output file.
 pub const ENV_VAR: &str = "KNOBS_TAINT_OUT";
 
+/// The environment variable naming a file of decision site ids whose conditional branches
+/// open no control entry (they went one way in every run of an exploration; the records'
+/// `branch_ways` say which way each branch went). A run given an unreadable file or an id
+/// past the build's sites exits with status 125.
+pub const ONE_WAY_VAR: &str = "KNOBS_TAINT_ONE_WAY";
+
 /// Compiles the taint runtime with `clang` into `out_dir/knobs-taint-<hash>/libknobs_taint.a`
 /// and returns that path; a built library is reused, concurrent builds are safe.
 pub fn build(clang: &Path, out_dir: &Path) -> Result<PathBuf, Error> {

@@ -62,7 +62,7 @@ pub fn explore(
     let out = settings.work_dir.join("taint-run.json");
     let started = Instant::now();
     let exploration = crate::explore(&valid, max_runs, |config| {
-        let json = instrumented::taint_run(spec, &taint.binary, config, analysis, &out)?;
+        let json = instrumented::taint_run(spec, &taint.binary, config, analysis, &out, None)?;
         let names = reached_options(&json, reach, &out)?;
         let ids = names
             .iter()

@@ -45,4 +45,4 @@ pub use overhead::{
 };
 pub use probes::{DroppedProbe, ProbeSelection, ProbeSettings, select_probes};
 pub use profile::{Profiled, instrument_methods, measure_configurations};
-pub use taint::{Explored, explore, explore_tracking, fold};
+pub use taint::{ControlTaint, Explored, OneWayBranch, explore, explore_tracking, fold};

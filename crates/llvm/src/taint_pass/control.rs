@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use ir::FunctionDominance;
 use llvm_sys::LLVMOpcode as Op;
 use llvm_sys::core as c;
-use llvm_sys::prelude::{LLVMBasicBlockRef, LLVMValueRef};
+use llvm_sys::prelude::{LLVMBasicBlockRef, LLVMTypeRef, LLVMValueRef};
 
 use super::{Label, Pass};
 use crate::bitcode;
@@ -228,27 +228,37 @@ impl Pass {
         ctrl: LLVMValueRef,
         only_tainted: bool,
     ) {
-        let mut idx = [self.size(id)];
-        // SAFETY: the builder is positioned inside a function of the live module (the
-        // invariant of [`Pass`]); `self.last` is the `i64` array of per-site keys (replaced by
-        // one with an element per site in `init_in_main`), and `idx` a live local array of
-        // the one index passed.
-        let last = unsafe {
-            c::LLVMBuildInBoundsGEP2(
-                self.b,
-                self.i64t,
-                self.last,
-                idx.as_mut_ptr(),
-                1,
-                c"".as_ptr(),
-            )
-        };
+        let last = self.site_element(self.last, self.i64t, id);
         let decide = if only_tainted {
             self.decide_tainted
         } else {
             self.decide
         };
         self.call(decide, &[last, self.konst(id), data, ctrl]);
+    }
+
+    /// Site `id`'s element of a per-site array (`self.last`, `self.ways`: replaced by arrays
+    /// with an element per site in `init_in_main`), at the builder's position.
+    pub(super) fn site_element(
+        &self,
+        array: LLVMValueRef,
+        element: LLVMTypeRef,
+        id: u64,
+    ) -> LLVMValueRef {
+        let mut idx = [self.size(id)];
+        // SAFETY: the builder is positioned inside a function of the live module (the
+        // invariant of [`Pass`]); `array` is one of the pass's per-site globals, of elements of
+        // type `element`, and `idx` a live local array of the one index passed.
+        unsafe {
+            c::LLVMBuildInBoundsGEP2(self.b, element, array, idx.as_mut_ptr(), 1, c"".as_ptr())
+        }
+    }
+
+    /// Site `id`'s byte of the branch ways, at the builder's position.
+    pub(super) fn branch_way(&self, id: u64) -> LLVMValueRef {
+        // SAFETY: the context is live (the invariant of [`Pass`]).
+        let i8t = unsafe { c::LLVMInt8TypeInContext(self.ctx) };
+        self.site_element(self.ways, i8t, id)
     }
 
     /// The frame of a function with decisions, built at the builder's position (the start of

@@ -319,6 +319,14 @@ impl Pass {
                     };
                     let ctrl = self.union(Some(frame.base), others).unwrap();
                     self.record_decision(id, cond, ctrl, false);
+                    // A conditional branch notes the way it went; one the runtime was told
+                    // went one way in every run opens no entry (`docs/comprex-records.md`).
+                    let cond = if op == Op::LLVMBr {
+                        let way = self.branch_way(id);
+                        self.call(self.branch, &[way, operand(0), cond])
+                    } else {
+                        cond
+                    };
                     // SAFETY: as above; `i32` labels stored to the decision's `i32` slot.
                     unsafe { c::LLVMBuildStore(self.b, cond, frame.slots[d]) };
                     let open = self.union(others, Some(cond)).unwrap();

@@ -11,8 +11,8 @@ pub(super) const INLINE_ACCESS: u64 = 16;
 
 /// The helpers the instrumented code calls, in LLVM IR (linked into the module; all internal
 /// and always inlined): the fast paths of the runtime's label union, shadow loads and stores
-/// of `n` bytes (`__knobs_taint_load_<n>`, `__knobs_taint_store_<n>`) and the per-site check
-/// before recording a decision. Labels with bit 31 clear are bit sets of options (the runtime's
+/// of `n` bytes (`__knobs_taint_load_<n>`, `__knobs_taint_store_<n>`), the per-site check
+/// before recording a decision and the conditional branch's way. Labels with bit 31 clear are bit sets of options (the runtime's
 /// header), so a union is an `or` unless a side is an interned set. The shadow layout is the
 /// runtime's: `__knobs_taint_l1[addr >> 20]` is null or a page of 2^20 labels. Shadow accesses
 /// carry TBAA types of their own under clang's root (labels, the first level's pointer, its
@@ -55,6 +55,20 @@ new:
   br label %done
 done:
   ret void
+}
+
+; A conditional branch's way (1: the false edge, 2: the true edge) or'ed into its site's
+; byte; the label its decision opens: none when the runtime marked the site one-way (bit 7).
+define i32 @__knobs_taint_branch(ptr %way, i1 %cond, i32 %label) alwaysinline {
+entry:
+  %b = load i8, ptr %way, align 1
+  %bit = select i1 %cond, i8 2, i8 1
+  %nb = or i8 %b, %bit
+  store i8 %nb, ptr %way, align 1
+  %n = and i8 %b, -128
+  %one_way = icmp ne i8 %n, 0
+  %l = select i1 %one_way, i32 0, i32 %label
+  ret i32 %l
 }
 
 define void @__knobs_taint_decide_tainted(ptr %last, i32 %id, i32 %data, i32 %ctrl) alwaysinline {

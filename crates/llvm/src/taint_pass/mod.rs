@@ -182,6 +182,9 @@ struct Pass {
     /// Per decision id: the last (data, ctrl) key recorded (a placeholder until the number of
     /// sites is known, see [`Pass::init_in_main`]).
     last: LLVMValueRef,
+    /// Per decision id: a byte of the ways its conditional branch went (bit 0: false, bit 1:
+    /// true) and, set by the runtime, bit 7 for a one-way site (a placeholder like `last`).
+    ways: LLVMValueRef,
     union: (LLVMTypeRef, LLVMValueRef),
     union_slow: (LLVMTypeRef, LLVMValueRef),
     union_all: (LLVMTypeRef, LLVMValueRef),
@@ -190,6 +193,7 @@ struct Pass {
     decide: (LLVMTypeRef, LLVMValueRef),
     /// [`Pass::decide`] only when the data label is not 0 (decisions inside blocks).
     decide_tainted: (LLVMTypeRef, LLVMValueRef),
+    branch: (LLVMTypeRef, LLVMValueRef),
     /// `__knobs_taint_load_<n>` and `__knobs_taint_store_<n>` by `n`.
     inline_loads: HashMap<u64, (LLVMTypeRef, LLVMValueRef)>,
     inline_stores: HashMap<u64, (LLVMTypeRef, LLVMValueRef)>,
@@ -265,6 +269,8 @@ impl Pass {
             let ret = tls(c"__knobs_taint_ret", i32t);
             let ctrl = tls(c"__knobs_taint_ctrl", i32t);
             let last = c::LLVMAddGlobal(m, c::LLVMArrayType2(i64t, 0), c"".as_ptr());
+            let i8t = c::LLVMInt8TypeInContext(ctx);
+            let ways = c::LLVMAddGlobal(m, c::LLVMArrayType2(i8t, 0), c"".as_ptr());
             let mut inline_loads = HashMap::new();
             let mut inline_stores = HashMap::new();
             for n in (1..=INLINE_ACCESS).chain([32]) {
@@ -285,6 +291,7 @@ impl Pass {
                 ret,
                 ctrl,
                 last,
+                ways,
                 union: declare(c"__knobs_taint_union", i32t, &[i32t, i32t]),
                 union_slow: declare(c"__knobs_taint_union_slow", i32t, &[i32t, i32t]),
                 union_all: declare(c"__knobs_taint_union_all", i32t, &[ptrt, i64t]),
@@ -301,10 +308,15 @@ impl Pass {
                 store: declare(c"__knobs_taint_store", voidt, &[ptrt, i64t, i32t]),
                 copy: declare(c"__knobs_taint_copy", voidt, &[ptrt, ptrt, i64t, i32t]),
                 strcopy: declare(c"__knobs_taint_strcopy", voidt, &[ptrt, ptrt, i32t]),
+                branch: declare(
+                    c"__knobs_taint_branch",
+                    i32t,
+                    &[ptrt, c::LLVMInt1TypeInContext(ctx), i32t],
+                ),
                 init: declare(
                     c"__knobs_taint_init",
                     voidt,
-                    &[i32t, ptrt, i32t, ptrt, ptrt],
+                    &[i32t, ptrt, i32t, ptrt, ptrt, ptrt],
                 ),
                 read: declare(c"__knobs_taint_read", voidt, &[i32t]),
                 sources,
@@ -313,8 +325,8 @@ impl Pass {
         }
     }
 
-    /// Defines the per-site array of last recorded keys (replacing the placeholder the
-    /// decisions index), calls `__knobs_taint_init` first thing in `main`, and disposes of the
+    /// Defines the per-site arrays of last recorded keys and of branch ways (replacing the
+    /// placeholders the decisions index), calls `__knobs_taint_init` first thing in `main`, and disposes of the
     /// builder (the placeholder is deleted: the pass is used up).
     fn finish(self, options: &[String]) {
         self.init_in_main(options);
@@ -329,15 +341,19 @@ impl Pass {
         // `last` is replaced by the new global (of the same pointer type) before the
         // placeholder, now unused, is deleted, and it is not used afterwards (`finish`
         // consumes the pass).
-        let last = unsafe {
-            let ty = c::LLVMArrayType2(self.i64t, self.sites.len() as u64);
-            let last = c::LLVMAddGlobal(self.m, ty, c"__knobs_taint_last".as_ptr());
-            c::LLVMSetInitializer(last, c::LLVMConstNull(ty));
-            c::LLVMSetLinkage(last, llvm_sys::LLVMLinkage::LLVMInternalLinkage);
-            c::LLVMReplaceAllUsesWith(self.last, last);
-            c::LLVMDeleteGlobal(self.last);
-            last
+        let per_site = |placeholder: LLVMValueRef, element: LLVMTypeRef, name: &std::ffi::CStr| unsafe {
+            let ty = c::LLVMArrayType2(element, self.sites.len() as u64);
+            let array = c::LLVMAddGlobal(self.m, ty, name.as_ptr());
+            c::LLVMSetInitializer(array, c::LLVMConstNull(ty));
+            c::LLVMSetLinkage(array, llvm_sys::LLVMLinkage::LLVMInternalLinkage);
+            c::LLVMReplaceAllUsesWith(placeholder, array);
+            c::LLVMDeleteGlobal(placeholder);
+            array
         };
+        let last = per_site(self.last, self.i64t, c"__knobs_taint_last");
+        // SAFETY: the context is live (the invariant of [`Pass`]).
+        let i8t = unsafe { c::LLVMInt8TypeInContext(self.ctx) };
+        let ways = per_site(self.ways, i8t, c"__knobs_taint_ways");
         // SAFETY: `m` is live and the name NUL-terminated; the entry block is asked of a
         // non-null function with blocks, and a well-formed block ends in a terminator, so it
         // has a first instruction (asserted) to position the builder before.
@@ -362,6 +378,7 @@ impl Pass {
                 self.konst(self.sites.len() as u64),
                 sites,
                 last,
+                ways,
             ],
         );
     }
