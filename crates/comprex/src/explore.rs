@@ -558,9 +558,17 @@ pub fn cover(
     exploration: &Exploration,
     granularity: Granularity,
 ) -> Vec<Configuration> {
+    let regions: Vec<&RegionPartition> = exploration.regions(granularity).iter().collect();
+    cover_regions(valid, &regions)
+}
+
+/// [`cover`] of the subspaces of `regions` only.
+pub fn cover_regions(
+    valid: &ValidConfigurations,
+    regions: &[&RegionPartition],
+) -> Vec<Configuration> {
     let mut explorer = Explorer::new(valid, ExploreSettings::default());
-    let mut uncovered: Vec<Bdd> = exploration
-        .regions(granularity)
+    let mut uncovered: Vec<Bdd> = regions
         .iter()
         .flat_map(|r| r.subspaces.iter().map(|s| s.subspace.bdd().clone()))
         .collect();

@@ -36,7 +36,7 @@ mod run;
 
 pub use explore::{
     Exploration, ExploreSettings, ExploredSubspace, Explorer, Pick, RegionPartition, cover,
-    explore, minimum_cover,
+    cover_regions, explore, minimum_cover,
 };
 pub use model::{
     ComprexModel, ModelSettings, RegionTimes, SuspectRegion, TrivialTerm, build_model,

@@ -4,7 +4,7 @@
 //! literals) expanded into influence terms; local models summed into the global one; small
 //! terms reported as trivial; and the partition-debugging check of §V.D.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use biodivine_lib_bdd::Bdd;
 use model::{Factor, InfluenceModel, ModelFile, Region, SourceSpan, Term, Threshold};
@@ -22,7 +22,7 @@ pub struct RegionTimes {
     pub seconds: BTreeMap<String, f64>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ModelSettings {
     /// Terms with |β| below this many seconds are trivial: dropped and reported.
     pub trivial_below: f64,
@@ -31,6 +31,10 @@ pub struct ModelSettings {
     pub cv_above: f64,
     /// …if the region takes at least this many seconds in some measured configuration.
     pub significant_above: f64,
+    /// Regions too cheap to measure every subspace of (`run::Options::cheap_below`): a
+    /// subspace of theirs no configuration was measured in takes the mean of the region's
+    /// measured configurations, and is listed in [`ComprexModel::approximated`].
+    pub approximate: BTreeSet<String>,
 }
 
 impl Default for ModelSettings {
@@ -39,6 +43,7 @@ impl Default for ModelSettings {
             trivial_below: 0.001,
             cv_above: 0.1,
             significant_above: 0.001,
+            approximate: BTreeSet::new(),
         }
     }
 }
@@ -69,6 +74,9 @@ pub struct ComprexModel {
     pub file: ModelFile,
     pub trivial: Vec<TrivialTerm>,
     pub suspects: Vec<SuspectRegion>,
+    /// Subspaces of cheap regions no configuration was measured in, `(region, subspace)`:
+    /// they take the mean of the region's measured configurations.
+    pub approximated: Vec<(String, String)>,
 }
 
 /// Builds the local models of `regions` (one granularity's partitions) from `times`, and the
@@ -100,6 +108,7 @@ pub fn build_model(
     let mut local = Vec::new();
     let mut trivial = Vec::new();
     let mut suspects = Vec::new();
+    let mut approximated = Vec::new();
     for id in ids {
         let found = regions.iter().find(|r| r.id == id);
         let parts: Vec<(&Bdd, &Bdd, String)> = match found {
@@ -123,6 +132,12 @@ pub fn build_model(
                 .filter(|t| enc.contains(bdd, &t.configuration))
                 .map(region_time)
                 .collect();
+            let samples = if samples.is_empty() && settings.approximate.contains(id) {
+                approximated.push((id.to_string(), text.clone()));
+                times.iter().map(region_time).collect()
+            } else {
+                samples
+            };
             if samples.is_empty() {
                 return Err(Error::Unmeasured {
                     region: id.to_string(),
@@ -188,6 +203,7 @@ pub fn build_model(
         file,
         trivial,
         suspects,
+        approximated,
     })
 }
 

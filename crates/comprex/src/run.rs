@@ -42,6 +42,12 @@ pub struct Options {
     /// Which tainted branches open control taint: every one (the paper's), or those that went
     /// both ways in the taint runs.
     pub control_taint: pipeline::ControlTaint,
+    /// A method region whose self time (with that of the methods folded into it) is below this
+    /// share of the calibration runs' time is cheap: the configurations measured are a cover
+    /// of the other regions' subspaces, and a cheap region's subspace none of them lies in
+    /// takes the mean of its measured ones. `None`: every explored configuration is measured
+    /// (the paper's).
+    pub cheap_below: Option<f64>,
 }
 
 impl Default for Options {
@@ -61,6 +67,7 @@ impl Default for Options {
             profile_clock: None,
             callee_partitions: pipeline::CalleePartitions::Callers,
             control_taint: pipeline::ControlTaint::EveryBranch,
+            cheap_below: None,
         }
     }
 }
@@ -78,6 +85,9 @@ pub struct Report {
     /// Table IV: one exploration's regions at each granularity, with their covers.
     pub granularity_table: Vec<ExplorationReport>,
     pub probes: Option<ProbeReport>,
+    /// What `cheap_below` chose to measure (absent without it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cheap_regions: Option<CheapRegionsReport>,
     /// Configurations measured with the profiler (after folding unprobed methods).
     pub configurations: Vec<String>,
     /// The clock the profiler sampled, and why.
@@ -141,6 +151,27 @@ pub struct ProbeReport {
     pub kept: Vec<String>,
     /// Taint runs the folding needed beyond the exploration.
     pub extra_taint_runs: usize,
+    /// Per method: its share of the calibration runs' time.
+    #[serde(skip)]
+    pub shares: std::collections::BTreeMap<String, f64>,
+}
+
+/// The regions `cheap_below` left to approximation, and what was measured instead.
+#[derive(Clone, Debug, Serialize)]
+pub struct CheapRegionsReport {
+    /// The share of the calibration runs' time below which a region is cheap.
+    pub below: f64,
+    /// The explored configurations, and those measured: a cover of the costly regions'
+    /// subspaces.
+    pub explored: usize,
+    pub measured: usize,
+    /// Method regions costly enough to have every subspace measured, with their share of the
+    /// calibration runs' time.
+    pub costly: Vec<(String, f64)>,
+    /// Cheap regions, and their subspaces no measured configuration lies in (each takes the
+    /// mean of its region's measured configurations).
+    pub cheap: usize,
+    pub approximated_subspaces: Vec<(String, String)>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -262,7 +293,8 @@ pub fn run(
             reporter,
         )?;
     }
-    let configurations = &method_level.exploration.configurations;
+    let approximate = cheap_regions(spec, &mut method_level, options, &mut report, reporter)?;
+    let configurations = &method_level.measured().to_vec();
     report.configurations = configurations
         .iter()
         .map(|c| spec.space.format_configuration(c))
@@ -296,6 +328,7 @@ pub fn run(
         &profiled,
         &ModelSettings {
             trivial_below: options.trivial_below,
+            approximate,
             ..ModelSettings::default()
         },
         correction.as_ref(),
@@ -315,7 +348,7 @@ fn profile(
     reporter: &mut dyn Reporter,
 ) -> Result<(pipeline::Profiled, measure::Workload), Error> {
     let (spec, settings) = (&session.spec, &session.settings);
-    let configurations = &method_level.exploration.configurations;
+    let configurations = method_level.measured();
     let mut profiled = pipeline::instrument_methods(spec, settings, method_level)?;
     if !profiled.unprobed.is_empty() {
         report.notes.push(format!(
@@ -426,6 +459,7 @@ fn new_report(
         exploration: None,
         granularity_table: Vec::new(),
         probes: None,
+        cheap_regions: None,
         configurations: Vec::new(),
         profile_clock: None,
         measurement: None,
@@ -570,9 +604,74 @@ fn probe(
             .collect(),
         kept: selection.kept.clone(),
         extra_taint_runs: extra,
+        shares: selection.shares.clone(),
     };
     reporter.note(&probes.summary(&analysis.name, options.probes.min_ns_per_entry));
     Ok(probes)
+}
+
+/// With `cheap_below`, the configurations to measure ([`pipeline::Explored::cover`]): a cover
+/// of the subspaces of the method regions that are not cheap by the calibration runs. Returns
+/// the cheap regions, whose unmeasured subspaces the model approximates.
+fn cheap_regions(
+    spec: &measure::SystemSpec,
+    method_level: &mut pipeline::Explored,
+    options: &Options,
+    report: &mut Report,
+    reporter: &mut dyn Reporter,
+) -> Result<std::collections::BTreeSet<String>, Error> {
+    let Some(below) = options.cheap_below else {
+        return Ok(Default::default());
+    };
+    let Some(probes) = &report.probes else {
+        report.notes.push(
+            "--cheap-below needs the calibration runs (not made with --all-probes or in \
+             counted instructions): every explored configuration is measured"
+                .into(),
+        );
+        return Ok(Default::default());
+    };
+    // A region's time includes that of the methods folded into it: its share is taken as its
+    // own plus theirs (a bound: a folded method's time may go to several regions).
+    let mut share = probes.shares.clone();
+    for u in &probes.unprobed {
+        let folded = probes.shares.get(&u.method).copied().unwrap_or(0.0);
+        for into in &u.into {
+            *share.entry(into.clone()).or_default() += folded;
+        }
+    }
+    let regions = method_level.exploration.regions(Granularity::Method);
+    let (costly, cheap): (Vec<&crate::RegionPartition>, Vec<_>) = regions
+        .iter()
+        .partition(|r| share.get(&r.id).copied().unwrap_or(0.0) >= below);
+    let valid = ValidConfigurations::new(&spec.space)?;
+    let cover = crate::cover_regions(&valid, &costly);
+    let mut costly: Vec<(String, f64)> = costly
+        .iter()
+        .map(|r| (r.id.clone(), share[&r.id]))
+        .collect();
+    costly.sort_by(|a, b| b.1.total_cmp(&a.1));
+    reporter.note(&format!(
+        "cheap regions: {} of {} method regions take less than {:.1} % of the calibration runs' time; \
+         measuring {} of the {} explored configurations, a cover of the other {}'s subspaces",
+        cheap.len(),
+        regions.len(),
+        100.0 * below,
+        cover.len(),
+        method_level.exploration.configurations.len(),
+        costly.len()
+    ));
+    report.cheap_regions = Some(CheapRegionsReport {
+        below,
+        explored: method_level.exploration.configurations.len(),
+        measured: cover.len(),
+        costly,
+        cheap: cheap.len(),
+        approximated_subspaces: Vec::new(),
+    });
+    let cheap = cheap.iter().map(|r| r.id.clone()).collect();
+    method_level.cover = Some(cover);
+    Ok(cheap)
 }
 
 /// §V.A's correction, if asked for: `None` when not, or when it cannot be made (a note says
@@ -672,6 +771,9 @@ fn write_model(
         .unwrap_or_else(|| spec.dir.join(format!("{}.comprex.json", spec.name)));
     model.file.save(&out)?;
     report.trivial_terms = model.trivial.len();
+    if let Some(cheap) = &mut report.cheap_regions {
+        cheap.approximated_subspaces = model.approximated.clone();
+    }
     report.suspects = model
         .suspects
         .iter()

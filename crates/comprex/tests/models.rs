@@ -400,3 +400,37 @@ fn other_values_beside_a_value_literal_change_nothing() {
         "{expanded}"
     );
 }
+
+#[test]
+fn a_cheap_regions_unmeasured_subspace_takes_the_mean_of_its_measured_ones() {
+    // `inner` decides on C: two subspaces. Measured only with C off (1 s and 3 s of inner),
+    // its C subspace has no measured configuration: an error, unless inner is cheap.
+    let space = binary_space(&["A", "C"]);
+    let valid = ValidConfigurations::new(&space).unwrap();
+    let program = |c: &Configuration| {
+        let mut t = Tracer::new(&space, c);
+        let cc = t.option("C");
+        t.decide(1, "inner", 5, &cc);
+        Ok::<_, Infallible>(t.records)
+    };
+    let ex = explore(&valid, ExploreSettings::default(), program).unwrap();
+    let regions = ex.regions(Granularity::Method);
+    let times: Vec<RegionTimes> = [([0, 0], 1.0), ([1, 0], 3.0)]
+        .into_iter()
+        .map(|(c, t)| RegionTimes {
+            configuration: Configuration(c.to_vec()),
+            seconds: [("inner".to_string(), t)].into(),
+        })
+        .collect();
+    let strict = build_model(&valid, regions, &times, &ModelSettings::default());
+    assert!(strict.unwrap_err().to_string().contains("inner"));
+    let settings = ModelSettings {
+        approximate: ["inner".to_string()].into(),
+        ..ModelSettings::default()
+    };
+    let model = build_model(&valid, regions, &times, &settings).unwrap();
+    assert_eq!(model.approximated, [("inner".to_string(), "C".to_string())]);
+    let bound = model.file.bind(&space.names()).unwrap();
+    assert_eq!(bound.predict(&[0.0, 1.0]), 2.0);
+    assert_eq!(bound.predict(&[1.0, 0.0]), 2.0);
+}

@@ -92,6 +92,20 @@ pub struct ComprexArgs {
     /// by repeating the exploration until that set is stable; the report lists them.
     #[arg(long, value_enum, default_value = "every-branch")]
     control_taint: ControlTaintArg,
+    /// Measure a cover of the subspaces of the costly method regions only: a region whose self
+    /// time is below PERCENT % of the calibration runs' is cheap, and a subspace of its
+    /// that no measured configuration lies in takes the mean of its measured ones (listed in
+    /// the report). Default: every explored configuration is measured (the paper's).
+    #[arg(long, value_name = "PERCENT", value_parser = percent)]
+    cheap_below: Option<f64>,
+}
+
+/// A share in percent, 0 to 100.
+fn percent(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(p) if (0.0..=100.0).contains(&p) => Ok(p),
+        _ => Err(format!("`{text}` is not a percentage from 0 to 100")),
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -156,6 +170,7 @@ pub fn comprex(args: ComprexArgs) -> Result<Outcome> {
             ControlTaintArg::EveryBranch => comprex::pipeline::ControlTaint::EveryBranch,
             ControlTaintArg::TwoWayBranches => comprex::pipeline::ControlTaint::TwoWayBranches,
         },
+        cheap_below: args.cheap_below.map(|p| p / 100.0),
     };
     let report = comprex::run(&session, &options, &mut Progress::new())?;
     if args.session.json {

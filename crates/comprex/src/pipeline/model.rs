@@ -76,19 +76,14 @@ pub fn build_model_corrected(
     settings: &ModelSettings,
     correction: Option<&OverheadCorrection>,
 ) -> Result<ComprexModel, Error> {
-    let clock = match explored.exploration.configurations.first() {
+    let clock = match explored.measured().first() {
         Some(config) => super::clock::sampled_clock(spec, workload, config)?,
         None => instrumented::RegionClock::Wall,
     };
     let measured =
         instrumented::region_times_per_configuration(store, spec, workload, &profiled.variant)?;
-    let outside = outside_the_profile(
-        store,
-        spec,
-        workload,
-        profiled,
-        explored.exploration.configurations.first(),
-    )?;
+    let outside =
+        outside_the_profile(store, spec, workload, profiled, explored.measured().first())?;
     let mut region_times = Vec::new();
     for (config, mut regions) in measured {
         let configuration = spec.space.parse_configuration(&config)?;
@@ -153,10 +148,13 @@ pub fn build_model_corrected(
     }
     provenance.insert("variant".into(), profiled.variant.clone().into());
     provenance.insert("workload".into(), workload.name.clone().into());
-    provenance.insert(
-        "configurations".into(),
-        explored.exploration.configurations.len().into(),
-    );
+    provenance.insert("configurations".into(), explored.measured().len().into());
+    if !model.approximated.is_empty() {
+        provenance.insert(
+            "approximated_subspaces".into(),
+            model.approximated.len().into(),
+        );
+    }
     if outside.is_some() {
         provenance.insert("base_includes_time_outside_the_profile".into(), true.into());
     }
@@ -178,8 +176,7 @@ pub fn build_model_corrected(
             .map(|o| o.name.clone())
             .collect::<Vec<_>>(),
         explored
-            .exploration
-            .configurations
+            .measured()
             .iter()
             .map(|c| spec.space.values(c))
             .collect(),

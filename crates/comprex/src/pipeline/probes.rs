@@ -60,6 +60,9 @@ pub struct ProbeSelection {
     pub kept: Vec<String>,
     /// Calibration runs made (0: the cached calibration of the same build was reused).
     pub calibration_runs: usize,
+    /// Per method: its share of the calibration runs' time (its self seconds in all of them
+    /// over every method's), what `run::Options::cheap_below` compares.
+    pub shares: BTreeMap<String, f64>,
 }
 
 impl ProbeSelection {
@@ -144,10 +147,21 @@ pub fn select_probes(
     };
     let mut candidates: BTreeMap<String, (u64, f64)> = seen
         .iter()
-        .filter(|(_, (max, total, seconds))| {
-            *max >= probe.min_entries && seconds * 1e9 / (*total as f64) < probe.min_ns_per_entry
+        .filter(|(_, c)| {
+            c.max_entries >= probe.min_entries
+                && c.seconds * 1e9 / (c.entries as f64) < probe.min_ns_per_entry
         })
-        .map(|(m, (max, total, seconds))| (m.clone(), (*max, seconds * 1e9 / *total as f64)))
+        .map(|(m, c)| {
+            (
+                m.clone(),
+                (c.max_entries, c.seconds * 1e9 / c.entries as f64),
+            )
+        })
+        .collect();
+    let all: f64 = seen.values().map(|c| c.seconds).sum();
+    let shares = seen
+        .iter()
+        .map(|(m, c)| (m.clone(), if all > 0.0 { c.seconds / all } else { 0.0 }))
         .collect();
     let regions: Vec<String> = ProbeSelection::all(explored).probed;
 
@@ -204,6 +218,7 @@ pub fn select_probes(
                 dropped,
                 kept,
                 calibration_runs,
+                shares,
             });
         }
         for m in unabsorbed {
@@ -232,8 +247,18 @@ pub(super) fn call_graph_callers(explored: &Explored) -> ir::IdVec<ir::FuncId, V
     callers
 }
 
-/// Per method of a calibration build: most entries in one run, total entries, total self
-/// seconds, over runs in `configurations` on `workload` with a short sampling period.
+/// One method in the calibration runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(super) struct Calibrated {
+    /// Most entries in one run, and in all.
+    max_entries: u64,
+    entries: u64,
+    /// Self seconds in all runs.
+    seconds: f64,
+}
+
+/// Per method of a calibration build, over runs in `configurations` on `workload` with a
+/// short sampling period.
 pub(super) fn calibrate(
     spec: &SystemSpec,
     settings: &Settings,
@@ -241,10 +266,10 @@ pub(super) fn calibrate(
     calibration: &Profiled,
     configurations: &[Configuration],
     probe: &ProbeSettings,
-) -> Result<BTreeMap<String, (u64, u64, f64)>, Error> {
+) -> Result<BTreeMap<String, Calibrated>, Error> {
     spec.prepare_workload(workload)?;
     let out = settings.work_dir.join("calibration-run.tsv");
-    let mut seen: BTreeMap<String, (u64, u64, f64)> = BTreeMap::new();
+    let mut seen: BTreeMap<String, Calibrated> = BTreeMap::new();
     for config in configurations {
         let mut invocation = spec.invocation_of(calibration.binary.clone(), config, workload)?;
         let _ = std::fs::remove_file(&out);
@@ -269,18 +294,15 @@ pub(super) fn calibrate(
                 continue;
             };
             let e = seen.entry(name.clone()).or_default();
-            e.0 = e.0.max(t.entries);
-            e.1 += t.entries;
-            e.2 += t.self_seconds;
+            e.max_entries = e.max_entries.max(t.entries);
+            e.entries += t.entries;
+            e.seconds += t.self_seconds;
         }
     }
     Ok(seen)
 }
 
-pub(super) fn read_calibration(
-    path: &Path,
-    key: &str,
-) -> Option<BTreeMap<String, (u64, u64, f64)>> {
+pub(super) fn read_calibration(path: &Path, key: &str) -> Option<BTreeMap<String, Calibrated>> {
     let text = std::fs::read_to_string(path).ok()?;
     let mut lines = text.lines();
     if lines.next()? != format!("key\t{key}") {
@@ -290,13 +312,13 @@ pub(super) fn read_calibration(
         .map(|line| {
             let f: Vec<&str> = line.split('\t').collect();
             match f[..] {
-                [m, max, total, seconds] => Some((
+                [m, max, entries, seconds] => Some((
                     m.to_string(),
-                    (
-                        max.parse().ok()?,
-                        total.parse().ok()?,
-                        seconds.parse().ok()?,
-                    ),
+                    Calibrated {
+                        max_entries: max.parse().ok()?,
+                        entries: entries.parse().ok()?,
+                        seconds: seconds.parse().ok()?,
+                    },
                 )),
                 _ => None,
             }
@@ -304,10 +326,11 @@ pub(super) fn read_calibration(
         .collect()
 }
 
-pub(super) fn write_calibration(path: &Path, key: &str, seen: &BTreeMap<String, (u64, u64, f64)>) {
+pub(super) fn write_calibration(path: &Path, key: &str, seen: &BTreeMap<String, Calibrated>) {
     let mut text = format!("key\t{key}\n");
-    for (m, (max, total, seconds)) in seen {
-        text.push_str(&format!("{m}\t{max}\t{total}\t{seconds:e}\n"));
+    for (m, c) in seen {
+        let (max, entries, seconds) = (c.max_entries, c.entries, c.seconds);
+        text.push_str(&format!("{m}\t{max}\t{entries}\t{seconds:e}\n"));
     }
     // A cache: failing to write it only costs a recalibration next time.
     let _ = std::fs::write(path, text);

@@ -104,6 +104,19 @@ pub struct Explored {
     /// One-way branches a later taint run ([`fold`], callee partitions) saw take the other
     /// way: the assumption broke there.
     pub broken: Vec<OneWayBranch>,
+    /// The configurations to measure when not every explored one: a cover of the subspaces of
+    /// the regions that are not cheap (`run::Options::cheap_below`).
+    pub cover: Option<Vec<Configuration>>,
+}
+
+impl Explored {
+    /// The configurations the profiled build is measured in: [`Explored::cover`], or every
+    /// explored one.
+    pub fn measured(&self) -> &[Configuration] {
+        self.cover
+            .as_deref()
+            .unwrap_or(&self.exploration.configurations)
+    }
 }
 
 /// Stage 1: taint-instrument the program and explore the configuration space with it.
@@ -205,6 +218,7 @@ pub fn explore_tracking(
         one_way,
         explorations,
         broken: Vec::new(),
+        cover: None,
     })
 }
 
@@ -310,6 +324,7 @@ pub(super) fn refold(
         .cloned();
     explored.broken.extend(broken);
     explored.exploration = explorer.finish();
+    explored.cover = None;
     explored.granularity = Granularity::Method;
     explored.seconds += started.elapsed().as_secs_f64();
     Ok(new)
