@@ -631,26 +631,18 @@ fn cheap_regions(
         );
         return Ok(Default::default());
     };
-    // A region's time includes that of the methods folded into it: its share is taken as its
-    // own plus theirs (a bound: a folded method's time may go to several regions).
-    let mut share = probes.shares.clone();
-    for u in &probes.unprobed {
-        let folded = probes.shares.get(&u.method).copied().unwrap_or(0.0);
-        for into in &u.into {
-            *share.entry(into.clone()).or_default() += folded;
-        }
-    }
-    let regions = method_level.exploration.regions(Granularity::Method);
-    let (costly, cheap): (Vec<&crate::RegionPartition>, Vec<_>) = regions
+    let folded: Vec<(String, Vec<String>)> = probes
+        .unprobed
         .iter()
-        .partition(|r| share.get(&r.id).copied().unwrap_or(0.0) >= below);
-    let valid = ValidConfigurations::new(&spec.space)?;
-    let cover = crate::cover_regions(&valid, &costly);
-    let mut costly: Vec<(String, f64)> = costly
-        .iter()
-        .map(|r| (r.id.clone(), share[&r.id]))
+        .map(|u| (u.method.clone(), u.into.clone()))
         .collect();
-    costly.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let regions = method_level.exploration.regions(Granularity::Method);
+    let valid = ValidConfigurations::new(&spec.space)?;
+    let pipeline::CheapCover {
+        cover,
+        costly,
+        cheap,
+    } = pipeline::cheap_cover(&valid, regions, &probes.shares, &folded, below);
     reporter.note(&format!(
         "cheap regions: {} of {} method regions take less than {:.1} % of the calibration runs' time; \
          measuring {} of the {} explored configurations, a cover of the other {}'s subspaces",
@@ -669,7 +661,6 @@ fn cheap_regions(
         cheap: cheap.len(),
         approximated_subspaces: Vec::new(),
     });
-    let cheap = cheap.iter().map(|r| r.id.clone()).collect();
     method_level.cover = Some(cover);
     Ok(cheap)
 }

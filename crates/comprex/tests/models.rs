@@ -434,3 +434,40 @@ fn a_cheap_regions_unmeasured_subspace_takes_the_mean_of_its_measured_ones() {
     assert_eq!(bound.predict(&[0.0, 1.0]), 2.0);
     assert_eq!(bound.predict(&[1.0, 0.0]), 2.0);
 }
+
+#[test]
+fn only_the_costly_regions_subspaces_are_covered() {
+    // `hot` decides on A (2 subspaces), `cold` on B and C (4): every subspace needs 4
+    // configurations, hot's alone 2. `folded` (no region of its own) went into cold, and
+    // with its share cold is costly too.
+    let space = binary_space(&["A", "B", "C"]);
+    let valid = ValidConfigurations::new(&space).unwrap();
+    let program = |c: &Configuration| {
+        let mut t = Tracer::new(&space, c);
+        let (a, b, cc) = (t.option("A"), t.option("B"), t.option("C"));
+        t.decide(1, "hot", 1, &a);
+        let bc = t.assign(b.v & cc.v, &[&b, &cc]);
+        t.decide(2, "cold", 5, &b);
+        t.decide(3, "cold", 6, &bc);
+        t.decide(4, "cold", 7, &cc);
+        Ok::<_, Infallible>(t.records)
+    };
+    let ex = explore(&valid, ExploreSettings::default(), program).unwrap();
+    let regions = ex.regions(Granularity::Method);
+    assert_eq!(comprex::cover(&valid, &ex, Granularity::Method).len(), 4);
+    let shares = [("hot".to_string(), 0.9), ("cold".to_string(), 0.02)].into();
+    let cheap = comprex::pipeline::cheap_cover(&valid, regions, &shares, &[], 0.05);
+    assert_eq!(cheap.cover.len(), 2);
+    assert_eq!(cheap.costly, [("hot".to_string(), 0.9)]);
+    assert_eq!(cheap.cheap, ["cold".to_string()].into());
+    let shares = [
+        ("hot".to_string(), 0.9),
+        ("cold".to_string(), 0.02),
+        ("folded".to_string(), 0.08),
+    ]
+    .into();
+    let folded = [("folded".to_string(), vec!["cold".to_string()])];
+    let both = comprex::pipeline::cheap_cover(&valid, regions, &shares, &folded, 0.05);
+    assert_eq!(both.cover.len(), 4);
+    assert!(both.cheap.is_empty());
+}

@@ -10,6 +10,8 @@
 //! 2. [`select_probes`] and [`fold`] (optional): methods that are hot and tiny in calibration
 //!    runs get no profiler probe, and their decisions refine the partitions of the probed
 //!    methods their time goes to (`docs/profiler.md`, "Which methods get a probe");
+//!    [`cheap_cover`] (optional): only the subspaces of the regions with a large enough share
+//!    of the calibration runs' time are each measured;
 //! 3. [`instrument_methods`]: the regions' methods get enter/exit calls, linked with the
 //!    sampling profiler (`runtime::profiler`; its test clock with
 //!    `instrumented::Settings::test_clock`, for tests): self time is charged to the innermost
@@ -27,6 +29,7 @@
 //!    reported.
 
 mod callers;
+mod cheap;
 mod clock;
 mod model;
 mod overhead;
@@ -35,6 +38,7 @@ mod profile;
 mod taint;
 
 pub use callers::{CalleePartitions, partition_by_callers};
+pub use cheap::{CheapCover, cheap_cover};
 pub use clock::{
     DECIDING_RUNS, PROFILE_PERIOD_US, ProfileClock, choose_profile_clock, sampled_by,
     sampling_period,
