@@ -235,11 +235,12 @@ fn p_value(p: f64) -> String {
 }
 
 /// The headline table's columns: (approach key, heading).
-const HEADLINE: [(&str, &str); 12] = [
+const HEADLINE: [(&str, &str); 13] = [
     ("repeat", "brute force again"),
     ("crush", "ConfigCrusher"),
     ("crush-confirmed", "ConfigCrusher, confirmed"),
     ("comprex", "Comprex"),
+    ("comprex-frugal", "Comprex, frugal"),
     ("splat", "SPLat"),
     ("splat-delayed", "SPLat-delayed"),
     ("family", "family-based"),
