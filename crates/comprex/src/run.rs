@@ -293,6 +293,7 @@ pub fn run(
             reporter,
         )?;
     }
+    note_broken_one_way(&method_level, &mut report);
     let approximate = cheap_regions(spec, &mut method_level, options, &mut report, reporter)?;
     let configurations = &method_level.measured().to_vec();
     report.configurations = configurations
@@ -608,6 +609,29 @@ fn probe(
     };
     reporter.note(&probes.summary(&analysis.name, options.probes.min_ns_per_entry));
     Ok(probes)
+}
+
+/// One-way branches the taint runs after the exploration (folding, callee partitions) saw go
+/// the other way, into the exploration's report and a note: the assumption broke there.
+fn note_broken_one_way(method_level: &pipeline::Explored, report: &mut Report) {
+    if method_level.broken.is_empty() {
+        return;
+    }
+    if let Some(exploration) = &mut report.exploration {
+        exploration.broken_one_way_branches = method_level.broken.clone();
+    }
+    let sites: Vec<String> = method_level
+        .broken
+        .iter()
+        .map(|b| format!("{}:{} in {}", b.site.file, b.site.line, b.site.method))
+        .collect();
+    report.notes.push(format!(
+        "{} branches taken as one-way went the other way in a later taint run ({}): their \
+         options are missing from the control taint of what follows them; rerun with \
+         --control-taint every-branch",
+        sites.len(),
+        sites.join(", ")
+    ));
 }
 
 /// With `cheap_below`, the configurations to measure ([`pipeline::Explored::cover`]): a cover
