@@ -172,6 +172,8 @@ pub struct CheapRegionsReport {
     /// mean of its region's measured configurations).
     pub cheap: usize,
     pub approximated_subspaces: Vec<(String, String)>,
+    /// Options cheap regions are partitioned by that every measured configuration sets alike.
+    pub unvaried: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -666,7 +668,16 @@ fn cheap_regions(
         cover,
         costly,
         cheap,
+        unvaried,
     } = pipeline::cheap_cover(&valid, regions, &probes.shares, &folded, below);
+    if !unvaried.is_empty() {
+        report.notes.push(format!(
+            "cheap regions: every measured configuration sets {} alike, which cheap regions \
+             are partitioned by: their effect there is not measured, those regions take the \
+             measured value (use a lower --cheap-below, or none)",
+            unvaried.join(", ")
+        ));
+    }
     reporter.note(&format!(
         "cheap regions: {} of {} method regions take less than {:.1} % of the calibration runs' time; \
          measuring {} of the {} explored configurations, a cover of the other {}'s subspaces",
@@ -684,6 +695,7 @@ fn cheap_regions(
         costly,
         cheap: cheap.len(),
         approximated_subspaces: Vec::new(),
+        unvaried,
     });
     method_level.cover = Some(cover);
     Ok(cheap)

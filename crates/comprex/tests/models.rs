@@ -460,6 +460,16 @@ fn only_the_costly_regions_subspaces_are_covered() {
     assert_eq!(cheap.cover.len(), 2);
     assert_eq!(cheap.costly, [("hot".to_string(), 0.9)]);
     assert_eq!(cheap.cheap, ["cold".to_string()].into());
+    // Both configurations of the cover set B and C alike, and cold is partitioned by them.
+    let alike = |k: usize| cheap.cover[0].0[k] == cheap.cover[1].0[k];
+    let expected: Vec<&str> = ["B", "C"]
+        .into_iter()
+        .zip([1, 2])
+        .filter(|&(_, k)| alike(k))
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(cheap.unvaried, expected);
+    assert!(!alike(0) && !cheap.unvaried.is_empty(), "{:?}", cheap.cover);
     let shares = [
         ("hot".to_string(), 0.9),
         ("cold".to_string(), 0.02),
@@ -469,5 +479,5 @@ fn only_the_costly_regions_subspaces_are_covered() {
     let folded = [("folded".to_string(), vec!["cold".to_string()])];
     let both = comprex::pipeline::cheap_cover(&valid, regions, &shares, &folded, 0.05);
     assert_eq!(both.cover.len(), 4);
-    assert!(both.cheap.is_empty());
+    assert!(both.cheap.is_empty() && both.unvaried.is_empty());
 }

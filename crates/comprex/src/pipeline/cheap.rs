@@ -18,6 +18,9 @@ pub struct CheapCover {
     /// The cheap regions: a subspace of theirs no configuration of the cover lies in takes the
     /// mean of the region's measured ones (`ModelSettings::approximate`).
     pub cheap: BTreeSet<String>,
+    /// Options cheap regions are partitioned by that every configuration of the cover sets
+    /// alike: their effect on those regions is not measured at all.
+    pub unvaried: Vec<String>,
 }
 
 /// Splits `regions` by their share of the calibration runs' time, `shares` per method, a
@@ -44,9 +47,34 @@ pub fn cheap_cover(
     let mut costly: Vec<(String, f64)> =
         costly.iter().map(|r| (r.id.clone(), share_of(r))).collect();
     costly.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let space = valid.space();
+    let unvaried = space
+        .names()
+        .into_iter()
+        .enumerate()
+        .filter(|&(k, _)| cover.windows(2).all(|w| w[0].0[k] == w[1].0[k]))
+        .filter(|&(_, name)| cheap.iter().any(|r| partitioned_by(r, name)))
+        .map(|(_, name)| name.to_string())
+        .collect();
     CheapCover {
         cover,
         costly,
         cheap: cheap.iter().map(|r| r.id.clone()).collect(),
+        unvaried,
     }
+}
+
+/// Whether a subspace of `region` names `option` (its formulas' words; a numeric option's
+/// comparison starts with its name).
+fn partitioned_by(region: &RegionPartition, option: &str) -> bool {
+    region.subspaces.iter().any(|s| {
+        s.text
+            .split(|c: char| c.is_whitespace() || "∧∨¬()".contains(c))
+            .any(|word| {
+                word == option
+                    || word
+                        .strip_prefix(option)
+                        .is_some_and(|rest| rest.starts_with(['=', '<', '>', '≤', '≥', '≠']))
+            })
+    })
 }
