@@ -187,7 +187,8 @@ pub fn explore_tracking(
                 on_run,
             ),
         )?;
-        if control == ControlTaint::EveryBranch {
+        // The paper's, asked for or fallen back to after MAX_EXPLORATIONS.
+        if control == ControlTaint::EveryBranch || explorations > MAX_EXPLORATIONS {
             break exploration;
         }
         let found = seen.one_way();
